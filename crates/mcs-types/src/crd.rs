@@ -1,0 +1,403 @@
+//! CustomResourceDefinitions generated from the types.
+//!
+//! The output is schema-equivalent to the upstream CRDs of mcs-api v0.5.0 and about-api (a test
+//! compares every version's `openAPIV3Schema` structurally), so installing it or the upstream
+//! files gives the same API.
+//!
+//! ```
+//! let crds = mcs_types::crd::mcs_crds()?;
+//! assert_eq!(crds[0].metadata.name.as_deref(), Some("serviceexports.multicluster.x-k8s.io"));
+//! assert_eq!(crds[1].metadata.name.as_deref(), Some("serviceimports.multicluster.x-k8s.io"));
+//! # Ok::<(), mcs_types::crd::CrdError>(())
+//! ```
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceColumnDefinition, CustomResourceDefinition, CustomResourceDefinitionNames,
+    CustomResourceDefinitionSpec, CustomResourceDefinitionVersion, CustomResourceSubresourceStatus,
+    CustomResourceSubresources, CustomResourceValidation, JSONSchemaProps,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use schemars::generate::SchemaSettings;
+use schemars::transform::{Transform, transform_subschemas};
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+
+use crate::labels::{
+    ABOUT_GROUP, CRD_SCHEMA_REVISION, CRD_SCHEMA_REVISION_LABEL, GROUP, MCS_API_RELEASE,
+    RELEASE_VERSION_LABEL,
+};
+use crate::{
+    ClusterPropertySpec, ClusterPropertyStatus, ServiceExportSpec, ServiceExportStatus,
+    ServiceImportSpec, ServiceImportStatus,
+};
+
+/// The API versions every CRD here serves, with the storage version last.
+pub const VERSIONS: [&str; 2] = ["v1alpha1", "v1beta1"];
+
+/// The version the API server stores.
+pub const STORAGE_VERSION: &str = "v1beta1";
+
+/// A schema that could not be turned into a Kubernetes `JSONSchemaProps`.
+#[derive(Debug, thiserror::Error)]
+#[error("the generated schema of {type_name} is not a valid Kubernetes JSONSchemaProps: {source}")]
+pub struct CrdError {
+    /// The Rust type whose schema failed.
+    pub type_name: &'static str,
+    /// The conversion error.
+    #[source]
+    pub source: serde_json::Error,
+}
+
+/// Removes `nullable` (every optional field here is omitted rather than sent as null, and the
+/// upstream CRDs have no nullable fields) and the root `title`.
+#[derive(Debug, Clone, Copy)]
+struct OmitNulls;
+
+impl Transform for OmitNulls {
+    fn transform(&mut self, schema: &mut Schema) {
+        if let Some(object) = schema.as_object_mut() {
+            object.remove("nullable");
+            // `Option<Struct>` arrives as `anyOf: [<struct>, {type: null}]`: keep the struct.
+            let single = object
+                .get("anyOf")
+                .and_then(|any_of| any_of.as_array())
+                .map(|variants| {
+                    variants
+                        .iter()
+                        .filter(|v| v.get("type").and_then(|t| t.as_str()) != Some("null"))
+                        .cloned()
+                        .collect::<Vec<_>>()
+                })
+                .filter(|kept| kept.len() == 1);
+            if let Some(mut kept) = single {
+                object.remove("anyOf");
+                if let Some(serde_json::Value::Object(inner)) = kept.pop() {
+                    for (key, value) in inner {
+                        object.entry(key).or_insert(value);
+                    }
+                }
+            }
+        }
+        transform_subschemas(self, schema);
+    }
+}
+
+/// The structural `openAPIV3Schema` of a spec or status type.
+pub fn schema_for<T: JsonSchema>() -> Result<JSONSchemaProps, CrdError> {
+    let generator: SchemaGenerator = SchemaSettings::openapi3()
+        .with(|settings| {
+            settings.inline_subschemas = true;
+            settings.meta_schema = None;
+        })
+        .with_transform(OmitNulls)
+        .into_generator();
+    let mut value = generator.into_root_schema_for::<T>().to_value();
+    if let Some(object) = value.as_object_mut() {
+        object.remove("title");
+    }
+    serde_json::from_value(value).map_err(|source| CrdError {
+        type_name: std::any::type_name::<T>(),
+        source,
+    })
+}
+
+/// The schema of a `[]metav1.Condition` list as controller-gen writes it: a list map keyed by
+/// `type`, with the apimachinery validation of every field.
+pub(crate) fn condition_list_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "array",
+        "items": {
+            "description": "Condition contains details for one aspect of the current state of this API Resource.",
+            "type": "object",
+            "required": ["lastTransitionTime", "message", "reason", "status", "type"],
+            "properties": {
+                "lastTransitionTime": {
+                    "description": "lastTransitionTime is the last time the condition transitioned from one status to another.",
+                    "type": "string",
+                    "format": "date-time"
+                },
+                "message": {
+                    "description": "message is a human readable message indicating details about the transition. This may be an empty string.",
+                    "type": "string",
+                    "maxLength": 32768
+                },
+                "observedGeneration": {
+                    "description": "observedGeneration represents the .metadata.generation that the condition was set based upon.",
+                    "type": "integer",
+                    "format": "int64",
+                    "minimum": 0
+                },
+                "reason": {
+                    "description": "reason contains a programmatic identifier indicating the reason for the condition's last transition.",
+                    "type": "string",
+                    "maxLength": 1024,
+                    "minLength": 1,
+                    "pattern": "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+                },
+                "status": {
+                    "description": "status of the condition, one of True, False, Unknown.",
+                    "type": "string",
+                    "enum": ["True", "False", "Unknown"]
+                },
+                "type": {
+                    "description": "type of condition in CamelCase or in foo.example.com/CamelCase.",
+                    "type": "string",
+                    "maxLength": 316,
+                    "pattern": "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+                }
+            }
+        },
+        "x-kubernetes-list-map-keys": ["type"],
+        "x-kubernetes-list-type": "map"
+    })
+}
+
+fn string_property(description: &str) -> JSONSchemaProps {
+    JSONSchemaProps {
+        description: Some(description.to_owned()),
+        type_: Some("string".to_owned()),
+        ..Default::default()
+    }
+}
+
+/// The root schema of a resource: `apiVersion`, `kind`, `metadata`, `spec`, `status`.
+fn resource_schema(
+    description: &str,
+    spec: JSONSchemaProps,
+    status: JSONSchemaProps,
+) -> JSONSchemaProps {
+    let properties = BTreeMap::from([
+        (
+            "apiVersion".to_owned(),
+            string_property(
+                "APIVersion defines the versioned schema of this representation of an object. \
+                 Servers should convert recognized schemas to the latest internal value, and may \
+                 reject unrecognized values. More info: \
+                 https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+            ),
+        ),
+        (
+            "kind".to_owned(),
+            string_property(
+                "Kind is a string value representing the REST resource this object represents. \
+                 Servers may infer this from the endpoint the client submits requests to. Cannot \
+                 be updated. In CamelCase. More info: \
+                 https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+            ),
+        ),
+        (
+            "metadata".to_owned(),
+            JSONSchemaProps {
+                type_: Some("object".to_owned()),
+                ..Default::default()
+            },
+        ),
+        ("spec".to_owned(), spec),
+        ("status".to_owned(), status),
+    ]);
+    JSONSchemaProps {
+        description: Some(description.to_owned()),
+        type_: Some("object".to_owned()),
+        properties: Some(properties),
+        ..Default::default()
+    }
+}
+
+fn described(mut schema: JSONSchemaProps, description: &str) -> JSONSchemaProps {
+    schema.description = Some(description.to_owned());
+    schema
+}
+
+fn column(
+    name: &str,
+    type_: &str,
+    json_path: &str,
+    description: Option<&str>,
+) -> CustomResourceColumnDefinition {
+    CustomResourceColumnDefinition {
+        name: name.to_owned(),
+        type_: type_.to_owned(),
+        json_path: json_path.to_owned(),
+        description: description.map(str::to_owned),
+        ..Default::default()
+    }
+}
+
+/// What differs between the CRDs built here.
+struct CrdShape<'a> {
+    group: &'a str,
+    kind: &'a str,
+    plural: &'a str,
+    scope: &'a str,
+    short_names: &'a [&'a str],
+    categories: &'a [&'a str],
+    labels: &'a [(&'a str, &'a str)],
+    columns: Vec<CustomResourceColumnDefinition>,
+    schema: JSONSchemaProps,
+}
+
+fn build_crd(shape: CrdShape<'_>) -> CustomResourceDefinition {
+    let strings = |items: &[&str]| -> Option<Vec<String>> {
+        (!items.is_empty()).then(|| items.iter().map(|s| (*s).to_owned()).collect())
+    };
+    let labels: BTreeMap<String, String> = shape
+        .labels
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    let versions = VERSIONS
+        .iter()
+        .map(|version| CustomResourceDefinitionVersion {
+            name: (*version).to_owned(),
+            served: true,
+            storage: *version == STORAGE_VERSION,
+            additional_printer_columns: Some(shape.columns.clone()),
+            schema: Some(CustomResourceValidation {
+                open_api_v3_schema: Some(shape.schema.clone()),
+            }),
+            subresources: Some(CustomResourceSubresources {
+                status: Some(CustomResourceSubresourceStatus(serde_json::json!({}))),
+                scale: None,
+            }),
+            ..Default::default()
+        })
+        .collect();
+    let singular = shape.kind.to_ascii_lowercase();
+    CustomResourceDefinition {
+        metadata: ObjectMeta {
+            name: Some(format!("{}.{}", shape.plural, shape.group)),
+            labels: (!labels.is_empty()).then_some(labels),
+            ..Default::default()
+        },
+        spec: CustomResourceDefinitionSpec {
+            group: shape.group.to_owned(),
+            names: CustomResourceDefinitionNames {
+                kind: shape.kind.to_owned(),
+                list_kind: Some(format!("{}List", shape.kind)),
+                plural: shape.plural.to_owned(),
+                singular: Some(singular),
+                short_names: strings(shape.short_names),
+                categories: strings(shape.categories),
+            },
+            scope: shape.scope.to_owned(),
+            versions,
+            ..Default::default()
+        },
+        status: None,
+    }
+}
+
+const MCS_LABELS: &[(&str, &str)] = &[
+    (RELEASE_VERSION_LABEL, MCS_API_RELEASE),
+    (CRD_SCHEMA_REVISION_LABEL, CRD_SCHEMA_REVISION),
+];
+
+fn age_column() -> CustomResourceColumnDefinition {
+    column("Age", "date", ".metadata.creationTimestamp", None)
+}
+
+/// The `serviceexports.multicluster.x-k8s.io` CRD (versions `v1alpha1` and `v1beta1`).
+pub fn service_export_crd() -> Result<CustomResourceDefinition, CrdError> {
+    let schema = resource_schema(
+        "ServiceExport declares that the Service with the same name and namespace as this export \
+         should be consumable from other clusters.",
+        described(
+            schema_for::<ServiceExportSpec>()?,
+            "spec defines the behavior of a ServiceExport.",
+        ),
+        described(
+            schema_for::<ServiceExportStatus>()?,
+            "status describes the current state of an exported service. Service configuration \
+             comes from the Service that had the same name and namespace as this ServiceExport. \
+             Populated by the multi-cluster service implementation's controller.",
+        ),
+    );
+    Ok(build_crd(CrdShape {
+        group: GROUP,
+        kind: "ServiceExport",
+        plural: "serviceexports",
+        scope: "Namespaced",
+        short_names: &["svcex", "svcexport"],
+        categories: &[],
+        labels: MCS_LABELS,
+        columns: vec![age_column()],
+        schema,
+    }))
+}
+
+/// The `serviceimports.multicluster.x-k8s.io` CRD (versions `v1alpha1` and `v1beta1`).
+pub fn service_import_crd() -> Result<CustomResourceDefinition, CrdError> {
+    let schema = resource_schema(
+        "ServiceImport describes a service imported from clusters in a ClusterSet.",
+        described(
+            schema_for::<ServiceImportSpec>()?,
+            "spec defines the behavior of a ServiceImport.",
+        ),
+        described(
+            schema_for::<ServiceImportStatus>()?,
+            "status contains information about the exported services that form the \
+             multi-cluster service referenced by this ServiceImport.",
+        ),
+    );
+    Ok(build_crd(CrdShape {
+        group: GROUP,
+        kind: "ServiceImport",
+        plural: "serviceimports",
+        scope: "Namespaced",
+        short_names: &["svcim", "svcimport"],
+        categories: &[],
+        labels: MCS_LABELS,
+        columns: vec![
+            column(
+                "Type",
+                "string",
+                ".spec.type",
+                Some("The type of this ServiceImport"),
+            ),
+            column(
+                "IP",
+                "string",
+                ".spec.ips",
+                Some("The VIP for this ServiceImport"),
+            ),
+            age_column(),
+        ],
+        schema,
+    }))
+}
+
+/// The `clusterproperties.about.k8s.io` CRD (versions `v1alpha1` and `v1beta1`, cluster-scoped).
+pub fn cluster_property_crd() -> Result<CustomResourceDefinition, CrdError> {
+    let schema = resource_schema(
+        "ClusterProperty is a resource provides a way to store identification related, cluster \
+         scoped information for multi-cluster tools while creating flexibility for \
+         implementations.",
+        schema_for::<ClusterPropertySpec>()?,
+        schema_for::<ClusterPropertyStatus>()?,
+    );
+    Ok(build_crd(CrdShape {
+        group: ABOUT_GROUP,
+        kind: "ClusterProperty",
+        plural: "clusterproperties",
+        scope: "Cluster",
+        short_names: &[],
+        categories: &["multicluster"],
+        labels: &[],
+        columns: vec![
+            column("value", "string", ".spec.value", None),
+            column("age", "date", ".metadata.creationTimestamp", None),
+        ],
+        schema,
+    }))
+}
+
+/// The MCS CRDs: ServiceExport, then ServiceImport.
+pub fn mcs_crds() -> Result<Vec<CustomResourceDefinition>, CrdError> {
+    Ok(vec![service_export_crd()?, service_import_crd()?])
+}
+
+/// The About API CRD: ClusterProperty.
+pub fn about_crds() -> Result<Vec<CustomResourceDefinition>, CrdError> {
+    Ok(vec![cluster_property_crd()?])
+}
