@@ -23,6 +23,11 @@ enum Format {
     Json,
 }
 
+/// Prints the CRDs selected by `args`.
+pub fn run(args: &CrdsArgs) -> anyhow::Result<std::process::ExitCode> {
+    crate::output::print(&render(args)?)
+}
+
 /// The CRDs selected by `args`, rendered.
 pub fn render(args: &CrdsArgs) -> anyhow::Result<String> {
     let crds = if args.about {

@@ -1,9 +1,12 @@
 //! `mcsctl`: the clusterset command line.
+//!
+//! Each subcommand lives in its own module with an `Args` struct and a `run` function; `main`
+//! only parses and dispatches. Exit codes: 0 success, 1 failure or problems found, 2 usage error.
 #![forbid(unsafe_code)]
 
 mod crds;
+mod output;
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -33,24 +36,10 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Crds(args) => crds::render(&args),
+        Command::Crds(args) => crds::run(&args),
     };
     match result {
-        Ok(output) => {
-            let mut stdout = std::io::stdout().lock();
-            match stdout
-                .write_all(output.as_bytes())
-                .and_then(|()| stdout.flush())
-            {
-                Ok(()) => ExitCode::SUCCESS,
-                // A closed pipe (`mcsctl crds | head`) is not an error worth a message.
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("error: cannot write output: {e}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
+        Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
