@@ -510,6 +510,53 @@ pub fn set_condition(
     }
 }
 
+/// A status object with a `conditions` list; the provided methods read and set conditions the
+/// Kubernetes way. Implemented by the ServiceExport and ServiceImport statuses.
+pub trait StatusConditions {
+    /// The conditions.
+    fn conditions(&self) -> &[Condition];
+
+    /// The conditions, for changing.
+    fn conditions_mut(&mut self) -> &mut Vec<Condition>;
+
+    /// The condition of type `type_`, if present.
+    fn condition_of_type(&self, type_: &str) -> Option<&Condition> {
+        find_condition(self.conditions(), type_)
+    }
+
+    /// Whether the condition of type `type_` is present with status `True`.
+    fn condition_is_true(&self, type_: &str) -> bool {
+        is_condition_true(self.conditions(), type_)
+    }
+
+    /// Sets a condition (see [`set_condition`]); says whether anything changed.
+    fn set_condition(
+        &mut self,
+        desired: DesiredCondition,
+        observed_generation: Option<i64>,
+        now: Time,
+    ) -> bool {
+        set_condition(self.conditions_mut(), desired, observed_generation, now)
+    }
+}
+
+/// Implements [`StatusConditions`] for a status struct with a `conditions: Vec<Condition>` field.
+macro_rules! impl_status_conditions {
+    ($status:ty) => {
+        impl $crate::conditions::StatusConditions for $status {
+            fn conditions(&self) -> &[Condition] {
+                &self.conditions
+            }
+
+            fn conditions_mut(&mut self) -> &mut Vec<Condition> {
+                &mut self.conditions
+            }
+        }
+    };
+}
+
+pub(crate) use impl_status_conditions;
+
 /// Removes the condition of type `type_`; says whether one was removed.
 pub fn remove_condition(conditions: &mut Vec<Condition>, type_: &str) -> bool {
     let before = conditions.len();

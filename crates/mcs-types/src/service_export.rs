@@ -3,14 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::conditions::{
-    ConflictReasons, DesiredCondition, ServiceExportConditionType, find_condition,
-    is_condition_true, set_condition,
-};
+use crate::conditions::{ConflictReasons, ServiceExportConditionType, StatusConditions};
 
 /// Fields a newer API server sends that these types do not know yet; kept so that a
 /// read-modify-write cycle does not drop them.
@@ -48,45 +45,29 @@ pub struct ServiceExportStatus {
     pub unknown_fields: UnknownFields,
 }
 
-impl ServiceExportStatus {
-    /// The condition of the given type, if present.
-    pub fn condition(&self, type_: ServiceExportConditionType) -> Option<&Condition> {
-        find_condition(&self.conditions, type_.as_str())
-    }
+crate::conditions::impl_status_conditions!(ServiceExportStatus);
 
+impl ServiceExportStatus {
     /// Whether `Valid` is `True`.
     pub fn is_valid(&self) -> bool {
-        is_condition_true(&self.conditions, ServiceExportConditionType::Valid.as_str())
+        self.condition_is_true(ServiceExportConditionType::Valid.as_str())
     }
 
     /// Whether `Ready` is `True`.
     pub fn is_ready(&self) -> bool {
-        is_condition_true(&self.conditions, ServiceExportConditionType::Ready.as_str())
+        self.condition_is_true(ServiceExportConditionType::Ready.as_str())
     }
 
     /// Whether `Conflict` is `True`.
     pub fn has_conflict(&self) -> bool {
-        is_condition_true(
-            &self.conditions,
-            ServiceExportConditionType::Conflict.as_str(),
-        )
+        self.condition_is_true(ServiceExportConditionType::Conflict.as_str())
     }
 
     /// The reasons of a `Conflict=True` condition; empty when there is no conflict.
     pub fn conflict_reasons(&self) -> ConflictReasons {
-        match self.condition(ServiceExportConditionType::Conflict) {
+        match self.condition_of_type(ServiceExportConditionType::Conflict.as_str()) {
             Some(c) if c.status == "True" => ConflictReasons::parse(&c.reason),
             _ => ConflictReasons::new(),
         }
-    }
-
-    /// Sets a condition (see [`set_condition`]); says whether anything changed.
-    pub fn set_condition(
-        &mut self,
-        desired: DesiredCondition,
-        observed_generation: Option<i64>,
-        now: Time,
-    ) -> bool {
-        set_condition(&mut self.conditions, desired, observed_generation, now)
     }
 }

@@ -5,13 +5,11 @@ use std::fmt;
 use std::net::IpAddr;
 
 use k8s_openapi::api::core::v1::SessionAffinityConfig;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::conditions::{
-    DesiredCondition, ServiceImportConditionType, find_condition, is_condition_true, set_condition,
-};
+use crate::conditions::{ServiceImportConditionType, StatusConditions};
 use crate::service_export::UnknownFields;
 
 /// `IPv4`, the value of an `ipFamilies` entry.
@@ -219,29 +217,16 @@ pub struct ServiceImportStatus {
     pub unknown_fields: UnknownFields,
 }
 
-impl ServiceImportStatus {
-    /// The condition of the given type, if present.
-    pub fn condition(&self, type_: ServiceImportConditionType) -> Option<&Condition> {
-        find_condition(&self.conditions, type_.as_str())
-    }
+crate::conditions::impl_status_conditions!(ServiceImportStatus);
 
+impl ServiceImportStatus {
     /// Whether `Ready` is `True`.
     pub fn is_ready(&self) -> bool {
-        is_condition_true(&self.conditions, ServiceImportConditionType::Ready.as_str())
+        self.condition_is_true(ServiceImportConditionType::Ready.as_str())
     }
 
     /// The ids of the exporting clusters.
     pub fn cluster_ids(&self) -> impl Iterator<Item = &str> {
         self.clusters.iter().map(|c| c.cluster.as_str())
-    }
-
-    /// Sets a condition (see [`set_condition`]); says whether anything changed.
-    pub fn set_condition(
-        &mut self,
-        desired: DesiredCondition,
-        observed_generation: Option<i64>,
-        now: Time,
-    ) -> bool {
-        set_condition(&mut self.conditions, desired, observed_generation, now)
     }
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube_core::Resource;
-use mcs_types::conditions::{ConflictReason, ConflictReasons, DesiredCondition};
+use mcs_types::conditions::{ConflictReason, ConflictReasons, DesiredCondition, StatusConditions};
 use mcs_types::{ServiceExportStatus, ServiceImportType, about, v1alpha1, v1beta1};
 use serde_json::{Value, json};
 
