@@ -1,0 +1,235 @@
+//! The objects an importing cluster writes for a merged service (ServiceImport and
+//! EndpointSlices), and the conditions every exporter writes on its ServiceExport.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use k8s_openapi::api::discovery::v1::{EndpointPort, EndpointSlice};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use mcs_types::conditions::{
+    ConditionStatus, DesiredCondition, ServiceExportConditionType, ServiceImportConditionReason,
+};
+use mcs_types::labels::{
+    CLUSTERSET_ENDPOINTSLICE_CONTROLLER, ENDPOINTSLICE_MANAGED_BY_LABEL, SERVICE_NAME_LABEL,
+    SOURCE_CLUSTER_LABEL,
+};
+use mcs_types::v1beta1::ServiceImport;
+use mcs_types::{ClusterStatus, ServiceImportSpec, ServiceImportStatus, ServiceImportType};
+
+use crate::merge::MergedService;
+use crate::model::{ExportRecord, InvalidExport, family_of};
+
+/// The most endpoints Kubernetes puts in one EndpointSlice; larger sets are split.
+pub const MAX_ENDPOINTS_PER_SLICE: usize = 1000;
+
+/// The ServiceImport an importing cluster writes: the merged spec with this cluster's clusterset
+/// IPs (one per family of the import, in `ipFamilies` order; none for headless), the exporting
+/// clusters in `status.clusters`, and the exported labels and annotations as its metadata.
+///
+/// Conditions are left to [`import_ready_condition`], which the caller sets with Kubernetes
+/// semantics on the stored object.
+pub fn desired_import(merged: &MergedService, clusterset_ips: &[IpAddr]) -> ServiceImport {
+    let mut spec = ServiceImportSpec::new(merged.service_type, merged.ports.clone());
+    if merged.service_type == ServiceImportType::ClusterSetIP {
+        spec.ips = ordered_ips(&merged.ip_families, clusterset_ips)
+            .into_iter()
+            .map(|ip| ip.to_string())
+            .collect();
+        spec.session_affinity = Some(merged.session_affinity.clone());
+        spec.session_affinity_config = merged.session_affinity_config.clone();
+    }
+    spec.ip_families = merged.ip_families.clone();
+    spec.internal_traffic_policy = Some(merged.internal_traffic_policy.clone());
+    spec.traffic_distribution = merged.traffic_distribution.clone();
+    let mut import = ServiceImport::new(&merged.key.name, spec);
+    import.metadata.namespace = Some(merged.key.namespace.clone());
+    import.metadata.labels =
+        (!merged.exported_labels.is_empty()).then(|| merged.exported_labels.clone());
+    import.metadata.annotations =
+        (!merged.exported_annotations.is_empty()).then(|| merged.exported_annotations.clone());
+    import.status = Some(ServiceImportStatus {
+        clusters: merged
+            .cluster_ids()
+            .into_iter()
+            .map(|id| ClusterStatus::new(id.as_str()))
+            .collect(),
+        ..Default::default()
+    });
+    import
+}
+
+/// `clusterset_ips` arranged in the order of `families`, one per family, skipping families
+/// without an address.
+fn ordered_ips(families: &[String], clusterset_ips: &[IpAddr]) -> Vec<IpAddr> {
+    families
+        .iter()
+        .filter_map(|family| {
+            clusterset_ips
+                .iter()
+                .copied()
+                .find(|ip| family_of(*ip) == family)
+        })
+        .collect()
+}
+
+/// The ServiceImport `Ready` condition: `True`, or `False`/`IPFamilyNotSupported` naming the
+/// families this cluster could not give a clusterset IP.
+pub fn import_ready_condition(
+    merged: &MergedService,
+    clusterset_ips: &[IpAddr],
+) -> DesiredCondition {
+    if merged.service_type == ServiceImportType::ClusterSetIP {
+        let missing: Vec<&str> = merged
+            .ip_families
+            .iter()
+            .filter(|family| {
+                !clusterset_ips
+                    .iter()
+                    .any(|ip| family_of(*ip) == family.as_str())
+            })
+            .map(String::as_str)
+            .collect();
+        if !missing.is_empty() {
+            return DesiredCondition::import_ready(
+                ConditionStatus::False,
+                ServiceImportConditionReason::IPFamilyNotSupported,
+                format!(
+                    "This cluster has no clusterset IP range for {}: configure one, or export the service with IP families this cluster supports",
+                    missing.join(" and ")
+                ),
+            );
+        }
+    }
+    DesiredCondition::import_ready(
+        ConditionStatus::True,
+        ServiceImportConditionReason::Ready,
+        "",
+    )
+}
+
+/// The EndpointSlices every importing cluster writes: per source cluster and address family,
+/// split at [`MAX_ENDPOINTS_PER_SLICE`], labelled with the MCS service-name and source-cluster
+/// labels and our managed-by value, with endpoint conditions as published and only the ports
+/// that cluster serves.
+pub fn desired_endpoint_slices(merged: &MergedService) -> Vec<EndpointSlice> {
+    let mut slices = Vec::new();
+    for record in &merged.records {
+        let served: Vec<_> = merged.ports_served_by(record);
+        for family in &record.endpoints {
+            let ports: Vec<EndpointPort> = family
+                .ports
+                .iter()
+                .filter(|p| served.iter().any(|s| s.name == p.name))
+                .cloned()
+                .collect();
+            let chunks: Vec<_> = family.endpoints.chunks(MAX_ENDPOINTS_PER_SLICE).collect();
+            for (index, endpoints) in chunks.iter().enumerate() {
+                slices.push(EndpointSlice {
+                    metadata: ObjectMeta {
+                        name: Some(endpoint_slice_name(record, &family.address_type, index)),
+                        namespace: Some(merged.key.namespace.clone()),
+                        labels: Some(BTreeMap::from([
+                            (SERVICE_NAME_LABEL.to_owned(), merged.key.name.clone()),
+                            (
+                                SOURCE_CLUSTER_LABEL.to_owned(),
+                                record.cluster_id.to_string(),
+                            ),
+                            (
+                                ENDPOINTSLICE_MANAGED_BY_LABEL.to_owned(),
+                                CLUSTERSET_ENDPOINTSLICE_CONTROLLER.to_owned(),
+                            ),
+                        ])),
+                        ..Default::default()
+                    },
+                    address_type: family.address_type.clone(),
+                    endpoints: endpoints.to_vec(),
+                    ports: Some(ports.clone()),
+                });
+            }
+        }
+    }
+    slices
+}
+
+/// A stable, unique, valid object name for one slice: readable parts plus a hash of all of them
+/// (so that `a-b` from `c` and `a` from `b-c` never collide).
+fn endpoint_slice_name(record: &ExportRecord, address_type: &str, index: usize) -> String {
+    let family = address_type.to_ascii_lowercase();
+    let identity = format!(
+        "{}/{}/{}/{}/{}",
+        record.service_key.namespace, record.service_key.name, record.cluster_id, family, index
+    );
+    let hash = fnv1a(identity.as_bytes());
+    // Object names are DNS subdomains (253 chars); keep well under with short readable parts.
+    let name: String = record.service_key.name.chars().take(63).collect();
+    let cluster: String = record.cluster_id.as_str().chars().take(63).collect();
+    format!("{name}-{cluster}-{family}-{hash:08x}")
+}
+
+/// 32-bit FNV-1a: a small stable hash (not for security).
+fn fnv1a(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0x811c_9dc5_u32, |hash, b| {
+        (hash ^ u32::from(*b)).wrapping_mul(0x0100_0193)
+    })
+}
+
+/// Whether this cluster's export has been published to the clusterset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Publication {
+    /// Not yet published (or the broker has not confirmed it).
+    Pending,
+    /// Published and visible in the merged service.
+    Published,
+    /// Publishing failed; the message says why.
+    Failed(String),
+}
+
+/// The conditions an exporting cluster sets on its ServiceExport, and the condition types it
+/// removes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportConditions {
+    /// Conditions to set (with [`mcs_types::conditions::set_condition`]).
+    pub set: Vec<DesiredCondition>,
+    /// Condition types to remove.
+    pub remove: Vec<ServiceExportConditionType>,
+}
+
+/// The ServiceExport conditions of one exporter: `Valid` from the local check, `Conflict` from
+/// the merged service (the same verdict on every exporter), `Ready` from the publication state.
+pub fn export_conditions(
+    local: Result<(), &InvalidExport>,
+    merged: Option<&MergedService>,
+    publication: &Publication,
+) -> ExportConditions {
+    if let Err(invalid) = local {
+        return ExportConditions {
+            set: vec![
+                invalid.condition(),
+                DesiredCondition::new(
+                    ServiceExportConditionType::Ready.as_str(),
+                    ConditionStatus::False,
+                    mcs_types::conditions::ServiceExportConditionReason::Pending.as_str(),
+                    "Not exported until the ServiceExport is valid",
+                ),
+            ],
+            remove: vec![ServiceExportConditionType::Conflict],
+        };
+    }
+    let mut set = vec![DesiredCondition::export_valid()];
+    let mut remove = Vec::new();
+    match merged {
+        Some(m) => set.push(DesiredCondition::export_conflict(
+            &m.conflicts,
+            m.conflict_message.clone(),
+        )),
+        None => remove.push(ServiceExportConditionType::Conflict),
+    }
+    set.push(match publication {
+        Publication::Published => DesiredCondition::export_exported(),
+        Publication::Pending => {
+            DesiredCondition::export_pending("Waiting for the clusterset to accept the export")
+        }
+        Publication::Failed(message) => DesiredCondition::export_failed(message.clone()),
+    });
+    ExportConditions { set, remove }
+}
