@@ -3,8 +3,74 @@
 //! known so far, what must exist and how must every daemon be addressed.
 //!
 //! No Kubernetes client, no IO, no async: embed it in any controller.
+//!
+//! - Input: [`PlanInput`] = [`ClusterSettings`] (namespace, MCS on/off and cluster id, msgr2,
+//!   IP family, Ceph version, host networking, which [`DnsNameForm`] to resolve) and an
+//!   [`Inventory`] (mons, OSDs, global IPs resolved so far, export conditions). Plain serde
+//!   types; [`manifest`] reads them from a Rook CephCluster manifest and an inventory file.
+//! - Output: a [`Plan`]: the Services and ServiceExports that must exist
+//!   ([`Plan::services`], [`Plan::service_exports`], as k8s-openapi objects through
+//!   [`Plan::service_manifest`]), the clusterset names still to resolve ([`Plan::lookups`]),
+//!   every daemon's address and status ([`Plan::daemons`]) and arguments
+//!   ([`Plan::daemon_args`]), the `rook-ceph-mon-endpoints` data ([`Plan::mon_endpoints`]),
+//!   `mon_host` ([`Plan::mon_host_config`]), the peer-token `mon_host`, the mons to replace
+//!   ([`Plan::mon_replacements`]), the next mon id, and a readiness verdict
+//!   ([`Plan::readiness`]). Invalid input is refused with [`Rejections`] that say what to change.
+//! - Incremental: [`Plan::upsert_osd`], [`Plan::remove_osd`], [`Plan::set_global_ip`],
+//!   [`Plan::set_export_status`] and [`Plan::replace_mons`] re-plan one daemon (or the mons)
+//!   against a previous plan, with the same result as a full plan.
+//!
+//! Every name, port, label and text format matches Rook byte for byte ([`rook`], [`format`]).
+//!
+//! ```
+//! use ceph_address_plan::{CephVersion, ClusterSettings, Inventory, MonInput, Plan, PlanInput};
+//!
+//! let mut cluster = ClusterSettings::new("my-cluster", "rook-ceph");
+//! cluster.multi_cluster_service.enabled = true;
+//! cluster.multi_cluster_service.cluster_id = "east".into();
+//! cluster.ceph_version = Some(CephVersion::new(18, 2, 4));
+//!
+//! let mut inventory = Inventory::default();
+//! for (id, global) in [("a", "242.1.0.11"), ("b", "242.1.0.12"), ("c", "242.1.0.13")] {
+//!     let mut mon = MonInput::new(id.parse()?);
+//!     mon.advertised = Some(format!("{global}:6789").parse()?);
+//!     inventory.mons.push(mon);
+//!     inventory.global_ips.insert(format!("mon.{id}").parse()?, global.parse()?);
+//! }
+//!
+//! let plan = Plan::new(PlanInput { cluster, inventory })?;
+//! assert!(plan.readiness().ready);
+//! assert_eq!(plan.mon_endpoints().data, "a=242.1.0.11:6789,b=242.1.0.12:6789,c=242.1.0.13:6789");
+//! assert_eq!(
+//!     plan.mon_host_config().mon_host,
+//!     "[v2:242.1.0.11:3300,v1:242.1.0.11:6789],[v2:242.1.0.12:3300,v1:242.1.0.12:6789],[v2:242.1.0.13:3300,v1:242.1.0.13:6789]"
+//! );
+//! assert_eq!(plan.next_mon_id().as_str(), "d");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![forbid(unsafe_code)]
 
+pub mod document;
+pub mod format;
+mod input;
+pub mod labels;
+pub mod manifest;
 pub mod mon_id;
+mod objects;
+mod plan;
+mod reject;
+pub mod rook;
+mod version;
 
+pub use input::{
+    ClusterSettings, Daemon, DnsNameForm, ExportCondition, ExportStatus, ExternalMon,
+    InvalidDaemon, Inventory, IpFamily, McsSettings, MonInput, NodeInfo, OsdInput, PlanInput,
+};
 pub use mon_id::{InvalidMonId, MonId};
+pub use plan::{
+    Address, Change, DaemonArgs, DaemonStatus, DesiredExport, DesiredService, Lookup, MonEndpoints,
+    MonHostConfig, MonPlan, MonReplacement, NamedPort, OsdPlan, Plan, Readiness, ServiceRole,
+    WaitFor, export_problem, mon_ports, osd_ports,
+};
+pub use reject::{Rejection, Rejections};
+pub use version::{CephVersion, InvalidCephVersion};
