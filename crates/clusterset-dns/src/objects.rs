@@ -1,0 +1,478 @@
+//! The Kubernetes objects a clusterset zone is built from, validated into the small facts DNS
+//! needs. Every rejection names the object and the field at fault.
+
+use std::fmt;
+use std::net::IpAddr;
+
+use k8s_openapi::api::discovery::v1::{EndpointPort, EndpointSlice};
+use mcs_types::labels::{SERVICE_NAME_LABEL, SOURCE_CLUSTER_LABEL};
+use mcs_types::names::{SrvProtocol, dashed_ip, dns_label_problem};
+use mcs_types::{ServiceImportType, ServicePort};
+use serde::de::DeserializeOwned;
+
+/// The kinds of object a clusterset zone is built from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ObjectKind {
+    /// `multicluster.x-k8s.io` ServiceImport (v1beta1 or v1alpha1).
+    ServiceImport,
+    /// `discovery.k8s.io/v1` EndpointSlice carrying the MCS labels.
+    EndpointSlice,
+    /// A document whose kind is missing or not one of the above.
+    Unknown,
+}
+
+impl fmt::Display for ObjectKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::ServiceImport => "ServiceImport",
+            Self::EndpointSlice => "EndpointSlice",
+            Self::Unknown => "object",
+        })
+    }
+}
+
+/// An object the zone cannot use: which object, which field, what is wrong and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{kind} {object}: {field}: {problem}")]
+pub struct ObjectError {
+    /// The kind of the object.
+    pub kind: ObjectKind,
+    /// `namespace/name` of the object (`<unnamed>` parts when the metadata lacks them).
+    pub object: String,
+    /// The field at fault, as a path (`spec.ports[0].port`).
+    pub field: String,
+    /// What is wrong, and how to fix it.
+    pub problem: String,
+}
+
+/// The namespace and name of a ServiceImport (and of the service it imports).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ServiceKey {
+    /// The namespace.
+    pub namespace: String,
+    /// The ServiceImport name.
+    pub name: String,
+}
+
+impl ServiceKey {
+    /// The key of `namespace/name`.
+    pub fn new(namespace: &str, name: &str) -> Self {
+        Self {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        }
+    }
+}
+
+impl fmt::Display for ServiceKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// The namespace and name of an EndpointSlice.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SliceKey {
+    /// The namespace.
+    pub namespace: String,
+    /// The EndpointSlice name.
+    pub name: String,
+}
+
+impl SliceKey {
+    /// The key of `namespace/name`.
+    pub fn new(namespace: &str, name: &str) -> Self {
+        Self {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        }
+    }
+}
+
+impl fmt::Display for SliceKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// A port as DNS needs it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct PortFact {
+    pub name: Option<String>,
+    pub protocol: SrvProtocol,
+    pub port: u16,
+}
+
+/// What DNS needs from a ServiceImport.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ImportFact {
+    pub type_: ServiceImportType,
+    pub ips: Vec<IpAddr>,
+    pub ports: Vec<PortFact>,
+}
+
+/// One ready address of an endpoint, with the hostname DNS gives it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct ReadyAddress {
+    pub hostname: String,
+    pub ip: IpAddr,
+}
+
+/// What DNS needs from an MCS EndpointSlice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SliceFact {
+    /// The ServiceImport the slice belongs to (`multicluster.kubernetes.io/service-name`).
+    pub service: String,
+    /// The source cluster (`multicluster.kubernetes.io/source-cluster`).
+    pub cluster_id: String,
+    /// Ports with a number (slices may list a port without one, meaning "all ports").
+    pub ports: Vec<PortFact>,
+    /// Ready addresses only (an endpoint without `conditions.ready` counts as ready).
+    pub ready: Vec<ReadyAddress>,
+}
+
+/// A ServiceImport or an EndpointSlice, typed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ZoneObject {
+    /// A ServiceImport (v1alpha1 documents are converted to v1beta1).
+    ServiceImport(Box<mcs_types::v1beta1::ServiceImport>),
+    /// An EndpointSlice.
+    EndpointSlice(Box<EndpointSlice>),
+}
+
+impl ZoneObject {
+    /// Types a document (already parsed from YAML or JSON) by its `apiVersion` and `kind`; a
+    /// field of the wrong shape is reported with its path.
+    ///
+    /// ```
+    /// use clusterset_dns::ZoneObject;
+    /// let doc = serde_json::json!({
+    ///     "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+    ///     "metadata": {"name": "web-east", "namespace": "shop"},
+    ///     "addressType": "IPv4", "endpoints": [{"addresses": "10.0.0.1"}]
+    /// });
+    /// let err = ZoneObject::from_document(doc).unwrap_err();
+    /// assert_eq!(err.object, "shop/web-east");
+    /// assert_eq!(err.field, "endpoints[0].addresses");
+    /// ```
+    pub fn from_document(document: serde_json::Value) -> Result<Self, ObjectError> {
+        let api_version = document
+            .get("apiVersion")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_owned();
+        let kind = document
+            .get("kind")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_owned();
+        let object = object_name(&document);
+        match (api_version.as_str(), kind.as_str()) {
+            ("multicluster.x-k8s.io/v1beta1", "ServiceImport") => {
+                let import: mcs_types::v1beta1::ServiceImport =
+                    typed(document, ObjectKind::ServiceImport, &object)?;
+                Ok(Self::ServiceImport(Box::new(import)))
+            }
+            ("multicluster.x-k8s.io/v1alpha1", "ServiceImport") => {
+                let import: mcs_types::v1alpha1::ServiceImport =
+                    typed(document, ObjectKind::ServiceImport, &object)?;
+                Ok(Self::ServiceImport(Box::new(import.into())))
+            }
+            ("discovery.k8s.io/v1", "EndpointSlice") => {
+                let slice: EndpointSlice = typed(document, ObjectKind::EndpointSlice, &object)?;
+                Ok(Self::EndpointSlice(Box::new(slice)))
+            }
+            _ => Err(ObjectError {
+                kind: ObjectKind::Unknown,
+                object,
+                field: "apiVersion/kind".to_owned(),
+                problem: format!(
+                    "{api_version:?}/{kind:?} is not served in clusterset DNS: use ServiceImport (multicluster.x-k8s.io/v1beta1 or v1alpha1) or EndpointSlice (discovery.k8s.io/v1)"
+                ),
+            }),
+        }
+    }
+}
+
+fn object_name(document: &serde_json::Value) -> String {
+    let meta = |key: &str| {
+        document
+            .get("metadata")
+            .and_then(|m| m.get(key))
+            .and_then(|v| v.as_str())
+            .unwrap_or("<unnamed>")
+            .to_owned()
+    };
+    format!("{}/{}", meta("namespace"), meta("name"))
+}
+
+fn typed<T: DeserializeOwned>(
+    document: serde_json::Value,
+    kind: ObjectKind,
+    object: &str,
+) -> Result<T, ObjectError> {
+    serde_path_to_error::deserialize(document).map_err(|e| {
+        let path = e.path().to_string();
+        ObjectError {
+            kind,
+            object: object.to_owned(),
+            field: if path == "." {
+                "(document)".to_owned()
+            } else {
+                path
+            },
+            problem: e.into_inner().to_string(),
+        }
+    })
+}
+
+struct Fault<'a> {
+    kind: ObjectKind,
+    object: &'a str,
+}
+
+impl Fault<'_> {
+    fn at(&self, field: impl Into<String>, problem: impl Into<String>) -> ObjectError {
+        ObjectError {
+            kind: self.kind,
+            object: self.object.to_owned(),
+            field: field.into(),
+            problem: problem.into(),
+        }
+    }
+}
+
+fn metadata_key(
+    fault: &Fault<'_>,
+    namespace: Option<&str>,
+    name: Option<&str>,
+) -> Result<(String, String), ObjectError> {
+    let namespace = namespace.filter(|n| !n.is_empty()).ok_or_else(|| {
+        fault.at(
+            "metadata.namespace",
+            "is missing: clusterset names are <svc>.<ns>.svc.<zone>, so every object needs its namespace",
+        )
+    })?;
+    let name = name
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| fault.at("metadata.name", "is missing"))?;
+    Ok((namespace.to_owned(), name.to_owned()))
+}
+
+fn port_number(fault: &Fault<'_>, field: &str, port: i32) -> Result<u16, ObjectError> {
+    u16::try_from(port)
+        .ok()
+        .filter(|p| *p != 0)
+        .ok_or_else(|| fault.at(field, format!("{port} is not a port number (1-65535)")))
+}
+
+fn protocol(
+    fault: &Fault<'_>,
+    field: &str,
+    value: Option<&str>,
+) -> Result<SrvProtocol, ObjectError> {
+    match value {
+        None => Ok(SrvProtocol::Tcp),
+        Some(p) => p.parse().map_err(|e: mcs_types::names::UnknownProtocol| {
+            fault.at(
+                field,
+                format!("{e} (Kubernetes spells them TCP, UDP, SCTP)"),
+            )
+        }),
+    }
+}
+
+fn port_name(
+    fault: &Fault<'_>,
+    field: &str,
+    name: Option<&str>,
+) -> Result<Option<String>, ObjectError> {
+    match name.filter(|n| !n.is_empty()) {
+        None => Ok(None),
+        Some(n) => match dns_label_problem(n, false) {
+            None => Ok(Some(n.to_owned())),
+            Some(problem) => Err(fault.at(field, format!("port name {n:?} {problem}"))),
+        },
+    }
+}
+
+/// Validates a ServiceImport into what DNS serves.
+pub(crate) fn import_fact(
+    import: &mcs_types::v1beta1::ServiceImport,
+) -> Result<(ServiceKey, ImportFact), ObjectError> {
+    let object = format!(
+        "{}/{}",
+        import.metadata.namespace.as_deref().unwrap_or("<unnamed>"),
+        import.metadata.name.as_deref().unwrap_or("<unnamed>")
+    );
+    let fault = Fault {
+        kind: ObjectKind::ServiceImport,
+        object: &object,
+    };
+    let (namespace, name) = metadata_key(
+        &fault,
+        import.metadata.namespace.as_deref(),
+        import.metadata.name.as_deref(),
+    )?;
+    // The name must make a valid clusterset name.
+    mcs_types::names::ClustersetName::service(&namespace, &name)
+        .map_err(|e| fault.at("metadata", e.to_string()))?;
+    let spec = &import.spec;
+    let mut ips = Vec::with_capacity(spec.ips.len());
+    for (i, ip) in spec.ips.iter().enumerate() {
+        let parsed: IpAddr = ip.parse().map_err(|_| {
+            fault.at(
+                format!("spec.ips[{i}]"),
+                format!("{ip:?} is not an IPv4 or IPv6 address"),
+            )
+        })?;
+        ips.push(parsed);
+    }
+    let ports = spec
+        .ports
+        .iter()
+        .enumerate()
+        .map(|(i, p): (usize, &ServicePort)| {
+            Ok(PortFact {
+                name: port_name(&fault, &format!("spec.ports[{i}].name"), p.name.as_deref())?,
+                protocol: protocol(
+                    &fault,
+                    &format!("spec.ports[{i}].protocol"),
+                    p.protocol.as_deref(),
+                )?,
+                port: port_number(&fault, &format!("spec.ports[{i}].port"), p.port)?,
+            })
+        })
+        .collect::<Result<Vec<_>, ObjectError>>()?;
+    Ok((
+        ServiceKey { namespace, name },
+        ImportFact {
+            type_: spec.type_,
+            ips,
+            ports,
+        },
+    ))
+}
+
+/// Validates an MCS EndpointSlice into what DNS serves.
+pub(crate) fn slice_fact(slice: &EndpointSlice) -> Result<(SliceKey, SliceFact), ObjectError> {
+    let object = format!(
+        "{}/{}",
+        slice.metadata.namespace.as_deref().unwrap_or("<unnamed>"),
+        slice.metadata.name.as_deref().unwrap_or("<unnamed>")
+    );
+    let fault = Fault {
+        kind: ObjectKind::EndpointSlice,
+        object: &object,
+    };
+    let (namespace, name) = metadata_key(
+        &fault,
+        slice.metadata.namespace.as_deref(),
+        slice.metadata.name.as_deref(),
+    )?;
+    let label = |key: &str| {
+        slice
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(key))
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    };
+    let service = label(SERVICE_NAME_LABEL).ok_or_else(|| {
+        fault.at(
+            format!("metadata.labels[{SERVICE_NAME_LABEL}]"),
+            "is missing: an MCS EndpointSlice names its ServiceImport in this label",
+        )
+    })?;
+    if let Some(problem) = dns_label_problem(service, true) {
+        return Err(fault.at(
+            format!("metadata.labels[{SERVICE_NAME_LABEL}]"),
+            format!("service name {service:?} {problem}"),
+        ));
+    }
+    let cluster_id = label(SOURCE_CLUSTER_LABEL).ok_or_else(|| {
+        fault.at(
+            format!("metadata.labels[{SOURCE_CLUSTER_LABEL}]"),
+            "is missing: an MCS EndpointSlice names the cluster its endpoints come from in this label",
+        )
+    })?;
+    if let Some(problem) = dns_label_problem(cluster_id, false) {
+        return Err(fault.at(
+            format!("metadata.labels[{SOURCE_CLUSTER_LABEL}]"),
+            format!("cluster id {cluster_id:?} {problem}"),
+        ));
+    }
+    let family_v6 = match slice.address_type.as_str() {
+        "IPv4" => false,
+        "IPv6" => true,
+        other => {
+            return Err(fault.at(
+                "addressType",
+                format!("{other:?} is not served in clusterset DNS: use IPv4 or IPv6"),
+            ));
+        }
+    };
+    let mut ports = Vec::new();
+    for (i, p) in slice.ports.iter().flatten().enumerate() {
+        let EndpointPort {
+            name,
+            port,
+            protocol: proto,
+            ..
+        } = p;
+        // A port without a number means "all ports": nothing for SRV.
+        let Some(port) = port else { continue };
+        ports.push(PortFact {
+            name: port_name(&fault, &format!("ports[{i}].name"), name.as_deref())?,
+            protocol: protocol(&fault, &format!("ports[{i}].protocol"), proto.as_deref())?,
+            port: port_number(&fault, &format!("ports[{i}].port"), *port)?,
+        });
+    }
+    let mut ready = Vec::new();
+    for (i, endpoint) in slice.endpoints.iter().enumerate() {
+        let is_ready = endpoint
+            .conditions
+            .as_ref()
+            .and_then(|c| c.ready)
+            .unwrap_or(true);
+        if let Some(hostname) = endpoint.hostname.as_deref()
+            && let Some(problem) = dns_label_problem(hostname, false)
+        {
+            return Err(fault.at(
+                format!("endpoints[{i}].hostname"),
+                format!("{hostname:?} {problem}"),
+            ));
+        }
+        for (j, address) in endpoint.addresses.iter().enumerate() {
+            let ip: IpAddr = address.parse().map_err(|_| {
+                fault.at(
+                    format!("endpoints[{i}].addresses[{j}]"),
+                    format!("{address:?} is not an IP address"),
+                )
+            })?;
+            if ip.is_ipv6() != family_v6 {
+                return Err(fault.at(
+                    format!("endpoints[{i}].addresses[{j}]"),
+                    format!(
+                        "{address} does not match addressType {}: one slice holds one address family",
+                        slice.address_type
+                    ),
+                ));
+            }
+            if is_ready {
+                let hostname = endpoint.hostname.clone().unwrap_or_else(|| dashed_ip(ip));
+                ready.push(ReadyAddress { hostname, ip });
+            }
+        }
+    }
+    Ok((
+        SliceKey { namespace, name },
+        SliceFact {
+            service: service.to_owned(),
+            cluster_id: cluster_id.to_owned(),
+            ports,
+            ready,
+        },
+    ))
+}

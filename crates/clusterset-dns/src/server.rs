@@ -1,0 +1,292 @@
+//! The authoritative server: UDP on one blocking thread per worker (one `SO_REUSEPORT` socket
+//! each, so the kernel spreads queries), TCP on tokio. Both answer with [`wire::respond`] from
+//! the store's current snapshot.
+
+use std::io::{self, ErrorKind};
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Semaphore, watch};
+
+use crate::store::ZoneStore;
+use crate::wire::{self, Transport};
+
+/// How the server listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// UDP and TCP address (port 0 picks a free port, the same for both).
+    pub listen: SocketAddr,
+    /// UDP worker threads, each with its own socket (default: one per CPU).
+    pub udp_workers: usize,
+    /// TCP connections served at once; more wait in the kernel's backlog.
+    pub max_tcp_connections: usize,
+    /// A TCP connection idle this long is closed.
+    pub tcp_idle_timeout: Duration,
+}
+
+impl ServerConfig {
+    /// Defaults for `listen`: one UDP worker per CPU, 256 TCP connections, 10 s idle timeout.
+    pub fn new(listen: SocketAddr) -> Self {
+        Self {
+            listen,
+            udp_workers: std::thread::available_parallelism().map_or(1, usize::from),
+            max_tcp_connections: 256,
+            tcp_idle_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// A socket could not be set up.
+    #[error(
+        "cannot listen on {protocol} {address}: {source} (is the port in use, or below 1024 without privileges?)"
+    )]
+    Listen {
+        /// `udp` or `tcp`.
+        protocol: &'static str,
+        /// The address.
+        address: SocketAddr,
+        /// The cause.
+        source: io::Error,
+    },
+    /// A UDP worker thread could not be started.
+    #[error("cannot start a UDP worker thread: {0}")]
+    Thread(io::Error),
+}
+
+/// How often blocked UDP workers look at the stop flag.
+const STOP_POLL: Duration = Duration::from_millis(100);
+
+fn udp_socket(address: SocketAddr) -> io::Result<UdpSocket> {
+    let socket = Socket::new(
+        Domain::for_address(address),
+        Type::DGRAM,
+        Some(Protocol::UDP),
+    )?;
+    socket.set_reuse_port(true)?;
+    socket.set_read_timeout(Some(STOP_POLL))?;
+    // Room for bursts while the worker is busy.
+    let _ = socket.set_recv_buffer_size(4 << 20);
+    socket.bind(&address.into())?;
+    Ok(socket.into())
+}
+
+fn tcp_listener(address: SocketAddr) -> io::Result<std::net::TcpListener> {
+    let socket = Socket::new(
+        Domain::for_address(address),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&address.into())?;
+    socket.listen(1024)?;
+    socket.set_nonblocking(true)?;
+    Ok(socket.into())
+}
+
+/// A running server. Stop it with [`shutdown`](Self::shutdown); dropping it stops the UDP
+/// workers too (without waiting for them).
+#[derive(Debug)]
+pub struct DnsServer {
+    address: SocketAddr,
+    stop: Arc<AtomicBool>,
+    workers: Vec<JoinHandle<()>>,
+    tcp_stop: watch::Sender<bool>,
+    tcp_task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl DnsServer {
+    /// Binds UDP and TCP on `config.listen` and starts answering from `store`. Must be called
+    /// inside a tokio runtime (TCP runs on it).
+    pub fn start(config: &ServerConfig, store: Arc<ZoneStore>) -> Result<Self, ServerError> {
+        let listen_err = |protocol, address| {
+            move |source| ServerError::Listen {
+                protocol,
+                address,
+                source,
+            }
+        };
+        let first = udp_socket(config.listen).map_err(listen_err("udp", config.listen))?;
+        let address = first
+            .local_addr()
+            .map_err(listen_err("udp", config.listen))?;
+        let mut sockets = vec![first];
+        for _ in 1..config.udp_workers.max(1) {
+            sockets.push(udp_socket(address).map_err(listen_err("udp", address))?);
+        }
+        let tcp = tcp_listener(address).map_err(listen_err("tcp", address))?;
+        let tcp = TcpListener::from_std(tcp).map_err(listen_err("tcp", address))?;
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut workers = Vec::with_capacity(sockets.len());
+        for (i, socket) in sockets.into_iter().enumerate() {
+            let store = Arc::clone(&store);
+            let worker_stop = Arc::clone(&stop);
+            let worker = std::thread::Builder::new()
+                .name(format!("dns-udp-{i}"))
+                .spawn(move || udp_loop(&socket, &store, &worker_stop))
+                .map_err(ServerError::Thread);
+            match worker {
+                Ok(handle) => workers.push(handle),
+                Err(e) => {
+                    stop.store(true, Ordering::Relaxed);
+                    return Err(e);
+                }
+            }
+        }
+        let (tcp_stop, stop_rx) = watch::channel(false);
+        let tcp_task = tokio::spawn(tcp_accept_loop(
+            tcp,
+            store,
+            stop_rx,
+            Arc::new(Semaphore::new(config.max_tcp_connections.max(1))),
+            config.tcp_idle_timeout,
+        ));
+        tracing::info!(%address, workers = workers.len(), "clusterset DNS server listening");
+        Ok(Self {
+            address,
+            stop,
+            workers,
+            tcp_stop,
+            tcp_task: Some(tcp_task),
+        })
+    }
+
+    /// The address UDP and TCP listen on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Stops accepting queries and waits for the workers to finish.
+    pub async fn shutdown(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.tcp_stop.send(true);
+        if let Some(task) = self.tcp_task.take() {
+            let _ = task.await;
+        }
+        let workers = std::mem::take(&mut self.workers);
+        let _ = tokio::task::spawn_blocking(move || {
+            for worker in workers {
+                let _ = worker.join();
+            }
+        })
+        .await;
+    }
+}
+
+impl Drop for DnsServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.tcp_stop.send(true);
+    }
+}
+
+fn udp_loop(socket: &UdpSocket, store: &ZoneStore, stop: &AtomicBool) {
+    let mut request = vec![0u8; 65535];
+    let mut response = Vec::with_capacity(4096);
+    let cell = store.snapshot_cell();
+    while !stop.load(Ordering::Relaxed) {
+        let (len, peer) = match socket.recv_from(&mut request) {
+            Ok(received) => received,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => continue,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => {
+                tracing::warn!(error = %e, "UDP receive failed");
+                continue;
+            }
+        };
+        let Some(datagram) = request.get(..len) else {
+            continue;
+        };
+        let snapshot = cell.load();
+        if wire::respond(&snapshot, datagram, Transport::Udp, &mut response)
+            && let Err(e) = socket.send_to(&response, peer)
+        {
+            tracing::debug!(error = %e, %peer, "UDP send failed");
+        }
+    }
+}
+
+async fn tcp_accept_loop(
+    listener: TcpListener,
+    store: Arc<ZoneStore>,
+    mut stop: watch::Receiver<bool>,
+    slots: Arc<Semaphore>,
+    idle: Duration,
+) {
+    loop {
+        let permit = tokio::select! {
+            _ = stop.changed() => return,
+            permit = Arc::clone(&slots).acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => return,
+            },
+        };
+        let accepted = tokio::select! {
+            _ = stop.changed() => return,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, peer)) => {
+                let store = Arc::clone(&store);
+                let stop = stop.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = tcp_connection(stream, &store, stop, idle).await {
+                        tracing::debug!(error = %e, %peer, "TCP connection ended");
+                    }
+                    drop(permit);
+                });
+            }
+            Err(e) => tracing::warn!(error = %e, "TCP accept failed"),
+        }
+    }
+}
+
+async fn tcp_connection(
+    mut stream: TcpStream,
+    store: &ZoneStore,
+    mut stop: watch::Receiver<bool>,
+    idle: Duration,
+) -> io::Result<()> {
+    let mut request = vec![0u8; 65535];
+    let mut response = Vec::with_capacity(4096);
+    loop {
+        let mut prefix = [0u8; 2];
+        tokio::select! {
+            _ = stop.changed() => return Ok(()),
+            read = tokio::time::timeout(idle, stream.read_exact(&mut prefix)) => match read {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) if e.kind() == ErrorKind::UnexpectedEof => return Ok(()),
+                Ok(Err(e)) => return Err(e),
+                Err(_) => return Ok(()), // idle
+            },
+        }
+        let len = usize::from(u16::from_be_bytes(prefix));
+        let Some(buffer) = request.get_mut(..len) else {
+            return Ok(());
+        };
+        match tokio::time::timeout(idle, stream.read_exact(buffer)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(e),
+            Err(_) => return Ok(()),
+        }
+        let snapshot = store.snapshot();
+        let Some(datagram) = request.get(..len) else {
+            return Ok(());
+        };
+        if !wire::respond(&snapshot, datagram, Transport::Tcp, &mut response) {
+            return Ok(());
+        }
+        let out_len = u16::try_from(response.len()).unwrap_or(u16::MAX);
+        stream.write_all(&out_len.to_be_bytes()).await?;
+        stream.write_all(&response).await?;
+    }
+}

@@ -1,0 +1,265 @@
+//! The live store: the zone behind a lock for writers, and an atomically swapped [`Snapshot`]
+//! for the server, so queries never wait for an update.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use arc_swap::ArcSwap;
+use hickory_proto::rr::RecordType;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+
+use crate::objects::{ObjectError, ServiceKey, SliceKey, ZoneObject};
+use crate::records::{Answer, ChangedNames, ClustersetZone, ZoneConfig};
+use crate::wire::{NameTable, Snapshot};
+
+/// One change to the zone, as a watch event delivers it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ZoneChange {
+    /// A ServiceImport or EndpointSlice was added or modified.
+    Upsert(ZoneObject),
+    /// A ServiceImport was deleted.
+    DeleteServiceImport(ServiceKey),
+    /// An EndpointSlice was deleted.
+    DeleteEndpointSlice(SliceKey),
+}
+
+/// What [`ZoneStore::apply`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ApplyReport {
+    /// Changes applied.
+    pub applied: usize,
+    /// Objects rejected; for each, the last good version (if any) keeps serving.
+    pub rejected: Vec<ObjectError>,
+    /// Names whose answers were recomputed.
+    pub names_recomputed: usize,
+}
+
+struct Inner {
+    zone: ClustersetZone,
+    table: NameTable,
+    synced: bool,
+}
+
+/// The live clusterset zone: writers apply per-service changes, the server reads snapshots.
+///
+/// The store answers SERVFAIL until [`mark_synced`](Self::mark_synced) (or
+/// [`replace_all`](Self::replace_all)) says its data is complete: a half-filled cache must not
+/// give NXDOMAIN for names that exist.
+///
+/// ```
+/// use clusterset_dns::{ZoneStore, ZoneConfig};
+/// let store = ZoneStore::new(ZoneConfig::default());
+/// assert!(!store.snapshot().is_synced());
+/// store.mark_synced();
+/// assert!(store.snapshot().is_synced());
+/// ```
+pub struct ZoneStore {
+    inner: Mutex<Inner>,
+    snapshot: ArcSwap<Snapshot>,
+}
+
+impl std::fmt::Debug for ZoneStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let snapshot = self.snapshot.load();
+        f.debug_struct("ZoneStore")
+            .field("synced", &snapshot.is_synced())
+            .field("names", &snapshot.name_count())
+            .finish()
+    }
+}
+
+fn unix_seconds() -> u32 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u32::try_from(d.as_secs() % (1 << 32)).unwrap_or(0))
+        .unwrap_or(0)
+}
+
+impl ZoneStore {
+    /// An empty, unsynced store.
+    pub fn new(config: ZoneConfig) -> Self {
+        let zone = ClustersetZone::new(config);
+        let mut table = NameTable::new();
+        let names: Vec<String> = zone.names().map(str::to_owned).collect();
+        table.update(&zone, &names);
+        let snapshot = Snapshot::new(&zone, table.clone(), false);
+        Self {
+            inner: Mutex::new(Inner {
+                zone,
+                table,
+                synced: false,
+            }),
+            snapshot: ArcSwap::from_pointee(snapshot),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A writer that panicked left consistent data behind (every change is applied whole).
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The current snapshot: what queries are answered from.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.snapshot.load_full()
+    }
+
+    /// The snapshot cell itself, for loops that load it per query.
+    pub(crate) fn snapshot_cell(&self) -> &ArcSwap<Snapshot> {
+        &self.snapshot
+    }
+
+    /// Applies changes in order and publishes one new snapshot. Bad objects are skipped and
+    /// reported; the rest apply.
+    pub fn apply(&self, changes: impl IntoIterator<Item = ZoneChange>) -> ApplyReport {
+        let mut inner = self.lock();
+        let mut report = ApplyReport::default();
+        let mut changed = ChangedNames::new();
+        for change in changes {
+            let result = match change {
+                ZoneChange::Upsert(ZoneObject::ServiceImport(import)) => {
+                    inner.zone.upsert_service_import(&import)
+                }
+                ZoneChange::Upsert(ZoneObject::EndpointSlice(slice)) => {
+                    inner.zone.upsert_endpoint_slice(&slice)
+                }
+                ZoneChange::DeleteServiceImport(key) => {
+                    Ok(inner.zone.delete_service_import(&key.namespace, &key.name))
+                }
+                ZoneChange::DeleteEndpointSlice(key) => {
+                    Ok(inner.zone.delete_endpoint_slice(&key.namespace, &key.name))
+                }
+            };
+            match result {
+                Ok(names) => {
+                    report.applied += 1;
+                    changed.extend(names);
+                }
+                Err(e) => report.rejected.push(e),
+            }
+        }
+        report.names_recomputed = changed.len();
+        if !changed.is_empty() {
+            self.publish(&mut inner, &changed);
+        }
+        report
+    }
+
+    /// Adds or replaces a ServiceImport.
+    pub fn upsert_service_import(
+        &self,
+        import: &mcs_types::v1beta1::ServiceImport,
+    ) -> Result<(), ObjectError> {
+        let change = ZoneChange::Upsert(ZoneObject::ServiceImport(Box::new(import.clone())));
+        self.apply_one(change)
+    }
+
+    /// Removes a ServiceImport.
+    pub fn delete_service_import(&self, namespace: &str, name: &str) {
+        self.apply([ZoneChange::DeleteServiceImport(ServiceKey::new(
+            namespace, name,
+        ))]);
+    }
+
+    /// Adds or replaces an MCS EndpointSlice.
+    pub fn upsert_endpoint_slice(&self, slice: &EndpointSlice) -> Result<(), ObjectError> {
+        let change = ZoneChange::Upsert(ZoneObject::EndpointSlice(Box::new(slice.clone())));
+        self.apply_one(change)
+    }
+
+    /// Removes an EndpointSlice.
+    pub fn delete_endpoint_slice(&self, namespace: &str, name: &str) {
+        self.apply([ZoneChange::DeleteEndpointSlice(SliceKey::new(
+            namespace, name,
+        ))]);
+    }
+
+    fn apply_one(&self, change: ZoneChange) -> Result<(), ObjectError> {
+        match self.apply([change]).rejected.pop() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Says the store holds a complete view (the watches have listed everything once). From now
+    /// on unknown names get NXDOMAIN instead of SERVFAIL.
+    pub fn mark_synced(&self) {
+        let mut inner = self.lock();
+        if !inner.synced {
+            inner.synced = true;
+            let snapshot = Snapshot::new(&inner.zone, inner.table.clone(), true);
+            self.snapshot.store(Arc::new(snapshot));
+        }
+    }
+
+    /// Replaces the whole zone with `objects` if every one of them is valid, and marks the store
+    /// synced; otherwise changes nothing and returns every problem (the last good zone keeps
+    /// serving). Returns the number of objects loaded.
+    pub fn replace_all(&self, objects: Vec<ZoneObject>) -> Result<usize, Vec<ObjectError>> {
+        let config = self.lock().zone.config().clone();
+        let mut zone = ClustersetZone::new(config);
+        let mut errors = Vec::new();
+        let count = objects.len();
+        for object in objects {
+            let result = match object {
+                ZoneObject::ServiceImport(import) => zone.upsert_service_import(&import),
+                ZoneObject::EndpointSlice(slice) => zone.upsert_endpoint_slice(&slice),
+            };
+            if let Err(e) = result {
+                errors.push(e);
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let mut inner = self.lock();
+        zone.set_serial(next_serial(inner.zone.serial()));
+        let mut table = NameTable::new();
+        let names: Vec<String> = zone.names().map(str::to_owned).collect();
+        table.update(&zone, &names);
+        inner.zone = zone;
+        inner.table = table;
+        inner.synced = true;
+        let snapshot = Snapshot::new(&inner.zone, inner.table.clone(), true);
+        self.snapshot.store(Arc::new(snapshot));
+        Ok(count)
+    }
+
+    fn publish(&self, inner: &mut Inner, changed: &ChangedNames) {
+        let serial = next_serial(inner.zone.serial());
+        inner.zone.set_serial(serial);
+        let apex = inner.zone.apex().to_owned();
+        let Inner {
+            zone,
+            table,
+            synced,
+        } = inner;
+        table.update(zone, changed.iter().chain(std::iter::once(&apex)));
+        let snapshot = Snapshot::new(zone, table.clone(), *synced);
+        self.snapshot.store(Arc::new(snapshot));
+    }
+
+    /// The answer the records model gives (the server's precomputed answers are encoded from
+    /// exactly this), for diagnostics and tests.
+    pub fn answer(&self, name: &str, qtype: RecordType) -> Answer {
+        self.lock().zone.answer(name, qtype)
+    }
+
+    /// The zone in master-file format (RFC 1035), for diagnostics and for loading the same
+    /// records into other DNS servers.
+    pub fn zone_file(&self) -> String {
+        crate::zonefile::render(&self.lock().zone)
+    }
+}
+
+/// The serial after `previous`: the current Unix time, or `previous + 1` when that is not later
+/// (several changes in one second must still raise it).
+fn next_serial(previous: u32) -> u32 {
+    let now = unix_seconds();
+    if now > previous {
+        now
+    } else {
+        previous.wrapping_add(1)
+    }
+}

@@ -1,0 +1,631 @@
+//! The query hot path: answers encoded once per (name, type) when the zone changes, and a
+//! request handler that only parses the header and question, looks the name up, and splices
+//! the precomputed bytes behind the client's own question.
+//!
+//! Pure and allocation-free per query once the output buffer has grown: [`respond`] is what the
+//! UDP and TCP loops and the fuzz target call.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+
+use hickory_proto::op::{Message, OpCode, Query};
+use hickory_proto::rr::{Record, RecordType};
+use hickory_proto::serialize::binary::{BinEncodable, BinEncoder};
+
+use crate::records::{ClustersetZone, fqdn};
+
+/// The largest DNS message (TCP's 16-bit length prefix).
+pub const MAX_MESSAGE: usize = 65535;
+
+/// The largest UDP answer we send to an EDNS client (the DNS flag day 2020 value, which avoids
+/// IP fragmentation).
+pub const MAX_UDP_PAYLOAD: u16 = 1232;
+
+/// The UDP size a client without EDNS accepts.
+pub const CLASSIC_UDP_PAYLOAD: u16 = 512;
+
+const TYPE_OPT: u16 = 41;
+const TYPE_IXFR: u16 = 251;
+const TYPE_AXFR: u16 = 252;
+const CLASS_IN: u16 = 1;
+
+const RCODE_NOERROR: u8 = 0;
+const RCODE_FORMERR: u8 = 1;
+const RCODE_SERVFAIL: u8 = 2;
+const RCODE_NXDOMAIN: u8 = 3;
+const RCODE_NOTIMP: u8 = 4;
+const RCODE_REFUSED: u8 = 5;
+/// BADVERS is extended RCODE 16: 0 in the header, 1 in the OPT record.
+const EXTENDED_BADVERS: u8 = 1;
+
+/// A fast, non-randomised hash for zone names (FxHash). Only the zone's own names are inserted,
+/// so hash flooding by clients is not possible: queries only look up.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NameHasher(u64);
+
+impl Hasher for NameHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(K);
+        }
+        for byte in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(*byte)).wrapping_mul(K);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+fn name_hash(name: &[u8]) -> u64 {
+    let mut hasher = NameHasher::default();
+    hasher.write(name);
+    hasher.finish()
+}
+
+/// One precomputed positive answer: everything after the question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PreparedAnswer {
+    qtype: u16,
+    answer_count: u16,
+    additional_count: u16,
+    tail: Box<[u8]>,
+}
+
+/// The precomputed answers of one name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreparedName {
+    answers: Vec<PreparedAnswer>,
+    /// Negative answers (NODATA) carry the zone's SOA.
+    in_zone: bool,
+}
+
+impl PreparedName {
+    fn answer(&self, qtype: u16) -> Option<&PreparedAnswer> {
+        self.answers.iter().find(|a| a.qtype == qtype)
+    }
+}
+
+/// The wire form of a lower-case presentation name without the trailing dot.
+pub fn wire_name(name: &str) -> Vec<u8> {
+    let mut wire = Vec::with_capacity(name.len() + 2);
+    if !name.is_empty() {
+        for label in name.split('.') {
+            // Labels of zone names are validated DNS labels (at most 63 bytes).
+            wire.push(u8::try_from(label.len()).unwrap_or(63));
+            wire.extend_from_slice(label.as_bytes());
+        }
+    }
+    wire.push(0);
+    wire
+}
+
+/// Encodes the answers of one name (lower case, no trailing dot) for every type it has data
+/// for, plus ANY. `None` if the name does not exist.
+pub fn prepare_name(zone: &ClustersetZone, name: &str) -> Option<PreparedName> {
+    let records = zone.records(name)?;
+    let mut types = records.record_types();
+    if !types.is_empty() {
+        types.push(RecordType::ANY);
+    }
+    let mut answers = Vec::with_capacity(types.len());
+    for qtype in types {
+        let answer = zone.answer(name, qtype);
+        if answer.answers.is_empty() {
+            continue;
+        }
+        if let Some(prepared) = encode_answer(name, qtype, answer.answers, answer.additionals) {
+            answers.push(prepared);
+        }
+    }
+    Some(PreparedName {
+        answers,
+        in_zone: zone.in_zone(name),
+    })
+}
+
+fn encode_answer(
+    name: &str,
+    qtype: RecordType,
+    mut answers: Vec<Record>,
+    mut additionals: Vec<Record>,
+) -> Option<PreparedAnswer> {
+    let question_end = 12 + wire_name(name).len() + 4;
+    loop {
+        let mut message = Message::response(0, OpCode::Query);
+        message.add_query(Query::query(fqdn(name), qtype));
+        message.add_answers(answers.iter().cloned());
+        message.add_additionals(additionals.iter().cloned());
+        let bytes = message.to_vec().ok()?;
+        if bytes.len() <= MAX_MESSAGE {
+            return Some(PreparedAnswer {
+                qtype: u16::from(qtype),
+                answer_count: u16::try_from(answers.len()).ok()?,
+                additional_count: u16::try_from(additionals.len()).ok()?,
+                tail: bytes.get(question_end..)?.into(),
+            });
+        }
+        // Too big even for TCP: serve a subset (the spec allows it for headless services).
+        additionals.clear();
+        if answers.len() <= 1 {
+            return None;
+        }
+        answers.truncate(answers.len() / 2);
+    }
+}
+
+/// The SOA record without its owner name, in wire form (no compression), to append behind a
+/// pointer to the zone in the question.
+fn soa_without_owner(zone: &ClustersetZone) -> Vec<u8> {
+    let record = zone.soa_record();
+    let mut bytes = Vec::with_capacity(96);
+    let mut encoder = BinEncoder::new(&mut bytes);
+    encoder.set_canonical_form(true);
+    if record.emit(&mut encoder).is_err() {
+        return Vec::new();
+    }
+    let owner_len = wire_name(zone.apex()).len();
+    bytes
+        .get(owner_len..)
+        .map(<[u8]>::to_vec)
+        .unwrap_or_default()
+}
+
+type Shard = HashMap<Box<[u8]>, Arc<PreparedName>, BuildHasherDefault<NameHasher>>;
+
+const SHARDS: usize = 256;
+
+/// The name table of a snapshot: 256 shards, each copied on write, so an update that touches a
+/// few names copies a few small maps instead of the whole zone.
+#[derive(Debug, Clone)]
+pub(crate) struct NameTable {
+    shards: Vec<Arc<Shard>>,
+}
+
+impl NameTable {
+    pub(crate) fn new() -> Self {
+        Self {
+            shards: (0..SHARDS).map(|_| Arc::new(Shard::default())).collect(),
+        }
+    }
+
+    fn shard_of(key: &[u8]) -> usize {
+        // The top byte of the hash picks the shard; the map inside uses all of it.
+        usize::try_from(name_hash(key) >> 56).unwrap_or(0) % SHARDS
+    }
+
+    fn get(&self, key: &[u8]) -> Option<&Arc<PreparedName>> {
+        self.shards.get(Self::shard_of(key))?.get(key)
+    }
+
+    /// Replaces the entries of `names` with what `zone` says now.
+    pub(crate) fn update<'a>(
+        &mut self,
+        zone: &ClustersetZone,
+        names: impl IntoIterator<Item = &'a String>,
+    ) {
+        for name in names {
+            let key: Box<[u8]> = wire_name(name).into();
+            let shard_index = Self::shard_of(&key);
+            let Some(shard) = self.shards.get_mut(shard_index) else {
+                continue;
+            };
+            let shard = Arc::make_mut(shard);
+            match prepare_name(zone, name) {
+                Some(prepared) => {
+                    shard.insert(key, Arc::new(prepared));
+                }
+                None => {
+                    shard.remove(&key);
+                }
+            }
+        }
+    }
+
+    /// The number of names.
+    pub(crate) fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.len()).sum()
+    }
+}
+
+/// An immutable view of the zone that the server answers from. The store publishes a new one
+/// on every change; a query holds one for its whole handling, so updates never block queries.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    synced: bool,
+    zone_wire: Box<[u8]>,
+    soa: Box<[u8]>,
+    table: NameTable,
+}
+
+impl Snapshot {
+    pub(crate) fn new(zone: &ClustersetZone, table: NameTable, synced: bool) -> Self {
+        Self {
+            synced,
+            zone_wire: wire_name(zone.apex()).into(),
+            soa: soa_without_owner(zone).into(),
+            table,
+        }
+    }
+
+    /// Whether the store had synced when this snapshot was taken (until then: SERVFAIL).
+    pub fn is_synced(&self) -> bool {
+        self.synced
+    }
+
+    /// The number of names with precomputed answers.
+    pub fn name_count(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Whether the lower-case wire name is the zone or below it (on a label boundary).
+    fn zone_suffix_offset(&self, name: &[u8]) -> Option<usize> {
+        let start = name.len().checked_sub(self.zone_wire.len())?;
+        if name.get(start..)? != &*self.zone_wire {
+            return None;
+        }
+        // `start` must be a label boundary: walk the labels from the front.
+        let mut pos = 0;
+        while pos < start {
+            pos += 1 + usize::from(*name.get(pos)?);
+        }
+        (pos == start).then_some(start)
+    }
+}
+
+fn is_reverse(name: &[u8]) -> bool {
+    name.ends_with(b"\x07in-addr\x04arpa\x00") || name.ends_with(b"\x03ip6\x04arpa\x00")
+}
+
+/// How the answer travels: UDP answers are truncated to what the client accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// UDP: at most 512 bytes, or the client's EDNS size up to [`MAX_UDP_PAYLOAD`].
+    Udp,
+    /// TCP: up to [`MAX_MESSAGE`].
+    Tcp,
+}
+
+/// The EDNS facts of a request.
+#[derive(Debug, Clone, Copy)]
+struct Edns {
+    payload: u16,
+    version: u8,
+}
+
+/// A parsed request: everything the answer depends on.
+struct Request {
+    /// End of the question in the request (the question is `12..question_end`).
+    question_end: usize,
+    qtype: u16,
+    qclass: u16,
+    edns: Option<Edns>,
+}
+
+enum Parsed {
+    Ok(Request),
+    /// Answer with this RCODE; echo the question if it parsed (its end), EDNS if it parsed.
+    Error(u8, Option<usize>, Option<Edns>),
+}
+
+/// Parses header, question and an optional OPT record; lower-cases the name into `key`.
+fn parse(request: &[u8], key: &mut Vec<u8>) -> Parsed {
+    let count = |at: usize| u16::from_be_bytes([request[at], request[at + 1]]);
+    let opcode = (request[2] >> 3) & 0x0f;
+    let (questions, answers, authorities, additionals) = (count(4), count(6), count(8), count(10));
+    if opcode != 0 {
+        return Parsed::Error(RCODE_NOTIMP, None, None);
+    }
+    if questions != 1 || answers != 0 || authorities != 0 || additionals > 1 {
+        return Parsed::Error(RCODE_FORMERR, None, None);
+    }
+    key.clear();
+    let mut pos = 12;
+    loop {
+        let Some(&len) = request.get(pos) else {
+            return Parsed::Error(RCODE_FORMERR, None, None);
+        };
+        let len = usize::from(len);
+        if len == 0 {
+            key.push(0);
+            pos += 1;
+            break;
+        }
+        // A compression pointer (or a reserved label type) in the question: not from a sane client.
+        if len > 63 {
+            return Parsed::Error(RCODE_FORMERR, None, None);
+        }
+        let Some(label) = request.get(pos + 1..pos + 1 + len) else {
+            return Parsed::Error(RCODE_FORMERR, None, None);
+        };
+        key.push(len as u8);
+        key.extend(label.iter().map(u8::to_ascii_lowercase));
+        if key.len() > 254 {
+            return Parsed::Error(RCODE_FORMERR, None, None);
+        }
+        pos += 1 + len;
+    }
+    let Some(fixed) = request.get(pos..pos + 4) else {
+        return Parsed::Error(RCODE_FORMERR, None, None);
+    };
+    let qtype = u16::from_be_bytes([fixed[0], fixed[1]]);
+    let qclass = u16::from_be_bytes([fixed[2], fixed[3]]);
+    let question_end = pos + 4;
+    let mut edns = None;
+    if additionals == 1 {
+        // Only an OPT record is accepted (no TSIG keys are configured).
+        let Some(opt) = request.get(question_end..question_end + 11) else {
+            return Parsed::Error(RCODE_FORMERR, Some(question_end), None);
+        };
+        let rr_type = u16::from_be_bytes([opt[1], opt[2]]);
+        let rdlen = usize::from(u16::from_be_bytes([opt[9], opt[10]]));
+        if opt[0] != 0 || rr_type != TYPE_OPT || request.len() < question_end + 11 + rdlen {
+            return Parsed::Error(RCODE_FORMERR, Some(question_end), None);
+        }
+        let parsed = Edns {
+            payload: u16::from_be_bytes([opt[3], opt[4]]),
+            version: opt[6],
+        };
+        if parsed.version != 0 {
+            return Parsed::Error(RCODE_NOERROR, Some(question_end), Some(parsed));
+        }
+        edns = Some(parsed);
+    }
+    Parsed::Ok(Request {
+        question_end,
+        qtype,
+        qclass,
+        edns,
+    })
+}
+
+struct Header {
+    rcode: u8,
+    authoritative: bool,
+    truncated: bool,
+    questions: u16,
+    answers: u16,
+    authorities: u16,
+    additionals: u16,
+}
+
+fn write_header(out: &mut Vec<u8>, request: &[u8], h: &Header) {
+    let opcode_and_rd = request[2] & 0x79; // opcode bits and RD, copied
+    let mut flags = 0x80 | opcode_and_rd;
+    if h.authoritative {
+        flags |= 0x04;
+    }
+    if h.truncated {
+        flags |= 0x02;
+    }
+    let cd = request[3] & 0x10; // checking disabled, copied
+    out.extend_from_slice(&request[0..2]);
+    out.push(flags);
+    out.push(cd | (h.rcode & 0x0f));
+    for count in [h.questions, h.answers, h.authorities, h.additionals] {
+        out.extend_from_slice(&count.to_be_bytes());
+    }
+}
+
+fn write_opt(out: &mut Vec<u8>, extended_rcode: u8) {
+    out.push(0);
+    out.extend_from_slice(&TYPE_OPT.to_be_bytes());
+    out.extend_from_slice(&MAX_UDP_PAYLOAD.to_be_bytes());
+    out.extend_from_slice(&[extended_rcode, 0, 0, 0]);
+    out.extend_from_slice(&0u16.to_be_bytes());
+}
+
+/// Answers one request into `out` (cleared first). Returns `false` when nothing must be sent:
+/// the datagram is shorter than a DNS header, or it is itself a response (answering responses
+/// invites loops). Every other input gets a well-formed message: the answer, or FORMERR,
+/// NOTIMP, REFUSED, SERVFAIL or BADVERS.
+///
+/// ```
+/// use clusterset_dns::{ZoneStore, ZoneConfig, wire::{respond, Transport}};
+/// use hickory_proto::op::{Message, Query, ResponseCode};
+/// use hickory_proto::rr::{Name, RecordType};
+///
+/// let store = ZoneStore::new(ZoneConfig::default());
+/// store.mark_synced();
+/// let mut query = Message::query();
+/// query.add_query(Query::query(Name::from_ascii("nope.shop.svc.clusterset.local.")?, RecordType::A));
+/// let mut out = Vec::new();
+/// assert!(respond(&store.snapshot(), &query.to_vec()?, Transport::Udp, &mut out));
+/// let answer = Message::from_vec(&out)?;
+/// assert_eq!(answer.metadata.response_code, ResponseCode::NXDomain);
+/// assert_eq!(answer.authorities.len(), 1); // the SOA, for negative caching
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn respond(
+    snapshot: &Snapshot,
+    request: &[u8],
+    transport: Transport,
+    out: &mut Vec<u8>,
+) -> bool {
+    out.clear();
+    if request.len() < 12 || request[2] & 0x80 != 0 {
+        return false;
+    }
+    let mut key = Vec::with_capacity(64);
+    let req = match parse(request, &mut key) {
+        Parsed::Ok(req) => req,
+        Parsed::Error(rcode, question_end, edns) => {
+            let badvers = edns.is_some_and(|e| e.version != 0);
+            write_header(
+                out,
+                request,
+                &Header {
+                    rcode,
+                    authoritative: false,
+                    truncated: false,
+                    questions: u16::from(question_end.is_some()),
+                    answers: 0,
+                    authorities: 0,
+                    additionals: u16::from(edns.is_some()),
+                },
+            );
+            if let Some(end) = question_end {
+                out.extend_from_slice(&request[12..end]);
+            }
+            if edns.is_some() {
+                write_opt(out, if badvers { EXTENDED_BADVERS } else { 0 });
+            }
+            return true;
+        }
+    };
+    let limit = match transport {
+        Transport::Tcp => MAX_MESSAGE,
+        Transport::Udp => usize::from(req.edns.map_or(CLASSIC_UDP_PAYLOAD, |e| {
+            e.payload.clamp(CLASSIC_UDP_PAYLOAD, MAX_UDP_PAYLOAD)
+        })),
+    };
+    let question = &request[12..req.question_end];
+    let opt_count = u16::from(req.edns.is_some());
+    let zone_offset = snapshot.zone_suffix_offset(&key);
+    let in_zone = zone_offset.is_some();
+
+    let simple = |out: &mut Vec<u8>, rcode: u8, authoritative: bool| {
+        write_header(
+            out,
+            request,
+            &Header {
+                rcode,
+                authoritative,
+                truncated: false,
+                questions: 1,
+                answers: 0,
+                authorities: 0,
+                additionals: opt_count,
+            },
+        );
+        out.extend_from_slice(question);
+        if req.edns.is_some() {
+            write_opt(out, 0);
+        }
+    };
+
+    if req.qclass != CLASS_IN || req.qtype == TYPE_AXFR || req.qtype == TYPE_IXFR {
+        simple(out, RCODE_REFUSED, false);
+        return true;
+    }
+    if !snapshot.synced {
+        let rcode = if in_zone || is_reverse(&key) {
+            RCODE_SERVFAIL
+        } else {
+            RCODE_REFUSED
+        };
+        simple(out, rcode, false);
+        return true;
+    }
+    let entry = snapshot.table.get(&key);
+    let positive = entry.and_then(|e| e.answer(req.qtype));
+    match (entry, positive) {
+        (_, Some(prepared)) => {
+            write_header(
+                out,
+                request,
+                &Header {
+                    rcode: RCODE_NOERROR,
+                    authoritative: true,
+                    truncated: false,
+                    questions: 1,
+                    answers: prepared.answer_count,
+                    authorities: 0,
+                    additionals: prepared.additional_count + opt_count,
+                },
+            );
+            out.extend_from_slice(question);
+            out.extend_from_slice(&prepared.tail);
+        }
+        (Some(entry), None) => {
+            negative(
+                out,
+                request,
+                question,
+                snapshot,
+                RCODE_NOERROR,
+                entry.in_zone.then_some(zone_offset).flatten(),
+                opt_count,
+            );
+        }
+        (None, None) if in_zone => {
+            negative(
+                out,
+                request,
+                question,
+                snapshot,
+                RCODE_NXDOMAIN,
+                zone_offset,
+                opt_count,
+            );
+        }
+        (None, None) => {
+            simple(out, RCODE_REFUSED, false);
+            return true;
+        }
+    }
+    if req.edns.is_some() {
+        write_opt(out, 0);
+    }
+    if out.len() > limit {
+        out.clear();
+        write_header(
+            out,
+            request,
+            &Header {
+                rcode: RCODE_NOERROR,
+                authoritative: true,
+                truncated: true,
+                questions: 1,
+                answers: 0,
+                authorities: 0,
+                additionals: opt_count,
+            },
+        );
+        out.extend_from_slice(question);
+        if req.edns.is_some() {
+            write_opt(out, 0);
+        }
+    }
+    true
+}
+
+/// NODATA or NXDOMAIN, with the SOA (owner: a pointer to the zone inside the question) when the
+/// name is in the zone.
+fn negative(
+    out: &mut Vec<u8>,
+    request: &[u8],
+    question: &[u8],
+    snapshot: &Snapshot,
+    rcode: u8,
+    zone_offset: Option<usize>,
+    opt_count: u16,
+) {
+    let with_soa = zone_offset.is_some() && !snapshot.soa.is_empty();
+    write_header(
+        out,
+        request,
+        &Header {
+            rcode,
+            authoritative: true,
+            truncated: false,
+            questions: 1,
+            answers: 0,
+            authorities: u16::from(with_soa),
+            additionals: opt_count,
+        },
+    );
+    out.extend_from_slice(question);
+    if let (true, Some(offset)) = (with_soa, zone_offset) {
+        // The question starts at 12; names are at most 255 bytes, so the pointer fits 14 bits.
+        let pointer = 0xc000 | u16::try_from(12 + offset).unwrap_or(12);
+        out.extend_from_slice(&pointer.to_be_bytes());
+        out.extend_from_slice(&snapshot.soa);
+    }
+}
