@@ -1,0 +1,225 @@
+//! Property tests: clusterset names round-trip between builder, text, wire and parser; a zone fed
+//! one change at a time equals the zone built from the final objects; and the precomputed wire
+//! answers say exactly what the records model says.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers, not only #[test] fns
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use clusterset_dns::wire::{Transport, respond, wire_name};
+use clusterset_dns::{ServiceKey, SliceKey, ZoneChange, ZoneConfig, ZoneObject, ZoneStore};
+use common::{import, slice};
+use hickory_proto::op::{Message, Query};
+use hickory_proto::rr::{Name, RecordType};
+use mcs_types::names::{ClustersetName, NameForm, SrvProtocol, Zone};
+use proptest::prelude::*;
+
+fn label() -> impl Strategy<Value = String> {
+    "[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?"
+}
+
+fn service_label() -> impl Strategy<Value = String> {
+    "[a-z]([a-z0-9-]{0,20}[a-z0-9])?"
+}
+
+fn protocol() -> impl Strategy<Value = SrvProtocol> {
+    prop_oneof![Just(SrvProtocol::Tcp), Just(SrvProtocol::Udp), Just(SrvProtocol::Sctp)]
+}
+
+fn zone() -> impl Strategy<Value = Zone> {
+    prop_oneof![
+        Just(Zone::default()),
+        (label(), label()).prop_map(|(a, b)| Zone::new(&format!("{a}.{b}")).unwrap()),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn names_round_trip_through_text_and_wire(
+        zone in zone(),
+        ns in label(),
+        svc in service_label(),
+        extra in label(),
+        cluster in label(),
+        proto in protocol(),
+        form in 0..4u8,
+        upper in any::<bool>(),
+    ) {
+        let base = ClustersetName::service(&ns, &svc).unwrap().in_zone(zone.clone()).unwrap();
+        let built = match form {
+            0 => Ok(base),
+            1 => base.srv(&extra, proto),
+            2 => base.endpoint(&extra, &cluster),
+            _ => base.cluster_service(&cluster),
+        };
+        // Only over-long names may fail to build.
+        let Ok(name) = built else { return Ok(()); };
+        let text = if upper { name.to_fqdn().to_ascii_uppercase() } else { name.to_fqdn() };
+        prop_assert_eq!(&ClustersetName::parse(&text, &zone).unwrap(), &name);
+        // The wire form the server keys on is what hickory encodes for the same name.
+        let hickory = Name::from_ascii(name.to_fqdn()).unwrap();
+        let mut encoded = Vec::new();
+        {
+            use hickory_proto::serialize::binary::{BinEncodable, BinEncoder};
+            let mut encoder = BinEncoder::new(&mut encoded);
+            hickory.emit(&mut encoder).unwrap();
+        }
+        prop_assert_eq!(wire_name(&name.to_string()), encoded);
+        let is_service = matches!(name.form(), NameForm::Service);
+        prop_assert_eq!(name.service_name() == name, is_service);
+    }
+}
+
+/// A small universe of objects, so that random changes collide.
+#[derive(Debug, Clone)]
+enum Op {
+    Import { svc: usize, headless: bool, ip: u8, v6: bool, port: u16, named: bool },
+    DeleteImport { svc: usize },
+    Slice { slice: usize, svc: usize, cluster: usize, addresses: Vec<(u8, bool, Option<usize>)>, port: u16 },
+    DeleteSlice { slice: usize },
+}
+
+const SERVICES: [&str; 3] = ["alpha", "beta", "gamma"];
+const CLUSTERS: [&str; 2] = ["east", "west"];
+const HOSTS: [&str; 2] = ["db-0", "db-1"];
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        (0..3usize, any::<bool>(), 1..6u8, any::<bool>(), 1..4u16, any::<bool>()).prop_map(
+            |(svc, headless, ip, v6, port, named)| Op::Import { svc, headless, ip, v6, port, named }
+        ),
+        (0..3usize).prop_map(|svc| Op::DeleteImport { svc }),
+        (
+            0..4usize,
+            0..3usize,
+            0..2usize,
+            proptest::collection::vec((1..8u8, any::<bool>(), proptest::option::of(0..2usize)), 0..4),
+            1..4u16,
+        )
+            .prop_map(|(slice, svc, cluster, addresses, port)| Op::Slice { slice, svc, cluster, addresses, port }),
+        (0..4usize).prop_map(|slice| Op::DeleteSlice { slice }),
+    ]
+}
+
+fn object_of(op: &Op) -> Option<(String, ZoneObject)> {
+    match op {
+        Op::Import { svc, headless, ip, v6, port, named } => {
+            let ip = if *v6 { format!("fd00::{ip}") } else { format!("242.0.0.{ip}") };
+            let ips: Vec<&str> = if *headless { vec![] } else { vec![ip.as_str()] };
+            let name = if *named { "tcp" } else { "" };
+            let i = import("shop", SERVICES[*svc], if *headless { "Headless" } else { "ClusterSetIP" }, &ips, &[(name, "TCP", i32::from(*port))]);
+            Some((format!("import/{svc}"), ZoneObject::ServiceImport(Box::new(i))))
+        }
+        Op::Slice { slice: n, svc, cluster, addresses, port } => {
+            let ips: Vec<String> = addresses.iter().map(|(last, _, _)| format!("10.1.0.{last}")).collect();
+            let eps: Vec<(Vec<&str>, Option<&str>, Option<bool>)> = addresses
+                .iter()
+                .zip(&ips)
+                .map(|((_, ready, host), ip)| (vec![ip.as_str()], host.map(|h| HOSTS[h]), Some(*ready)))
+                .collect();
+            let eps: Vec<common::Ep<'_>> = eps.iter().map(|(a, h, r)| (a.as_slice(), *h, *r)).collect();
+            let s = slice("shop", &format!("s{n}"), SERVICES[*svc], CLUSTERS[*cluster], "IPv4", &[("tcp", "TCP", i32::from(*port))], &eps);
+            Some((format!("slice/{n}"), ZoneObject::EndpointSlice(Box::new(s))))
+        }
+        _ => None,
+    }
+}
+
+/// Every name the universe can produce, plus some that it never does.
+fn candidate_names() -> Vec<String> {
+    let mut names = vec!["clusterset.local".to_owned(), "shop.svc.clusterset.local".to_owned()];
+    for svc in SERVICES {
+        let base = format!("{svc}.shop.svc.clusterset.local");
+        names.push(base.clone());
+        names.push(format!("_tcp._tcp.{base}"));
+        for cluster in CLUSTERS {
+            names.push(format!("{cluster}.{base}"));
+            for host in HOSTS {
+                names.push(format!("{host}.{cluster}.{base}"));
+            }
+            for last in 1..8 {
+                names.push(format!("10-1-0-{last}.{cluster}.{base}"));
+            }
+        }
+    }
+    for last in 1..8 {
+        names.push(format!("{last}.0.1.10.in-addr.arpa"));
+    }
+    for last in 1..6 {
+        names.push(format!("{last}.0.0.242.in-addr.arpa"));
+    }
+    names
+}
+
+const TYPES: [RecordType; 7] = [
+    RecordType::A,
+    RecordType::AAAA,
+    RecordType::SRV,
+    RecordType::PTR,
+    RecordType::TXT,
+    RecordType::NS,
+    RecordType::MX,
+];
+
+fn lowercase_records(records: &[hickory_proto::rr::Record]) -> Vec<String> {
+    let mut v: Vec<String> = records.iter().map(|r| r.to_string().to_ascii_lowercase()).collect();
+    v.sort();
+    v
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+    #[test]
+    fn incremental_updates_equal_a_rebuild_and_the_wire_equals_the_model(
+        ops in proptest::collection::vec(op(), 1..25),
+        lighthouse in any::<bool>(),
+    ) {
+        let config = ZoneConfig { lighthouse_cluster_names: lighthouse, ..ZoneConfig::default() };
+        let incremental = ZoneStore::new(config.clone());
+        incremental.mark_synced();
+        let mut live: BTreeMap<String, ZoneObject> = BTreeMap::new();
+        for op in &ops {
+            let change = match op {
+                Op::DeleteImport { svc } => {
+                    live.remove(&format!("import/{svc}"));
+                    ZoneChange::DeleteServiceImport(ServiceKey::new("shop", SERVICES[*svc]))
+                }
+                Op::DeleteSlice { slice } => {
+                    live.remove(&format!("slice/{slice}"));
+                    ZoneChange::DeleteEndpointSlice(SliceKey::new("shop", &format!("s{slice}")))
+                }
+                other => {
+                    let (key, object) = object_of(other).unwrap();
+                    live.insert(key, object.clone());
+                    ZoneChange::Upsert(object)
+                }
+            };
+            let report = incremental.apply([change]);
+            prop_assert!(report.rejected.is_empty(), "{:?}", report.rejected);
+        }
+        let rebuilt = ZoneStore::new(config);
+        rebuilt.replace_all(live.into_values().collect()).unwrap();
+
+        let snapshot = incremental.snapshot();
+        let mut out = Vec::new();
+        for name in candidate_names() {
+            for qtype in TYPES {
+                let a = incremental.answer(&name, qtype);
+                let b = rebuilt.answer(&name, qtype);
+                prop_assert_eq!(a.response_code, b.response_code, "{} {}", name, qtype);
+                prop_assert_eq!(lowercase_records(&a.answers), lowercase_records(&b.answers), "{} {}", name, qtype);
+                prop_assert_eq!(lowercase_records(&a.additionals), lowercase_records(&b.additionals), "{} {}", name, qtype);
+
+                let mut query = Message::query();
+                query.add_query(Query::query(Name::from_ascii(format!("{name}.")).unwrap(), qtype));
+                prop_assert!(respond(&snapshot, &query.to_vec().unwrap(), Transport::Tcp, &mut out));
+                let wire = Message::from_vec(&out).unwrap();
+                prop_assert_eq!(wire.metadata.response_code, a.response_code, "{} {}", name, qtype);
+                prop_assert_eq!(lowercase_records(&wire.answers), lowercase_records(&a.answers), "{} {}", name, qtype);
+                prop_assert_eq!(lowercase_records(&wire.additionals), lowercase_records(&a.additionals), "{} {}", name, qtype);
+                prop_assert_eq!(lowercase_records(&wire.authorities), lowercase_records(&a.authorities), "{} {}", name, qtype);
+            }
+        }
+    }
+}
