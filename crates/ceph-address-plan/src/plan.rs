@@ -423,8 +423,12 @@ pub struct Plan {
     mon_outputs: MonOutputs,
 }
 
-/// Checks the cluster-wide settings; the zone when it is valid.
-fn check_settings(settings: &ClusterSettings, rejections: &mut Vec<Rejection>) -> Option<Zone> {
+/// Checks the cluster-wide settings; the zone when it is valid, and whether clusterset names
+/// can be built (MCS on with a valid cluster id).
+fn check_settings(
+    settings: &ClusterSettings,
+    rejections: &mut Vec<Rejection>,
+) -> (Option<Zone>, bool) {
     if let Some(problem) = dns_label_problem(&settings.namespace, false) {
         rejections.push(Rejection::InvalidNamespace {
             namespace: settings.namespace.clone(),
@@ -435,16 +439,19 @@ fn check_settings(settings: &ClusterSettings, rejections: &mut Vec<Rejection>) -
         .map_err(|e| rejections.push(Rejection::InvalidZone(e)))
         .ok();
     if !settings.mcs_enabled() {
-        return zone;
+        return (zone, false);
     }
     let cluster_id = &settings.multi_cluster_service.cluster_id;
+    let mut names_buildable = zone.is_some();
     if cluster_id.is_empty() {
         rejections.push(Rejection::MissingClusterId);
+        names_buildable = false;
     } else if let Some(problem) = dns_label_problem(cluster_id, false) {
         rejections.push(Rejection::InvalidClusterId {
             cluster_id: cluster_id.clone(),
             problem,
         });
+        names_buildable = false;
     }
     if settings.host_network {
         rejections.push(Rejection::McsWithHostNetwork);
@@ -458,7 +465,7 @@ fn check_settings(settings: &ClusterSettings, rejections: &mut Vec<Rejection>) -
             None => rejections.push(Rejection::CephVersionAmbiguous { version }),
         },
     }
-    zone
+    (zone, names_buildable)
 }
 
 /// The name of the Service a daemon's export exports.
@@ -706,7 +713,7 @@ impl Plan {
             exports,
         } = inventory;
         let mut rejections = Vec::new();
-        let zone = check_settings(&settings, &mut rejections);
+        let (zone, names_buildable) = check_settings(&settings, &mut rejections);
 
         for id in sort_and_find_duplicates(&mut mons, |m| m.id.clone()) {
             rejections.push(Rejection::DuplicateMon(id));
@@ -743,7 +750,13 @@ impl Plan {
                 .map(Rejection::DuplicateExternalMon),
         );
 
-        for mon in &mons {
+        // Mons are sorted: check each id once even when it is listed twice.
+        let distinct_mons = mons
+            .iter()
+            .enumerate()
+            .filter(|(i, m)| *i == 0 || mons[i - 1].id != m.id)
+            .map(|(_, m)| m);
+        for mon in distinct_mons {
             if let Some(ip) = mon.cluster_ip {
                 rejections.extend(check_family(
                     &settings,
@@ -771,10 +784,7 @@ impl Plan {
                 *ip,
             ));
         }
-        if let Some(zone) = &zone
-            && settings.mcs_enabled()
-            && !settings.multi_cluster_service.cluster_id.is_empty()
-        {
+        if let Some(zone) = zone.as_ref().filter(|_| names_buildable) {
             // The longest names are those of the highest OSD id; every mon is checked.
             let daemons = mons
                 .iter()
@@ -798,10 +808,19 @@ impl Plan {
                 plan_mon(&settings, m, global_ip)
             })
             .collect();
+        // Both are sorted by OSD id: walk them together instead of a map lookup per OSD.
+        let mut osd_ips = global_ips
+            .range(Daemon::Osd(0)..)
+            .filter_map(|(d, ip)| match d {
+                Daemon::Osd(id) => Some((*id, *ip)),
+                Daemon::Mon(_) => None,
+            })
+            .peekable();
         let osds: BTreeMap<u32, OsdPlan> = osds
             .into_iter()
             .map(|o| {
-                let global_ip = global_ips.get(&Daemon::Osd(o.id)).copied();
+                while osd_ips.next_if(|(id, _)| *id < o.id).is_some() {}
+                let global_ip = osd_ips.next_if(|(id, _)| *id == o.id).map(|(_, ip)| ip);
                 (o.id, plan_osd(&settings, o, global_ip))
             })
             .collect();
