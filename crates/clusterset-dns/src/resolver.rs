@@ -249,6 +249,19 @@ fn classify(error: NetError) -> Attempt {
     }
 }
 
+/// The RFC mnemonic of a response code (`SERVFAIL`, `REFUSED`, ...).
+fn mnemonic(code: ResponseCode) -> String {
+    match code {
+        ResponseCode::FormErr => "FORMERR".to_owned(),
+        ResponseCode::ServFail => "SERVFAIL".to_owned(),
+        ResponseCode::NXDomain => "NXDOMAIN".to_owned(),
+        ResponseCode::NotImp => "NOTIMP".to_owned(),
+        ResponseCode::Refused => "REFUSED".to_owned(),
+        ResponseCode::NotAuth => "NOTAUTH".to_owned(),
+        other => format!("RCODE{}", u16::from(other)),
+    }
+}
+
 #[async_trait]
 impl ClustersetResolver for HickoryClustersetResolver {
     async fn resolve(&self, name: &ClustersetName) -> Result<Resolution, ResolveError> {
@@ -281,7 +294,7 @@ impl ClustersetResolver for HickoryClustersetResolver {
             },
             Attempt::Code(code) => ResolveError::ServerError {
                 name: text,
-                code: code.to_str().to_owned(),
+                code: mnemonic(code),
                 attempts: made,
                 hint: match code {
                     ResponseCode::ServFail => {

@@ -114,15 +114,26 @@ impl DnsServer {
                 source,
             }
         };
-        let first = udp_socket(config.listen).map_err(listen_err("udp", config.listen))?;
-        let address = first
-            .local_addr()
-            .map_err(listen_err("udp", config.listen))?;
-        let mut sockets = vec![first];
-        for _ in 1..config.udp_workers.max(1) {
-            sockets.push(udp_socket(address).map_err(listen_err("udp", address))?);
-        }
-        let tcp = tcp_listener(address).map_err(listen_err("tcp", address))?;
+        // With port 0 the UDP port is picked first and TCP must get the same one; another
+        // process may hold it for TCP, so pick again a few times.
+        let tries = if config.listen.port() == 0 { 16 } else { 1 };
+        let mut attempt = 0;
+        let (address, sockets, tcp) = loop {
+            attempt += 1;
+            let first = udp_socket(config.listen).map_err(listen_err("udp", config.listen))?;
+            let address = first
+                .local_addr()
+                .map_err(listen_err("udp", config.listen))?;
+            let mut sockets = vec![first];
+            for _ in 1..config.udp_workers.max(1) {
+                sockets.push(udp_socket(address).map_err(listen_err("udp", address))?);
+            }
+            match tcp_listener(address) {
+                Ok(tcp) => break (address, sockets, tcp),
+                Err(e) if attempt < tries && e.kind() == ErrorKind::AddrInUse => continue,
+                Err(e) => return Err(listen_err("tcp", address)(e)),
+            }
+        };
         let tcp = TcpListener::from_std(tcp).map_err(listen_err("tcp", address))?;
 
         let stop = Arc::new(AtomicBool::new(false));

@@ -24,7 +24,11 @@ fn service_label() -> impl Strategy<Value = String> {
 }
 
 fn protocol() -> impl Strategy<Value = SrvProtocol> {
-    prop_oneof![Just(SrvProtocol::Tcp), Just(SrvProtocol::Udp), Just(SrvProtocol::Sctp)]
+    prop_oneof![
+        Just(SrvProtocol::Tcp),
+        Just(SrvProtocol::Udp),
+        Just(SrvProtocol::Sctp)
+    ]
 }
 
 fn zone() -> impl Strategy<Value = Zone> {
@@ -74,10 +78,27 @@ proptest! {
 /// A small universe of objects, so that random changes collide.
 #[derive(Debug, Clone)]
 enum Op {
-    Import { svc: usize, headless: bool, ip: u8, v6: bool, port: u16, named: bool },
-    DeleteImport { svc: usize },
-    Slice { slice: usize, svc: usize, cluster: usize, addresses: Vec<(u8, bool, Option<usize>)>, port: u16 },
-    DeleteSlice { slice: usize },
+    Import {
+        svc: usize,
+        headless: bool,
+        ip: u8,
+        v6: bool,
+        port: u16,
+        named: bool,
+    },
+    DeleteImport {
+        svc: usize,
+    },
+    Slice {
+        slice: usize,
+        svc: usize,
+        cluster: usize,
+        addresses: Vec<(u8, bool, Option<usize>)>,
+        port: u16,
+    },
+    DeleteSlice {
+        slice: usize,
+    },
 }
 
 const SERVICES: [&str; 3] = ["alpha", "beta", "gamma"];
@@ -86,40 +107,106 @@ const HOSTS: [&str; 2] = ["db-0", "db-1"];
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        (0..3usize, any::<bool>(), 1..6u8, any::<bool>(), 1..4u16, any::<bool>()).prop_map(
-            |(svc, headless, ip, v6, port, named)| Op::Import { svc, headless, ip, v6, port, named }
-        ),
+        (
+            0..3usize,
+            any::<bool>(),
+            1..6u8,
+            any::<bool>(),
+            1..4u16,
+            any::<bool>()
+        )
+            .prop_map(|(svc, headless, ip, v6, port, named)| Op::Import {
+                svc,
+                headless,
+                ip,
+                v6,
+                port,
+                named
+            }),
         (0..3usize).prop_map(|svc| Op::DeleteImport { svc }),
         (
             0..4usize,
             0..3usize,
             0..2usize,
-            proptest::collection::vec((1..8u8, any::<bool>(), proptest::option::of(0..2usize)), 0..4),
+            proptest::collection::vec(
+                (1..8u8, any::<bool>(), proptest::option::of(0..2usize)),
+                0..4
+            ),
             1..4u16,
         )
-            .prop_map(|(slice, svc, cluster, addresses, port)| Op::Slice { slice, svc, cluster, addresses, port }),
+            .prop_map(|(slice, svc, cluster, addresses, port)| Op::Slice {
+                slice,
+                svc,
+                cluster,
+                addresses,
+                port
+            }),
         (0..4usize).prop_map(|slice| Op::DeleteSlice { slice }),
     ]
 }
 
 fn object_of(op: &Op) -> Option<(String, ZoneObject)> {
     match op {
-        Op::Import { svc, headless, ip, v6, port, named } => {
-            let ip = if *v6 { format!("fd00::{ip}") } else { format!("242.0.0.{ip}") };
+        Op::Import {
+            svc,
+            headless,
+            ip,
+            v6,
+            port,
+            named,
+        } => {
+            let ip = if *v6 {
+                format!("fd00::{ip}")
+            } else {
+                format!("242.0.0.{ip}")
+            };
             let ips: Vec<&str> = if *headless { vec![] } else { vec![ip.as_str()] };
             let name = if *named { "tcp" } else { "" };
-            let i = import("shop", SERVICES[*svc], if *headless { "Headless" } else { "ClusterSetIP" }, &ips, &[(name, "TCP", i32::from(*port))]);
-            Some((format!("import/{svc}"), ZoneObject::ServiceImport(Box::new(i))))
+            let i = import(
+                "shop",
+                SERVICES[*svc],
+                if *headless {
+                    "Headless"
+                } else {
+                    "ClusterSetIP"
+                },
+                &ips,
+                &[(name, "TCP", i32::from(*port))],
+            );
+            Some((
+                format!("import/{svc}"),
+                ZoneObject::ServiceImport(Box::new(i)),
+            ))
         }
-        Op::Slice { slice: n, svc, cluster, addresses, port } => {
-            let ips: Vec<String> = addresses.iter().map(|(last, _, _)| format!("10.1.0.{last}")).collect();
+        Op::Slice {
+            slice: n,
+            svc,
+            cluster,
+            addresses,
+            port,
+        } => {
+            let ips: Vec<String> = addresses
+                .iter()
+                .map(|(last, _, _)| format!("10.1.0.{last}"))
+                .collect();
             let eps: Vec<(Vec<&str>, Option<&str>, Option<bool>)> = addresses
                 .iter()
                 .zip(&ips)
-                .map(|((_, ready, host), ip)| (vec![ip.as_str()], host.map(|h| HOSTS[h]), Some(*ready)))
+                .map(|((_, ready, host), ip)| {
+                    (vec![ip.as_str()], host.map(|h| HOSTS[h]), Some(*ready))
+                })
                 .collect();
-            let eps: Vec<common::Ep<'_>> = eps.iter().map(|(a, h, r)| (a.as_slice(), *h, *r)).collect();
-            let s = slice("shop", &format!("s{n}"), SERVICES[*svc], CLUSTERS[*cluster], "IPv4", &[("tcp", "TCP", i32::from(*port))], &eps);
+            let eps: Vec<common::Ep<'_>> =
+                eps.iter().map(|(a, h, r)| (a.as_slice(), *h, *r)).collect();
+            let s = slice(
+                "shop",
+                &format!("s{n}"),
+                SERVICES[*svc],
+                CLUSTERS[*cluster],
+                "IPv4",
+                &[("tcp", "TCP", i32::from(*port))],
+                &eps,
+            );
             Some((format!("slice/{n}"), ZoneObject::EndpointSlice(Box::new(s))))
         }
         _ => None,
@@ -128,7 +215,10 @@ fn object_of(op: &Op) -> Option<(String, ZoneObject)> {
 
 /// Every name the universe can produce, plus some that it never does.
 fn candidate_names() -> Vec<String> {
-    let mut names = vec!["clusterset.local".to_owned(), "shop.svc.clusterset.local".to_owned()];
+    let mut names = vec![
+        "clusterset.local".to_owned(),
+        "shop.svc.clusterset.local".to_owned(),
+    ];
     for svc in SERVICES {
         let base = format!("{svc}.shop.svc.clusterset.local");
         names.push(base.clone());
@@ -163,7 +253,10 @@ const TYPES: [RecordType; 7] = [
 ];
 
 fn lowercase_records(records: &[hickory_proto::rr::Record]) -> Vec<String> {
-    let mut v: Vec<String> = records.iter().map(|r| r.to_string().to_ascii_lowercase()).collect();
+    let mut v: Vec<String> = records
+        .iter()
+        .map(|r| r.to_string().to_ascii_lowercase())
+        .collect();
     v.sort();
     v
 }

@@ -60,14 +60,22 @@ fn nxdomain(qname: &str, qtype: RecordType) -> Case {
 /// Records in presentation form, lower-cased: over the wire, owner names point at the client's
 /// question, so they keep the client's case (0x20-safe), which DNS compares case-insensitively.
 fn strings(records: &[Record]) -> BTreeSet<String> {
-    records.iter().map(|r| r.to_string().to_ascii_lowercase()).collect()
+    records
+        .iter()
+        .map(|r| r.to_string().to_ascii_lowercase())
+        .collect()
 }
 
 fn expected(list: &[&str]) -> BTreeSet<String> {
     list.iter().map(|s| s.to_ascii_lowercase()).collect()
 }
 
-fn over_the_wire(store: &ZoneStore, qname: &str, qtype: RecordType, transport: Transport) -> Message {
+fn over_the_wire(
+    store: &ZoneStore,
+    qname: &str,
+    qtype: RecordType,
+    transport: Transport,
+) -> Message {
     let mut query = Message::query();
     query.add_query(Query::query(Name::from_ascii(qname).unwrap(), qtype));
     query.metadata.recursion_desired = true;
@@ -75,13 +83,25 @@ fn over_the_wire(store: &ZoneStore, qname: &str, qtype: RecordType, transport: T
     edns.set_max_payload(1232);
     query.set_edns(edns);
     let mut out = Vec::new();
-    assert!(respond(&store.snapshot(), &query.to_vec().unwrap(), transport, &mut out));
+    assert!(respond(
+        &store.snapshot(),
+        &query.to_vec().unwrap(),
+        transport,
+        &mut out
+    ));
     let response = Message::from_vec(&out).unwrap();
     assert_eq!(response.metadata.id, query.metadata.id);
     assert!(response.metadata.recursion_desired, "RD is copied");
-    assert!(!response.metadata.recursion_available, "no recursion offered");
+    assert!(
+        !response.metadata.recursion_available,
+        "no recursion offered"
+    );
     assert!(response.edns.is_some(), "EDNS answered with EDNS");
-    assert!(!response.metadata.truncation, "{qname} {qtype}: truncated ({} bytes)", out.len());
+    assert!(
+        !response.metadata.truncation,
+        "{qname} {qtype}: truncated ({} bytes)",
+        out.len()
+    );
     response
 }
 
@@ -89,18 +109,42 @@ fn check(store: &ZoneStore, c: &Case) {
     let label = format!("{} {}", c.qname, c.qtype);
     let model = store.answer(&c.qname, c.qtype);
     assert_eq!(model.response_code, c.rcode, "{label}: rcode");
-    assert_eq!(strings(&model.answers), expected(c.answers), "{label}: answers");
-    assert_eq!(strings(&model.additionals), expected(c.additionals), "{label}: additionals");
+    assert_eq!(
+        strings(&model.answers),
+        expected(c.answers),
+        "{label}: answers"
+    );
+    assert_eq!(
+        strings(&model.additionals),
+        expected(c.additionals),
+        "{label}: additionals"
+    );
     let soa_types: Vec<RecordType> = model.authorities.iter().map(Record::record_type).collect();
-    assert_eq!(soa_types == [RecordType::SOA], c.soa, "{label}: SOA in authority");
+    assert_eq!(
+        soa_types == [RecordType::SOA],
+        c.soa,
+        "{label}: SOA in authority"
+    );
 
     for transport in [Transport::Udp, Transport::Tcp] {
         let wire = over_the_wire(store, &c.qname, c.qtype, transport);
         assert_eq!(wire.metadata.response_code, c.rcode, "{label} wire: rcode");
         assert!(wire.metadata.authoritative, "{label} wire: AA");
-        assert_eq!(strings(&wire.answers), expected(c.answers), "{label} wire: answers");
-        assert_eq!(strings(&wire.additionals), expected(c.additionals), "{label} wire: additionals");
-        assert_eq!(strings(&wire.authorities), strings(&model.authorities), "{label} wire: authority");
+        assert_eq!(
+            strings(&wire.answers),
+            expected(c.answers),
+            "{label} wire: answers"
+        );
+        assert_eq!(
+            strings(&wire.additionals),
+            expected(c.additionals),
+            "{label} wire: additionals"
+        );
+        assert_eq!(
+            strings(&wire.authorities),
+            strings(&model.authorities),
+            "{label} wire: authority"
+        );
     }
 }
 
@@ -122,16 +166,36 @@ fn clustersetip_services_answer_their_clusterset_ips() {
     let store = coredns_store(false);
     let cases = [
         // A for a ClusterSetIP import.
-        ok(&n("svc1"), A, &["svc1.testns.svc.clusterset.local. 5 IN A 10.0.0.5"]),
+        ok(
+            &n("svc1"),
+            A,
+            &["svc1.testns.svc.clusterset.local. 5 IN A 10.0.0.5"],
+        ),
         // A ClusterSetIP import without endpoints still answers its VIP.
-        ok(&n("svcempty"), A, &["svcempty.testns.svc.clusterset.local. 5 IN A 10.0.0.8"]),
+        ok(
+            &n("svcempty"),
+            A,
+            &["svcempty.testns.svc.clusterset.local. 5 IN A 10.0.0.8"],
+        ),
         // AAAA on an IPv4-only service: NODATA with the SOA.
         nodata(&n("svc1"), AAAA),
-        ok(&n("svc6"), AAAA, &["svc6.testns.svc.clusterset.local. 5 IN AAAA 1234:abcd::1"]),
+        ok(
+            &n("svc6"),
+            AAAA,
+            &["svc6.testns.svc.clusterset.local. 5 IN AAAA 1234:abcd::1"],
+        ),
         nodata(&n("svc6"), A),
         // Dual stack: both families.
-        ok(&n("svcdual"), A, &["svcdual.testns.svc.clusterset.local. 5 IN A 10.0.0.7"]),
-        ok(&n("svcdual"), AAAA, &["svcdual.testns.svc.clusterset.local. 5 IN AAAA 1234:abcd::7"]),
+        ok(
+            &n("svcdual"),
+            A,
+            &["svcdual.testns.svc.clusterset.local. 5 IN A 10.0.0.7"],
+        ),
+        ok(
+            &n("svcdual"),
+            AAAA,
+            &["svcdual.testns.svc.clusterset.local. 5 IN AAAA 1234:abcd::7"],
+        ),
         // An import that has ports but no clusterset IP yet exists, without addresses.
         nodata(&n("noips"), A),
         nxdomain(&format!("_http._tcp.{}", n("noips")), SRV),
@@ -140,7 +204,11 @@ fn clustersetip_services_answer_their_clusterset_ips() {
         nodata(&n("svc1"), MX),
         nodata(&n("svc1"), CNAME),
         // Case-insensitive.
-        ok("SVC1.TestNS.svc.ClusterSet.Local.", A, &["svc1.testns.svc.clusterset.local. 5 IN A 10.0.0.5"]),
+        ok(
+            "SVC1.TestNS.svc.ClusterSet.Local.",
+            A,
+            &["svc1.testns.svc.clusterset.local. 5 IN A 10.0.0.5"],
+        ),
     ];
     for c in &cases {
         check(&store, c);
@@ -157,7 +225,9 @@ fn srv_records_follow_the_spec_and_coredns() {
             &n("svc1"),
             SRV,
             ResponseCode::NoError,
-            &["svc1.testns.svc.clusterset.local. 5 IN SRV 0 100 80 svc1.testns.svc.clusterset.local."],
+            &[
+                "svc1.testns.svc.clusterset.local. 5 IN SRV 0 100 80 svc1.testns.svc.clusterset.local.",
+            ],
             &["svc1.testns.svc.clusterset.local. 5 IN A 10.0.0.5"],
             false,
         ),
@@ -166,7 +236,9 @@ fn srv_records_follow_the_spec_and_coredns() {
             &n("svc6"),
             SRV,
             ResponseCode::NoError,
-            &["svc6.testns.svc.clusterset.local. 5 IN SRV 0 100 80 svc6.testns.svc.clusterset.local."],
+            &[
+                "svc6.testns.svc.clusterset.local. 5 IN SRV 0 100 80 svc6.testns.svc.clusterset.local.",
+            ],
             &["svc6.testns.svc.clusterset.local. 5 IN AAAA 1234:abcd::1"],
             false,
         ),
@@ -175,7 +247,9 @@ fn srv_records_follow_the_spec_and_coredns() {
             &format!("_http._tcp.{}", n("svc1")),
             SRV,
             ResponseCode::NoError,
-            &["_http._tcp.svc1.testns.svc.clusterset.local. 5 IN SRV 0 100 80 svc1.testns.svc.clusterset.local."],
+            &[
+                "_http._tcp.svc1.testns.svc.clusterset.local. 5 IN SRV 0 100 80 svc1.testns.svc.clusterset.local.",
+            ],
             &["svc1.testns.svc.clusterset.local. 5 IN A 10.0.0.5"],
             false,
         ),
@@ -184,7 +258,9 @@ fn srv_records_follow_the_spec_and_coredns() {
             &n("svcdual"),
             SRV,
             ResponseCode::NoError,
-            &["svcdual.testns.svc.clusterset.local. 5 IN SRV 0 50 80 svcdual.testns.svc.clusterset.local."],
+            &[
+                "svcdual.testns.svc.clusterset.local. 5 IN SRV 0 50 80 svcdual.testns.svc.clusterset.local.",
+            ],
             &[
                 "svcdual.testns.svc.clusterset.local. 5 IN A 10.0.0.7",
                 "svcdual.testns.svc.clusterset.local. 5 IN AAAA 1234:abcd::7",
@@ -196,7 +272,9 @@ fn srv_records_follow_the_spec_and_coredns() {
             &n("tcpudp"),
             SRV,
             ResponseCode::NoError,
-            &["tcpudp.testns.svc.clusterset.local. 5 IN SRV 0 50 42 tcpudp.testns.svc.clusterset.local."],
+            &[
+                "tcpudp.testns.svc.clusterset.local. 5 IN SRV 0 50 42 tcpudp.testns.svc.clusterset.local.",
+            ],
             &["tcpudp.testns.svc.clusterset.local. 5 IN A 10.0.0.9"],
             false,
         ),
@@ -204,7 +282,9 @@ fn srv_records_follow_the_spec_and_coredns() {
             &format!("_udp._udp.{}", n("tcpudp")),
             SRV,
             ResponseCode::NoError,
-            &["_udp._udp.tcpudp.testns.svc.clusterset.local. 5 IN SRV 0 100 42 tcpudp.testns.svc.clusterset.local."],
+            &[
+                "_udp._udp.tcpudp.testns.svc.clusterset.local. 5 IN SRV 0 100 42 tcpudp.testns.svc.clusterset.local.",
+            ],
             &["tcpudp.testns.svc.clusterset.local. 5 IN A 10.0.0.9"],
             false,
         ),
@@ -268,8 +348,16 @@ fn headless_services_answer_ready_endpoints_only() {
             ],
         ),
         // Per-endpoint names: hostname, or the dashed IP.
-        ok(&n("ep3.clusterid.hdls1"), A, &["ep3.clusterid.hdls1.testns.svc.clusterset.local. 5 IN A 172.0.0.3"]),
-        ok(&n("172-0-0-2.clusterid.hdls1"), A, &["172-0-0-2.clusterid.hdls1.testns.svc.clusterset.local. 5 IN A 172.0.0.2"]),
+        ok(
+            &n("ep3.clusterid.hdls1"),
+            A,
+            &["ep3.clusterid.hdls1.testns.svc.clusterset.local. 5 IN A 172.0.0.3"],
+        ),
+        ok(
+            &n("172-0-0-2.clusterid.hdls1"),
+            A,
+            &["172-0-0-2.clusterid.hdls1.testns.svc.clusterset.local. 5 IN A 172.0.0.2"],
+        ),
         ok(
             &n("5678-abcd--1.clusterid.hdls1"),
             AAAA,
@@ -291,7 +379,11 @@ fn headless_services_answer_ready_endpoints_only() {
         nxdomain(&n("hdlsnoready"), A),
         nxdomain(&n("hdlsnoready"), SRV),
         // Portless headless: addresses.
-        ok(&n("hdlsportless"), A, &["hdlsportless.testns.svc.clusterset.local. 5 IN A 172.0.1.1"]),
+        ok(
+            &n("hdlsportless"),
+            A,
+            &["hdlsportless.testns.svc.clusterset.local. 5 IN A 172.0.1.1"],
+        ),
         // Unknown endpoint, endpoint of a missing service, wrong cluster id.
         nxdomain(&n("bogusendpoint.clusterid.hdls1"), A),
         nxdomain(&n("ep3.clusterid.nosvc"), A),
@@ -299,7 +391,11 @@ fn headless_services_answer_ready_endpoints_only() {
         // Endpoint name without the cluster id is the forbidden <clusterid>.<svc> form.
         nxdomain(&n("5678-abcd--1.hdls1"), AAAA),
         // CoreDNS also answers endpoint names of ClusterSetIP imports from their slices.
-        ok(&n("ep1a.clusterid.svc1"), A, &["ep1a.clusterid.svc1.testns.svc.clusterset.local. 5 IN A 172.0.0.1"]),
+        ok(
+            &n("ep1a.clusterid.svc1"),
+            A,
+            &["ep1a.clusterid.svc1.testns.svc.clusterset.local. 5 IN A 172.0.0.1"],
+        ),
     ];
     for c in &cases {
         check(&store, c);
@@ -310,8 +406,9 @@ fn headless_services_answer_ready_endpoints_only() {
 fn forbidden_unknown_and_structural_names() {
     use RecordType::*;
     let store = coredns_store(false);
-    let soa_answer: &'static [&'static str] =
-        &["clusterset.local. 5 IN SOA ns.dns.clusterset.local. hostmaster.clusterset.local. SERIAL 7200 1800 86400 5"];
+    let soa_answer: &'static [&'static str] = &[
+        "clusterset.local. 5 IN SOA ns.dns.clusterset.local. hostmaster.clusterset.local. SERIAL 7200 1800 86400 5",
+    ];
     let cases = [
         // <clusterid>.<svc> must not exist (spec 4.2, 4.3).
         nxdomain(&n("clusterid.hdls1"), A),
@@ -329,17 +426,27 @@ fn forbidden_unknown_and_structural_names() {
         nodata("pod.clusterset.local.", A),
         nodata(&format!("testns.{Z}"), A),
         // dns-version TXT, with its own TTL.
-        ok("dns-version.clusterset.local.", TXT, &["dns-version.clusterset.local. 28800 IN TXT 1.0.0"]),
+        ok(
+            "dns-version.clusterset.local.",
+            TXT,
+            &["dns-version.clusterset.local. 28800 IN TXT 1.0.0"],
+        ),
         // SOA on a name other than the apex: NODATA with the SOA in authority.
         nodata(&n("svc1"), SOA),
-        ok("clusterset.local.", NS, &["clusterset.local. 5 IN NS ns.dns.clusterset.local."]),
+        ok(
+            "clusterset.local.",
+            NS,
+            &["clusterset.local. 5 IN NS ns.dns.clusterset.local."],
+        ),
     ];
     for c in &cases {
         check(&store, c);
     }
     // The apex SOA carries the serial; compare with it filled in.
     let serial = store.answer("clusterset.local", SOA).answers[0].to_string();
-    assert!(serial.starts_with("clusterset.local. 5 IN SOA ns.dns.clusterset.local. hostmaster.clusterset.local. "));
+    assert!(serial.starts_with(
+        "clusterset.local. 5 IN SOA ns.dns.clusterset.local. hostmaster.clusterset.local. "
+    ));
     let filled = soa_answer[0].replace("SERIAL", serial.split(' ').nth(6).unwrap());
     assert_eq!(serial, filled);
 }
@@ -359,7 +466,11 @@ fn out_of_zone_and_zone_transfers_are_refused() {
         assert!(!model.authoritative, "{name} {qtype}");
         for transport in [Transport::Udp, Transport::Tcp] {
             let wire = over_the_wire(&store, name, qtype, transport);
-            assert_eq!(wire.metadata.response_code, ResponseCode::Refused, "{name} {qtype}");
+            assert_eq!(
+                wire.metadata.response_code,
+                ResponseCode::Refused,
+                "{name} {qtype}"
+            );
             assert!(wire.answers.is_empty() && wire.authorities.is_empty());
         }
     }
@@ -370,7 +481,11 @@ fn ptr_records_name_clusterset_ips_and_endpoints() {
     use RecordType::*;
     let store = coredns_store(false);
     let cases = [
-        ok("5.0.0.10.in-addr.arpa.", PTR, &["5.0.0.10.in-addr.arpa. 5 IN PTR svc1.testns.svc.clusterset.local."]),
+        ok(
+            "5.0.0.10.in-addr.arpa.",
+            PTR,
+            &["5.0.0.10.in-addr.arpa. 5 IN PTR svc1.testns.svc.clusterset.local."],
+        ),
         ok(
             "3.0.0.172.in-addr.arpa.",
             PTR,
@@ -379,16 +494,35 @@ fn ptr_records_name_clusterset_ips_and_endpoints() {
         ok(
             "1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.c.b.a.4.3.2.1.ip6.arpa.",
             PTR,
-            &["1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.c.b.a.4.3.2.1.ip6.arpa. 5 IN PTR svc6.testns.svc.clusterset.local."],
+            &[
+                "1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.c.b.a.4.3.2.1.ip6.arpa. 5 IN PTR svc6.testns.svc.clusterset.local.",
+            ],
         ),
         // Not-ready endpoints have no PTR.
-        case("9.0.0.172.in-addr.arpa.", PTR, ResponseCode::Refused, &[], &[], false),
+        case(
+            "9.0.0.172.in-addr.arpa.",
+            PTR,
+            ResponseCode::Refused,
+            &[],
+            &[],
+            false,
+        ),
         // A reverse name we hold, asked for another type: NODATA (no SOA: not our zone).
-        case("5.0.0.10.in-addr.arpa.", A, ResponseCode::NoError, &[], &[], false),
+        case(
+            "5.0.0.10.in-addr.arpa.",
+            A,
+            ResponseCode::NoError,
+            &[],
+            &[],
+            false,
+        ),
     ];
     for c in &cases {
         if c.rcode == ResponseCode::Refused {
-            assert_eq!(store.answer(&c.qname, c.qtype).response_code, ResponseCode::Refused);
+            assert_eq!(
+                store.answer(&c.qname, c.qtype).response_code,
+                ResponseCode::Refused
+            );
             continue;
         }
         check(&store, c);
@@ -400,7 +534,11 @@ fn lighthouse_mode_answers_per_cluster_names() {
     use RecordType::*;
     let store = coredns_store(true);
     let cases = [
-        ok(&n("clusterid.svc1"), A, &["clusterid.svc1.testns.svc.clusterset.local. 5 IN A 172.0.0.1"]),
+        ok(
+            &n("clusterid.svc1"),
+            A,
+            &["clusterid.svc1.testns.svc.clusterset.local. 5 IN A 172.0.0.1"],
+        ),
         ok(
             &n("clusterid.hdls1"),
             AAAA,
@@ -411,7 +549,11 @@ fn lighthouse_mode_answers_per_cluster_names() {
         ),
         nxdomain(&n("othercluster.svc1"), A),
         // The spec names keep working.
-        ok(&n("svc1"), A, &["svc1.testns.svc.clusterset.local. 5 IN A 10.0.0.5"]),
+        ok(
+            &n("svc1"),
+            A,
+            &["svc1.testns.svc.clusterset.local. 5 IN A 10.0.0.5"],
+        ),
     ];
     for c in &cases {
         check(&store, c);
@@ -438,12 +580,22 @@ fn any_queries_get_every_rrset_of_the_name() {
 fn an_unsynced_store_answers_servfail_in_zone_and_refused_outside() {
     let store = ZoneStore::new(ZoneConfig::default());
     let a = RecordType::A;
-    let wire = over_the_wire(&store, "svc1.testns.svc.clusterset.local.", a, Transport::Udp);
+    let wire = over_the_wire(
+        &store,
+        "svc1.testns.svc.clusterset.local.",
+        a,
+        Transport::Udp,
+    );
     assert_eq!(wire.metadata.response_code, ResponseCode::ServFail);
     let wire = over_the_wire(&store, "example.com.", a, Transport::Udp);
     assert_eq!(wire.metadata.response_code, ResponseCode::Refused);
     store.mark_synced();
-    let wire = over_the_wire(&store, "svc1.testns.svc.clusterset.local.", a, Transport::Udp);
+    let wire = over_the_wire(
+        &store,
+        "svc1.testns.svc.clusterset.local.",
+        a,
+        Transport::Udp,
+    );
     assert_eq!(wire.metadata.response_code, ResponseCode::NXDomain);
 }
 

@@ -30,9 +30,14 @@ const HDLS_SRV: &str = "_http._tcp.hdls1.testns.svc.clusterset.local.";
 fn short_datagrams_and_responses_get_no_answer() {
     let store = store();
     for len in 0..12 {
-        assert!(ask(&store, &vec![0u8; len], Transport::Udp).is_none(), "{len} bytes");
+        assert!(
+            ask(&store, &vec![0u8; len], Transport::Udp).is_none(),
+            "{len} bytes"
+        );
     }
-    let mut response = query("svc1.testns.svc.clusterset.local.", RecordType::A).to_vec().unwrap();
+    let mut response = query("svc1.testns.svc.clusterset.local.", RecordType::A)
+        .to_vec()
+        .unwrap();
     response[2] |= 0x80; // QR: this is a response
     assert!(ask(&store, &response, Transport::Udp).is_none());
 }
@@ -40,7 +45,9 @@ fn short_datagrams_and_responses_get_no_answer() {
 #[test]
 fn malformed_questions_get_formerr_with_the_same_id() {
     let store = store();
-    let good = query("svc1.testns.svc.clusterset.local.", RecordType::A).to_vec().unwrap();
+    let good = query("svc1.testns.svc.clusterset.local.", RecordType::A)
+        .to_vec()
+        .unwrap();
     let id = u16::from_be_bytes([good[0], good[1]]);
 
     let mut two_questions = good.clone();
@@ -65,7 +72,11 @@ fn malformed_questions_get_formerr_with_the_same_id() {
         ("answer count", answer_in_query),
     ] {
         let answer = ask(&store, &bytes, Transport::Udp).unwrap();
-        assert_eq!(answer.metadata.response_code, ResponseCode::FormErr, "{what}");
+        assert_eq!(
+            answer.metadata.response_code,
+            ResponseCode::FormErr,
+            "{what}"
+        );
         assert_eq!(answer.metadata.id, id, "{what}");
         assert!(answer.answers.is_empty(), "{what}");
     }
@@ -99,7 +110,10 @@ fn edns_version_above_zero_gets_badvers() {
 fn classes_other_than_in_are_refused() {
     let store = store();
     let mut q = Message::query();
-    let mut question = Query::query(Name::from_ascii("svc1.testns.svc.clusterset.local.").unwrap(), RecordType::A);
+    let mut question = Query::query(
+        Name::from_ascii("svc1.testns.svc.clusterset.local.").unwrap(),
+        RecordType::A,
+    );
     question.set_query_class(DNSClass::CH);
     q.add_query(question);
     let answer = ask(&store, &q.to_vec().unwrap(), Transport::Udp).unwrap();
@@ -117,7 +131,11 @@ fn big_answers_are_truncated_over_udp_and_complete_over_tcp() {
     assert_eq!(tcp.additionals.len(), 6);
     let mut out = Vec::new();
     respond(&store.snapshot(), &plain, Transport::Tcp, &mut out);
-    assert!(out.len() > 512, "the fixture answer is {} bytes: make it bigger", out.len());
+    assert!(
+        out.len() > 512,
+        "the fixture answer is {} bytes: make it bigger",
+        out.len()
+    );
     assert!(udp.metadata.truncation, "TC set");
     assert!(udp.answers.is_empty() && udp.additionals.is_empty());
     assert_eq!(udp.queries, tcp.queries);
@@ -137,7 +155,13 @@ fn the_client_question_is_echoed_with_its_case() {
     let store = store();
     let q = query("SvC1.TESTNS.svc.clusterset.local.", RecordType::A);
     let answer = ask(&store, &q.to_vec().unwrap(), Transport::Udp).unwrap();
-    assert_eq!(answer.queries[0].name().to_ascii(), "SvC1.TESTNS.svc.clusterset.local.");
+    assert_eq!(
+        answer.queries[0].name().to_ascii(),
+        "SvC1.TESTNS.svc.clusterset.local."
+    );
     assert_eq!(answer.answers.len(), 1);
-    assert_eq!(answer.answers[0].name.to_ascii(), "SvC1.TESTNS.svc.clusterset.local.");
+    assert_eq!(
+        answer.answers[0].name.to_ascii(),
+        "SvC1.TESTNS.svc.clusterset.local."
+    );
 }

@@ -8,7 +8,13 @@ use mcs_types::v1beta1::ServiceImport;
 use serde_json::{Value, json};
 
 /// A ServiceImport; `ports` are (name, protocol, port).
-pub fn import(ns: &str, name: &str, type_: &str, ips: &[&str], ports: &[(&str, &str, i32)]) -> ServiceImport {
+pub fn import(
+    ns: &str,
+    name: &str,
+    type_: &str,
+    ips: &[&str],
+    ports: &[(&str, &str, i32)],
+) -> ServiceImport {
     let ports: Vec<Value> = ports
         .iter()
         .map(|(n, p, port)| {
@@ -84,16 +90,36 @@ pub fn coredns_fixture() -> Vec<ZoneObject> {
     let imports = vec![
         import("testns", "svc1", "ClusterSetIP", &["10.0.0.5"], &http),
         import("testns", "svc6", "ClusterSetIP", &["1234:abcd::1"], &http),
-        import("testns", "svcdual", "ClusterSetIP", &["10.0.0.7", "1234:abcd::7"], &http),
+        import(
+            "testns",
+            "svcdual",
+            "ClusterSetIP",
+            &["10.0.0.7", "1234:abcd::7"],
+            &http,
+        ),
         import("testns", "svcempty", "ClusterSetIP", &["10.0.0.8"], &http),
         import("testns", "noips", "ClusterSetIP", &[], &http),
-        import("testns", "tcpudp", "ClusterSetIP", &["10.0.0.9"], &[("tcp", "TCP", 42), ("udp", "UDP", 42)]),
+        import(
+            "testns",
+            "tcpudp",
+            "ClusterSetIP",
+            &["10.0.0.9"],
+            &[("tcp", "TCP", 42), ("udp", "UDP", 42)],
+        ),
         import("testns", "hdls1", "Headless", &[], &http),
         import("testns", "hdlsportless", "Headless", &[], &[]),
         import("testns", "hdlsnoready", "Headless", &[], &http),
     ];
     let slices = vec![
-        slice("testns", "svc1-c1", "svc1", "clusterid", "IPv4", &http, &[(&["172.0.0.1"], Some("ep1a"), None)]),
+        slice(
+            "testns",
+            "svc1-c1",
+            "svc1",
+            "clusterid",
+            "IPv4",
+            &http,
+            &[(&["172.0.0.1"], Some("ep1a"), None)],
+        ),
         slice(
             "testns",
             "hdls1-c1-v4",
@@ -116,15 +142,38 @@ pub fn coredns_fixture() -> Vec<ZoneObject> {
             "clusterid",
             "IPv6",
             &http,
-            &[(&["5678:abcd::1"], None, None), (&["5678:abcd::2"], Some("ep6"), None)],
+            &[
+                (&["5678:abcd::1"], None, None),
+                (&["5678:abcd::2"], Some("ep6"), None),
+            ],
         ),
-        slice("testns", "hdlsportless-c1", "hdlsportless", "clusterid", "IPv4", &[], &[(&["172.0.1.1"], None, None)]),
-        slice("testns", "hdlsnoready-c1", "hdlsnoready", "clusterid", "IPv4", &http, &[(&["172.0.2.1"], None, Some(false))]),
+        slice(
+            "testns",
+            "hdlsportless-c1",
+            "hdlsportless",
+            "clusterid",
+            "IPv4",
+            &[],
+            &[(&["172.0.1.1"], None, None)],
+        ),
+        slice(
+            "testns",
+            "hdlsnoready-c1",
+            "hdlsnoready",
+            "clusterid",
+            "IPv4",
+            &http,
+            &[(&["172.0.2.1"], None, Some(false))],
+        ),
     ];
     imports
         .into_iter()
         .map(|i| ZoneObject::ServiceImport(Box::new(i)))
-        .chain(slices.into_iter().map(|s| ZoneObject::EndpointSlice(Box::new(s))))
+        .chain(
+            slices
+                .into_iter()
+                .map(|s| ZoneObject::EndpointSlice(Box::new(s))),
+        )
         .collect()
 }
 
