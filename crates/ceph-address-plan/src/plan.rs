@@ -1195,7 +1195,7 @@ impl Plan {
             None => String::new(),
         };
         format!(
-            "mon.{} advertises {advertised} but must advertise {wanted}{expected}; a mon cannot change its address, so a new mon (next id {}) replaces it",
+            "mon.{} advertises {advertised} but must advertise {wanted}{expected}; a mon cannot change its address, so a new mon replaces it (next free id: {})",
             mon.id(),
             self.next_mon_id()
         )

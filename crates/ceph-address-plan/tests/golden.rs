@@ -906,11 +906,11 @@ fn migrating_mons_are_replaced_not_moved() {
         .collect();
     assert_eq!(
         replacements[0],
-        "mon.a advertises 10.96.0.1:6789 but must advertise its global IP (it advertises its cluster IP, which other clusters cannot reach); a mon cannot change its address, so a new mon (next id e) replaces it"
+        "mon.a advertises 10.96.0.1:6789 but must advertise its global IP (it advertises its cluster IP, which other clusters cannot reach); a mon cannot change its address, so a new mon replaces it (next free id: e)"
     );
     assert_eq!(
         replacements[2],
-        "mon.c advertises 242.1.0.99:6789 but must advertise its global IP 242.1.0.3; a mon cannot change its address, so a new mon (next id e) replaces it"
+        "mon.c advertises 242.1.0.99:6789 but must advertise its global IP 242.1.0.3; a mon cannot change its address, so a new mon replaces it (next free id: e)"
     );
     // Clients keep reaching the old mons where they are; the new one is listed where it starts.
     assert_eq!(
@@ -949,7 +949,7 @@ fn disabling_mcs_moves_osds_back_to_pod_ips_and_replaces_global_mons() {
     assert_eq!(
         plan.readiness().reasons,
         [
-            "mon.d advertises 242.1.0.4:6789 but must advertise its Service's cluster IP 10.96.0.4; a mon cannot change its address, so a new mon (next id e) replaces it",
+            "mon.d advertises 242.1.0.4:6789 but must advertise its Service's cluster IP 10.96.0.4; a mon cannot change its address, so a new mon replaces it (next free id: e)",
             "osd.0 still advertises 242.1.0.20 from MCS: update its Deployment to advertise its pod IP"
         ]
     );
