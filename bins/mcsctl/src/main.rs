@@ -6,6 +6,7 @@
 
 mod crds;
 mod output;
+mod plan;
 
 use std::process::ExitCode;
 
@@ -31,12 +32,27 @@ enum Command {
     ///   mcsctl crds --about | kubectl apply --server-side -f -
     #[command(verbatim_doc_comment)]
     Crds(crds::CrdsArgs),
+    /// Show what the address planner would do for a CephCluster, before anything runs.
+    ///
+    /// Reads a Rook CephCluster manifest and an inventory (mons, OSDs, global IPs resolved so
+    /// far, export conditions) and prints the plan: readiness and reasons, mons to replace,
+    /// names to resolve, every daemon's address and arguments, the rook-ceph-mon-endpoints
+    /// data, mon_host, the peer-token mon_host, and the Services and ServiceExports to apply.
+    /// Invalid input (bad clusterID, MCS with host networking, Ceph older than 17.2.6,
+    /// duplicate ids) exits with status 1 and says what to change.
+    ///
+    /// Examples:
+    ///   mcsctl plan --cluster examples/cephcluster.yaml --inventory examples/inventory.yaml
+    ///   mcsctl plan --cluster cluster.yaml -o json | jq .reasons
+    #[command(verbatim_doc_comment)]
+    Plan(plan::PlanArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Crds(args) => crds::run(&args),
+        Command::Plan(args) => plan::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,104 @@
+//! `mcsctl plan`: what the address planner would make of a CephCluster and its inventory.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, anyhow, bail};
+use ceph_address_plan::manifest::{CephClusterManifest, InventoryFile};
+use ceph_address_plan::{Inventory, Plan, PlanInput};
+use clap::{Args, ValueEnum};
+
+/// Options of `mcsctl plan`.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// A Rook CephCluster manifest (YAML or JSON). Other documents in the file are skipped and
+    /// fields the planner does not read are ignored.
+    #[arg(long, value_name = "FILE")]
+    cluster: PathBuf,
+    /// An inventory: mons (ids, Service cluster IPs, nodes, advertised addresses), OSDs, global
+    /// IPs resolved so far, export conditions, optional settings. Without it the cluster is
+    /// planned as new: spec.mon.count mons with nothing known, no OSDs.
+    #[arg(long, value_name = "FILE")]
+    inventory: Option<PathBuf>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = Format::Yaml)]
+    output: Format,
+}
+
+/// Output formats of `mcsctl plan`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Format {
+    /// YAML.
+    Yaml,
+    /// JSON.
+    Json,
+}
+
+/// Prints the plan.
+pub fn run(args: &PlanArgs) -> anyhow::Result<std::process::ExitCode> {
+    crate::output::print(&render(args)?)
+}
+
+fn read(path: &Path) -> anyhow::Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+}
+
+/// The one CephCluster document of a (possibly multi-document) manifest file.
+fn ceph_cluster(path: &Path) -> anyhow::Result<CephClusterManifest> {
+    let text = read(path)?;
+    let documents: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text)
+        .with_context(|| format!("parsing {} as YAML", path.display()))?;
+    let kinds: Vec<&str> = documents
+        .iter()
+        .map(|d| {
+            d.get("kind")
+                .and_then(|k| k.as_str())
+                .unwrap_or("<no kind>")
+        })
+        .collect();
+    let mut clusters = documents
+        .iter()
+        .filter(|d| d.get("kind").and_then(|k| k.as_str()) == Some("CephCluster"));
+    let (Some(cluster), None) = (clusters.next(), clusters.next()) else {
+        bail!(
+            "{} must hold exactly one CephCluster document; it holds: {}",
+            path.display(),
+            if kinds.is_empty() {
+                "nothing".to_owned()
+            } else {
+                kinds.join(", ")
+            }
+        );
+    };
+    serde_json::from_value(cluster.clone())
+        .with_context(|| format!("reading the CephCluster in {}", path.display()))
+}
+
+/// The plan, rendered.
+pub fn render(args: &PlanArgs) -> anyhow::Result<String> {
+    let manifest = ceph_cluster(&args.cluster)?;
+    let mut settings = manifest
+        .settings()
+        .with_context(|| format!("reading the CephCluster in {}", args.cluster.display()))?;
+    let inventory = match &args.inventory {
+        Some(path) => {
+            let file: InventoryFile = serde_saphyr::from_str(&read(path)?)
+                .with_context(|| format!("parsing the inventory {}", path.display()))?;
+            let (overrides, inventory) = file.into_parts();
+            overrides.apply(&mut settings);
+            inventory
+        }
+        None => Inventory::new_cluster(manifest.mon_count()),
+    };
+    let plan = Plan::new(PlanInput {
+        cluster: settings,
+        inventory,
+    })
+    .map_err(|rejections| anyhow!(rejections))?;
+    let document = plan.document().context("building the plan document")?;
+    match args.output {
+        Format::Yaml => serde_saphyr::to_string(&document).context("rendering the plan as YAML"),
+        Format::Json => serde_json::to_string_pretty(&document)
+            .map(|json| json + "\n")
+            .context("rendering the plan as JSON"),
+    }
+}
