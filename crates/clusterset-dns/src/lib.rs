@@ -6,6 +6,7 @@ pub mod records;
 pub mod resolver;
 pub mod server;
 pub mod store;
+pub mod synthetic;
 pub mod wire;
 mod zonefile;
 

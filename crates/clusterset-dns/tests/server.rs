@@ -1,6 +1,6 @@
 //! The server for real on 127.0.0.1, over UDP and TCP: our resolver against it, `dig` (an
 //! outside client, from bind9-dnsutils) against it, and updates while it serves.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers, not only #[test] fns
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers, not only #[test] fns
 
 mod common;
 

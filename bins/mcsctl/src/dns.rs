@@ -1,0 +1,201 @@
+//! `mcsctl dns serve`: the clusterset DNS server on a zone loaded from a YAML file.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use clusterset_dns::{DnsServer, ServerConfig, ZoneConfig, ZoneObject, ZoneStore};
+use mcs_types::names::Zone;
+
+/// Options of `mcsctl dns`.
+#[derive(Debug, Args)]
+pub struct DnsArgs {
+    #[command(subcommand)]
+    command: DnsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum DnsCommand {
+    /// Serve the clusterset zone built from ServiceImports and EndpointSlices in a file.
+    ///
+    /// The file holds YAML documents (separated by `---`) of ServiceImport
+    /// (multicluster.x-k8s.io/v1beta1 or v1alpha1) and EndpointSlice (discovery.k8s.io/v1, with
+    /// the multicluster.kubernetes.io/service-name and source-cluster labels), or a `kind: List`
+    /// of them (as `kubectl get serviceimports,endpointslices -A -o yaml` prints).
+    ///
+    /// SIGHUP reloads the file. A file with a bad object is rejected whole: the problems are
+    /// printed (object, field, fix) and the last good zone keeps serving.
+    ///
+    /// Examples:
+    ///   mcsctl dns serve --listen 127.0.0.1:5353 --from-file zone.yaml
+    ///   dig @127.0.0.1 -p 5353 web.shop.svc.clusterset.local
+    ///   kill -HUP <pid>    # reload zone.yaml
+    #[command(verbatim_doc_comment)]
+    Serve(ServeArgs),
+}
+
+/// Options of `mcsctl dns serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// UDP and TCP address to answer on (port 0: any free port, printed at start).
+    #[arg(long, default_value = "127.0.0.1:5353")]
+    listen: SocketAddr,
+    /// The YAML file of ServiceImports and EndpointSlices.
+    #[arg(long, value_name = "FILE")]
+    from_file: PathBuf,
+    /// TTL of the records, in seconds (dns-version keeps 28800).
+    #[arg(long, default_value_t = clusterset_dns::records::DEFAULT_TTL)]
+    ttl: u32,
+    /// The clusterset zone.
+    #[arg(long, default_value = mcs_types::names::DEFAULT_ZONE)]
+    zone: Zone,
+    /// Also answer <clusterid>.<svc>.<ns>.svc.<zone> with that cluster's addresses (Submariner
+    /// Lighthouse compatibility, the form Rook queries). The MCS spec says this name must not
+    /// exist, so it is off by default.
+    #[arg(long)]
+    lighthouse: bool,
+    /// UDP worker threads (default: one per CPU).
+    #[arg(long)]
+    udp_workers: Option<usize>,
+    /// Print the zone in master-file format and exit instead of serving.
+    #[arg(long)]
+    print_zone: bool,
+}
+
+/// Runs `mcsctl dns ...`.
+pub fn run(args: &DnsArgs) -> anyhow::Result<ExitCode> {
+    match &args.command {
+        DnsCommand::Serve(serve) => run_serve(serve),
+    }
+}
+
+/// The objects of a YAML file, or every problem found in it.
+pub fn load_objects(path: &Path) -> Result<Vec<ZoneObject>, Vec<String>> {
+    let file = path.display();
+    let text =
+        std::fs::read_to_string(path).map_err(|e| vec![format!("{file}: cannot read: {e}")])?;
+    let documents: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text)
+        .map_err(|e| vec![format!("{file}: not valid YAML: {e}")])?;
+    let mut objects = Vec::new();
+    let mut problems = Vec::new();
+    for document in documents {
+        let is_list = document
+            .get("kind")
+            .and_then(|k| k.as_str())
+            .is_some_and(|k| k.ends_with("List"));
+        let items = match (is_list, document) {
+            (true, serde_json::Value::Object(mut list)) => match list.remove("items") {
+                Some(serde_json::Value::Array(items)) => items,
+                _ => {
+                    problems.push(format!("{file}: a List document needs an `items` array"));
+                    continue;
+                }
+            },
+            (_, document) => vec![document],
+        };
+        for item in items {
+            match ZoneObject::from_document(item) {
+                Ok(object) => objects.push(object),
+                Err(e) => problems.push(format!("{file}: {e}")),
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(objects)
+    } else {
+        Err(problems)
+    }
+}
+
+/// Loads the file into the store; on any problem the store is left as it was.
+fn load_into(store: &ZoneStore, path: &Path) -> Result<usize, Vec<String>> {
+    let objects = load_objects(path)?;
+    let file = path.display();
+    store
+        .replace_all(objects)
+        .map_err(|errors| errors.iter().map(|e| format!("{file}: {e}")).collect())
+}
+
+fn run_serve(args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MCSCTL_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+    let mut nameservers = Vec::new();
+    if !args.listen.ip().is_unspecified() {
+        nameservers.push(args.listen.ip());
+    }
+    let config = ZoneConfig {
+        zone: args.zone.clone(),
+        ttl: args.ttl,
+        lighthouse_cluster_names: args.lighthouse,
+        nameserver_addresses: nameservers,
+    };
+    let store = Arc::new(ZoneStore::new(config));
+    let loaded = match load_into(&store, &args.from_file) {
+        Ok(count) => count,
+        Err(problems) => {
+            for problem in &problems {
+                eprintln!("error: {problem}");
+            }
+            anyhow::bail!(
+                "{} problem(s) in {}: fix them and start again",
+                problems.len(),
+                args.from_file.display()
+            );
+        }
+    };
+    if args.print_zone {
+        return crate::output::print(&store.zone_file());
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(serve(args, store, loaded))
+}
+
+async fn serve(args: &ServeArgs, store: Arc<ZoneStore>, loaded: usize) -> anyhow::Result<ExitCode> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut server_config = ServerConfig::new(args.listen);
+    if let Some(workers) = args.udp_workers {
+        server_config.udp_workers = workers;
+    }
+    let mut hangup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
+    let mut terminate =
+        signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let server = DnsServer::start(&server_config, Arc::clone(&store))?;
+    println!(
+        "serving {} on {} (UDP and TCP) from {} objects in {}",
+        args.zone,
+        server.local_addr(),
+        loaded,
+        args.from_file.display()
+    );
+    loop {
+        tokio::select! {
+            _ = hangup.recv() => match load_into(&store, &args.from_file) {
+                Ok(count) => println!("reloaded {count} objects from {}", args.from_file.display()),
+                Err(problems) => {
+                    for problem in &problems {
+                        eprintln!("error: {problem}");
+                    }
+                    eprintln!(
+                        "reload rejected ({} problem(s)): still serving the previous zone",
+                        problems.len()
+                    );
+                }
+            },
+            _ = terminate.recv() => break,
+            _ = tokio::signal::ctrl_c() => break,
+        }
+    }
+    server.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}
