@@ -1,0 +1,569 @@
+//! The pure state machine: `step(state, observation, now) -> (state, commands)`.
+//!
+//! See the crate documentation for the phases and invariants; this module holds the transition
+//! function and its tests.
+
+mod command;
+mod config;
+mod observation;
+pub mod quorum;
+mod state;
+
+pub use command::Command;
+pub use config::{Config, ConfigError};
+pub use observation::{
+    Addressing, ClusterView, CommandOutcome, Observation, ObservedMon, Placement,
+};
+pub use state::{
+    AttemptResult, Blocker, FinishedAttempt, History, MachineState, Migration, Order, Phase,
+    Reason, RollbackCause,
+};
+
+use std::net::IpAddr;
+
+use ceph_address_plan::MonId;
+use observation::MonView;
+
+use crate::Timestamp;
+
+/// The mon failover machine: a [`Config`] and the transition function [`Machine::step`].
+///
+/// ```
+/// use mon_failover::{
+///     Addressing, Command, Config, Machine, MachineState, ObservedMon, Observation, Placement,
+///     Timestamp,
+/// };
+///
+/// let machine = Machine::new(Config::default())?;
+/// let mon = |ip: &str, placement| ObservedMon { address: ip.parse().unwrap(), in_quorum: true, placement };
+/// // MCS was just enabled: mon a still advertises its cluster IP, b and c already moved.
+/// let observation = Observation::reachable(
+///     Addressing::Clusterset,
+///     [
+///         ("a".parse()?, mon("10.96.0.10", Placement::Misplaced)),
+///         ("d".parse()?, mon("242.1.0.4", Placement::Placed)),
+///         ("e".parse()?, mon("242.1.0.5", Placement::Placed)),
+///     ],
+/// );
+/// let (state, commands) =
+///     machine.step(&MachineState::new(Some(4)), &observation, Timestamp::from_millis(0));
+/// // Mon a is replaced by f, the next Rook id after maxMonId 4 ("e"): first its address.
+/// assert_eq!(
+///     commands,
+///     [Command::ProvisionAddress { mon: "f".parse()?, addressing: Addressing::Clusterset }]
+/// );
+/// assert_eq!(state.max_mon_id(), Some(5));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Machine {
+    config: Config,
+}
+
+/// At most this many phase transitions happen in one step (there are fewer phases than this,
+/// so a chain that reaches the bound simply continues at the next step).
+const MAX_TRANSITIONS_PER_STEP: usize = 16;
+
+impl Machine {
+    /// A machine with this configuration, once it is validated.
+    pub fn new(config: Config) -> Result<Self, ConfigError> {
+        config.validate()?;
+        Ok(Machine { config })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// One step: from the persisted `state`, what was observed and the current time, the next
+    /// state and the commands to execute. Pure and deterministic.
+    ///
+    /// The caller persists the returned state (if it differs) *before* executing the commands,
+    /// executes them in order, and reports their outcomes in the next observation.
+    pub fn step(
+        &self,
+        state: &MachineState,
+        observation: &Observation,
+        now: Timestamp,
+    ) -> (MachineState, Vec<Command>) {
+        let mut next = state.clone();
+        for outcome in &observation.outcomes {
+            if let CommandOutcome::Failed { command, error } = outcome {
+                next.last_error = Some(format!("{command}: {error}"));
+            }
+        }
+        let mons = match &observation.cluster {
+            ClusterView::Unreachable { reason } => {
+                next.blocked = Some(Blocker::CephUnreachable {
+                    reason: reason.clone(),
+                });
+                return (next, Vec::new());
+            }
+            ClusterView::Reachable { mons } => mons,
+        };
+        next.blocked = None;
+        if let Some(highest) = mons.keys().map(MonId::index).max() {
+            next.max_mon_id = Some(next.max_mon_id.map_or(highest, |max| max.max(highest)));
+        }
+        next.out_of_quorum_since
+            .retain(|id, _| mons.contains_key(id));
+        for (id, mon) in mons {
+            if mon.in_quorum {
+                next.out_of_quorum_since.remove(id);
+            } else {
+                next.out_of_quorum_since.entry(id.clone()).or_insert(now);
+            }
+        }
+
+        let mut step = Stepper {
+            config: &self.config,
+            view: MonView { mons },
+            addressing: observation.addressing,
+            outcomes: &observation.outcomes,
+            now,
+            state: next,
+            commands: Vec::new(),
+        };
+        for _ in 0..MAX_TRANSITIONS_PER_STEP {
+            if step.advance() == Flow::Stop {
+                break;
+            }
+        }
+        (step.state, step.commands)
+    }
+}
+
+/// Whether the step goes on with another transition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    Stop,
+}
+
+/// One step in progress.
+struct Stepper<'a> {
+    config: &'a Config,
+    view: MonView<'a>,
+    addressing: Addressing,
+    outcomes: &'a [CommandOutcome],
+    now: Timestamp,
+    state: MachineState,
+    commands: Vec<Command>,
+}
+
+impl Stepper<'_> {
+    fn advance(&mut self) -> Flow {
+        match self.state.migration.take() {
+            None => self.start(),
+            Some(migration) => self.advance_migration(migration),
+        }
+    }
+
+    fn done(&self, command: &Command) -> bool {
+        self.outcomes
+            .iter()
+            .any(|o| matches!(o, CommandOutcome::Done(c) if c == command))
+    }
+
+    fn address_ready(&self, mon: &MonId) -> Option<IpAddr> {
+        self.outcomes.iter().find_map(|o| match o {
+            CommandOutcome::AddressReady { mon: m, address } if m == mon => Some(*address),
+            _ => None,
+        })
+    }
+
+    fn emit(&mut self, command: Command) -> Flow {
+        self.commands.push(command);
+        Flow::Stop
+    }
+
+    fn block(&mut self, blocker: Blocker) -> Flow {
+        self.state.blocked = Some(blocker);
+        Flow::Stop
+    }
+
+    fn keep(&mut self, migration: Migration, flow: Flow) -> Flow {
+        self.state.migration = Some(migration);
+        flow
+    }
+
+    fn enter(&self, migration: &mut Migration, phase: Phase) {
+        migration.phase = phase;
+        migration.phase_since = self.now;
+    }
+
+    fn monmap_size(&self) -> usize {
+        self.view.mons.len()
+    }
+
+    /// No migration in flight: start the next one, if any is due and allowed.
+    fn start(&mut self) -> Flow {
+        if let Some(at) = self.state.next_attempt_at
+            && self.now < at
+        {
+            return self.block(Blocker::Backoff { until: at });
+        }
+        let size = self.monmap_size();
+        let in_quorum = self.view.quorum_size();
+
+        if let Some(timeout) = self.config.mon_out_timeout {
+            let due = self
+                .state
+                .out_of_quorum_since
+                .iter()
+                .filter(|(_, since)| since.has_elapsed(timeout, self.now))
+                .min_by_key(|(id, since)| (**since, (*id).clone()))
+                .map(|(id, _)| id.clone());
+            if let Some(old) = due {
+                let order = if quorum::join_keeps_majority(size, in_quorum) {
+                    Order::AddFirst
+                } else if quorum::removal_keeps_majority(size, in_quorum, false) {
+                    Order::RemoveFirst
+                } else {
+                    return self.block(Blocker::RemovalWouldLoseQuorum {
+                        mon: old,
+                        monmap: size,
+                        in_quorum,
+                    });
+                };
+                return self.begin(old, Reason::OutOfQuorum, order);
+            }
+        }
+
+        let misplaced = self
+            .view
+            .mons
+            .iter()
+            .find(|(_, mon)| mon.placement == Placement::Misplaced)
+            .map(|(id, _)| id.clone());
+        let Some(old) = misplaced else {
+            return Flow::Stop;
+        };
+        let out = self.view.out_of_quorum_except(&[]);
+        if !out.is_empty() {
+            return self.block(Blocker::MonsOutOfQuorum { mons: out });
+        }
+        if !quorum::join_keeps_majority(size, in_quorum) {
+            return self.block(Blocker::JoinWouldLoseQuorum {
+                monmap: size,
+                in_quorum,
+            });
+        }
+        self.begin(old, Reason::Misplaced, Order::AddFirst)
+    }
+
+    /// The next Rook mon id, recorded as allocated; ids are never reused.
+    fn allocate_id(&mut self) -> Result<MonId, Blocker> {
+        let next = MonId::next_after(self.state.max_mon_id);
+        let exhausted =
+            Some(next.index()) == self.state.max_mon_id || next.as_str().parse::<MonId>().is_err();
+        if exhausted {
+            return Err(Blocker::IdsExhausted {
+                max_mon_id: self.state.max_mon_id.unwrap_or(0),
+            });
+        }
+        self.state.max_mon_id = Some(next.index());
+        Ok(next)
+    }
+
+    fn begin(&mut self, old: MonId, reason: Reason, order: Order) -> Flow {
+        let Some(old_address) = self.view.address(&old) else {
+            return Flow::Stop;
+        };
+        let new = match self.allocate_id() {
+            Ok(id) => id,
+            Err(blocker) => return self.block(blocker),
+        };
+        let phase = match order {
+            Order::AddFirst => Phase::ProvisioningAddress,
+            Order::RemoveFirst => Phase::RemovingOld,
+        };
+        self.state.last_error = None;
+        self.state.migration = Some(Migration {
+            old,
+            old_address,
+            reason,
+            order,
+            new,
+            new_address: None,
+            addressing: self.addressing,
+            started_at: self.now,
+            phase,
+            phase_since: self.now,
+            old_removed: false,
+            attempt: 1,
+        });
+        Flow::Continue
+    }
+
+    fn advance_migration(&mut self, mut m: Migration) -> Flow {
+        let now = self.now;
+        let addressing_changed =
+            (m.addressing != self.addressing).then_some(RollbackCause::AddressingChanged {
+                from: m.addressing,
+                to: self.addressing,
+            });
+        match m.phase.clone() {
+            Phase::ProvisioningAddress => {
+                if let Some(cause) = addressing_changed {
+                    return self.roll_back(m, cause);
+                }
+                if let Some(address) = self.address_ready(&m.new) {
+                    m.new_address = Some(address);
+                    self.enter(&mut m, Phase::Joining { started: false });
+                    return self.keep(m, Flow::Continue);
+                }
+                if m.phase_since.has_elapsed(self.config.address_timeout, now) {
+                    return self.roll_back(m, RollbackCause::AddressTimeout);
+                }
+                let command = Command::ProvisionAddress {
+                    mon: m.new.clone(),
+                    addressing: m.addressing,
+                };
+                let flow = self.emit(command);
+                self.keep(m, flow)
+            }
+            Phase::Joining { started } => {
+                let Some(address) = m.new_address else {
+                    // Only a hand-edited state lacks the address here: provision it again.
+                    self.enter(&mut m, Phase::ProvisioningAddress);
+                    return self.keep(m, Flow::Continue);
+                };
+                if let Some(cause) = addressing_changed {
+                    return self.roll_back(m, cause);
+                }
+                if self.view.in_quorum(&m.new) {
+                    if let Some(actual) = self.view.address(&m.new)
+                        && actual != address
+                    {
+                        let cause = RollbackCause::WrongAddress {
+                            expected: address,
+                            actual,
+                        };
+                        return self.roll_back(m, cause);
+                    }
+                    if m.old_removed {
+                        return self.complete(m);
+                    }
+                    self.enter(&mut m, Phase::WaitingToRemoveOld);
+                    return self.keep(m, Flow::Continue);
+                }
+                if m.phase_since.has_elapsed(self.config.join_timeout, now) {
+                    return self.roll_back(m, RollbackCause::JoinTimeout);
+                }
+                if started {
+                    return self.keep(m, Flow::Stop);
+                }
+                let command = Command::StartMon {
+                    mon: m.new.clone(),
+                    address,
+                };
+                if self.done(&command) {
+                    m.phase = Phase::Joining { started: true };
+                    return self.keep(m, Flow::Stop);
+                }
+                let size = self.monmap_size();
+                let in_quorum = self.view.quorum_size();
+                if !self.view.contains(&m.new) && !quorum::join_keeps_majority(size, in_quorum) {
+                    let flow = self.block(Blocker::JoinWouldLoseQuorum {
+                        monmap: size,
+                        in_quorum,
+                    });
+                    return self.keep(m, flow);
+                }
+                let flow = self.emit(command);
+                self.keep(m, flow)
+            }
+            Phase::WaitingToRemoveOld => {
+                if let Some(cause) = addressing_changed {
+                    return self.roll_back(m, cause);
+                }
+                match self.removal_of_old_allowed(&m) {
+                    Ok(()) => {
+                        self.enter(&mut m, Phase::RemovingOld);
+                        self.keep(m, Flow::Continue)
+                    }
+                    Err(_)
+                        if m.phase_since
+                            .has_elapsed(self.config.removal_wait_timeout, now) =>
+                    {
+                        self.roll_back(m, RollbackCause::RemovalWaitTimeout)
+                    }
+                    Err(blocker) => {
+                        let flow = self.block(blocker);
+                        self.keep(m, flow)
+                    }
+                }
+            }
+            Phase::RemovingOld => {
+                let command = Command::RemoveFromMonmap { mon: m.old.clone() };
+                if !self.view.contains(&m.old) || self.done(&command) {
+                    m.old_removed = true;
+                    self.enter(&mut m, Phase::DeletingOld);
+                    return self.keep(m, Flow::Continue);
+                }
+                if m.order == Order::RemoveFirst && self.view.in_quorum(&m.old) {
+                    return self.cancel(m);
+                }
+                match self.removal_of_old_allowed(&m) {
+                    Ok(()) => {
+                        let flow = self.emit(command);
+                        self.keep(m, flow)
+                    }
+                    Err(blocker) => {
+                        let flow = self.block(blocker);
+                        self.keep(m, flow)
+                    }
+                }
+            }
+            Phase::DeletingOld => {
+                let command = Command::DeleteMon { mon: m.old.clone() };
+                if !self.done(&command) {
+                    let flow = self.emit(command);
+                    return self.keep(m, flow);
+                }
+                match m.order {
+                    Order::AddFirst => self.complete(m),
+                    Order::RemoveFirst => {
+                        m.addressing = self.addressing;
+                        self.enter(&mut m, Phase::ProvisioningAddress);
+                        self.keep(m, Flow::Continue)
+                    }
+                }
+            }
+            Phase::RollingBack { cause, new_deleted } => {
+                let remove = Command::RemoveFromMonmap { mon: m.new.clone() };
+                if self.view.contains(&m.new) && !self.done(&remove) {
+                    let size = self.monmap_size();
+                    let in_quorum = self.view.quorum_size();
+                    let flow = if quorum::removal_keeps_majority(
+                        size,
+                        in_quorum,
+                        self.view.in_quorum(&m.new),
+                    ) {
+                        self.emit(remove)
+                    } else {
+                        self.block(Blocker::RemovalWouldLoseQuorum {
+                            mon: m.new.clone(),
+                            monmap: size,
+                            in_quorum,
+                        })
+                    };
+                    return self.keep(m, flow);
+                }
+                if !new_deleted {
+                    let delete = Command::DeleteMon { mon: m.new.clone() };
+                    if !self.done(&delete) {
+                        let flow = self.emit(delete);
+                        return self.keep(m, flow);
+                    }
+                }
+                self.finish_rollback(m, cause)
+            }
+            Phase::AwaitingRetry => {
+                if let Some(at) = self.state.next_attempt_at
+                    && now < at
+                {
+                    let flow = self.block(Blocker::Backoff { until: at });
+                    return self.keep(m, flow);
+                }
+                match self.allocate_id() {
+                    Ok(new) => {
+                        m.new = new;
+                        m.new_address = None;
+                        m.addressing = self.addressing;
+                        m.attempt = m.attempt.saturating_add(1);
+                        self.enter(&mut m, Phase::ProvisioningAddress);
+                        self.keep(m, Flow::Continue)
+                    }
+                    Err(blocker) => {
+                        let flow = self.block(blocker);
+                        self.keep(m, flow)
+                    }
+                }
+            }
+        }
+    }
+
+    /// The guard for removing the old mon: the majority guard always; for a mon that moves
+    /// address, every other mon in quorum; for a failover done add-first, the new mon in quorum.
+    fn removal_of_old_allowed(&self, m: &Migration) -> Result<(), Blocker> {
+        if !self.view.contains(&m.old) {
+            return Ok(());
+        }
+        let size = self.monmap_size();
+        let in_quorum = self.view.quorum_size();
+        if !quorum::removal_keeps_majority(size, in_quorum, self.view.in_quorum(&m.old)) {
+            return Err(Blocker::RemovalWouldLoseQuorum {
+                mon: m.old.clone(),
+                monmap: size,
+                in_quorum,
+            });
+        }
+        let out = match m.reason {
+            Reason::Misplaced => self.view.out_of_quorum_except(&[&m.old]),
+            Reason::OutOfQuorum if m.order == Order::AddFirst && !self.view.in_quorum(&m.new) => {
+                [m.new.clone()].into()
+            }
+            Reason::OutOfQuorum => Default::default(),
+        };
+        if out.is_empty() {
+            Ok(())
+        } else {
+            Err(Blocker::MonsOutOfQuorum { mons: out })
+        }
+    }
+
+    fn roll_back(&mut self, mut m: Migration, cause: RollbackCause) -> Flow {
+        self.enter(
+            &mut m,
+            Phase::RollingBack {
+                cause,
+                new_deleted: false,
+            },
+        );
+        self.keep(m, Flow::Continue)
+    }
+
+    fn record(&mut self, m: &Migration, result: state::AttemptResult) {
+        self.state.history.last = Some(state::FinishedAttempt {
+            old: m.old.clone(),
+            new: m.new.clone(),
+            reason: m.reason,
+            result,
+            at: self.now,
+        });
+    }
+
+    fn finish_rollback(&mut self, mut m: Migration, cause: RollbackCause) -> Flow {
+        self.state.history.rolled_back = self.state.history.rolled_back.saturating_add(1);
+        self.record(&m, AttemptResult::RolledBack { cause });
+        self.state.failures_in_a_row = self.state.failures_in_a_row.saturating_add(1);
+        self.state.next_attempt_at =
+            Some(self.now + self.config.backoff(self.state.failures_in_a_row));
+        if m.old_removed {
+            self.enter(&mut m, Phase::AwaitingRetry);
+            return self.keep(m, Flow::Continue);
+        }
+        Flow::Continue
+    }
+
+    fn complete(&mut self, m: Migration) -> Flow {
+        self.state.history.completed = self.state.history.completed.saturating_add(1);
+        self.record(&m, AttemptResult::Completed);
+        self.state.failures_in_a_row = 0;
+        self.state.next_attempt_at = None;
+        self.state.last_error = None;
+        Flow::Continue
+    }
+
+    fn cancel(&mut self, m: Migration) -> Flow {
+        self.state.history.cancelled = self.state.history.cancelled.saturating_add(1);
+        self.record(&m, AttemptResult::Cancelled);
+        Flow::Continue
+    }
+}
+
+#[cfg(test)]
+mod tests;
