@@ -1,0 +1,445 @@
+//! What the agents keep on the hub cluster, in the broker namespace: one [`BrokerRecord`] per
+//! export of every cluster, and one heartbeat `Lease` per cluster.
+//!
+//! The record is a small custom resource of our own API group (`clusterset.io/v1alpha1`,
+//! kind `ExportRecord`) whose `spec` is exactly [`mcs_controller::ExportRecord`]. A CRD rather
+//! than a ConfigMap: the API server validates the shape, RBAC can grant exactly this resource,
+//! `kubectl get exportrecords` shows cluster, service and export time as columns, and the
+//! object is named `<cluster>.<namespace>.<service>` so that it is readable and unique (all
+//! three parts are DNS labels, so the name is a valid DNS subdomain of at most 191 characters).
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use mcs_controller::{ClusterId, ExportRecord, ServiceKey};
+use serde::{Deserialize, Serialize};
+
+/// API group of the broker resources.
+pub const GROUP: &str = "clusterset.io";
+/// API version of [`BrokerRecord`].
+pub const VERSION: &str = "v1alpha1";
+/// Kind of [`BrokerRecord`].
+pub const KIND: &str = "ExportRecord";
+/// Plural (resource) name of [`BrokerRecord`].
+pub const PLURAL: &str = "exportrecords";
+
+/// Label on records and Leases: the cluster id they belong to.
+pub const CLUSTER_ID_LABEL: &str = "clusterset.io/cluster-id";
+/// Label on records: the exported service's namespace.
+pub const SERVICE_NAMESPACE_LABEL: &str = "clusterset.io/service-namespace";
+/// Label on records: the exported service's name.
+pub const SERVICE_NAME_LABEL: &str = "clusterset.io/service-name";
+/// Annotation on records: when the exporting agent published this version (RFC 3339), for the
+/// propagation-lag metric of the importing agents.
+pub const PUBLISHED_AT_ANNOTATION: &str = "clusterset.io/published-at";
+
+/// The spec of a record as read from the broker: an [`ExportRecord`], or a document that is not
+/// one (written by something else, or by a newer agent). An unreadable record never stops the
+/// watch; it is reported and left out of the merge.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RecordSpec {
+    /// A valid record.
+    Record(Box<ExportRecord>),
+    /// Anything else, kept as JSON for the error report.
+    Unreadable(serde_json::Value),
+}
+
+impl RecordSpec {
+    /// The record, or why the document is not one (the serde error names the field).
+    pub fn record(&self) -> Result<&ExportRecord, String> {
+        match self {
+            Self::Record(record) => Ok(record),
+            Self::Unreadable(value) => match serde_json::from_value::<ExportRecord>(value.clone()) {
+                Ok(_) => Err("record parsed only on a second attempt".to_owned()),
+                Err(e) => Err(e.to_string()),
+            },
+        }
+    }
+}
+
+/// One cluster's export of one service, as stored in the broker namespace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrokerRecord {
+    /// `clusterset.io/v1alpha1`.
+    #[serde(default = "api_version")]
+    pub api_version: String,
+    /// `ExportRecord`.
+    #[serde(default = "kind")]
+    pub kind: String,
+    /// Name `<cluster>.<namespace>.<service>`, labels and the publication annotation.
+    pub metadata: ObjectMeta,
+    /// The record.
+    pub spec: RecordSpec,
+}
+
+fn api_version() -> String {
+    format!("{GROUP}/{VERSION}")
+}
+
+fn kind() -> String {
+    KIND.to_owned()
+}
+
+/// The object name of `cluster`'s record of `key`.
+///
+/// ```
+/// use clusterset_agent::broker::record_name;
+/// use mcs_controller::{ClusterId, ServiceKey};
+/// let east = ClusterId::new("east")?;
+/// assert_eq!(record_name(&east, &ServiceKey::new("rook-ceph", "mon-a")), "east.rook-ceph.mon-a");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn record_name(cluster: &ClusterId, key: &ServiceKey) -> String {
+    format!("{cluster}.{}.{}", key.namespace, key.name)
+}
+
+impl BrokerRecord {
+    /// The broker object for `record`, stamped with its publication time.
+    pub fn new(record: ExportRecord, namespace: &str, published_at: Timestamp) -> Self {
+        let labels = BTreeMap::from([
+            (CLUSTER_ID_LABEL.to_owned(), record.cluster_id.to_string()),
+            (
+                SERVICE_NAMESPACE_LABEL.to_owned(),
+                record.service_key.namespace.clone(),
+            ),
+            (
+                SERVICE_NAME_LABEL.to_owned(),
+                record.service_key.name.clone(),
+            ),
+        ]);
+        Self {
+            api_version: api_version(),
+            kind: kind(),
+            metadata: ObjectMeta {
+                name: Some(record_name(&record.cluster_id, &record.service_key)),
+                namespace: Some(namespace.to_owned()),
+                labels: Some(labels),
+                annotations: Some(BTreeMap::from([(
+                    PUBLISHED_AT_ANNOTATION.to_owned(),
+                    published_at.to_string(),
+                )])),
+                ..Default::default()
+            },
+            spec: RecordSpec::Record(Box::new(record)),
+        }
+    }
+
+    /// When the exporting agent published this version, if it said so.
+    pub fn published_at(&self) -> Option<Timestamp> {
+        self.metadata
+            .annotations
+            .as_ref()?
+            .get(PUBLISHED_AT_ANNOTATION)?
+            .parse()
+            .ok()
+    }
+
+    /// The record, checked against the object's name (a record stored under another cluster's
+    /// or service's name is refused: it would let one cluster speak for another).
+    pub fn checked_record(&self) -> Result<&ExportRecord, String> {
+        let record = self.spec.record()?;
+        let expected = record_name(&record.cluster_id, &record.service_key);
+        let name = self.metadata.name.as_deref().unwrap_or("");
+        if name != expected {
+            return Err(format!(
+                "the object is named {name:?} but its spec is cluster {}'s export of {}, which must be named {expected:?}",
+                record.cluster_id, record.service_key
+            ));
+        }
+        Ok(record)
+    }
+}
+
+impl kube::Resource for BrokerRecord {
+    type DynamicType = ();
+    type Scope = k8s_openapi::NamespaceResourceScope;
+
+    fn kind(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(KIND)
+    }
+    fn group(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(GROUP)
+    }
+    fn version(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(VERSION)
+    }
+    fn plural(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(PLURAL)
+    }
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+/// The CRD of [`BrokerRecord`], to install on the hub cluster.
+///
+/// ```
+/// let crd = clusterset_agent::broker::crd();
+/// assert_eq!(crd.metadata.name.as_deref(), Some("exportrecords.clusterset.io"));
+/// ```
+pub fn crd() -> CustomResourceDefinition {
+    let dns_label = serde_json::json!({
+        "type": "string", "minLength": 1, "maxLength": 63,
+        "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+    });
+    let document = serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{PLURAL}.{GROUP}")},
+        "spec": {
+            "group": GROUP,
+            "scope": "Namespaced",
+            "names": {
+                "kind": KIND, "plural": PLURAL, "singular": "exportrecord",
+                "listKind": "ExportRecordList", "shortNames": ["exrec"]
+            },
+            "versions": [{
+                "name": VERSION, "served": true, "storage": true,
+                "additionalPrinterColumns": [
+                    {"name": "Cluster", "type": "string", "jsonPath": ".spec.clusterId"},
+                    {"name": "Namespace", "type": "string", "jsonPath": ".spec.serviceKey.namespace"},
+                    {"name": "Service", "type": "string", "jsonPath": ".spec.serviceKey.name"},
+                    {"name": "Exported", "type": "date", "jsonPath": ".spec.exportCreated"},
+                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+                ],
+                "schema": {"openAPIV3Schema": {
+                    "description": "One member cluster's export of one service, published by its clusterset-agent. Every agent merges the records of a service into its ServiceImport.",
+                    "type": "object",
+                    "required": ["spec"],
+                    "properties": {
+                        "apiVersion": {"type": "string"},
+                        "kind": {"type": "string"},
+                        "metadata": {"type": "object"},
+                        "spec": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": true,
+                            "required": ["clusterId", "serviceKey", "exportCreated", "service"],
+                            "properties": {
+                                "clusterId": dns_label,
+                                "serviceKey": {
+                                    "type": "object",
+                                    "required": ["namespace", "name"],
+                                    "properties": {"namespace": dns_label, "name": dns_label}
+                                },
+                                "exportCreated": {"type": "string", "format": "date-time"},
+                                "service": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                                "exportedLabels": {"type": "object", "additionalProperties": {"type": "string"}},
+                                "exportedAnnotations": {"type": "object", "additionalProperties": {"type": "string"}},
+                                "globalIps": {"type": "array", "items": {"type": "string"}},
+                                "endpoints": {
+                                    "type": "array",
+                                    "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+                                }
+                            }
+                        }
+                    }
+                }}
+            }]
+        }
+    });
+    // The document above is a literal of the right shape; a failure here is a programming error
+    // that the crd() unit test catches, so fall back to an empty CRD rather than panicking.
+    serde_json::from_value(document).unwrap_or_default()
+}
+
+/// The name of `cluster`'s heartbeat Lease.
+pub fn lease_name(cluster: &ClusterId) -> String {
+    format!("clusterset-agent-{cluster}")
+}
+
+/// The cluster a heartbeat Lease belongs to (its [`CLUSTER_ID_LABEL`]).
+pub fn lease_cluster(lease: &Lease) -> Option<ClusterId> {
+    let value = lease.metadata.labels.as_ref()?.get(CLUSTER_ID_LABEL)?;
+    ClusterId::new(value).ok()
+}
+
+/// When a Lease runs out: its renew (or acquire) time plus its duration. `None` when it says
+/// neither.
+pub fn lease_expiry(lease: &Lease) -> Option<Timestamp> {
+    let spec = lease.spec.as_ref()?;
+    let renewed = spec.renew_time.as_ref().or(spec.acquire_time.as_ref())?.0;
+    let duration = SignedDuration::from_secs(i64::from(spec.lease_duration_seconds?.max(0)));
+    Some(renewed.checked_add(duration).unwrap_or(Timestamp::MAX))
+}
+
+/// The holder of a Lease, if any (an empty identity counts as none).
+pub fn lease_holder(lease: &Lease) -> Option<&str> {
+    lease
+        .spec
+        .as_ref()?
+        .holder_identity
+        .as_deref()
+        .filter(|h| !h.is_empty())
+}
+
+/// What the agent does about its own heartbeat Lease.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Heartbeat {
+    /// No Lease yet: create this one.
+    Create(Box<Lease>),
+    /// Replace the stored Lease with this one (it carries the stored `resourceVersion`, so a
+    /// concurrent change makes the write fail with 409 instead of overwriting it).
+    Replace(Box<Lease>),
+    /// Another agent instance holds this cluster's Lease and it has not expired: two agents use
+    /// one cluster id. Do not publish; wait.
+    Blocked {
+        /// The other holder.
+        holder: String,
+        /// When its Lease runs out.
+        until: Timestamp,
+    },
+}
+
+/// The heartbeat decision for `identity` of `cluster`, given the stored Lease.
+pub fn heartbeat(
+    stored: Option<&Lease>,
+    cluster: &ClusterId,
+    identity: &str,
+    namespace: &str,
+    duration_seconds: i32,
+    now: Timestamp,
+) -> Heartbeat {
+    let fresh = |previous: Option<&Lease>| {
+        let previous_spec = previous.and_then(|l| l.spec.clone()).unwrap_or_default();
+        let same_holder = previous.and_then(lease_holder) == Some(identity);
+        let transitions = previous_spec.lease_transitions.unwrap_or(0);
+        Lease {
+            metadata: ObjectMeta {
+                name: Some(lease_name(cluster)),
+                namespace: Some(namespace.to_owned()),
+                labels: Some(BTreeMap::from([(
+                    CLUSTER_ID_LABEL.to_owned(),
+                    cluster.to_string(),
+                )])),
+                resource_version: previous.and_then(|l| l.metadata.resource_version.clone()),
+                ..Default::default()
+            },
+            spec: Some(LeaseSpec {
+                holder_identity: Some(identity.to_owned()),
+                lease_duration_seconds: Some(duration_seconds),
+                acquire_time: if same_holder {
+                    previous_spec.acquire_time
+                } else {
+                    Some(MicroTime(now))
+                },
+                renew_time: Some(MicroTime(now)),
+                lease_transitions: Some(if same_holder || previous.is_none() {
+                    transitions
+                } else {
+                    transitions.saturating_add(1)
+                }),
+                ..Default::default()
+            }),
+        }
+    };
+    match stored {
+        None => Heartbeat::Create(Box::new(fresh(None))),
+        Some(lease) => match (lease_holder(lease), lease_expiry(lease)) {
+            (Some(holder), Some(until)) if holder != identity && now < until => {
+                Heartbeat::Blocked {
+                    holder: holder.to_owned(),
+                    until,
+                }
+            }
+            _ => Heartbeat::Replace(Box::new(fresh(Some(lease)))),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn east() -> ClusterId {
+        ClusterId::new("east").unwrap()
+    }
+
+    fn at(second: i64) -> Timestamp {
+        Timestamp::from_second(second).unwrap()
+    }
+
+    #[test]
+    fn crd_parses_and_names_the_resource() {
+        let crd = crd();
+        assert_eq!(crd.spec.group, GROUP);
+        assert_eq!(crd.spec.names.kind, KIND);
+        assert_eq!(crd.spec.versions.len(), 1);
+        assert!(crd.spec.versions[0].schema.is_some());
+    }
+
+    #[test]
+    fn heartbeat_creates_renews_takes_over_expired_and_blocks_live_others() {
+        let created = match heartbeat(None, &east(), "pod-a", "broker", 30, at(100)) {
+            Heartbeat::Create(lease) => *lease,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(lease_holder(&created), Some("pod-a"));
+        assert_eq!(lease_expiry(&created), Some(at(130)));
+        assert_eq!(lease_cluster(&created), Some(east()));
+
+        let mut stored = created.clone();
+        stored.metadata.resource_version = Some("7".into());
+        // Our own lease: renewed, acquire time kept, resourceVersion carried for 409 detection.
+        let Heartbeat::Replace(renewed) = heartbeat(Some(&stored), &east(), "pod-a", "broker", 30, at(110)) else {
+            panic!()
+        };
+        assert_eq!(renewed.metadata.resource_version.as_deref(), Some("7"));
+        let spec = renewed.spec.as_ref().unwrap();
+        assert_eq!(spec.acquire_time, Some(MicroTime(at(100))));
+        assert_eq!(spec.renew_time, Some(MicroTime(at(110))));
+        assert_eq!(spec.lease_transitions, Some(0));
+
+        // Another live holder blocks.
+        assert_eq!(
+            heartbeat(Some(&stored), &east(), "pod-b", "broker", 30, at(129)),
+            Heartbeat::Blocked { holder: "pod-a".into(), until: at(130) }
+        );
+        // Expired: taken over, one more transition.
+        let Heartbeat::Replace(taken) = heartbeat(Some(&stored), &east(), "pod-b", "broker", 30, at(130)) else {
+            panic!()
+        };
+        let spec = taken.spec.as_ref().unwrap();
+        assert_eq!(spec.holder_identity.as_deref(), Some("pod-b"));
+        assert_eq!(spec.acquire_time, Some(MicroTime(at(130))));
+        assert_eq!(spec.lease_transitions, Some(1));
+    }
+
+    #[test]
+    fn record_under_a_wrong_name_is_refused() {
+        let json = serde_json::json!({
+            "apiVersion": "clusterset.io/v1alpha1", "kind": "ExportRecord",
+            "metadata": {"name": "west.shop.web", "namespace": "broker"},
+            "spec": {
+                "clusterId": "east", "serviceKey": {"namespace": "shop", "name": "web"},
+                "exportCreated": "2026-01-01T00:00:00Z",
+                "service": {"headless": false, "ports": [], "sessionAffinity": "None",
+                            "ipFamilies": ["IPv4"], "internalTrafficPolicy": "Cluster"}
+            }
+        });
+        let record: BrokerRecord = serde_json::from_value(json).unwrap();
+        let err = record.checked_record().unwrap_err();
+        assert!(err.contains("must be named \"east.shop.web\""), "{err}");
+    }
+
+    #[test]
+    fn unreadable_spec_is_kept_and_explained() {
+        let json = serde_json::json!({
+            "apiVersion": "clusterset.io/v1alpha1", "kind": "ExportRecord",
+            "metadata": {"name": "east.shop.web"},
+            "spec": {"clusterId": "East!", "serviceKey": {"namespace": "shop", "name": "web"}}
+        });
+        let record: BrokerRecord = serde_json::from_value(json).unwrap();
+        assert!(matches!(record.spec, RecordSpec::Unreadable(_)));
+        let err = record.checked_record().unwrap_err();
+        assert!(err.contains("East!"), "{err}");
+    }
+}

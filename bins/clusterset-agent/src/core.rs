@@ -1,0 +1,1317 @@
+//! The agent's sans-IO core: watch events in, writes out. The real agent and the simulation
+//! harness run this same code; only the shell around it differs.
+//!
+//! - Every input updates a relist-safe [`Cache`] and marks the services it touches dirty
+//!   (one changed export touches only its service).
+//! - [`AgentCore::process`] does nothing until the local caches *and* the broker caches have
+//!   listed everything once; then it restores the persisted IP assignments (global IPs from this
+//!   cluster's own broker records, clusterset IPs from the local ServiceImports) and reconciles
+//!   every known service once; afterwards only dirty services are reconciled.
+//! - Reconciling a service: publish or withdraw this cluster's record, merge every cluster's
+//!   records ([`mcs_controller::merge_exports`]), write the ServiceImport and EndpointSlices
+//!   where the namespace exists (or delete them), and write the ServiceExport conditions. A
+//!   write is emitted only when the stored object differs from the desired one, and not again
+//!   while the same write is in flight.
+//! - Clusters whose heartbeat Lease ran out are marked on the ServiceImports they export (a
+//!   condition naming them), and their records are kept; they are left out of the merge only
+//!   after `stale_drop_after`, if set.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::IpAddr;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Namespace, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::runtime::watcher::Event;
+use mcs_controller::{
+    ClusterId, ExportRecord, ExportedService, InvalidExport, IpPool, LocalExport, MergedService,
+    Publication, ServiceKey, desired_endpoint_slices, desired_import, export_conditions,
+    family_of, import_ready_condition, merge_exports,
+};
+use mcs_types::conditions::{ConditionStatus, DesiredCondition};
+use mcs_types::labels::{KUBERNETES_SERVICE_NAME_LABEL, SERVICE_NAME_LABEL};
+use mcs_types::v1beta1::{ServiceExport, ServiceImport};
+use mcs_types::{ServiceExportStatus, ServiceImportStatus, ServiceImportType};
+
+use crate::broker::{self, BrokerRecord, Heartbeat};
+use crate::cache::{Cache, Change, ObjectId};
+use crate::config::AgentConfig;
+use crate::write::{Target, Write};
+
+/// The ServiceImport condition type that names exporting clusters whose heartbeat stopped.
+pub const STALE_CLUSTERS_CONDITION: &str = "clusterset.io/StaleClusters";
+/// Its reason when some exporting clusters are stale.
+pub const STALE_REASON: &str = "ClustersNotHeartbeating";
+/// Its reason when every exporting cluster heartbeats.
+pub const FRESH_REASON: &str = "AllClustersHeartbeating";
+
+/// One watch event, tagged with what is watched.
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// Local Services (all namespaces).
+    Service(Event<Service>),
+    /// Local ServiceExports.
+    ServiceExport(Event<ServiceExport>),
+    /// Local EndpointSlices of Services (label `kubernetes.io/service-name`).
+    LocalEndpointSlice(Event<EndpointSlice>),
+    /// Local Namespaces.
+    Namespace(Event<Namespace>),
+    /// Local ServiceImports (ours).
+    ServiceImport(Event<ServiceImport>),
+    /// Local imported EndpointSlices (managed by us).
+    ImportedEndpointSlice(Event<EndpointSlice>),
+    /// Every cluster's records in the broker namespace.
+    Record(Event<BrokerRecord>),
+    /// Every cluster's heartbeat Leases in the broker namespace.
+    Lease(Event<Lease>),
+}
+
+/// What the core asks of its shell after [`AgentCore::process`].
+#[derive(Debug, Default)]
+pub struct Output {
+    /// Writes, in order per service (different services are independent).
+    pub writes: Vec<Write>,
+    /// Changes for the clusterset DNS zone (from the stored ServiceImports and slices).
+    pub zone_changes: Vec<clusterset_dns::ZoneChange>,
+    /// True once, when the zone's sources have been listed completely.
+    pub zone_synced: bool,
+    /// Propagation lag observed for services whose import changed: now minus the publication
+    /// time of the newest record behind the change.
+    pub lags: Vec<(ServiceKey, SignedDuration)>,
+    /// Problems worth a log line: unreadable records, IP assignments that could not be restored.
+    pub problems: Vec<String>,
+}
+
+/// Whether an exporting cluster heartbeats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClusterHealth {
+    /// Its Lease is current.
+    Fresh,
+    /// Its Lease ran out at `since` (or it has none); its exports are kept and marked.
+    Stale {
+        /// When it went stale.
+        since: Timestamp,
+    },
+    /// Stale for longer than `stale_drop_after`: left out of the merge.
+    Dropped {
+        /// When it went stale.
+        since: Timestamp,
+    },
+}
+
+/// Whether this agent holds its cluster's heartbeat Lease (and so may write to the broker).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeaseState {
+    /// Held and current.
+    Held,
+    /// Not yet held (no Lease, or it expired): the next heartbeat takes it.
+    NotHeld,
+    /// Another instance holds it.
+    Blocked {
+        /// The other holder.
+        holder: String,
+        /// When its Lease runs out.
+        until: Timestamp,
+    },
+}
+
+#[derive(Debug, Clone, Default)]
+struct Failure {
+    attempts: u32,
+    retry_at: Option<Timestamp>,
+    targets: BTreeSet<Target>,
+    publish_error: Option<String>,
+}
+
+/// Counts for metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Local ServiceExports.
+    pub local_exports: usize,
+    /// This cluster's records in the broker.
+    pub published_records: usize,
+    /// Records of all clusters in the broker.
+    pub broker_records: usize,
+    /// ServiceImports stored in this cluster.
+    pub imports: usize,
+    /// Exporting clusters whose heartbeat stopped (stale or dropped).
+    pub stale_clusters: usize,
+}
+
+/// The sans-IO agent: caches, indexes, IP pools and the reconcile rules of one member cluster.
+#[derive(Debug)]
+pub struct AgentCore {
+    config: AgentConfig,
+    services: Cache<Service>,
+    exports: Cache<ServiceExport>,
+    local_slices: Cache<EndpointSlice>,
+    namespaces: Cache<Namespace>,
+    imports: Cache<ServiceImport>,
+    imported_slices: Cache<EndpointSlice>,
+    records: Cache<BrokerRecord>,
+    leases: Cache<Lease>,
+    local_slices_by_service: HashMap<ServiceKey, BTreeSet<ObjectId>>,
+    imported_slices_by_service: HashMap<ServiceKey, BTreeSet<String>>,
+    records_by_service: BTreeMap<ServiceKey, BTreeMap<ClusterId, ObjectId>>,
+    services_by_cluster: HashMap<ClusterId, BTreeSet<ServiceKey>>,
+    unreadable_records: BTreeMap<ObjectId, String>,
+    leases_by_cluster: HashMap<ClusterId, ObjectId>,
+    global_pools: Vec<IpPool<ServiceKey>>,
+    clusterset_pools: Vec<IpPool<ServiceKey>>,
+    dirty: BTreeSet<ServiceKey>,
+    started: bool,
+    zone_synced: bool,
+    health: HashMap<ClusterId, ClusterHealth>,
+    missing_since: HashMap<ClusterId, Timestamp>,
+    lease_state: LeaseState,
+    pending: HashMap<Target, Write>,
+    failures: HashMap<ServiceKey, Failure>,
+    accounted: HashMap<ServiceKey, Timestamp>,
+    zone_out: Vec<clusterset_dns::ZoneChange>,
+    problems: Vec<String>,
+}
+
+fn key_of(id: &ObjectId) -> ServiceKey {
+    ServiceKey::new(&id.namespace, &id.name)
+}
+
+fn label<'a>(meta: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, key: &str) -> Option<&'a str> {
+    meta.labels.as_ref()?.get(key).map(String::as_str)
+}
+
+fn local_slice_service(slice: &EndpointSlice) -> Option<ServiceKey> {
+    Some(ServiceKey::new(
+        slice.metadata.namespace.as_deref()?,
+        label(&slice.metadata, KUBERNETES_SERVICE_NAME_LABEL)?,
+    ))
+}
+
+fn imported_slice_service(slice: &EndpointSlice) -> Option<ServiceKey> {
+    Some(ServiceKey::new(
+        slice.metadata.namespace.as_deref()?,
+        label(&slice.metadata, SERVICE_NAME_LABEL)?,
+    ))
+}
+
+fn subset(
+    desired: Option<&BTreeMap<String, String>>,
+    observed: Option<&BTreeMap<String, String>>,
+) -> bool {
+    desired
+        .into_iter()
+        .flatten()
+        .all(|(k, v)| observed.and_then(|o| o.get(k)) == Some(v))
+}
+
+fn same_condition(a: &Condition, b: &Condition) -> bool {
+    a.type_ == b.type_ && a.status == b.status && a.reason == b.reason && a.message == b.message
+}
+
+fn conditions_match(desired: &[Condition], observed: &[Condition], owned: &[&str]) -> bool {
+    let ours: Vec<&Condition> = observed
+        .iter()
+        .filter(|c| owned.contains(&c.type_.as_str()))
+        .collect();
+    ours.len() == desired.len()
+        && desired
+            .iter()
+            .all(|d| ours.iter().any(|o| same_condition(d, o)))
+}
+
+const IMPORT_CONDITIONS: [&str; 2] = ["Ready", STALE_CLUSTERS_CONDITION];
+const EXPORT_CONDITIONS: [&str; 3] = ["Valid", "Conflict", "Ready"];
+
+/// Whether the stored ServiceImport carries the desired spec, labels and annotations.
+pub fn import_spec_matches(desired: &ServiceImport, observed: &ServiceImport) -> bool {
+    let mut observed_spec = observed.spec.clone();
+    observed_spec.unknown_fields = desired.spec.unknown_fields.clone();
+    observed_spec == desired.spec
+        && subset(desired.metadata.labels.as_ref(), observed.metadata.labels.as_ref())
+        && subset(
+            desired.metadata.annotations.as_ref(),
+            observed.metadata.annotations.as_ref(),
+        )
+}
+
+/// Whether the stored ServiceImport carries the desired status (clusters and our conditions).
+pub fn import_status_matches(desired: &ServiceImport, observed: &ServiceImport) -> bool {
+    let empty = ServiceImportStatus::default();
+    let d = desired.status.as_ref().unwrap_or(&empty);
+    let o = observed.status.as_ref().unwrap_or(&empty);
+    d.cluster_ids().eq(o.cluster_ids())
+        && conditions_match(&d.conditions, &o.conditions, &IMPORT_CONDITIONS)
+}
+
+/// Whether the stored EndpointSlice carries the desired endpoints, ports and labels.
+pub fn slice_matches(desired: &EndpointSlice, observed: &EndpointSlice) -> bool {
+    desired.address_type == observed.address_type
+        && desired.endpoints == observed.endpoints
+        && desired.ports == observed.ports
+        && subset(desired.metadata.labels.as_ref(), observed.metadata.labels.as_ref())
+}
+
+fn export_status_matches(desired: &ServiceExportStatus, observed: &ServiceExport) -> bool {
+    let empty = ServiceExportStatus::default();
+    let o = observed.status.as_ref().unwrap_or(&empty);
+    conditions_match(&desired.conditions, &o.conditions, &EXPORT_CONDITIONS)
+}
+
+fn is_live(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> bool {
+    meta.deletion_timestamp.is_none()
+}
+
+fn backoff(attempts: u32) -> SignedDuration {
+    let seconds = 1_i64 << attempts.saturating_sub(1).min(6);
+    SignedDuration::from_secs(seconds.min(60))
+}
+
+fn later(at: Timestamp, by: SignedDuration) -> Timestamp {
+    at.checked_add(by).unwrap_or(Timestamp::MAX)
+}
+
+impl AgentCore {
+    /// A core for `config` (which the caller has validated) with empty, unsynced caches.
+    pub fn new(config: AgentConfig) -> Self {
+        let global_pools = config.global_cidrs.iter().map(|c| IpPool::new(*c)).collect();
+        let clusterset_pools = config
+            .clusterset_cidrs
+            .iter()
+            .map(|c| IpPool::new(*c))
+            .collect();
+        Self {
+            config,
+            services: Cache::default(),
+            exports: Cache::default(),
+            local_slices: Cache::default(),
+            namespaces: Cache::default(),
+            imports: Cache::default(),
+            imported_slices: Cache::default(),
+            records: Cache::default(),
+            leases: Cache::default(),
+            local_slices_by_service: HashMap::new(),
+            imported_slices_by_service: HashMap::new(),
+            records_by_service: BTreeMap::new(),
+            services_by_cluster: HashMap::new(),
+            unreadable_records: BTreeMap::new(),
+            leases_by_cluster: HashMap::new(),
+            global_pools,
+            clusterset_pools,
+            dirty: BTreeSet::new(),
+            started: false,
+            zone_synced: false,
+            health: HashMap::new(),
+            missing_since: HashMap::new(),
+            lease_state: LeaseState::NotHeld,
+            pending: HashMap::new(),
+            failures: HashMap::new(),
+            accounted: HashMap::new(),
+            zone_out: Vec::new(),
+            problems: Vec::new(),
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &AgentConfig {
+        &self.config
+    }
+
+    /// Whether every local watch has listed everything once.
+    pub fn local_synced(&self) -> bool {
+        self.services.is_synced()
+            && self.exports.is_synced()
+            && self.local_slices.is_synced()
+            && self.namespaces.is_synced()
+            && self.imports.is_synced()
+            && self.imported_slices.is_synced()
+    }
+
+    /// Whether every broker watch has listed everything once.
+    pub fn broker_synced(&self) -> bool {
+        self.records.is_synced() && self.leases.is_synced()
+    }
+
+    /// Whether the core has started writing (both sides synced, IPs restored).
+    pub fn is_started(&self) -> bool {
+        self.started
+    }
+
+    /// Whether this agent holds its cluster's heartbeat Lease, as of the last `process`.
+    pub fn lease_state(&self) -> &LeaseState {
+        &self.lease_state
+    }
+
+    /// How a cluster stands, as of the last `process`.
+    pub fn cluster_health(&self, cluster: &ClusterId) -> Option<ClusterHealth> {
+        self.health.get(cluster).copied()
+    }
+
+    /// Services waiting to be reconciled.
+    pub fn dirty_count(&self) -> usize {
+        self.dirty.len()
+    }
+
+    /// Counts for metrics (walks the caches: call it at scrape or tick rate, not per event).
+    pub fn stats(&self) -> Stats {
+        let me = &self.config.cluster_id;
+        Stats {
+            local_exports: self.exports.len(),
+            published_records: self.services_by_cluster.get(me).map_or(0, BTreeSet::len),
+            broker_records: self.records.len(),
+            imports: self.imports.len(),
+            stale_clusters: self
+                .health
+                .values()
+                .filter(|h| !matches!(h, ClusterHealth::Fresh))
+                .count(),
+        }
+    }
+
+    /// The heartbeat to write now: create or renew this cluster's Lease, or hold off because
+    /// another instance holds it. `None` until the broker's Leases have been listed.
+    pub fn heartbeat(&self, now: Timestamp) -> Option<Heartbeat> {
+        if !self.leases.is_synced() {
+            return None;
+        }
+        let stored = self
+            .leases
+            .get(&ObjectId::new(
+                &self.config.broker_namespace,
+                &broker::lease_name(&self.config.cluster_id),
+            ));
+        Some(broker::heartbeat(
+            stored,
+            &self.config.cluster_id,
+            &self.config.identity,
+            &self.config.broker_namespace,
+            self.config.lease_duration_seconds(),
+            now,
+        ))
+    }
+
+    /// Takes in one watch event.
+    pub fn handle(&mut self, input: Input) {
+        match input {
+            Input::Service(event) => {
+                for change in self.services.handle(event) {
+                    if self.exports.get(&change.id).is_some() {
+                        self.dirty.insert(key_of(&change.id));
+                    }
+                }
+            }
+            Input::ServiceExport(event) => {
+                for change in self.exports.handle(event) {
+                    if self.export_change_matters(&change) {
+                        self.dirty.insert(key_of(&change.id));
+                    }
+                }
+            }
+            Input::LocalEndpointSlice(event) => {
+                for change in self.local_slices.handle(event) {
+                    let old = change.old.as_ref().and_then(local_slice_service);
+                    let new = change.new.as_ref().and_then(local_slice_service);
+                    for key in old.iter().chain(new.iter()) {
+                        if let Some(set) = self.local_slices_by_service.get_mut(key) {
+                            set.remove(&change.id);
+                            if set.is_empty() {
+                                self.local_slices_by_service.remove(key);
+                            }
+                        }
+                        if self.exports.get(&ObjectId::new(&key.namespace, &key.name)).is_some() {
+                            self.dirty.insert(key.clone());
+                        }
+                    }
+                    if let Some(key) = new {
+                        self.local_slices_by_service
+                            .entry(key)
+                            .or_default()
+                            .insert(change.id.clone());
+                    }
+                }
+            }
+            Input::Namespace(event) => {
+                for change in self.namespaces.handle(event) {
+                    let was = change.old.as_ref().is_some_and(|n| is_live(&n.metadata));
+                    let is = change.new.as_ref().is_some_and(|n| is_live(&n.metadata));
+                    if was != is {
+                        self.dirty_namespace(&change.id.name);
+                    }
+                }
+            }
+            Input::ServiceImport(event) => {
+                for change in self.imports.handle(event) {
+                    self.zone_import_change(&change);
+                    let echo = self.settle_import(&change);
+                    if !echo {
+                        self.dirty.insert(key_of(&change.id));
+                    }
+                }
+            }
+            Input::ImportedEndpointSlice(event) => {
+                for change in self.imported_slices.handle(event) {
+                    self.zone_slice_change(&change);
+                    let old = change.old.as_ref().and_then(imported_slice_service);
+                    let new = change.new.as_ref().and_then(imported_slice_service);
+                    if let Some(key) = &old
+                        && let Some(set) = self.imported_slices_by_service.get_mut(key)
+                    {
+                        set.remove(&change.id.name);
+                        if set.is_empty() {
+                            self.imported_slices_by_service.remove(key);
+                        }
+                    }
+                    if let Some(key) = &new {
+                        self.imported_slices_by_service
+                            .entry(key.clone())
+                            .or_default()
+                            .insert(change.id.name.clone());
+                    }
+                    if old.is_none() && new.is_none() {
+                        self.problems.push(format!(
+                            "EndpointSlice {}/{} is managed by clusterset but has no {SERVICE_NAME_LABEL} label: it is left alone; delete it if it is not needed",
+                            change.id.namespace, change.id.name
+                        ));
+                    }
+                    let echo = self.settle(
+                        &Target::Slice(change.id.clone()),
+                        change.new.as_ref(),
+                        |write, observed| match (write, observed) {
+                            (Write::ApplyEndpointSlice(d), Some(o)) => slice_matches(d, o),
+                            (Write::DeleteEndpointSlice { .. }, None) => true,
+                            _ => false,
+                        },
+                    );
+                    if !echo {
+                        for key in old.into_iter().chain(new) {
+                            self.dirty.insert(key);
+                        }
+                    }
+                }
+            }
+            Input::Record(event) => {
+                for change in self.records.handle(event) {
+                    self.pending.remove(&Target::Record(change.id.name.clone()));
+                    if let Some(old) = &change.old {
+                        self.unindex_record(&change.id, old);
+                    }
+                    if let Some(new) = &change.new {
+                        self.index_record(&change.id, new);
+                    }
+                }
+            }
+            Input::Lease(event) => {
+                for change in self.leases.handle(event) {
+                    if let Some(cluster) = change.old.as_ref().and_then(broker::lease_cluster) {
+                        self.leases_by_cluster.remove(&cluster);
+                    }
+                    if let Some(cluster) = change.new.as_ref().and_then(broker::lease_cluster) {
+                        self.leases_by_cluster.insert(cluster, change.id.clone());
+                    }
+                }
+            }
+        }
+    }
+
+    fn export_change_matters(&mut self, change: &Change<ServiceExport>) -> bool {
+        let (Some(old), Some(new)) = (&change.old, &change.new) else {
+            self.pending.remove(&Target::ExportStatus(change.id.clone()));
+            return true;
+        };
+        let user_change = old.spec != new.spec
+            || old.metadata.creation_timestamp != new.metadata.creation_timestamp
+            || old.metadata.deletion_timestamp != new.metadata.deletion_timestamp
+            || old.metadata.generation != new.metadata.generation;
+        let echo = self.settle(
+            &Target::ExportStatus(change.id.clone()),
+            Some(new),
+            |write, observed| match (write, observed) {
+                (Write::ApplyServiceExportStatus { status, .. }, Some(o)) => {
+                    export_status_matches(status, o)
+                }
+                _ => false,
+            },
+        );
+        let status_changed = old.status != new.status;
+        user_change || (status_changed && !echo)
+    }
+
+    /// If a write to `target` is in flight, checks whether `observed` is its echo; the pending
+    /// entry is dropped either way (from now on the stored object is compared again).
+    fn settle<T>(
+        &mut self,
+        target: &Target,
+        observed: Option<&T>,
+        matches: impl Fn(&Write, Option<&T>) -> bool,
+    ) -> bool {
+        match self.pending.remove(target) {
+            Some(write) => matches(&write, observed),
+            None => false,
+        }
+    }
+
+    fn settle_import(&mut self, change: &Change<ServiceImport>) -> bool {
+        let observed = change.new.as_ref();
+        let spec_target = Target::ImportSpec(change.id.clone());
+        let status_target = Target::ImportStatus(change.id.clone());
+        if !self.pending.contains_key(&spec_target) && !self.pending.contains_key(&status_target)
+        {
+            return false;
+        }
+        let spec_echo = match self.pending.get(&spec_target) {
+            None => true,
+            Some(Write::ApplyServiceImport(d)) => observed.is_some_and(|o| import_spec_matches(d, o)),
+            Some(Write::DeleteServiceImport(_)) => observed.is_none(),
+            Some(_) => false,
+        };
+        let status_echo = match self.pending.get(&status_target) {
+            None => true,
+            Some(Write::ApplyServiceImportStatus(d)) => {
+                observed.is_some_and(|o| import_status_matches(d, o))
+            }
+            Some(_) => false,
+        };
+        if spec_echo {
+            self.pending.remove(&spec_target);
+        }
+        if status_echo {
+            self.pending.remove(&status_target);
+        }
+        // A spec echo while the status write is still in flight is not a reason to recompute:
+        // the status write is already on its way.
+        spec_echo && (status_echo || self.pending.contains_key(&status_target))
+    }
+
+    fn index_record(&mut self, id: &ObjectId, object: &BrokerRecord) {
+        match object.checked_record() {
+            Ok(record) => {
+                let key = record.service_key.clone();
+                let cluster = record.cluster_id.clone();
+                self.records_by_service
+                    .entry(key.clone())
+                    .or_default()
+                    .insert(cluster.clone(), id.clone());
+                self.services_by_cluster
+                    .entry(cluster)
+                    .or_default()
+                    .insert(key.clone());
+                self.dirty.insert(key);
+            }
+            Err(problem) => {
+                self.problems.push(format!(
+                    "broker record {}/{} is ignored: {problem}",
+                    id.namespace, id.name
+                ));
+                self.unreadable_records.insert(id.clone(), problem);
+            }
+        }
+    }
+
+    fn unindex_record(&mut self, id: &ObjectId, object: &BrokerRecord) {
+        self.unreadable_records.remove(id);
+        let Ok(record) = object.checked_record() else {
+            return;
+        };
+        let key = &record.service_key;
+        let cluster = &record.cluster_id;
+        if let Some(by_cluster) = self.records_by_service.get_mut(key) {
+            if by_cluster.get(cluster) == Some(id) {
+                by_cluster.remove(cluster);
+            }
+            if by_cluster.is_empty() {
+                self.records_by_service.remove(key);
+            }
+        }
+        if let Some(keys) = self.services_by_cluster.get_mut(cluster) {
+            keys.remove(key);
+            if keys.is_empty() {
+                self.services_by_cluster.remove(cluster);
+            }
+        }
+        self.dirty.insert(key.clone());
+    }
+
+    fn dirty_namespace(&mut self, namespace: &str) {
+        let from = ServiceKey::new(namespace, "");
+        let keys: Vec<ServiceKey> = self
+            .records_by_service
+            .range(from..)
+            .take_while(|(k, _)| k.namespace == namespace)
+            .map(|(k, _)| k.clone())
+            .collect();
+        self.dirty.extend(keys);
+        let imported: Vec<ServiceKey> = self
+            .imports
+            .values()
+            .filter(|i| i.metadata.namespace.as_deref() == Some(namespace))
+            .map(|i| key_of(&ObjectId::of(i)))
+            .collect();
+        self.dirty.extend(imported);
+    }
+
+    fn zone_import_change(&mut self, change: &Change<ServiceImport>) {
+        if !self.zone_synced {
+            return;
+        }
+        self.zone_out.push(match &change.new {
+            Some(import) => clusterset_dns::ZoneChange::Upsert(
+                clusterset_dns::ZoneObject::ServiceImport(Box::new(import.clone())),
+            ),
+            None => clusterset_dns::ZoneChange::DeleteServiceImport(
+                clusterset_dns::ServiceKey::new(&change.id.namespace, &change.id.name),
+            ),
+        });
+    }
+
+    fn zone_slice_change(&mut self, change: &Change<EndpointSlice>) {
+        if !self.zone_synced {
+            return;
+        }
+        self.zone_out.push(match &change.new {
+            Some(slice) => clusterset_dns::ZoneChange::Upsert(
+                clusterset_dns::ZoneObject::EndpointSlice(Box::new(slice.clone())),
+            ),
+            None => clusterset_dns::ZoneChange::DeleteEndpointSlice(
+                clusterset_dns::SliceKey::new(&change.id.namespace, &change.id.name),
+            ),
+        });
+    }
+
+    /// Reports that a write failed: it is retried with backoff (1 s doubling to 60 s), and a
+    /// failed broker write shows as `Ready=False/Failed` on the ServiceExport.
+    pub fn write_failed(&mut self, write: &Write, message: &str, now: Timestamp) {
+        let target = write.target();
+        self.pending.remove(&target);
+        let key = write.service();
+        let failure = self.failures.entry(key.clone()).or_default();
+        failure.attempts = failure.attempts.saturating_add(1);
+        failure.retry_at = Some(later(now, backoff(failure.attempts)));
+        failure.targets.insert(target);
+        if write.is_broker() {
+            failure.publish_error = Some(format!(
+                "Writing the record to the broker failed: {message}"
+            ));
+        }
+        // Reconcile now so the ServiceExport shows the failure; writes wait for the retry time.
+        self.dirty.insert(key);
+    }
+
+    /// Reports that a write succeeded (clears its failure, if it had one).
+    pub fn write_succeeded(&mut self, write: &Write) {
+        let key = write.service();
+        let Some(failure) = self.failures.get_mut(&key) else {
+            return;
+        };
+        failure.targets.remove(&write.target());
+        if write.is_broker() && failure.publish_error.take().is_some() {
+            self.dirty.insert(key.clone());
+        }
+        if failure.targets.is_empty() {
+            self.failures.remove(&key);
+        }
+    }
+
+    /// When the core next needs [`process`](Self::process) without a new event: a Lease running
+    /// out, a stale cluster reaching its drop time, or a retry.
+    pub fn next_wakeup(&self) -> Option<Timestamp> {
+        let mut next: Option<Timestamp> = None;
+        let mut consider = |t: Timestamp| {
+            next = Some(next.map_or(t, |n| n.min(t)));
+        };
+        for failure in self.failures.values() {
+            if let Some(t) = failure.retry_at {
+                consider(t);
+            }
+        }
+        for (cluster, health) in &self.health {
+            match health {
+                ClusterHealth::Fresh => {
+                    if let Some(t) = self.lease_of(cluster).and_then(broker::lease_expiry) {
+                        consider(t);
+                    }
+                }
+                ClusterHealth::Stale { since } => {
+                    if let Some(after) = self.drop_after() {
+                        consider(later(*since, after));
+                    }
+                }
+                ClusterHealth::Dropped { .. } => {}
+            }
+        }
+        if let Some(own) = self.own_lease().and_then(broker::lease_expiry) {
+            consider(own);
+        }
+        next
+    }
+
+    fn drop_after(&self) -> Option<SignedDuration> {
+        let after = self.config.stale_drop_after?;
+        SignedDuration::try_from(after).ok()
+    }
+
+    fn lease_of(&self, cluster: &ClusterId) -> Option<&Lease> {
+        self.leases.get(self.leases_by_cluster.get(cluster)?)
+    }
+
+    fn own_lease(&self) -> Option<&Lease> {
+        self.lease_of(&self.config.cluster_id)
+    }
+
+    fn compute_lease_state(&self, now: Timestamp) -> LeaseState {
+        let Some(lease) = self.own_lease() else {
+            return LeaseState::NotHeld;
+        };
+        match (broker::lease_holder(lease), broker::lease_expiry(lease)) {
+            (Some(holder), Some(until)) if now < until => {
+                if holder == self.config.identity {
+                    LeaseState::Held
+                } else {
+                    LeaseState::Blocked {
+                        holder: holder.to_owned(),
+                        until,
+                    }
+                }
+            }
+            _ => LeaseState::NotHeld,
+        }
+    }
+
+    fn compute_health(&mut self, cluster: &ClusterId, now: Timestamp) -> ClusterHealth {
+        let since = match self.lease_of(cluster).and_then(broker::lease_expiry) {
+            Some(expiry) if now < expiry => {
+                self.missing_since.remove(cluster);
+                return ClusterHealth::Fresh;
+            }
+            Some(expiry) => expiry,
+            None => *self.missing_since.entry(cluster.clone()).or_insert(now),
+        };
+        match self.drop_after() {
+            Some(after) if now >= later(since, after) => ClusterHealth::Dropped { since },
+            _ => ClusterHealth::Stale { since },
+        }
+    }
+
+    fn refresh_health(&mut self, now: Timestamp) {
+        let clusters: Vec<ClusterId> = self
+            .services_by_cluster
+            .keys()
+            .filter(|c| **c != self.config.cluster_id)
+            .cloned()
+            .collect();
+        let mut seen = BTreeSet::new();
+        for cluster in clusters {
+            let health = self.compute_health(&cluster, now);
+            let previous = self.health.insert(cluster.clone(), health);
+            if previous != Some(health)
+                && let Some(keys) = self.services_by_cluster.get(&cluster)
+            {
+                self.dirty.extend(keys.iter().cloned());
+            }
+            seen.insert(cluster);
+        }
+        self.health.retain(|c, _| seen.contains(c));
+        self.missing_since.retain(|c, _| seen.contains(c));
+
+        let lease_state = self.compute_lease_state(now);
+        if lease_state != self.lease_state {
+            self.lease_state = lease_state;
+            let mine: Vec<ServiceKey> = self
+                .exports
+                .values()
+                .map(|e| key_of(&ObjectId::of(e)))
+                .chain(
+                    self.services_by_cluster
+                        .get(&self.config.cluster_id)
+                        .into_iter()
+                        .flatten()
+                        .cloned(),
+                )
+                .collect();
+            self.dirty.extend(mine);
+        }
+    }
+
+    /// Restores the persisted IP assignments and marks everything known dirty; runs once, when
+    /// both sides have synced.
+    fn start(&mut self) {
+        let me = self.config.cluster_id.clone();
+        let own: Vec<ExportRecord> = self
+            .services_by_cluster
+            .get(&me)
+            .into_iter()
+            .flatten()
+            .filter_map(|key| self.records_by_service.get(key)?.get(&me))
+            .filter_map(|id| self.records.get(id)?.checked_record().ok().cloned())
+            .collect();
+        for record in own {
+            for ip in &record.global_ips {
+                self.restore(true, &record.service_key, *ip);
+            }
+        }
+        let imported: Vec<(ServiceKey, String)> = self
+            .imports
+            .values()
+            .flat_map(|i| {
+                let key = key_of(&ObjectId::of(i));
+                i.spec.ips.iter().map(move |ip| (key.clone(), ip.clone()))
+            })
+            .collect();
+        for (key, ip) in imported {
+            match ip.parse::<IpAddr>() {
+                Ok(ip) => self.restore(false, &key, ip),
+                Err(_) => self.problems.push(format!(
+                    "ServiceImport {key} has clusterset IP {ip:?}, which is not an IP address: a new one is assigned"
+                )),
+            }
+        }
+        let mut keys: BTreeSet<ServiceKey> = self.records_by_service.keys().cloned().collect();
+        keys.extend(self.exports.values().map(|e| key_of(&ObjectId::of(e))));
+        keys.extend(self.imports.values().map(|i| key_of(&ObjectId::of(i))));
+        keys.extend(self.imported_slices_by_service.keys().cloned());
+        self.dirty.extend(keys);
+        self.started = true;
+    }
+
+    fn restore(&mut self, global: bool, key: &ServiceKey, ip: IpAddr) {
+        let pools = if global {
+            &mut self.global_pools
+        } else {
+            &mut self.clusterset_pools
+        };
+        let what = if global { "global" } else { "clusterset" };
+        match pools
+            .iter_mut()
+            .find(|p| family_of(p.cidr().addr()) == family_of(ip))
+        {
+            Some(pool) => {
+                if let Err(e) = pool.restore(key.clone(), ip) {
+                    self.problems.push(format!(
+                        "cannot keep {what} IP {ip} of {key}: {e}; a new one is assigned"
+                    ));
+                }
+            }
+            None => self.problems.push(format!(
+                "{key} holds {what} IP {ip} but no {what} CIDR of its family is configured: a new one is assigned if a CIDR is added"
+            )),
+        }
+    }
+
+    /// Reconciles what changed. Returns nothing until both the local and the broker caches have
+    /// synced (a partial cache must never cause a deletion or an IP handed out twice).
+    pub fn process(&mut self, now: Timestamp) -> Output {
+        let mut out = Output {
+            problems: std::mem::take(&mut self.problems),
+            ..Default::default()
+        };
+        if !self.zone_synced && self.imports.is_synced() && self.imported_slices.is_synced() {
+            self.zone_synced = true;
+            out.zone_synced = true;
+            out.zone_changes.extend(self.imports.values().map(|i| {
+                clusterset_dns::ZoneChange::Upsert(clusterset_dns::ZoneObject::ServiceImport(
+                    Box::new(i.clone()),
+                ))
+            }));
+            out.zone_changes.extend(self.imported_slices.values().map(|s| {
+                clusterset_dns::ZoneChange::Upsert(clusterset_dns::ZoneObject::EndpointSlice(
+                    Box::new(s.clone()),
+                ))
+            }));
+        }
+        out.zone_changes.append(&mut self.zone_out);
+        if !(self.local_synced() && self.broker_synced()) {
+            return out;
+        }
+        if !self.started {
+            self.start();
+        }
+        self.refresh_health(now);
+        for (key, failure) in &mut self.failures {
+            if failure.retry_at.is_some_and(|t| t <= now) {
+                failure.retry_at = None;
+                self.dirty.insert(key.clone());
+            }
+        }
+        let dirty = std::mem::take(&mut self.dirty);
+        for key in dirty {
+            self.reconcile(&key, now, &mut out);
+        }
+        out.problems.append(&mut self.problems);
+        out
+    }
+
+    fn assign(
+        pools: &mut [IpPool<ServiceKey>],
+        key: &ServiceKey,
+        families: &[String],
+        problems: &mut Vec<String>,
+    ) -> Vec<IpAddr> {
+        let mut ips = Vec::new();
+        for pool in pools {
+            let family = family_of(pool.cidr().addr());
+            if families.iter().any(|f| f == family) {
+                match pool.assign(key) {
+                    Ok(ip) => ips.push(ip),
+                    Err(e) => problems.push(format!("cannot assign an address to {key}: {e}")),
+                }
+            } else {
+                pool.release(key);
+            }
+        }
+        ips
+    }
+
+    fn release(pools: &mut [IpPool<ServiceKey>], key: &ServiceKey) {
+        for pool in pools {
+            pool.release(key);
+        }
+    }
+
+    fn emit(&mut self, out: &mut Output, write: Write, hold: bool) {
+        if hold {
+            return;
+        }
+        let target = write.target();
+        if self.pending.get(&target) == Some(&write) {
+            return;
+        }
+        self.pending.insert(target, write.clone());
+        out.writes.push(write);
+    }
+
+    fn reconcile(&mut self, key: &ServiceKey, now: Timestamp, out: &mut Output) {
+        let id = ObjectId::new(&key.namespace, &key.name);
+        let me = self.config.cluster_id.clone();
+        // While a write of this service waits for its retry time, write nothing else for it
+        // (conditions still show the failure).
+        let holding = self
+            .failures
+            .get(key)
+            .and_then(|f| f.retry_at)
+            .is_some_and(|t| t > now);
+
+        // 1. This cluster's export: validity, global IPs, the record to publish.
+        let export = self.exports.get(&id).filter(|e| is_live(&e.metadata)).cloned();
+        let mut validity: Result<(), InvalidExport> = Ok(());
+        let mut desired_record: Option<ExportRecord> = None;
+        let mut keep_published = false;
+        if let Some(export) = &export {
+            let service = self.services.get(&id).filter(|s| is_live(&s.metadata));
+            match ExportedService::from_service(key, service) {
+                Err(invalid) => {
+                    Self::release(&mut self.global_pools, key);
+                    validity = Err(invalid);
+                }
+                Ok(exported) => {
+                    let families = if exported.headless {
+                        Vec::new()
+                    } else {
+                        exported.ip_families.clone()
+                    };
+                    let global_ips =
+                        Self::assign(&mut self.global_pools, key, &families, &mut self.problems);
+                    let wanted = self.config.endpoint_mode == mcs_controller::EndpointMode::GlobalIngress
+                        && !exported.headless;
+                    if wanted && global_ips.is_empty() {
+                        // No global address (pool exhausted or no range of the service's
+                        // family): keep what is published rather than withdrawing it.
+                        keep_published = true;
+                    } else {
+                        let slices: Vec<EndpointSlice> = self
+                            .local_slices_by_service
+                            .get(key)
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|sid| self.local_slices.get(sid).cloned())
+                            .collect();
+                        let created = export
+                            .metadata
+                            .creation_timestamp
+                            .clone()
+                            .unwrap_or(Time(now));
+                        match ExportRecord::from_local(LocalExport {
+                            cluster_id: &me,
+                            key,
+                            export_created: &created,
+                            export_spec: &export.spec,
+                            service,
+                            endpoint_slices: &slices,
+                            global_ips: &global_ips,
+                            mode: self.config.endpoint_mode,
+                        }) {
+                            Ok(record) => desired_record = Some(record),
+                            Err(invalid) => validity = Err(invalid),
+                        }
+                    }
+                }
+            }
+        } else {
+            Self::release(&mut self.global_pools, key);
+        }
+
+        // 2. Publish or withdraw (only while holding this cluster's heartbeat Lease).
+        let record_name = broker::record_name(&me, key);
+        let stored_own = self
+            .records_by_service
+            .get(key)
+            .and_then(|m| m.get(&me))
+            .and_then(|rid| self.records.get(rid))
+            .and_then(|r| r.checked_record().ok());
+        let published = matches!((&desired_record, stored_own), (Some(d), Some(s)) if d == s);
+        let lease_state = self.lease_state.clone();
+        if lease_state == LeaseState::Held {
+            match (&desired_record, stored_own.is_some()) {
+                (Some(record), _) if !published => {
+                    let object = BrokerRecord::new(
+                        record.clone(),
+                        &self.config.broker_namespace,
+                        now,
+                    );
+                    self.emit(out, Write::PublishRecord(Box::new(object)), holding);
+                }
+                (None, true) if !keep_published => self.emit(
+                    out,
+                    Write::WithdrawRecord {
+                        key: key.clone(),
+                        name: record_name,
+                    },
+                    holding,
+                ),
+                _ => {}
+            }
+        }
+        let publication = match (&lease_state, self.failures.get(key).and_then(|f| f.publish_error.clone())) {
+            (LeaseState::Blocked { holder, until }, _) => Publication::Failed(format!(
+                "Another agent ({holder}) holds the heartbeat Lease of cluster {me} until {until}: two agents must not use one cluster id; this one does not publish"
+            )),
+            (_, Some(error)) => Publication::Failed(error),
+            _ if published => Publication::Published,
+            _ => Publication::Pending,
+        };
+
+        // 3. Merge every cluster's records (stale clusters kept, dropped ones left out).
+        let records: Vec<(ExportRecord, Option<Timestamp>)> = self
+            .records_by_service
+            .get(key)
+            .into_iter()
+            .flatten()
+            .filter(|(cluster, _)| {
+                !matches!(self.health.get(*cluster), Some(ClusterHealth::Dropped { .. }))
+            })
+            .filter_map(|(_, rid)| {
+                let object = self.records.get(rid)?;
+                Some((object.checked_record().ok()?.clone(), object.published_at()))
+            })
+            .collect();
+        let newest_publication = records.iter().filter_map(|(_, t)| *t).max();
+        let plain: Vec<ExportRecord> = records.into_iter().map(|(r, _)| r).collect();
+        let merged = match merge_exports(&plain) {
+            Ok(merged) => merged,
+            Err(e) => {
+                out.problems.push(format!("cannot merge the records of {key}: {e}"));
+                return;
+            }
+        };
+
+        // 4. Import side.
+        let namespace_live = self
+            .namespaces
+            .get(&ObjectId::new("", &key.namespace))
+            .is_some_and(|n| is_live(&n.metadata));
+        let writes_before = out.writes.len();
+        match (&merged, namespace_live) {
+            (Some(merged), true) => self.write_import(key, &id, merged, now, holding, out),
+            _ => {
+                Self::release(&mut self.clusterset_pools, key);
+                self.remove_import(key, &id, holding, out);
+            }
+        }
+        let import_changed = out.writes[writes_before..]
+            .iter()
+            .any(|w| matches!(w, Write::ApplyServiceImport(_) | Write::ApplyEndpointSlice(_) | Write::ApplyServiceImportStatus(_)));
+        if import_changed
+            && let Some(published_at) = newest_publication
+            && self.accounted.get(key).is_none_or(|seen| *seen < published_at)
+        {
+            self.accounted.insert(key.clone(), published_at);
+            out.lags.push((key.clone(), now.duration_since(published_at)));
+        }
+        if merged.is_none() {
+            self.accounted.remove(key);
+        }
+
+        // 5. Export conditions.
+        if let Some(export) = &export {
+            let in_merge = merged
+                .as_ref()
+                .filter(|m| m.records.iter().any(|r| r.cluster_id == me));
+            let conditions = export_conditions(validity.as_ref().map(|_| ()), in_merge, &publication);
+            let mut list: Vec<Condition> = export
+                .status
+                .as_ref()
+                .map(|s| {
+                    s.conditions
+                        .iter()
+                        .filter(|c| EXPORT_CONDITIONS.contains(&c.type_.as_str()))
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default();
+            for remove in &conditions.remove {
+                mcs_types::conditions::remove_condition(&mut list, remove.as_str());
+            }
+            let generation = export.metadata.generation;
+            for desired in conditions.set {
+                mcs_types::conditions::set_condition(&mut list, desired, generation, Time(now));
+            }
+            let status = ServiceExportStatus {
+                conditions: list,
+                ..Default::default()
+            };
+            let stored_matches = export_status_matches(&status, export)
+                && export.status.as_ref().is_none_or(|s| {
+                    s.conditions
+                        .iter()
+                        .filter(|c| EXPORT_CONDITIONS.contains(&c.type_.as_str()))
+                        .all(|c| c.observed_generation == generation)
+                });
+            if !stored_matches {
+                self.emit(
+                    out,
+                    Write::ApplyServiceExportStatus {
+                        key: key.clone(),
+                        status,
+                    },
+                    false,
+                );
+            }
+        }
+    }
+
+    fn stale_condition(&self, merged: &MergedService) -> DesiredCondition {
+        let stale: Vec<String> = merged
+            .cluster_ids()
+            .into_iter()
+            .filter_map(|c| match self.health.get(c) {
+                Some(ClusterHealth::Stale { since }) => Some(format!("{c} (since {since})")),
+                _ => None,
+            })
+            .collect();
+        if stale.is_empty() {
+            DesiredCondition::new(
+                STALE_CLUSTERS_CONDITION,
+                ConditionStatus::False,
+                FRESH_REASON,
+                "Every exporting cluster renews its heartbeat Lease",
+            )
+        } else {
+            let drop = match self.config.stale_drop_after {
+                Some(after) => format!("until they have been stale for {}s", after.as_secs()),
+                None => "until they heartbeat again or their records are removed".to_owned(),
+            };
+            DesiredCondition::new(
+                STALE_CLUSTERS_CONDITION,
+                ConditionStatus::True,
+                STALE_REASON,
+                format!(
+                    "Exporting clusters have stopped renewing their heartbeat Lease: {}. Their last-known exports are kept {drop}.",
+                    stale.join(", ")
+                ),
+            )
+        }
+    }
+
+    fn write_import(
+        &mut self,
+        key: &ServiceKey,
+        id: &ObjectId,
+        merged: &MergedService,
+        now: Timestamp,
+        holding: bool,
+        out: &mut Output,
+    ) {
+        let families: Vec<String> = if merged.service_type == ServiceImportType::ClusterSetIP {
+            merged.ip_families.clone()
+        } else {
+            Vec::new()
+        };
+        let ips = Self::assign(&mut self.clusterset_pools, key, &families, &mut self.problems);
+        let mut desired = desired_import(merged, &ips);
+        let observed = self.imports.get(id).cloned();
+        if observed.as_ref().is_none_or(|o| !import_spec_matches(&desired, o)) {
+            let mut spec_only = desired.clone();
+            spec_only.status = None;
+            self.emit(out, Write::ApplyServiceImport(Box::new(spec_only)), holding);
+        }
+        let mut conditions: Vec<Condition> = observed
+            .as_ref()
+            .and_then(|o| o.status.as_ref())
+            .map(|s| {
+                s.conditions
+                    .iter()
+                    .filter(|c| IMPORT_CONDITIONS.contains(&c.type_.as_str()))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        for condition in [import_ready_condition(merged, &ips), self.stale_condition(merged)] {
+            mcs_types::conditions::set_condition(&mut conditions, condition, None, Time(now));
+        }
+        let status = desired.status.get_or_insert_with(Default::default);
+        status.conditions = conditions;
+        if observed.as_ref().is_none_or(|o| !import_status_matches(&desired, o)) {
+            self.emit(out, Write::ApplyServiceImportStatus(Box::new(desired)), holding);
+        }
+
+        let slices = desired_endpoint_slices(merged);
+        let mut wanted = BTreeSet::new();
+        for slice in slices {
+            let name = slice.metadata.name.clone().unwrap_or_default();
+            let stored = self.imported_slices.get(&ObjectId::new(&key.namespace, &name));
+            if stored.is_none_or(|s| !slice_matches(&slice, s)) {
+                self.emit(out, Write::ApplyEndpointSlice(Box::new(slice)), holding);
+            }
+            wanted.insert(name);
+        }
+        let extra: Vec<String> = self
+            .imported_slices_by_service
+            .get(key)
+            .into_iter()
+            .flatten()
+            .filter(|name| !wanted.contains(*name))
+            .cloned()
+            .collect();
+        for name in extra {
+            self.emit(
+                out,
+                Write::DeleteEndpointSlice {
+                    key: key.clone(),
+                    name,
+                },
+                holding,
+            );
+        }
+    }
+
+    fn remove_import(&mut self, key: &ServiceKey, id: &ObjectId, holding: bool, out: &mut Output) {
+        let slices: Vec<String> = self
+            .imported_slices_by_service
+            .get(key)
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect();
+        for name in slices {
+            self.emit(
+                out,
+                Write::DeleteEndpointSlice {
+                    key: key.clone(),
+                    name,
+                },
+                holding,
+            );
+        }
+        if self.imports.get(id).is_some() {
+            self.emit(out, Write::DeleteServiceImport(key.clone()), holding);
+        }
+    }
+}
