@@ -20,7 +20,7 @@
 //!   [`Plan::set_export_status`] and [`Plan::replace_mons`] re-plan one daemon (or the mons)
 //!   against a previous plan, with the same result as a full plan.
 //!
-//! Every name, port, label and text format matches Rook byte for byte ([`rook`], [`format`]).
+//! Every name, port, label and text format matches Rook byte for byte ([`rook`], [`format`](mod@format)).
 //!
 //! ```
 //! use ceph_address_plan::{CephVersion, ClusterSettings, Inventory, MonInput, Plan, PlanInput};

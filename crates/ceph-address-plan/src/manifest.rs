@@ -375,6 +375,32 @@ mod tests {
     }
 
     #[test]
+    fn yaml_inventories_read_mon_ids_that_look_like_booleans_and_ipv6_endpoints() {
+        let yaml = r#"
+maxMonId: "-1"
+mons:
+  - id: y
+    advertised: "[fd00::1]:3300"
+  - id: n
+    clusterIP: fd00:10::5
+  - id: "on"
+globalIPs:
+  rook-ceph-mon-n: fd00:242::5
+"#;
+        let (_, inventory) = serde_saphyr::from_str::<InventoryFile>(yaml)
+            .unwrap()
+            .into_parts();
+        let ids: Vec<&str> = inventory.mons.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(ids, ["y", "n", "on"]);
+        assert_eq!(
+            inventory.mons[0].advertised,
+            Some("[fd00::1]:3300".parse().unwrap())
+        );
+        assert_eq!(inventory.max_mon_id, None);
+        assert_eq!(inventory.global_ips.len(), 1);
+    }
+
+    #[test]
     fn inventory_files_reject_typos() {
         let err = serde_json::from_str::<InventoryFile>(r#"{"globalIps": {}}"#).unwrap_err();
         assert!(
