@@ -425,13 +425,29 @@ impl ClustersetZone {
                 additionals: Vec::new(),
             };
         };
-        let answers = self.records_of_type(&name, &records, qtype);
+        self.answer_for(&name, &records, qtype)
+    }
+
+    /// The answer for an existing name whose merged `records` the caller already has.
+    pub(crate) fn answer_for(
+        &self,
+        name: &str,
+        records: &NameRecords,
+        qtype: RecordType,
+    ) -> Answer {
+        // RFC 8482: ANY is answered with one RRset of the name (the first of SOA, NS, A, AAAA,
+        // SRV, PTR, TXT that it has), exactly as a query for that type.
+        let qtype = match qtype {
+            RecordType::ANY => records.record_types().first().copied().unwrap_or(qtype),
+            other => other,
+        };
+        let answers = self.records_of_type(name, records, qtype);
         let additionals = if qtype == RecordType::SRV {
-            self.glue(&records.srv)
+            self.glue(name, records)
         } else {
             Vec::new()
         };
-        let authorities = if answers.is_empty() && in_zone {
+        let authorities = if answers.is_empty() && self.in_zone(name) {
             vec![self.soa_record()]
         } else {
             Vec::new()
@@ -485,24 +501,24 @@ impl ClustersetZone {
                 RData::NS(NS(fqdn(&format!("ns.dns.{}", self.apex())))),
                 ttl,
             )],
-            RecordType::ANY => records
-                .record_types()
-                .into_iter()
-                .flat_map(|t| self.records_of_type(name, records, t))
-                .collect(),
             _ => Vec::new(),
         }
     }
 
-    /// A/AAAA of SRV targets, deduplicated by (target, address).
-    fn glue(&self, srv: &[SrvData]) -> Vec<Record> {
+    /// A/AAAA of the SRV targets of `name`, deduplicated by (target, address).
+    fn glue(&self, name: &str, records: &NameRecords) -> Vec<Record> {
         let mut seen = BTreeSet::new();
         let mut glue = Vec::new();
-        for s in srv {
-            if !seen.insert(s.target.clone()) {
+        for s in &records.srv {
+            if !seen.insert(s.target.as_str()) {
                 continue;
             }
-            if let Some(target) = self.records(&s.target) {
+            let target = if s.target == name {
+                Some(records.clone())
+            } else {
+                self.records(&s.target)
+            };
+            if let Some(target) = target {
                 glue.extend(self.records_of_type(&s.target, &target, RecordType::A));
                 glue.extend(self.records_of_type(&s.target, &target, RecordType::AAAA));
             }

@@ -28,6 +28,7 @@ pub const CLASSIC_UDP_PAYLOAD: u16 = 512;
 const TYPE_OPT: u16 = 41;
 const TYPE_IXFR: u16 = 251;
 const TYPE_AXFR: u16 = 252;
+const TYPE_ANY: u16 = 255;
 const CLASS_IN: u16 = 1;
 
 const RCODE_NOERROR: u8 = 0;
@@ -88,6 +89,10 @@ pub struct PreparedName {
 
 impl PreparedName {
     fn answer(&self, qtype: u16) -> Option<&PreparedAnswer> {
+        if qtype == TYPE_ANY {
+            // RFC 8482: the first RRset answers ANY (the records model says the same).
+            return self.answers.first();
+        }
         self.answers.iter().find(|a| a.qtype == qtype)
     }
 }
@@ -110,13 +115,10 @@ pub fn wire_name(name: &str) -> Vec<u8> {
 /// for, plus ANY. `None` if the name does not exist.
 pub fn prepare_name(zone: &ClustersetZone, name: &str) -> Option<PreparedName> {
     let records = zone.records(name)?;
-    let mut types = records.record_types();
-    if !types.is_empty() {
-        types.push(RecordType::ANY);
-    }
+    let types = records.record_types();
     let mut answers = Vec::with_capacity(types.len());
     for qtype in types {
-        let answer = zone.answer(name, qtype);
+        let answer = zone.answer_for(name, &records, qtype);
         if answer.answers.is_empty() {
             continue;
         }

@@ -561,19 +561,30 @@ fn lighthouse_mode_answers_per_cluster_names() {
 }
 
 #[test]
-fn any_queries_get_every_rrset_of_the_name() {
+fn any_queries_get_one_rrset_of_the_name_as_rfc_8482_allows() {
     let store = coredns_store(false);
     check(
         &store,
         &ok(
             &n("svc1"),
             RecordType::ANY,
-            &[
-                "svc1.testns.svc.clusterset.local. 5 IN A 10.0.0.5",
-                "svc1.testns.svc.clusterset.local. 5 IN SRV 0 100 80 svc1.testns.svc.clusterset.local.",
-            ],
+            &["svc1.testns.svc.clusterset.local. 5 IN A 10.0.0.5"],
         ),
     );
+    check(
+        &store,
+        &case(
+            &format!("_http._tcp.{}", n("svc1")),
+            RecordType::ANY,
+            ResponseCode::NoError,
+            &[
+                "_http._tcp.svc1.testns.svc.clusterset.local. 5 IN SRV 0 100 80 svc1.testns.svc.clusterset.local.",
+            ],
+            &["svc1.testns.svc.clusterset.local. 5 IN A 10.0.0.5"],
+            false,
+        ),
+    );
+    check(&store, &nodata(&format!("testns.{Z}"), RecordType::ANY));
 }
 
 #[test]

@@ -1,0 +1,139 @@
+//! The server the dnsperf benchmark runs (`benches/dnsperf.sh`): a synthetic zone of
+//! `--services N` services on `--listen ADDR` with `--workers W` UDP threads.
+//!
+//! `--print-zone` prints the zone as a master file (for the peer servers) and exits.
+//! `--churn-ms MS` changes every service's clusterset IP in one batch every MS milliseconds
+//! while serving, and prints each batch's apply time, so the benchmark can show that updates do
+//! not stall queries.
+//!
+//! ```text
+//! cargo run --release -p clusterset-dns --example bench_server -- --services 1000 --listen 127.0.0.1:15353
+//! ```
+#![allow(clippy::print_stdout)] // a benchmark tool reports on stdout
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clusterset_dns::synthetic::{service_import, zone_objects};
+use clusterset_dns::{DnsServer, ServerConfig, ZoneChange, ZoneConfig, ZoneObject, ZoneStore};
+
+struct Options {
+    services: usize,
+    listen: SocketAddr,
+    workers: usize,
+    print_zone: bool,
+    churn: Option<Duration>,
+}
+
+fn options() -> Result<Options, String> {
+    let mut o = Options {
+        services: 1000,
+        listen: SocketAddr::from(([127, 0, 0, 1], 15353)),
+        workers: 1,
+        print_zone: false,
+        churn: None,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--services" => {
+                o.services = value()?.parse().map_err(|e| format!("--services: {e}"))?
+            }
+            "--listen" => o.listen = value()?.parse().map_err(|e| format!("--listen: {e}"))?,
+            "--workers" => o.workers = value()?.parse().map_err(|e| format!("--workers: {e}"))?,
+            "--churn-ms" => {
+                let ms: u64 = value()?.parse().map_err(|e| format!("--churn-ms: {e}"))?;
+                o.churn = Some(Duration::from_millis(ms));
+            }
+            "--print-zone" => o.print_zone = true,
+            other => return Err(format!("unknown option {other}")),
+        }
+    }
+    Ok(o)
+}
+
+fn main() -> ExitCode {
+    let o = match options() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let config = ZoneConfig {
+        nameserver_addresses: vec![o.listen.ip()],
+        ..ZoneConfig::default()
+    };
+    let store = Arc::new(ZoneStore::new(config));
+    let started = Instant::now();
+    if let Err(errors) = store.replace_all(zone_objects(o.services)) {
+        eprintln!("error: synthetic zone rejected: {errors:?}");
+        return ExitCode::FAILURE;
+    }
+    let loaded_in = started.elapsed();
+    if o.print_zone {
+        print!("{}", store.zone_file());
+        return ExitCode::SUCCESS;
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async move {
+        let mut server_config = ServerConfig::new(o.listen);
+        server_config.udp_workers = o.workers;
+        let server = match DnsServer::start(&server_config, Arc::clone(&store)) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        println!(
+            "serving {} services ({} names, loaded in {loaded_in:?}) on {}",
+            o.services,
+            store.snapshot().name_count(),
+            server.local_addr()
+        );
+        let mut generation = 0u8;
+        let mut ticker = o.churn.map(tokio::time::interval);
+        loop {
+            let tick = async {
+                match ticker.as_mut() {
+                    Some(t) => {
+                        t.tick().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                () = tick => {
+                    generation = generation.wrapping_add(1);
+                    let changes: Vec<ZoneChange> = (0..o.services)
+                        .map(|i| ZoneChange::Upsert(ZoneObject::ServiceImport(Box::new(service_import(i, generation)))))
+                        .collect();
+                    let start = Instant::now();
+                    let report = store.apply(changes);
+                    println!(
+                        "churn: {} services updated ({} names recomputed) in {:?}",
+                        report.applied,
+                        report.names_recomputed,
+                        start.elapsed()
+                    );
+                }
+                _ = tokio::signal::ctrl_c() => break,
+            }
+        }
+        server.shutdown().await;
+        ExitCode::SUCCESS
+    })
+}
