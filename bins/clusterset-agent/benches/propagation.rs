@@ -1,1 +1,2 @@
+//! Propagation benchmark (filled in below).
 fn main() {}

@@ -54,10 +54,12 @@ impl RecordSpec {
     pub fn record(&self) -> Result<&ExportRecord, String> {
         match self {
             Self::Record(record) => Ok(record),
-            Self::Unreadable(value) => match serde_json::from_value::<ExportRecord>(value.clone()) {
-                Ok(_) => Err("record parsed only on a second attempt".to_owned()),
-                Err(e) => Err(e.to_string()),
-            },
+            Self::Unreadable(value) => {
+                match serde_json::from_value::<ExportRecord>(value.clone()) {
+                    Ok(_) => Err("record parsed only on a second attempt".to_owned()),
+                    Err(e) => Err(e.to_string()),
+                }
+            }
         }
     }
 }
@@ -389,7 +391,9 @@ mod tests {
         let mut stored = created.clone();
         stored.metadata.resource_version = Some("7".into());
         // Our own lease: renewed, acquire time kept, resourceVersion carried for 409 detection.
-        let Heartbeat::Replace(renewed) = heartbeat(Some(&stored), &east(), "pod-a", "broker", 30, at(110)) else {
+        let Heartbeat::Replace(renewed) =
+            heartbeat(Some(&stored), &east(), "pod-a", "broker", 30, at(110))
+        else {
             panic!()
         };
         assert_eq!(renewed.metadata.resource_version.as_deref(), Some("7"));
@@ -401,10 +405,15 @@ mod tests {
         // Another live holder blocks.
         assert_eq!(
             heartbeat(Some(&stored), &east(), "pod-b", "broker", 30, at(129)),
-            Heartbeat::Blocked { holder: "pod-a".into(), until: at(130) }
+            Heartbeat::Blocked {
+                holder: "pod-a".into(),
+                until: at(130)
+            }
         );
         // Expired: taken over, one more transition.
-        let Heartbeat::Replace(taken) = heartbeat(Some(&stored), &east(), "pod-b", "broker", 30, at(130)) else {
+        let Heartbeat::Replace(taken) =
+            heartbeat(Some(&stored), &east(), "pod-b", "broker", 30, at(130))
+        else {
             panic!()
         };
         let spec = taken.spec.as_ref().unwrap();

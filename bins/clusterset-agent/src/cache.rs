@@ -181,7 +181,10 @@ mod tests {
         assert!(!cache.is_synced());
         cache.handle(Event::Init);
         assert!(cache.handle(Event::InitApply(cm("a", "1"))).is_empty());
-        assert!(cache.get(&ObjectId::new("ns", "a")).is_none(), "a partial list is not the view");
+        assert!(
+            cache.get(&ObjectId::new("ns", "a")).is_none(),
+            "a partial list is not the view"
+        );
         let changes = cache.handle(Event::InitDone);
         assert_eq!(changes.len(), 1);
         assert!(cache.is_synced());

@@ -166,12 +166,33 @@ mod tests {
 
     #[test]
     fn bad_settings_name_the_fix() {
-        let cases: Vec<(&str, Box<dyn Fn(&mut AgentConfig)>, &str)> = vec![
-            ("two v4 global", Box::new(|c| c.global_cidrs.push("242.2.0.0/16".parse().unwrap())), "give at most one IPv4 and one IPv6 CIDR"),
-            ("overlap", Box::new(|c| c.clusterset_cidrs = vec!["242.1.128.0/17".parse().unwrap()]), "must be disjoint"),
-            ("no global", Box::new(|c| c.global_cidrs.clear()), "--endpoint-mode pod-addresses"),
-            ("lease", Box::new(|c| c.lease_duration = Duration::from_secs(1)), "between 3 seconds and 1 hour"),
-            ("namespace", Box::new(|c| c.broker_namespace = "Broker".into()), "broker namespace \"Broker\""),
+        type Change = Box<dyn Fn(&mut AgentConfig)>;
+        let cases: Vec<(&str, Change, &str)> = vec![
+            (
+                "two v4 global",
+                Box::new(|c| c.global_cidrs.push("242.2.0.0/16".parse().unwrap())),
+                "give at most one IPv4 and one IPv6 CIDR",
+            ),
+            (
+                "overlap",
+                Box::new(|c| c.clusterset_cidrs = vec!["242.1.128.0/17".parse().unwrap()]),
+                "must be disjoint",
+            ),
+            (
+                "no global",
+                Box::new(|c| c.global_cidrs.clear()),
+                "--endpoint-mode pod-addresses",
+            ),
+            (
+                "lease",
+                Box::new(|c| c.lease_duration = Duration::from_secs(1)),
+                "between 3 seconds and 1 hour",
+            ),
+            (
+                "namespace",
+                Box::new(|c| c.broker_namespace = "Broker".into()),
+                "broker namespace \"Broker\"",
+            ),
         ];
         for (name, change, expected) in cases {
             let mut c = config();

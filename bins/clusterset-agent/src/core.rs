@@ -27,8 +27,8 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::runtime::watcher::Event;
 use mcs_controller::{
     ClusterId, ExportRecord, ExportedService, InvalidExport, IpPool, LocalExport, MergedService,
-    Publication, ServiceKey, desired_endpoint_slices, desired_import, export_conditions,
-    family_of, import_ready_condition, merge_exports,
+    Publication, ServiceKey, desired_endpoint_slices, desired_import, export_conditions, family_of,
+    import_ready_condition, merge_exports,
 };
 use mcs_types::conditions::{ConditionStatus, DesiredCondition};
 use mcs_types::labels::{KUBERNETES_SERVICE_NAME_LABEL, SERVICE_NAME_LABEL};
@@ -49,6 +49,10 @@ pub const FRESH_REASON: &str = "AllClustersHeartbeating";
 
 /// One watch event, tagged with what is watched.
 #[derive(Debug, Clone)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "an input is moved once into the core; boxing would allocate per event"
+)]
 pub enum Input {
     /// Local Services (all namespaces).
     Service(Event<Service>),
@@ -82,6 +86,8 @@ pub struct Output {
     pub lags: Vec<(ServiceKey, SignedDuration)>,
     /// Problems worth a log line: unreadable records, IP assignments that could not be restored.
     pub problems: Vec<String>,
+    /// How many services this pass reconciled.
+    pub reconciled: usize,
 }
 
 /// Whether an exporting cluster heartbeats.
@@ -177,7 +183,10 @@ fn key_of(id: &ObjectId) -> ServiceKey {
     ServiceKey::new(&id.namespace, &id.name)
 }
 
-fn label<'a>(meta: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, key: &str) -> Option<&'a str> {
+fn label<'a>(
+    meta: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    key: &str,
+) -> Option<&'a str> {
     meta.labels.as_ref()?.get(key).map(String::as_str)
 }
 
@@ -228,7 +237,10 @@ pub fn import_spec_matches(desired: &ServiceImport, observed: &ServiceImport) ->
     let mut observed_spec = observed.spec.clone();
     observed_spec.unknown_fields = desired.spec.unknown_fields.clone();
     observed_spec == desired.spec
-        && subset(desired.metadata.labels.as_ref(), observed.metadata.labels.as_ref())
+        && subset(
+            desired.metadata.labels.as_ref(),
+            observed.metadata.labels.as_ref(),
+        )
         && subset(
             desired.metadata.annotations.as_ref(),
             observed.metadata.annotations.as_ref(),
@@ -249,7 +261,10 @@ pub fn slice_matches(desired: &EndpointSlice, observed: &EndpointSlice) -> bool 
     desired.address_type == observed.address_type
         && desired.endpoints == observed.endpoints
         && desired.ports == observed.ports
-        && subset(desired.metadata.labels.as_ref(), observed.metadata.labels.as_ref())
+        && subset(
+            desired.metadata.labels.as_ref(),
+            observed.metadata.labels.as_ref(),
+        )
 }
 
 fn export_status_matches(desired: &ServiceExportStatus, observed: &ServiceExport) -> bool {
@@ -274,7 +289,11 @@ fn later(at: Timestamp, by: SignedDuration) -> Timestamp {
 impl AgentCore {
     /// A core for `config` (which the caller has validated) with empty, unsynced caches.
     pub fn new(config: AgentConfig) -> Self {
-        let global_pools = config.global_cidrs.iter().map(|c| IpPool::new(*c)).collect();
+        let global_pools = config
+            .global_cidrs
+            .iter()
+            .map(|c| IpPool::new(*c))
+            .collect();
         let clusterset_pools = config
             .clusterset_cidrs
             .iter()
@@ -374,12 +393,10 @@ impl AgentCore {
         if !self.leases.is_synced() {
             return None;
         }
-        let stored = self
-            .leases
-            .get(&ObjectId::new(
-                &self.config.broker_namespace,
-                &broker::lease_name(&self.config.cluster_id),
-            ));
+        let stored = self.leases.get(&ObjectId::new(
+            &self.config.broker_namespace,
+            &broker::lease_name(&self.config.cluster_id),
+        ));
         Some(broker::heartbeat(
             stored,
             &self.config.cluster_id,
@@ -418,7 +435,11 @@ impl AgentCore {
                                 self.local_slices_by_service.remove(key);
                             }
                         }
-                        if self.exports.get(&ObjectId::new(&key.namespace, &key.name)).is_some() {
+                        if self
+                            .exports
+                            .get(&ObjectId::new(&key.namespace, &key.name))
+                            .is_some()
+                        {
                             self.dirty.insert(key.clone());
                         }
                     }
@@ -515,7 +536,8 @@ impl AgentCore {
 
     fn export_change_matters(&mut self, change: &Change<ServiceExport>) -> bool {
         let (Some(old), Some(new)) = (&change.old, &change.new) else {
-            self.pending.remove(&Target::ExportStatus(change.id.clone()));
+            self.pending
+                .remove(&Target::ExportStatus(change.id.clone()));
             return true;
         };
         let user_change = old.spec != new.spec
@@ -554,13 +576,14 @@ impl AgentCore {
         let observed = change.new.as_ref();
         let spec_target = Target::ImportSpec(change.id.clone());
         let status_target = Target::ImportStatus(change.id.clone());
-        if !self.pending.contains_key(&spec_target) && !self.pending.contains_key(&status_target)
-        {
+        if !self.pending.contains_key(&spec_target) && !self.pending.contains_key(&status_target) {
             return false;
         }
         let spec_echo = match self.pending.get(&spec_target) {
             None => true,
-            Some(Write::ApplyServiceImport(d)) => observed.is_some_and(|o| import_spec_matches(d, o)),
+            Some(Write::ApplyServiceImport(d)) => {
+                observed.is_some_and(|o| import_spec_matches(d, o))
+            }
             Some(Write::DeleteServiceImport(_)) => observed.is_none(),
             Some(_) => false,
         };
@@ -671,9 +694,10 @@ impl AgentCore {
             Some(slice) => clusterset_dns::ZoneChange::Upsert(
                 clusterset_dns::ZoneObject::EndpointSlice(Box::new(slice.clone())),
             ),
-            None => clusterset_dns::ZoneChange::DeleteEndpointSlice(
-                clusterset_dns::SliceKey::new(&change.id.namespace, &change.id.name),
-            ),
+            None => clusterset_dns::ZoneChange::DeleteEndpointSlice(clusterset_dns::SliceKey::new(
+                &change.id.namespace,
+                &change.id.name,
+            )),
         });
     }
 
@@ -911,11 +935,12 @@ impl AgentCore {
                     Box::new(i.clone()),
                 ))
             }));
-            out.zone_changes.extend(self.imported_slices.values().map(|s| {
-                clusterset_dns::ZoneChange::Upsert(clusterset_dns::ZoneObject::EndpointSlice(
-                    Box::new(s.clone()),
-                ))
-            }));
+            out.zone_changes
+                .extend(self.imported_slices.values().map(|s| {
+                    clusterset_dns::ZoneChange::Upsert(clusterset_dns::ZoneObject::EndpointSlice(
+                        Box::new(s.clone()),
+                    ))
+                }));
         }
         out.zone_changes.append(&mut self.zone_out);
         if !(self.local_synced() && self.broker_synced()) {
@@ -932,6 +957,7 @@ impl AgentCore {
             }
         }
         let dirty = std::mem::take(&mut self.dirty);
+        out.reconciled = dirty.len();
         for key in dirty {
             self.reconcile(&key, now, &mut out);
         }
@@ -990,7 +1016,11 @@ impl AgentCore {
             .is_some_and(|t| t > now);
 
         // 1. This cluster's export: validity, global IPs, the record to publish.
-        let export = self.exports.get(&id).filter(|e| is_live(&e.metadata)).cloned();
+        let export = self
+            .exports
+            .get(&id)
+            .filter(|e| is_live(&e.metadata))
+            .cloned();
         let mut validity: Result<(), InvalidExport> = Ok(());
         let mut desired_record: Option<ExportRecord> = None;
         let mut keep_published = false;
@@ -1009,7 +1039,8 @@ impl AgentCore {
                     };
                     let global_ips =
                         Self::assign(&mut self.global_pools, key, &families, &mut self.problems);
-                    let wanted = self.config.endpoint_mode == mcs_controller::EndpointMode::GlobalIngress
+                    let wanted = self.config.endpoint_mode
+                        == mcs_controller::EndpointMode::GlobalIngress
                         && !exported.headless;
                     if wanted && global_ips.is_empty() {
                         // No global address (pool exhausted or no range of the service's
@@ -1061,11 +1092,8 @@ impl AgentCore {
         if lease_state == LeaseState::Held {
             match (&desired_record, stored_own.is_some()) {
                 (Some(record), _) if !published => {
-                    let object = BrokerRecord::new(
-                        record.clone(),
-                        &self.config.broker_namespace,
-                        now,
-                    );
+                    let object =
+                        BrokerRecord::new(record.clone(), &self.config.broker_namespace, now);
                     self.emit(out, Write::PublishRecord(Box::new(object)), holding);
                 }
                 (None, true) if !keep_published => self.emit(
@@ -1079,7 +1107,10 @@ impl AgentCore {
                 _ => {}
             }
         }
-        let publication = match (&lease_state, self.failures.get(key).and_then(|f| f.publish_error.clone())) {
+        let publication = match (
+            &lease_state,
+            self.failures.get(key).and_then(|f| f.publish_error.clone()),
+        ) {
             (LeaseState::Blocked { holder, until }, _) => Publication::Failed(format!(
                 "Another agent ({holder}) holds the heartbeat Lease of cluster {me} until {until}: two agents must not use one cluster id; this one does not publish"
             )),
@@ -1095,7 +1126,10 @@ impl AgentCore {
             .into_iter()
             .flatten()
             .filter(|(cluster, _)| {
-                !matches!(self.health.get(*cluster), Some(ClusterHealth::Dropped { .. }))
+                !matches!(
+                    self.health.get(*cluster),
+                    Some(ClusterHealth::Dropped { .. })
+                )
             })
             .filter_map(|(_, rid)| {
                 let object = self.records.get(rid)?;
@@ -1107,7 +1141,8 @@ impl AgentCore {
         let merged = match merge_exports(&plain) {
             Ok(merged) => merged,
             Err(e) => {
-                out.problems.push(format!("cannot merge the records of {key}: {e}"));
+                out.problems
+                    .push(format!("cannot merge the records of {key}: {e}"));
                 return;
             }
         };
@@ -1125,15 +1160,24 @@ impl AgentCore {
                 self.remove_import(key, &id, holding, out);
             }
         }
-        let import_changed = out.writes[writes_before..]
-            .iter()
-            .any(|w| matches!(w, Write::ApplyServiceImport(_) | Write::ApplyEndpointSlice(_) | Write::ApplyServiceImportStatus(_)));
+        let import_changed = out.writes[writes_before..].iter().any(|w| {
+            matches!(
+                w,
+                Write::ApplyServiceImport(_)
+                    | Write::ApplyEndpointSlice(_)
+                    | Write::ApplyServiceImportStatus(_)
+            )
+        });
         if import_changed
             && let Some(published_at) = newest_publication
-            && self.accounted.get(key).is_none_or(|seen| *seen < published_at)
+            && self
+                .accounted
+                .get(key)
+                .is_none_or(|seen| *seen < published_at)
         {
             self.accounted.insert(key.clone(), published_at);
-            out.lags.push((key.clone(), now.duration_since(published_at)));
+            out.lags
+                .push((key.clone(), now.duration_since(published_at)));
         }
         if merged.is_none() {
             self.accounted.remove(key);
@@ -1144,7 +1188,8 @@ impl AgentCore {
             let in_merge = merged
                 .as_ref()
                 .filter(|m| m.records.iter().any(|r| r.cluster_id == me));
-            let conditions = export_conditions(validity.as_ref().map(|_| ()), in_merge, &publication);
+            let conditions =
+                export_conditions(validity.as_ref().map(|_| ()), in_merge, &publication);
             let mut list: Vec<Condition> = export
                 .status
                 .as_ref()
@@ -1234,10 +1279,18 @@ impl AgentCore {
         } else {
             Vec::new()
         };
-        let ips = Self::assign(&mut self.clusterset_pools, key, &families, &mut self.problems);
+        let ips = Self::assign(
+            &mut self.clusterset_pools,
+            key,
+            &families,
+            &mut self.problems,
+        );
         let mut desired = desired_import(merged, &ips);
         let observed = self.imports.get(id).cloned();
-        if observed.as_ref().is_none_or(|o| !import_spec_matches(&desired, o)) {
+        if observed
+            .as_ref()
+            .is_none_or(|o| !import_spec_matches(&desired, o))
+        {
             let mut spec_only = desired.clone();
             spec_only.status = None;
             self.emit(out, Write::ApplyServiceImport(Box::new(spec_only)), holding);
@@ -1253,20 +1306,32 @@ impl AgentCore {
                     .collect()
             })
             .unwrap_or_default();
-        for condition in [import_ready_condition(merged, &ips), self.stale_condition(merged)] {
+        for condition in [
+            import_ready_condition(merged, &ips),
+            self.stale_condition(merged),
+        ] {
             mcs_types::conditions::set_condition(&mut conditions, condition, None, Time(now));
         }
         let status = desired.status.get_or_insert_with(Default::default);
         status.conditions = conditions;
-        if observed.as_ref().is_none_or(|o| !import_status_matches(&desired, o)) {
-            self.emit(out, Write::ApplyServiceImportStatus(Box::new(desired)), holding);
+        if observed
+            .as_ref()
+            .is_none_or(|o| !import_status_matches(&desired, o))
+        {
+            self.emit(
+                out,
+                Write::ApplyServiceImportStatus(Box::new(desired)),
+                holding,
+            );
         }
 
         let slices = desired_endpoint_slices(merged);
         let mut wanted = BTreeSet::new();
         for slice in slices {
             let name = slice.metadata.name.clone().unwrap_or_default();
-            let stored = self.imported_slices.get(&ObjectId::new(&key.namespace, &name));
+            let stored = self
+                .imported_slices
+                .get(&ObjectId::new(&key.namespace, &name));
             if stored.is_none_or(|s| !slice_matches(&slice, s)) {
                 self.emit(out, Write::ApplyEndpointSlice(Box::new(slice)), holding);
             }

@@ -14,8 +14,14 @@
 
 pub mod broker;
 pub mod cache;
+pub mod cli;
 pub mod config;
 pub mod core;
+pub mod http;
+pub mod kube_io;
+pub mod metrics;
+pub mod runtime;
+pub mod sim;
 pub mod write;
 
 pub use config::{AgentConfig, ConfigError};

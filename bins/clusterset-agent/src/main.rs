@@ -1,1 +1,26 @@
-fn main() {}
+//! `clusterset-agent`: the Multi-Cluster Services control plane of one member cluster.
+#![forbid(unsafe_code)]
+
+use clap::Parser;
+use clusterset_agent::cli::{Cli, Command, LogFormat};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Crd => {
+            print!("{}", clusterset_agent::cli::crd_yaml()?);
+            Ok(())
+        }
+        Command::Run(args) => {
+            let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+            let builder = tracing_subscriber::fmt().with_env_filter(filter);
+            match args.log_format {
+                LogFormat::Json => builder.json().init(),
+                LogFormat::Text => builder.init(),
+            }
+            clusterset_agent::cli::run(*args).await
+        }
+    }
+}

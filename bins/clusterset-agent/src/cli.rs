@@ -1,0 +1,275 @@
+//! Command-line flags (each also read from an environment variable) and the agent's wiring:
+//! clients, watches, DNS server, HTTP server, runtime.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use clusterset_dns::{DnsServer, ServerConfig, ZoneConfig, ZoneStore};
+use ipnet::IpNet;
+use mcs_controller::{ClusterId, EndpointMode};
+use mcs_types::names::Zone;
+
+use crate::config::AgentConfig;
+use crate::core::AgentCore;
+use crate::http::Readiness;
+use crate::kube_io::{KubeWriter, broker_watches, local_watches};
+use crate::metrics::Metrics;
+use crate::runtime::Runtime;
+
+/// The clusterset agent: the Multi-Cluster Services control plane of one member cluster.
+#[derive(Debug, Parser)]
+#[command(name = "clusterset-agent", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the agent.
+    Run(Box<RunArgs>),
+    /// Print the broker's ExportRecord CRD (install it on the hub cluster).
+    Crd,
+}
+
+/// How exported endpoints are published.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EndpointModeArg {
+    /// One endpoint per service: its global IP (overlapping networks, Globalnet style).
+    GlobalIngress,
+    /// The pods' addresses (flat networks).
+    PodAddresses,
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Flags of `clusterset-agent run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// This cluster's id: a DNS label unique in the clusterset (source-cluster label, DNS names).
+    #[arg(long, env = "CLUSTERSET_CLUSTER_ID")]
+    pub cluster_id: String,
+    /// This agent instance's identity (holder of the heartbeat Lease); defaults to the pod name.
+    #[arg(long, env = "POD_NAME", default_value = "clusterset-agent")]
+    pub identity: String,
+    /// Kubeconfig of the hub cluster that holds the broker namespace.
+    #[arg(long, env = "CLUSTERSET_BROKER_KUBECONFIG")]
+    pub broker_kubeconfig: PathBuf,
+    /// Context in the hub kubeconfig (default: its current context).
+    #[arg(long, env = "CLUSTERSET_BROKER_CONTEXT")]
+    pub broker_context: Option<String>,
+    /// The broker namespace on the hub cluster.
+    #[arg(
+        long,
+        env = "CLUSTERSET_BROKER_NAMESPACE",
+        default_value = "clusterset-broker"
+    )]
+    pub broker_namespace: String,
+    /// This cluster's global CIDR (one per family, unique to the cluster): one address per
+    /// exported service.
+    #[arg(
+        long = "global-cidr",
+        env = "CLUSTERSET_GLOBAL_CIDRS",
+        value_delimiter = ','
+    )]
+    pub global_cidrs: Vec<IpNet>,
+    /// This cluster's clusterset CIDR (one per family): one address per ServiceImport.
+    #[arg(
+        long = "clusterset-cidr",
+        env = "CLUSTERSET_CLUSTERSET_CIDRS",
+        value_delimiter = ','
+    )]
+    pub clusterset_cidrs: Vec<IpNet>,
+    /// How exported endpoints are published.
+    #[arg(
+        long,
+        env = "CLUSTERSET_ENDPOINT_MODE",
+        value_enum,
+        default_value = "global-ingress"
+    )]
+    pub endpoint_mode: EndpointModeArg,
+    /// Heartbeat Lease duration in seconds; a cluster whose Lease is older is marked stale.
+    #[arg(long, env = "CLUSTERSET_LEASE_SECONDS", default_value_t = 30)]
+    pub lease_seconds: u64,
+    /// Seconds a stale cluster's exports stay imported (marked) before they are left out;
+    /// 0 keeps them until the cluster returns.
+    #[arg(
+        long,
+        env = "CLUSTERSET_STALE_DROP_AFTER_SECONDS",
+        default_value_t = 600
+    )]
+    pub stale_drop_after_seconds: u64,
+    /// Services written at once.
+    #[arg(long, env = "CLUSTERSET_WRITE_CONCURRENCY", default_value_t = 16)]
+    pub write_concurrency: usize,
+    /// Address of the clusterset DNS server (UDP and TCP).
+    #[arg(long, env = "CLUSTERSET_DNS_LISTEN", default_value = "0.0.0.0:5353")]
+    pub dns_listen: SocketAddr,
+    /// Do not serve DNS.
+    #[arg(long, env = "CLUSTERSET_DNS_DISABLED")]
+    pub no_dns: bool,
+    /// The clusterset DNS zone.
+    #[arg(long, env = "CLUSTERSET_DNS_ZONE", default_value = "clusterset.local")]
+    pub dns_zone: String,
+    /// TTL of the clusterset DNS records, seconds.
+    #[arg(long, env = "CLUSTERSET_DNS_TTL", default_value_t = 5)]
+    pub dns_ttl: u32,
+    /// Also answer `<clusterid>.<svc>.<ns>.svc.<zone>` (Submariner Lighthouse's form, which
+    /// Rook queries; the MCS DNS specification says the name must not exist).
+    #[arg(long, env = "CLUSTERSET_DNS_LIGHTHOUSE_NAMES")]
+    pub lighthouse_names: bool,
+    /// Address of the HTTP server for /metrics, /healthz and /readyz.
+    #[arg(long, env = "CLUSTERSET_HTTP_LISTEN", default_value = "0.0.0.0:9090")]
+    pub http_listen: SocketAddr,
+    /// Log format (the level comes from RUST_LOG, default info).
+    #[arg(
+        long,
+        env = "CLUSTERSET_LOG_FORMAT",
+        value_enum,
+        default_value = "text"
+    )]
+    pub log_format: LogFormat,
+}
+
+impl RunArgs {
+    /// The validated agent settings.
+    pub fn agent_config(&self) -> anyhow::Result<AgentConfig> {
+        let config = AgentConfig {
+            cluster_id: ClusterId::new(&self.cluster_id)?,
+            identity: self.identity.clone(),
+            broker_namespace: self.broker_namespace.clone(),
+            global_cidrs: self.global_cidrs.clone(),
+            clusterset_cidrs: self.clusterset_cidrs.clone(),
+            endpoint_mode: match self.endpoint_mode {
+                EndpointModeArg::GlobalIngress => EndpointMode::GlobalIngress,
+                EndpointModeArg::PodAddresses => EndpointMode::PodAddresses,
+            },
+            lease_duration: Duration::from_secs(self.lease_seconds),
+            stale_drop_after: (self.stale_drop_after_seconds > 0)
+                .then(|| Duration::from_secs(self.stale_drop_after_seconds)),
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// The DNS zone settings.
+    pub fn zone_config(&self) -> anyhow::Result<ZoneConfig> {
+        Ok(ZoneConfig {
+            zone: Zone::new(&self.dns_zone)
+                .with_context(|| format!("--dns-zone {:?}", self.dns_zone))?,
+            ttl: self.dns_ttl,
+            lighthouse_cluster_names: self.lighthouse_names,
+            ..ZoneConfig::default()
+        })
+    }
+}
+
+/// The broker CRD as YAML.
+pub fn crd_yaml() -> anyhow::Result<String> {
+    Ok(serde_saphyr::to_string(&crate::broker::crd())?)
+}
+
+async fn broker_client(args: &RunArgs) -> anyhow::Result<kube::Client> {
+    let kubeconfig = kube::config::Kubeconfig::read_from(&args.broker_kubeconfig).with_context(|| {
+        format!(
+            "cannot read the hub kubeconfig {}: pass --broker-kubeconfig with a kubeconfig of the hub cluster",
+            args.broker_kubeconfig.display()
+        )
+    })?;
+    let options = kube::config::KubeConfigOptions {
+        context: args.broker_context.clone(),
+        ..Default::default()
+    };
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+        .await
+        .context("cannot use the hub kubeconfig")?;
+    Ok(kube::Client::try_from(config)?)
+}
+
+/// Runs the agent until SIGTERM or Ctrl-C.
+pub async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let config = args.agent_config()?;
+    let zone_config = args.zone_config()?;
+    let local = kube::Client::try_default()
+        .await
+        .context("cannot reach the member cluster (in-cluster config or KUBECONFIG)")?;
+    let broker = broker_client(&args).await?;
+    let metrics = Arc::new(Metrics::new());
+    let readiness = Arc::new(Readiness::default());
+
+    let listener = tokio::net::TcpListener::bind(args.http_listen)
+        .await
+        .with_context(|| format!("cannot listen on --http-listen {}", args.http_listen))?;
+    let http = tokio::spawn(crate::http::serve(
+        listener,
+        Arc::clone(&metrics),
+        Arc::clone(&readiness),
+    ));
+
+    let (zone, dns) = if args.no_dns {
+        (None, None)
+    } else {
+        let store = Arc::new(ZoneStore::new(zone_config));
+        let server = DnsServer::start(&ServerConfig::new(args.dns_listen), Arc::clone(&store))
+            .context("cannot start the clusterset DNS server")?;
+        (Some(store), Some(server))
+    };
+
+    let mut watches = local_watches(&local);
+    watches.extend(broker_watches(&broker, &config.broker_namespace));
+    let feeds = futures::stream::select_all(watches);
+    let heartbeat_every = config.lease_duration / 3;
+    tracing::info!(cluster = %config.cluster_id, broker_namespace = %config.broker_namespace, "clusterset agent starting");
+    let runtime = Runtime {
+        core: AgentCore::new(config.clone()),
+        writer: Arc::new(KubeWriter::new(local, broker, &config.broker_namespace)),
+        metrics,
+        readiness,
+        zone,
+        write_concurrency: args.write_concurrency,
+        heartbeat_every,
+        clock: Arc::new(k8s_openapi::jiff::Timestamp::now),
+    };
+    runtime.run(feeds, shutdown_signal()).await;
+    tracing::info!("clusterset agent stopping");
+    http.abort();
+    if let Some(dns) = dns {
+        dns.shutdown().await;
+    }
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = ctrl_c => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = ctrl_c.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}

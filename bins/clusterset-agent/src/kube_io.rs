@@ -1,0 +1,309 @@
+//! The thin kube shell: watch streams that feed the core, and the writer that carries out its
+//! writes with server-side apply under our field manager.
+
+use async_trait::async_trait;
+use futures::stream::{BoxStream, StreamExt};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Namespace, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Resource};
+use mcs_types::labels::{
+    CLUSTERSET_ENDPOINTSLICE_CONTROLLER, ENDPOINTSLICE_MANAGED_BY_LABEL,
+    KUBERNETES_SERVICE_NAME_LABEL,
+};
+use mcs_types::v1beta1::{ServiceExport, ServiceImport};
+use serde::de::DeserializeOwned;
+
+use crate::broker::{self, BrokerRecord, Heartbeat};
+use crate::core::Input;
+use crate::write::Write;
+
+/// The field manager of every write the agent makes.
+pub const FIELD_MANAGER: &str = "clusterset-agent";
+
+/// What the watches deliver: an input for the core, or a watch failure (retried with backoff
+/// by the watcher; counted, logged, and otherwise harmless because the caches keep their last
+/// complete view).
+#[derive(Debug)]
+pub enum Feed {
+    /// A watch event.
+    Input(Box<Input>),
+    /// A watch failed.
+    WatchError {
+        /// Which watch.
+        source: &'static str,
+        /// Whether it watches the broker (hub) rather than the member cluster.
+        broker: bool,
+        /// What went wrong.
+        error: String,
+    },
+}
+
+fn watch<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    source: &'static str,
+    broker: bool,
+    wrap: fn(watcher::Event<K>) -> Input,
+) -> BoxStream<'static, Feed>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K::DynamicType: Default,
+{
+    watcher(api, config)
+        .default_backoff()
+        .map(move |result| match result {
+            Ok(event) => Feed::Input(Box::new(wrap(event))),
+            Err(error) => Feed::WatchError {
+                source,
+                broker,
+                error: error.to_string(),
+            },
+        })
+        .boxed()
+}
+
+/// The member cluster's watches: Services, ServiceExports, Services' EndpointSlices, Namespaces,
+/// ServiceImports and our imported EndpointSlices, all namespaces.
+pub fn local_watches(client: &Client) -> Vec<BoxStream<'static, Feed>> {
+    let all = watcher::Config::default();
+    vec![
+        watch(Api::<Service>::all(client.clone()), all.clone(), "services", false, Input::Service),
+        watch(
+            Api::<ServiceExport>::all(client.clone()),
+            all.clone(),
+            "serviceexports",
+            false,
+            Input::ServiceExport,
+        ),
+        watch(
+            Api::<EndpointSlice>::all(client.clone()),
+            all.clone().labels(&format!(
+                "{KUBERNETES_SERVICE_NAME_LABEL},{ENDPOINTSLICE_MANAGED_BY_LABEL}!={CLUSTERSET_ENDPOINTSLICE_CONTROLLER}"
+            )),
+            "endpointslices",
+            false,
+            Input::LocalEndpointSlice,
+        ),
+        watch(
+            Api::<Namespace>::all(client.clone()),
+            all.clone(),
+            "namespaces",
+            false,
+            Input::Namespace,
+        ),
+        watch(
+            Api::<ServiceImport>::all(client.clone()),
+            all.clone(),
+            "serviceimports",
+            false,
+            Input::ServiceImport,
+        ),
+        watch(
+            Api::<EndpointSlice>::all(client.clone()),
+            all.labels(&format!(
+                "{ENDPOINTSLICE_MANAGED_BY_LABEL}={CLUSTERSET_ENDPOINTSLICE_CONTROLLER}"
+            )),
+            "imported-endpointslices",
+            false,
+            Input::ImportedEndpointSlice,
+        ),
+    ]
+}
+
+/// The broker's watches: every cluster's records and heartbeat Leases in the broker namespace.
+pub fn broker_watches(client: &Client, namespace: &str) -> Vec<BoxStream<'static, Feed>> {
+    vec![
+        watch(
+            Api::<BrokerRecord>::namespaced(client.clone(), namespace),
+            watcher::Config::default(),
+            "exportrecords",
+            true,
+            Input::Record,
+        ),
+        watch(
+            Api::<Lease>::namespaced(client.clone(), namespace),
+            watcher::Config::default().labels(broker::CLUSTER_ID_LABEL),
+            "leases",
+            true,
+            Input::Lease,
+        ),
+    ]
+}
+
+/// A failed write.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WriteError {
+    /// 409: another field manager owns the fields (apply without force), or the object changed
+    /// since it was read (replace with `resourceVersion`), or it already exists (create).
+    #[error("conflict (409): {0}")]
+    Conflict(String),
+    /// Any other API error or transport failure.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl From<kube::Error> for WriteError {
+    fn from(error: kube::Error) -> Self {
+        match &error {
+            kube::Error::Api(status) if status.code == 409 => {
+                Self::Conflict(status.message.clone())
+            }
+            _ => Self::Failed(error.to_string()),
+        }
+    }
+}
+
+/// Carries out the core's writes.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait AgentWriter: Send + Sync {
+    /// One write to the member cluster or the broker.
+    async fn write(&self, write: &Write) -> Result<(), WriteError>;
+    /// Creates or renews this cluster's heartbeat Lease (nothing for `Blocked`).
+    async fn heartbeat(&self, heartbeat: &Heartbeat) -> Result<(), WriteError>;
+}
+
+/// [`AgentWriter`] on two kube clients: the member cluster's and the hub's.
+#[derive(Clone)]
+pub struct KubeWriter {
+    local: Client,
+    broker: Client,
+    broker_namespace: String,
+}
+
+impl std::fmt::Debug for KubeWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeWriter")
+            .field("broker_namespace", &self.broker_namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+fn not_found_is_done(result: kube::Result<impl Sized>) -> Result<(), WriteError> {
+    match result {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The apply document for a status: identity plus the status, nothing else (so the apply
+/// claims only the status fields).
+fn status_document<K: Resource<DynamicType = ()>>(
+    namespace: &str,
+    name: &str,
+    status: &impl serde::Serialize,
+) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "metadata": {"name": name, "namespace": namespace},
+        "status": status,
+    })
+}
+
+impl KubeWriter {
+    /// A writer on the member cluster's client and the hub's client.
+    pub fn new(local: Client, broker: Client, broker_namespace: &str) -> Self {
+        Self {
+            local,
+            broker,
+            broker_namespace: broker_namespace.to_owned(),
+        }
+    }
+}
+
+#[async_trait]
+impl AgentWriter for KubeWriter {
+    async fn write(&self, write: &Write) -> Result<(), WriteError> {
+        // Local objects are ours: force takes over fields another manager set. Broker records
+        // are applied without force, so a record some other manager claims is a 409 that the
+        // ServiceExport reports instead of silently overwriting.
+        let force = PatchParams::apply(FIELD_MANAGER).force();
+        match write {
+            Write::ApplyServiceImport(import) => {
+                let (namespace, name) = identity(&import.metadata)?;
+                let api = Api::<ServiceImport>::namespaced(self.local.clone(), namespace);
+                api.patch(name, &force, &Patch::Apply(import.as_ref()))
+                    .await?;
+            }
+            Write::ApplyServiceImportStatus(import) => {
+                let (namespace, name) = identity(&import.metadata)?;
+                let api = Api::<ServiceImport>::namespaced(self.local.clone(), namespace);
+                let document = status_document::<ServiceImport>(namespace, name, &import.status);
+                api.patch_status(name, &force, &Patch::Apply(&document))
+                    .await?;
+            }
+            Write::DeleteServiceImport(key) => {
+                let api = Api::<ServiceImport>::namespaced(self.local.clone(), &key.namespace);
+                not_found_is_done(api.delete(&key.name, &DeleteParams::default()).await)?;
+            }
+            Write::ApplyEndpointSlice(slice) => {
+                let (namespace, name) = identity(&slice.metadata)?;
+                let api = Api::<EndpointSlice>::namespaced(self.local.clone(), namespace);
+                api.patch(name, &force, &Patch::Apply(slice.as_ref()))
+                    .await?;
+            }
+            Write::DeleteEndpointSlice { key, name } => {
+                let api = Api::<EndpointSlice>::namespaced(self.local.clone(), &key.namespace);
+                not_found_is_done(api.delete(name, &DeleteParams::default()).await)?;
+            }
+            Write::ApplyServiceExportStatus { key, status } => {
+                let api = Api::<ServiceExport>::namespaced(self.local.clone(), &key.namespace);
+                let document = status_document::<ServiceExport>(&key.namespace, &key.name, status);
+                api.patch_status(&key.name, &force, &Patch::Apply(&document))
+                    .await?;
+            }
+            Write::PublishRecord(record) => {
+                let (_, name) = identity(&record.metadata)?;
+                let api =
+                    Api::<BrokerRecord>::namespaced(self.broker.clone(), &self.broker_namespace);
+                api.patch(
+                    name,
+                    &PatchParams::apply(FIELD_MANAGER),
+                    &Patch::Apply(record.as_ref()),
+                )
+                .await?;
+            }
+            Write::WithdrawRecord { name, .. } => {
+                let api =
+                    Api::<BrokerRecord>::namespaced(self.broker.clone(), &self.broker_namespace);
+                not_found_is_done(api.delete(name, &DeleteParams::default()).await)?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn heartbeat(&self, heartbeat: &Heartbeat) -> Result<(), WriteError> {
+        let api = Api::<Lease>::namespaced(self.broker.clone(), &self.broker_namespace);
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            ..Default::default()
+        };
+        match heartbeat {
+            Heartbeat::Create(lease) => {
+                api.create(&params, lease).await?;
+            }
+            Heartbeat::Replace(lease) => {
+                let (_, name) = identity(&lease.metadata)?;
+                api.replace(name, &params, lease).await?;
+            }
+            Heartbeat::Blocked { .. } => {}
+        }
+        Ok(())
+    }
+}
+
+fn identity(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Result<(&str, &str), WriteError> {
+    match (meta.namespace.as_deref(), meta.name.as_deref()) {
+        (Some(namespace), Some(name)) => Ok((namespace, name)),
+        _ => Err(WriteError::Failed(
+            "object without namespace or name: the core builds every object with both".to_owned(),
+        )),
+    }
+}

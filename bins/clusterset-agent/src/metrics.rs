@@ -1,0 +1,206 @@
+//! Prometheus metrics of the agent (prometheus-client), served on `/metrics`.
+
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::core::Stats;
+
+/// Labels of per-operation counters.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OperationLabels {
+    /// The write or watch (`publish_record`, `apply_service_import`, `leases`, ...).
+    pub operation: String,
+}
+
+/// Labels of per-service series.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ServiceLabels {
+    /// The service's namespace.
+    pub namespace: String,
+    /// The service's name.
+    pub service: String,
+}
+
+/// Every metric of the agent, registered under the `clusterset_agent` prefix.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    /// Local ServiceExports.
+    pub exports: Gauge,
+    /// This cluster's records in the broker.
+    pub published_records: Gauge,
+    /// Records of all clusters in the broker.
+    pub broker_records: Gauge,
+    /// ServiceImports stored in this cluster.
+    pub imports: Gauge,
+    /// Exporting clusters whose heartbeat stopped.
+    pub stale_clusters: Gauge,
+    /// Propagation lag, seconds from a record's publication to the import write here.
+    pub propagation_lag: Histogram,
+    /// The last propagation lag per service, seconds.
+    pub service_propagation_lag: Family<ServiceLabels, Gauge<f64, AtomicU64>>,
+    /// Failed broker reads (watch errors) and writes, by operation.
+    pub broker_sync_errors: Family<OperationLabels, Counter>,
+    /// Failed member-cluster reads and writes, by operation.
+    pub local_errors: Family<OperationLabels, Counter>,
+    /// Writes carried out, by operation.
+    pub writes: Family<OperationLabels, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Creates and registers every metric.
+    pub fn new() -> Self {
+        let mut root = Registry::default();
+        let registry = root.sub_registry_with_prefix("clusterset_agent");
+        let metrics = Self {
+            registry: Registry::default(),
+            exports: Gauge::default(),
+            published_records: Gauge::default(),
+            broker_records: Gauge::default(),
+            imports: Gauge::default(),
+            stale_clusters: Gauge::default(),
+            propagation_lag: Histogram::new(exponential_buckets(0.005, 2.0, 16)),
+            service_propagation_lag: Family::default(),
+            broker_sync_errors: Family::default(),
+            local_errors: Family::default(),
+            writes: Family::default(),
+        };
+        registry.register("exports", "Local ServiceExports", metrics.exports.clone());
+        registry.register(
+            "published_records",
+            "This cluster's export records in the broker",
+            metrics.published_records.clone(),
+        );
+        registry.register(
+            "broker_records",
+            "Export records of all clusters in the broker",
+            metrics.broker_records.clone(),
+        );
+        registry.register(
+            "imports",
+            "ServiceImports stored in this cluster",
+            metrics.imports.clone(),
+        );
+        registry.register(
+            "stale_clusters",
+            "Exporting clusters whose heartbeat Lease ran out",
+            metrics.stale_clusters.clone(),
+        );
+        registry.register(
+            "propagation_lag_seconds",
+            "Seconds from an exporting agent publishing a record to this agent writing the import",
+            metrics.propagation_lag.clone(),
+        );
+        registry.register(
+            "service_propagation_lag_seconds",
+            "The last propagation lag of each imported service",
+            metrics.service_propagation_lag.clone(),
+        );
+        registry.register(
+            "broker_sync_errors",
+            "Failed watches of and writes to the broker",
+            metrics.broker_sync_errors.clone(),
+        );
+        registry.register(
+            "local_errors",
+            "Failed watches of and writes to the member cluster",
+            metrics.local_errors.clone(),
+        );
+        registry.register("writes", "Writes carried out", metrics.writes.clone());
+        Self {
+            registry: root,
+            ..metrics
+        }
+    }
+
+    /// Sets the gauges from the core's counts.
+    pub fn set_stats(&self, stats: &Stats) {
+        let set = |gauge: &Gauge, value: usize| {
+            gauge.set(i64::try_from(value).unwrap_or(i64::MAX));
+        };
+        set(&self.exports, stats.local_exports);
+        set(&self.published_records, stats.published_records);
+        set(&self.broker_records, stats.broker_records);
+        set(&self.imports, stats.imports);
+        set(&self.stale_clusters, stats.stale_clusters);
+    }
+
+    /// Counts one failure of `operation` against the broker or the member cluster.
+    pub fn count_error(&self, broker: bool, operation: &str) {
+        let family = if broker {
+            &self.broker_sync_errors
+        } else {
+            &self.local_errors
+        };
+        family
+            .get_or_create(&OperationLabels {
+                operation: operation.to_owned(),
+            })
+            .inc();
+    }
+
+    /// Records a propagation lag of `seconds` for a service.
+    pub fn observe_lag(&self, namespace: &str, service: &str, seconds: f64) {
+        self.propagation_lag.observe(seconds);
+        self.service_propagation_lag
+            .get_or_create(&ServiceLabels {
+                namespace: namespace.to_owned(),
+                service: service.to_owned(),
+            })
+            .set(seconds);
+    }
+
+    /// The metrics in the Prometheus text format.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exposes_every_family_with_the_prefix() {
+        let metrics = Metrics::new();
+        metrics.set_stats(&Stats {
+            local_exports: 3,
+            published_records: 2,
+            broker_records: 7,
+            imports: 5,
+            stale_clusters: 1,
+        });
+        metrics.count_error(true, "publish_record");
+        metrics.count_error(false, "services");
+        metrics.observe_lag("shop", "web", 0.25);
+        let text = metrics.encode();
+        for line in [
+            "clusterset_agent_exports 3",
+            "clusterset_agent_published_records 2",
+            "clusterset_agent_broker_records 7",
+            "clusterset_agent_imports 5",
+            "clusterset_agent_stale_clusters 1",
+            "clusterset_agent_broker_sync_errors_total{operation=\"publish_record\"} 1",
+            "clusterset_agent_local_errors_total{operation=\"services\"} 1",
+            "clusterset_agent_service_propagation_lag_seconds{namespace=\"shop\",service=\"web\"} 0.25",
+            "clusterset_agent_propagation_lag_seconds_count 1",
+        ] {
+            assert!(text.contains(line), "missing {line:?} in\n{text}");
+        }
+    }
+}

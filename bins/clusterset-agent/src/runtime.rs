@@ -1,0 +1,221 @@
+//! The event loop around the core: feeds watch events in, carries writes out (concurrently
+//! across services, in order within one), heartbeats, wakes up for Lease expiries and retries,
+//! keeps the DNS zone and the metrics current.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clusterset_dns::ZoneStore;
+use futures::{FutureExt, Stream, StreamExt};
+use k8s_openapi::jiff::Timestamp;
+use mcs_controller::ServiceKey;
+
+use crate::broker::Heartbeat;
+use crate::core::AgentCore;
+use crate::http::Readiness;
+use crate::kube_io::{AgentWriter, Feed, WriteError};
+use crate::metrics::Metrics;
+use crate::write::Write;
+
+/// A source of the current time (the real clock in the agent, a fixed one in tests).
+pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
+
+/// The most events taken in before reconciling (a burst is reconciled once, not per event).
+const MAX_BATCH: usize = 4096;
+
+/// The running agent.
+pub struct Runtime {
+    /// The core.
+    pub core: AgentCore,
+    /// Carries out writes.
+    pub writer: Arc<dyn AgentWriter>,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
+    /// What `/readyz` says.
+    pub readiness: Arc<Readiness>,
+    /// The clusterset DNS zone to keep current, if DNS is served.
+    pub zone: Option<Arc<ZoneStore>>,
+    /// Services written at once.
+    pub write_concurrency: usize,
+    /// How often the heartbeat Lease is renewed.
+    pub heartbeat_every: Duration,
+    /// The clock.
+    pub clock: Clock,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("core", &self.core)
+            .field("write_concurrency", &self.write_concurrency)
+            .field("heartbeat_every", &self.heartbeat_every)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// Runs until `shutdown` completes or the feeds end; returns the core (for inspection).
+    pub async fn run<S>(mut self, mut feeds: S, shutdown: impl Future<Output = ()>) -> AgentCore
+    where
+        S: Stream<Item = Feed> + Unpin,
+    {
+        let mut shutdown = std::pin::pin!(shutdown.fuse());
+        let mut last_heartbeat: Option<Instant> = None;
+        loop {
+            let now = (self.clock)();
+            let wait = self
+                .core
+                .next_wakeup()
+                .map(|at| Duration::try_from(at.duration_since(now)).unwrap_or(Duration::ZERO))
+                .unwrap_or(self.heartbeat_every)
+                .min(self.heartbeat_every);
+            tokio::select! {
+                () = &mut shutdown => break,
+                feed = feeds.next() => {
+                    let Some(feed) = feed else { break };
+                    self.feed(feed);
+                    let mut taken = 1;
+                    while taken < MAX_BATCH {
+                        match feeds.next().now_or_never() {
+                            Some(Some(feed)) => { self.feed(feed); taken += 1; }
+                            _ => break,
+                        }
+                    }
+                }
+                () = tokio::time::sleep(wait) => {}
+            }
+            if last_heartbeat.is_none_or(|at| at.elapsed() >= self.heartbeat_every)
+                && self.heartbeat().await
+            {
+                last_heartbeat = Some(Instant::now());
+            }
+            self.step().await;
+        }
+        self.core
+    }
+
+    fn feed(&mut self, feed: Feed) {
+        match feed {
+            Feed::Input(input) => self.core.handle(*input),
+            Feed::WatchError {
+                source,
+                broker,
+                error,
+            } => {
+                self.metrics.count_error(broker, source);
+                tracing::warn!(watch = source, broker, %error, "watch failed; retrying with backoff, the last complete view stays in use");
+            }
+        }
+    }
+
+    /// Renews the heartbeat Lease; false when the broker's Leases are not listed yet.
+    async fn heartbeat(&mut self) -> bool {
+        let now = (self.clock)();
+        let Some(heartbeat) = self.core.heartbeat(now) else {
+            return false;
+        };
+        if let Heartbeat::Blocked { holder, until } = &heartbeat {
+            tracing::error!(%holder, %until, cluster = %self.core.config().cluster_id, "another agent holds this cluster's heartbeat Lease: two agents use one cluster id; not publishing");
+            return true;
+        }
+        match self.writer.heartbeat(&heartbeat).await {
+            Ok(()) => {}
+            Err(WriteError::Conflict(message)) => {
+                tracing::debug!(%message, "heartbeat Lease changed meanwhile; retrying with the new version");
+            }
+            Err(error) => {
+                self.metrics.count_error(true, "heartbeat");
+                tracing::warn!(%error, "heartbeat Lease renewal failed");
+            }
+        }
+        true
+    }
+
+    /// One reconcile pass and its writes.
+    async fn step(&mut self) {
+        let now = (self.clock)();
+        let output = self.core.process(now);
+        if let Some(zone) = &self.zone {
+            if !output.zone_changes.is_empty() {
+                let report = zone.apply(output.zone_changes);
+                for rejected in report.rejected {
+                    tracing::warn!(error = %rejected, "object not served in clusterset DNS");
+                }
+            }
+            if output.zone_synced {
+                zone.mark_synced();
+            }
+        }
+        for (key, lag) in &output.lags {
+            self.metrics
+                .observe_lag(&key.namespace, &key.name, lag.as_secs_f64().max(0.0));
+        }
+        for problem in &output.problems {
+            tracing::warn!("{problem}");
+        }
+        self.execute(output.writes).await;
+        self.readiness.set(
+            self.core.local_synced(),
+            self.core.broker_synced(),
+            self.core.is_started(),
+        );
+        self.metrics.set_stats(&self.core.stats());
+    }
+
+    async fn execute(&mut self, writes: Vec<Write>) {
+        if writes.is_empty() {
+            return;
+        }
+        let mut by_service: BTreeMap<ServiceKey, Vec<Write>> = BTreeMap::new();
+        for write in writes {
+            by_service.entry(write.service()).or_default().push(write);
+        }
+        let writer = Arc::clone(&self.writer);
+        let results: Vec<Vec<(Write, Result<(), WriteError>)>> =
+            futures::stream::iter(by_service.into_values())
+                .map(|writes| {
+                    let writer = Arc::clone(&writer);
+                    async move {
+                        let mut results = Vec::with_capacity(writes.len());
+                        let mut failed = false;
+                        for write in writes {
+                            let result = if failed {
+                                Err(WriteError::Failed(
+                                    "not attempted: an earlier write of this service failed"
+                                        .to_owned(),
+                                ))
+                            } else {
+                                writer.write(&write).await
+                            };
+                            failed |= result.is_err();
+                            results.push((write, result));
+                        }
+                        results
+                    }
+                })
+                .buffer_unordered(self.write_concurrency.max(1))
+                .collect()
+                .await;
+        let now = (self.clock)();
+        for (write, result) in results.into_iter().flatten() {
+            match result {
+                Ok(()) => {
+                    self.metrics
+                        .writes
+                        .get_or_create(&crate::metrics::OperationLabels {
+                            operation: write.kind().to_owned(),
+                        })
+                        .inc();
+                    self.core.write_succeeded(&write);
+                }
+                Err(error) => {
+                    self.metrics.count_error(write.is_broker(), write.kind());
+                    tracing::warn!(write = write.kind(), service = %write.service(), %error, "write failed; retrying with backoff");
+                    self.core.write_failed(&write, &error.to_string(), now);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,588 @@
+//! A simulation of N member clusters and a broker, all in memory, each cluster driven by the
+//! same [`AgentCore`] the real agent runs. Writes are applied to in-memory stores the way the
+//! API server would (server-side apply of the fields we send) and come back as watch events.
+//! Used by the tests (convergence, restarts, stale clusters) and by the propagation benchmark.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Namespace, Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::discovery::v1::{Endpoint, EndpointPort, EndpointSlice};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::runtime::watcher::Event;
+use mcs_controller::{ClusterId, EndpointMode, ServiceKey};
+use mcs_types::labels::KUBERNETES_SERVICE_NAME_LABEL;
+use mcs_types::v1beta1::{ServiceExport, ServiceImport};
+
+use crate::broker::{BrokerRecord, Heartbeat};
+use crate::cache::ObjectId;
+use crate::config::AgentConfig;
+use crate::core::{AgentCore, Input};
+use crate::write::Write;
+
+/// The broker namespace of the simulation.
+pub const BROKER_NAMESPACE: &str = "clusterset-broker";
+
+/// One member cluster's stored objects.
+#[derive(Debug, Default, Clone)]
+pub struct ClusterStore {
+    /// Services.
+    pub services: BTreeMap<ObjectId, Service>,
+    /// ServiceExports.
+    pub exports: BTreeMap<ObjectId, ServiceExport>,
+    /// Services' EndpointSlices.
+    pub local_slices: BTreeMap<ObjectId, EndpointSlice>,
+    /// Namespaces (by name).
+    pub namespaces: BTreeMap<String, Namespace>,
+    /// ServiceImports.
+    pub imports: BTreeMap<ObjectId, ServiceImport>,
+    /// Imported EndpointSlices.
+    pub imported_slices: BTreeMap<ObjectId, EndpointSlice>,
+}
+
+/// One simulated member cluster.
+#[derive(Debug)]
+pub struct SimCluster {
+    /// Its agent.
+    pub core: AgentCore,
+    /// Its API server's objects.
+    pub store: ClusterStore,
+    inbox: VecDeque<Input>,
+    /// Whether its agent heartbeats (stop to simulate a dead cluster).
+    pub heartbeating: bool,
+}
+
+/// Counters of one [`Simulation::settle`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SettleStats {
+    /// `process` calls.
+    pub rounds: usize,
+    /// Watch events delivered.
+    pub events: usize,
+    /// Writes carried out.
+    pub writes: usize,
+    /// Services reconciled, summed over clusters.
+    pub reconciled: usize,
+}
+
+/// N clusters and a broker.
+#[derive(Debug)]
+pub struct Simulation {
+    /// The clusters, `c0`, `c1`, ...
+    pub clusters: Vec<SimCluster>,
+    /// The broker's records.
+    pub records: BTreeMap<String, BrokerRecord>,
+    /// The broker's Leases.
+    pub leases: BTreeMap<String, Lease>,
+    /// The simulated time.
+    pub now: Timestamp,
+    resource_version: u64,
+}
+
+/// A simulation that cannot be set up.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SimError {
+    /// A generated cluster id is invalid.
+    #[error(transparent)]
+    ClusterId(#[from] mcs_controller::InvalidClusterId),
+    /// More clusters than the address plan has room for.
+    #[error(
+        "cluster index {0} is too large: the simulation gives each cluster a /16 of 242/8 and 243/8, so at most 256 clusters"
+    )]
+    TooManyClusters(usize),
+}
+
+/// The settings of cluster `i` of a simulation: global CIDR `242.i.0.0/16`, clusterset CIDR
+/// `243.i.0.0/16`, global-ingress endpoints, 30 s heartbeat Lease.
+pub fn cluster_config(
+    i: usize,
+    stale_drop_after: Option<Duration>,
+) -> Result<AgentConfig, SimError> {
+    let octet = u8::try_from(i).map_err(|_| SimError::TooManyClusters(i))?;
+    let net = |first: u8| {
+        ipnet::IpNet::V4(
+            ipnet::Ipv4Net::new(std::net::Ipv4Addr::new(first, octet, 0, 0), 16)
+                .unwrap_or_default(),
+        )
+    };
+    Ok(AgentConfig {
+        cluster_id: ClusterId::new(&format!("c{i}"))?,
+        identity: format!("agent-c{i}"),
+        broker_namespace: BROKER_NAMESPACE.to_owned(),
+        global_cidrs: vec![net(242)],
+        clusterset_cidrs: vec![net(243)],
+        endpoint_mode: EndpointMode::GlobalIngress,
+        lease_duration: Duration::from_secs(30),
+        stale_drop_after,
+    })
+}
+
+/// A namespace object.
+pub fn namespace(name: &str) -> Namespace {
+    Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// A ClusterIP Service with one TCP port per entry of `ports` (named `p<port>`).
+pub fn service(key: &ServiceKey, cluster_ip: &str, ports: &[i32]) -> Service {
+    Service {
+        metadata: ObjectMeta {
+            name: Some(key.name.clone()),
+            namespace: Some(key.namespace.clone()),
+            ..Default::default()
+        },
+        spec: Some(ServiceSpec {
+            cluster_ip: Some(cluster_ip.to_owned()),
+            ports: Some(
+                ports
+                    .iter()
+                    .map(|p| ServicePort {
+                        name: Some(format!("p{p}")),
+                        port: *p,
+                        protocol: Some("TCP".into()),
+                        ..Default::default()
+                    })
+                    .collect(),
+            ),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// A ServiceExport created at `created`.
+pub fn service_export(key: &ServiceKey, created: Timestamp) -> ServiceExport {
+    let mut export = ServiceExport::new(&key.name, Default::default());
+    export.metadata.namespace = Some(key.namespace.clone());
+    export.metadata.creation_timestamp = Some(Time(created));
+    export.metadata.generation = Some(1);
+    export
+}
+
+/// The Service's EndpointSlice with one ready endpoint per address.
+pub fn endpoint_slice(key: &ServiceKey, addresses: &[&str], ports: &[i32]) -> EndpointSlice {
+    EndpointSlice {
+        metadata: ObjectMeta {
+            name: Some(format!("{}-abcde", key.name)),
+            namespace: Some(key.namespace.clone()),
+            labels: Some(BTreeMap::from([(
+                KUBERNETES_SERVICE_NAME_LABEL.to_owned(),
+                key.name.clone(),
+            )])),
+            ..Default::default()
+        },
+        address_type: "IPv4".into(),
+        endpoints: addresses
+            .iter()
+            .map(|a| Endpoint {
+                addresses: vec![(*a).to_owned()],
+                ..Default::default()
+            })
+            .collect(),
+        ports: Some(
+            ports
+                .iter()
+                .map(|p| EndpointPort {
+                    name: Some(format!("p{p}")),
+                    port: Some(*p),
+                    protocol: Some("TCP".into()),
+                    ..Default::default()
+                })
+                .collect(),
+        ),
+    }
+}
+
+fn merge_maps(
+    stored: &mut Option<BTreeMap<String, String>>,
+    desired: Option<&BTreeMap<String, String>>,
+) {
+    if let Some(desired) = desired {
+        stored
+            .get_or_insert_with(BTreeMap::new)
+            .extend(desired.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+}
+
+impl Simulation {
+    /// `n` clusters, each with the namespaces given, nothing exported, at time `start`.
+    pub fn new(
+        n: usize,
+        namespaces: &[&str],
+        start: Timestamp,
+        stale_drop_after: Option<Duration>,
+    ) -> Result<Self, SimError> {
+        let clusters = (0..n)
+            .map(|i| {
+                let mut store = ClusterStore::default();
+                for ns in namespaces {
+                    store.namespaces.insert((*ns).to_owned(), namespace(ns));
+                }
+                Ok(SimCluster {
+                    core: AgentCore::new(cluster_config(i, stale_drop_after)?),
+                    store,
+                    inbox: VecDeque::new(),
+                    heartbeating: true,
+                })
+            })
+            .collect::<Result<Vec<_>, SimError>>()?;
+        Ok(Self {
+            clusters,
+            records: BTreeMap::new(),
+            leases: BTreeMap::new(),
+            now: start,
+            resource_version: 0,
+        })
+    }
+
+    /// Starts (or restarts, with a fresh core) cluster `i`'s agent: it lists everything.
+    pub fn start_agent(&mut self, i: usize) {
+        let Some(cluster) = self.clusters.get_mut(i) else {
+            return;
+        };
+        let config = cluster.core.config().clone();
+        cluster.core = AgentCore::new(config);
+        let s = &cluster.store;
+        let mut inputs: Vec<Input> = Vec::new();
+        fn listed<T: Clone>(
+            items: impl Iterator<Item = T>,
+            wrap: fn(Event<T>) -> Input,
+            out: &mut Vec<Input>,
+        ) {
+            out.push(wrap(Event::Init));
+            out.extend(items.map(|i| wrap(Event::InitApply(i))));
+            out.push(wrap(Event::InitDone));
+        }
+        listed(
+            s.namespaces.values().cloned(),
+            Input::Namespace,
+            &mut inputs,
+        );
+        listed(s.services.values().cloned(), Input::Service, &mut inputs);
+        listed(
+            s.exports.values().cloned(),
+            Input::ServiceExport,
+            &mut inputs,
+        );
+        listed(
+            s.local_slices.values().cloned(),
+            Input::LocalEndpointSlice,
+            &mut inputs,
+        );
+        listed(
+            s.imports.values().cloned(),
+            Input::ServiceImport,
+            &mut inputs,
+        );
+        listed(
+            s.imported_slices.values().cloned(),
+            Input::ImportedEndpointSlice,
+            &mut inputs,
+        );
+        listed(self.records.values().cloned(), Input::Record, &mut inputs);
+        listed(self.leases.values().cloned(), Input::Lease, &mut inputs);
+        cluster.inbox.extend(inputs);
+    }
+
+    /// Starts every agent.
+    pub fn start_all(&mut self) {
+        for i in 0..self.clusters.len() {
+            self.start_agent(i);
+        }
+    }
+
+    fn next_version(&mut self) -> String {
+        self.resource_version += 1;
+        self.resource_version.to_string()
+    }
+
+    /// A user change in cluster `i`: stored, and delivered to its agent as a watch event.
+    pub fn local_apply(&mut self, i: usize, input: Input) {
+        let Some(cluster) = self.clusters.get_mut(i) else {
+            return;
+        };
+        let s = &mut cluster.store;
+        match &input {
+            Input::Service(Event::Apply(o)) => {
+                s.services.insert(ObjectId::of(o), o.clone());
+            }
+            Input::Service(Event::Delete(o)) => {
+                s.services.remove(&ObjectId::of(o));
+            }
+            Input::ServiceExport(Event::Apply(o)) => {
+                let id = ObjectId::of(o);
+                let mut o = o.clone();
+                o.status = s.exports.get(&id).and_then(|old| old.status.clone());
+                s.exports.insert(id, o);
+            }
+            Input::ServiceExport(Event::Delete(o)) => {
+                s.exports.remove(&ObjectId::of(o));
+            }
+            Input::LocalEndpointSlice(Event::Apply(o)) => {
+                s.local_slices.insert(ObjectId::of(o), o.clone());
+            }
+            Input::LocalEndpointSlice(Event::Delete(o)) => {
+                s.local_slices.remove(&ObjectId::of(o));
+            }
+            Input::Namespace(Event::Apply(o)) => {
+                s.namespaces
+                    .insert(o.metadata.name.clone().unwrap_or_default(), o.clone());
+            }
+            Input::Namespace(Event::Delete(o)) => {
+                let name = o.metadata.name.clone().unwrap_or_default();
+                s.namespaces.remove(&name);
+                // Deleting a namespace deletes what is in it.
+                let gone: Vec<Input> = s
+                    .imports
+                    .values()
+                    .filter(|i| i.metadata.namespace.as_deref() == Some(&name))
+                    .map(|i| Input::ServiceImport(Event::Delete(i.clone())))
+                    .chain(
+                        s.imported_slices
+                            .values()
+                            .filter(|i| i.metadata.namespace.as_deref() == Some(&name))
+                            .map(|i| Input::ImportedEndpointSlice(Event::Delete(i.clone()))),
+                    )
+                    .collect();
+                s.imports.retain(|id, _| id.namespace != name);
+                s.imported_slices.retain(|id, _| id.namespace != name);
+                cluster.inbox.extend(gone);
+            }
+            _ => {}
+        }
+        let input = match input {
+            Input::ServiceExport(Event::Apply(o)) => {
+                let id = ObjectId::of(&o);
+                Input::ServiceExport(Event::Apply(s.exports.get(&id).cloned().unwrap_or(o)))
+            }
+            other => other,
+        };
+        cluster.inbox.push_back(input);
+    }
+
+    /// Exports `key` from cluster `i` (Service, slice and ServiceExport created now).
+    pub fn export(&mut self, i: usize, key: &ServiceKey, ports: &[i32]) {
+        let ip = format!("10.96.{}.{}", (i / 250) % 250, i % 250 + 1);
+        self.local_apply(i, Input::Service(Event::Apply(service(key, &ip, ports))));
+        self.local_apply(
+            i,
+            Input::LocalEndpointSlice(Event::Apply(endpoint_slice(key, &["10.244.0.10"], ports))),
+        );
+        let export = service_export(key, self.now);
+        self.local_apply(i, Input::ServiceExport(Event::Apply(export)));
+    }
+
+    /// Renews the heartbeat of every cluster that heartbeats.
+    pub fn heartbeat_all(&mut self) {
+        for i in 0..self.clusters.len() {
+            if !self.clusters[i].heartbeating {
+                continue;
+            }
+            let Some(heartbeat) = self.clusters[i].core.heartbeat(self.now) else {
+                continue;
+            };
+            let lease = match heartbeat {
+                Heartbeat::Create(lease) | Heartbeat::Replace(lease) => *lease,
+                Heartbeat::Blocked { .. } => continue,
+            };
+            let mut lease = lease;
+            let name = lease.metadata.name.clone().unwrap_or_default();
+            if let Some(stored) = self.leases.get(&name)
+                && stored.metadata.resource_version != lease.metadata.resource_version
+            {
+                continue; // 409: someone else changed it meanwhile
+            }
+            lease.metadata.resource_version = Some(self.next_version());
+            self.leases.insert(name, lease.clone());
+            self.broadcast(|| Input::Lease(Event::Apply(lease.clone())));
+        }
+    }
+
+    fn broadcast(&mut self, input: impl Fn() -> Input) {
+        for cluster in &mut self.clusters {
+            cluster.inbox.push_back(input());
+        }
+    }
+
+    /// Advances the simulated time.
+    pub fn advance(&mut self, by: Duration) {
+        let by = SignedDuration::try_from(by).unwrap_or(SignedDuration::ZERO);
+        self.now = self.now.checked_add(by).unwrap_or(self.now);
+    }
+
+    /// Delivers events and carries out writes until nothing is left to do, with heartbeats as
+    /// needed; returns what it took. Stops after `max_rounds` rounds (a livelock is a bug the
+    /// caller's assertions then show).
+    pub fn settle(&mut self, max_rounds: usize) -> SettleStats {
+        let mut stats = SettleStats::default();
+        for round in 0..max_rounds {
+            let mut busy = false;
+            for i in 0..self.clusters.len() {
+                let cluster = &mut self.clusters[i];
+                // The first round visits every cluster (time may have moved); later ones only
+                // those with something to do.
+                if round > 0
+                    && cluster.inbox.is_empty()
+                    && cluster.core.dirty_count() == 0
+                    && cluster.core.is_started()
+                {
+                    continue;
+                }
+                while let Some(input) = cluster.inbox.pop_front() {
+                    stats.events += 1;
+                    cluster.core.handle(input);
+                }
+                let output = cluster.core.process(self.now);
+                stats.rounds += 1;
+                stats.reconciled += output.reconciled;
+                for write in output.writes {
+                    busy = true;
+                    stats.writes += 1;
+                    self.carry_out(i, &write);
+                }
+            }
+            if self.clusters.iter().any(|c| {
+                c.core.is_started()
+                    && *c.core.lease_state() != crate::core::LeaseState::Held
+                    && c.heartbeating
+            }) {
+                self.heartbeat_all();
+                busy = true;
+            }
+            if !busy && self.clusters.iter().all(|c| c.inbox.is_empty()) {
+                break;
+            }
+        }
+        stats
+    }
+
+    /// Applies one write the way the API server would and delivers the resulting watch events.
+    fn carry_out(&mut self, i: usize, write: &Write) {
+        let now = self.now;
+        match write {
+            Write::PublishRecord(record) => {
+                let mut record = (**record).clone();
+                record.metadata.resource_version = Some(self.next_version());
+                let name = record.metadata.name.clone().unwrap_or_default();
+                self.records.insert(name, record.clone());
+                self.broadcast(|| Input::Record(Event::Apply(record.clone())));
+            }
+            Write::WithdrawRecord { name, .. } => {
+                if let Some(record) = self.records.remove(name) {
+                    self.broadcast(|| Input::Record(Event::Delete(record.clone())));
+                }
+            }
+            local => {
+                let cluster = &mut self.clusters[i];
+                let s = &mut cluster.store;
+                let event = match local {
+                    Write::ApplyServiceImport(desired) => {
+                        let id = ObjectId::of(desired.as_ref());
+                        let stored = s.imports.entry(id).or_insert_with(|| {
+                            let mut new = (**desired).clone();
+                            new.metadata.creation_timestamp = Some(Time(now));
+                            new.metadata.labels = None;
+                            new.metadata.annotations = None;
+                            new.status = None;
+                            new
+                        });
+                        stored.spec = desired.spec.clone();
+                        merge_maps(
+                            &mut stored.metadata.labels,
+                            desired.metadata.labels.as_ref(),
+                        );
+                        merge_maps(
+                            &mut stored.metadata.annotations,
+                            desired.metadata.annotations.as_ref(),
+                        );
+                        Some(Input::ServiceImport(Event::Apply(stored.clone())))
+                    }
+                    Write::ApplyServiceImportStatus(desired) => {
+                        match s.imports.get_mut(&ObjectId::of(desired.as_ref())) {
+                            Some(stored) => {
+                                stored.status = desired.status.clone();
+                                Some(Input::ServiceImport(Event::Apply(stored.clone())))
+                            }
+                            None => None, // 404 on the status subresource
+                        }
+                    }
+                    Write::DeleteServiceImport(key) => s
+                        .imports
+                        .remove(&ObjectId::new(&key.namespace, &key.name))
+                        .map(|o| Input::ServiceImport(Event::Delete(o))),
+                    Write::ApplyEndpointSlice(desired) => {
+                        let id = ObjectId::of(desired.as_ref());
+                        s.imported_slices.insert(id, (**desired).clone());
+                        Some(Input::ImportedEndpointSlice(Event::Apply(
+                            (**desired).clone(),
+                        )))
+                    }
+                    Write::DeleteEndpointSlice { key, name } => s
+                        .imported_slices
+                        .remove(&ObjectId::new(&key.namespace, name))
+                        .map(|o| Input::ImportedEndpointSlice(Event::Delete(o))),
+                    Write::ApplyServiceExportStatus { key, status } => {
+                        match s.exports.get_mut(&ObjectId::new(&key.namespace, &key.name)) {
+                            Some(stored) => {
+                                stored.status = Some(status.clone());
+                                Some(Input::ServiceExport(Event::Apply(stored.clone())))
+                            }
+                            None => None,
+                        }
+                    }
+                    Write::PublishRecord(_) | Write::WithdrawRecord { .. } => None,
+                };
+                match event {
+                    Some(event) => {
+                        cluster.core.write_succeeded(local);
+                        cluster.inbox.push_back(event);
+                    }
+                    None => cluster.core.write_failed(local, "not found (404)", now),
+                }
+            }
+        }
+    }
+
+    /// Cluster `i`'s stored ServiceImport of `key`.
+    pub fn import(&self, i: usize, key: &ServiceKey) -> Option<&ServiceImport> {
+        self.clusters
+            .get(i)?
+            .store
+            .imports
+            .get(&ObjectId::new(&key.namespace, &key.name))
+    }
+
+    /// Cluster `i`'s stored ServiceExport of `key`.
+    pub fn export_of(&self, i: usize, key: &ServiceKey) -> Option<&ServiceExport> {
+        self.clusters
+            .get(i)?
+            .store
+            .exports
+            .get(&ObjectId::new(&key.namespace, &key.name))
+    }
+
+    /// Cluster `i`'s imported EndpointSlices of `key`.
+    pub fn imported_slices(&self, i: usize, key: &ServiceKey) -> Vec<&EndpointSlice> {
+        self.clusters.get(i).map_or_else(Vec::new, |c| {
+            c.store
+                .imported_slices
+                .values()
+                .filter(|s| {
+                    s.metadata.namespace.as_deref() == Some(key.namespace.as_str())
+                        && s.metadata
+                            .labels
+                            .as_ref()
+                            .and_then(|l| l.get(mcs_types::labels::SERVICE_NAME_LABEL))
+                            == Some(&key.name)
+                })
+                .collect()
+        })
+    }
+}

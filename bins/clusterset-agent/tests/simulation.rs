@@ -1,0 +1,451 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers, not only #[test] fns
+//! End-to-end behaviour of the agent's core on simulated clusters: N cores, in-memory API
+//! servers and an in-memory broker (`clusterset_agent::sim`).
+
+use std::time::Duration;
+
+use clusterset_agent::core::{ClusterHealth, Input, STALE_CLUSTERS_CONDITION};
+use clusterset_agent::sim::{self, Simulation};
+use k8s_openapi::jiff::Timestamp;
+use kube::runtime::watcher::Event;
+use mcs_controller::{ClusterId, ServiceKey};
+use mcs_types::ServiceImportType;
+use mcs_types::conditions::find_condition;
+
+const ROUNDS: usize = 1000;
+
+fn start() -> Timestamp {
+    Timestamp::from_second(1_800_000_000).unwrap()
+}
+
+fn web() -> ServiceKey {
+    ServiceKey::new("shop", "web")
+}
+
+fn running(n: usize, drop_after: Option<Duration>) -> Simulation {
+    let mut sim = Simulation::new(n, &["shop", "rook-ceph"], start(), drop_after).unwrap();
+    sim.start_all();
+    sim.settle(ROUNDS);
+    for cluster in &sim.clusters {
+        assert!(
+            cluster.core.is_started(),
+            "every agent starts once both sides listed"
+        );
+    }
+    sim
+}
+
+fn condition(sim: &Simulation, i: usize, key: &ServiceKey, type_: &str) -> (String, String) {
+    let export = sim.export_of(i, key).expect("export");
+    let c = find_condition(&export.status.as_ref().expect("status").conditions, type_)
+        .unwrap_or_else(|| panic!("no {type_} condition on c{i}'s export"));
+    (c.status.clone(), c.reason.clone())
+}
+
+fn import_condition(
+    sim: &Simulation,
+    i: usize,
+    key: &ServiceKey,
+    type_: &str,
+) -> (String, String, String) {
+    let import = sim.import(i, key).expect("import");
+    let c = find_condition(&import.status.as_ref().expect("status").conditions, type_)
+        .unwrap_or_else(|| panic!("no {type_} condition on c{i}'s import"));
+    (c.status.clone(), c.reason.clone(), c.message.clone())
+}
+
+#[test]
+fn an_export_is_imported_in_every_cluster_with_the_namespace_and_removed_after_unexport() {
+    let mut sim = running(3, None);
+    // c2 has no "shop" namespace.
+    sim.local_apply(2, Input::Namespace(Event::Delete(sim::namespace("shop"))));
+    sim.export(0, &web(), &[80]);
+    sim.settle(ROUNDS);
+
+    for i in 0..2 {
+        let import = sim
+            .import(i, &web())
+            .unwrap_or_else(|| panic!("no import in c{i}"));
+        assert_eq!(import.spec.type_, ServiceImportType::ClusterSetIP);
+        assert_eq!(import.spec.ports.len(), 1);
+        assert_eq!(
+            import.spec.ips,
+            [format!("243.{i}.0.1")],
+            "clusterset IP from c{i}'s own range"
+        );
+        let clusters: Vec<&str> = import.status.as_ref().unwrap().cluster_ids().collect();
+        assert_eq!(clusters, ["c0"]);
+        assert_eq!(import_condition(&sim, i, &web(), "Ready").0, "True");
+        assert_eq!(
+            import_condition(&sim, i, &web(), STALE_CLUSTERS_CONDITION).0,
+            "False"
+        );
+        let slices = sim.imported_slices(i, &web());
+        assert_eq!(slices.len(), 1);
+        assert_eq!(
+            slices[0].endpoints[0].addresses,
+            ["242.0.0.1"],
+            "c0's global IP for the service"
+        );
+    }
+    assert!(
+        sim.import(2, &web()).is_none(),
+        "no import where the namespace does not exist"
+    );
+    assert_eq!(
+        condition(&sim, 0, &web(), "Valid"),
+        ("True".into(), "Valid".into())
+    );
+    assert_eq!(
+        condition(&sim, 0, &web(), "Ready"),
+        ("True".into(), "Exported".into())
+    );
+    assert_eq!(
+        condition(&sim, 0, &web(), "Conflict"),
+        ("False".into(), "NoConflicts".into())
+    );
+
+    // The namespace appears in c2: the import follows.
+    sim.local_apply(2, Input::Namespace(Event::Apply(sim::namespace("shop"))));
+    sim.settle(ROUNDS);
+    assert_eq!(sim.import(2, &web()).unwrap().spec.ips, ["243.2.0.1"]);
+
+    // Unexport: the record is withdrawn, imports and slices go everywhere.
+    let export = sim.export_of(0, &web()).unwrap().clone();
+    sim.local_apply(0, Input::ServiceExport(Event::Delete(export)));
+    sim.settle(ROUNDS);
+    assert!(sim.records.is_empty());
+    for i in 0..3 {
+        assert!(sim.import(i, &web()).is_none(), "c{i} still imports");
+        assert!(sim.imported_slices(i, &web()).is_empty());
+    }
+}
+
+#[test]
+fn conflict_is_reported_on_every_exporter_and_ports_are_unioned() {
+    let mut sim = running(3, None);
+    sim.export(0, &web(), &[80]);
+    sim.settle(ROUNDS);
+    sim.advance(Duration::from_secs(5));
+    sim.export(1, &web(), &[81]);
+    sim.settle(ROUNDS);
+    for i in 0..2 {
+        assert_eq!(
+            condition(&sim, i, &web(), "Conflict"),
+            ("True".into(), "PortConflict".into())
+        );
+        assert_eq!(
+            condition(&sim, i, &web(), "Ready"),
+            ("True".into(), "Exported".into())
+        );
+    }
+    for i in 0..3 {
+        let ports: Vec<i32> = sim
+            .import(i, &web())
+            .unwrap()
+            .spec
+            .ports
+            .iter()
+            .map(|p| p.port)
+            .collect();
+        assert_eq!(ports, [80, 81], "c{i}");
+        let clusters: Vec<&str> = sim
+            .import(i, &web())
+            .unwrap()
+            .status
+            .as_ref()
+            .unwrap()
+            .cluster_ids()
+            .collect();
+        assert_eq!(clusters, ["c0", "c1"]);
+        assert_eq!(
+            sim.imported_slices(i, &web()).len(),
+            2,
+            "one slice per source cluster"
+        );
+    }
+}
+
+#[test]
+fn an_invalid_export_gets_valid_false_and_is_not_published() {
+    let mut sim = running(2, None);
+    // A ServiceExport without a Service.
+    sim.local_apply(
+        0,
+        Input::ServiceExport(Event::Apply(sim::service_export(&web(), sim.now))),
+    );
+    sim.settle(ROUNDS);
+    assert_eq!(
+        condition(&sim, 0, &web(), "Valid"),
+        ("False".into(), "NoService".into())
+    );
+    assert!(sim.records.is_empty());
+    assert!(sim.import(1, &web()).is_none());
+    // The Service arrives: exported.
+    sim.local_apply(
+        0,
+        Input::Service(Event::Apply(sim::service(&web(), "10.96.0.9", &[80]))),
+    );
+    sim.settle(ROUNDS);
+    assert_eq!(
+        condition(&sim, 0, &web(), "Valid"),
+        ("True".into(), "Valid".into())
+    );
+    assert!(sim.import(1, &web()).is_some());
+}
+
+#[test]
+fn one_changed_export_touches_only_its_service() {
+    let mut sim = running(4, None);
+    for n in 0..50 {
+        sim.export(n % 4, &ServiceKey::new("shop", &format!("svc-{n}")), &[80]);
+    }
+    sim.settle(ROUNDS);
+    let changed = ServiceKey::new("shop", "svc-7");
+    sim.local_apply(
+        3,
+        Input::Service(Event::Apply(sim::service(
+            &changed,
+            "10.96.0.4",
+            &[80, 443],
+        ))),
+    );
+    let stats = sim.settle(ROUNDS);
+    // The exporter reconciles on the Service change, every cluster on the record, and the
+    // exporter once more for its own record's echo: no other service is touched.
+    assert!(
+        stats.reconciled <= 2 * 4 + 2,
+        "reconciled {} services for one change",
+        stats.reconciled
+    );
+    for i in 0..4 {
+        let ports: Vec<i32> = sim
+            .import(i, &changed)
+            .unwrap()
+            .spec
+            .ports
+            .iter()
+            .map(|p| p.port)
+            .collect();
+        assert_eq!(ports, [80, 443]);
+    }
+    // Steady state costs nothing.
+    let idle = sim.settle(ROUNDS);
+    assert_eq!((idle.writes, idle.reconciled), (0, 0));
+}
+
+#[test]
+fn a_restart_keeps_ips_and_writes_nothing_when_nothing_changed() {
+    let mut sim = running(2, None);
+    sim.export(0, &web(), &[80]);
+    let api = ServiceKey::new("shop", "api");
+    sim.export(0, &api, &[8080]);
+    sim.settle(ROUNDS);
+    let global_ip = |sim: &Simulation, key: &ServiceKey| {
+        sim.records[&format!("c0.{}.{}", key.namespace, key.name)]
+            .checked_record()
+            .unwrap()
+            .global_ips
+            .clone()
+    };
+    let web_ip = global_ip(&sim, &web());
+    let web_import_ip = sim.import(1, &web()).unwrap().spec.ips.clone();
+
+    // Both agents restart, and db was exported in c0 while its agent was down: db must get a
+    // free address, not one that web or api hold (the pool is restored from the broker first).
+    let api_ip = global_ip(&sim, &api);
+    let db = ServiceKey::new("shop", "db");
+    sim.export(0, &db, &[5432]);
+    sim.start_agent(0);
+    sim.start_agent(1);
+    let stats = sim.settle(ROUNDS);
+    assert_eq!(global_ip(&sim, &web()), web_ip);
+    assert_eq!(global_ip(&sim, &api), api_ip);
+    let db_ip = global_ip(&sim, &db);
+    assert!(
+        db_ip != web_ip && db_ip != api_ip,
+        "db got {db_ip:?}, a held address"
+    );
+    assert_eq!(
+        sim.import(1, &web()).unwrap().spec.ips,
+        web_import_ip,
+        "clusterset IP kept"
+    );
+    // Only db's publication and import were written.
+    assert!(stats.writes <= 12, "{stats:?}");
+}
+
+#[test]
+fn no_deletion_before_both_caches_synced_and_stale_data_is_cleaned_after() {
+    let mut sim = running(2, None);
+    sim.export(0, &web(), &[80]);
+    sim.settle(ROUNDS);
+    // While c0's agent is down, its ServiceExport is deleted (Lighthouse #1416: stale slices
+    // after restarts). The store changes, no event is seen.
+    let id = clusterset_agent::cache::ObjectId::new("shop", "web");
+    sim.clusters[0].store.exports.remove(&id);
+    // Restart c0 with only the local side listed: nothing may be written yet.
+    let config = sim.clusters[0].core.config().clone();
+    let mut core = clusterset_agent::AgentCore::new(config);
+    let store = sim.clusters[0].store.clone();
+    fn list<T>(items: Vec<T>, wrap: fn(Event<T>) -> Input, core: &mut clusterset_agent::AgentCore) {
+        core.handle(wrap(Event::Init));
+        for item in items {
+            core.handle(wrap(Event::InitApply(item)));
+        }
+        core.handle(wrap(Event::InitDone));
+    }
+    list(
+        store.namespaces.values().cloned().collect(),
+        Input::Namespace,
+        &mut core,
+    );
+    list(
+        store.services.values().cloned().collect(),
+        Input::Service,
+        &mut core,
+    );
+    list(
+        store.exports.values().cloned().collect(),
+        Input::ServiceExport,
+        &mut core,
+    );
+    list(
+        store.local_slices.values().cloned().collect(),
+        Input::LocalEndpointSlice,
+        &mut core,
+    );
+    list(
+        store.imports.values().cloned().collect(),
+        Input::ServiceImport,
+        &mut core,
+    );
+    list(
+        store.imported_slices.values().cloned().collect(),
+        Input::ImportedEndpointSlice,
+        &mut core,
+    );
+    // The broker list is in progress (Cilium #47793: an unsynced empty set is not authoritative).
+    core.handle(Input::Record(Event::Init));
+    core.handle(Input::Lease(Event::Init));
+    let out = core.process(sim.now);
+    assert!(
+        out.writes.is_empty(),
+        "wrote before the broker synced: {:?}",
+        out.writes
+    );
+    for lease in sim.leases.values() {
+        core.handle(Input::Lease(Event::InitApply(lease.clone())));
+    }
+    core.handle(Input::Lease(Event::InitDone));
+    let out = core.process(sim.now);
+    assert!(
+        out.writes.is_empty(),
+        "wrote before the records listed: {:?}",
+        out.writes
+    );
+    // Now let the simulation drive the restarted agent: the stale record is withdrawn and the
+    // imports go everywhere.
+    sim.start_agent(0);
+    sim.settle(ROUNDS);
+    assert!(sim.records.is_empty());
+    assert!(sim.import(0, &web()).is_none());
+    assert!(sim.import(1, &web()).is_none());
+}
+
+#[test]
+fn a_cluster_that_stops_heartbeating_is_marked_then_dropped_then_welcomed_back() {
+    let mut sim = running(3, Some(Duration::from_secs(120)));
+    sim.export(1, &web(), &[80]);
+    sim.settle(ROUNDS);
+    sim.clusters[1].heartbeating = false;
+    for _ in 0..4 {
+        sim.advance(Duration::from_secs(10));
+        sim.heartbeat_all();
+        sim.settle(ROUNDS);
+    }
+    let c1 = ClusterId::new("c1").unwrap();
+    assert!(matches!(
+        sim.clusters[0].core.cluster_health(&c1),
+        Some(ClusterHealth::Stale { .. })
+    ));
+    let (status, reason, message) = import_condition(&sim, 0, &web(), STALE_CLUSTERS_CONDITION);
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", "ClustersNotHeartbeating")
+    );
+    assert!(message.contains("c1"), "{message}");
+    assert_eq!(
+        sim.imported_slices(0, &web()).len(),
+        1,
+        "last-known-good endpoints kept"
+    );
+
+    // After the drop time the stale cluster's export is left out: the import goes.
+    for _ in 0..12 {
+        sim.advance(Duration::from_secs(10));
+        sim.heartbeat_all();
+        sim.settle(ROUNDS);
+    }
+    assert!(matches!(
+        sim.clusters[0].core.cluster_health(&c1),
+        Some(ClusterHealth::Dropped { .. })
+    ));
+    assert!(sim.import(0, &web()).is_none());
+    assert_eq!(
+        sim.records.len(),
+        1,
+        "the record itself stays in the broker"
+    );
+
+    // c1 heartbeats again: imported again, condition clear.
+    sim.clusters[1].heartbeating = true;
+    sim.heartbeat_all();
+    sim.settle(ROUNDS);
+    assert_eq!(
+        import_condition(&sim, 0, &web(), STALE_CLUSTERS_CONDITION).0,
+        "False"
+    );
+}
+
+#[test]
+fn every_cluster_computes_the_same_import() {
+    let mut sim = running(5, None);
+    for n in 0..20 {
+        sim.advance(Duration::from_secs(1));
+        sim.export(
+            n % 5,
+            &ServiceKey::new("rook-ceph", &format!("mon-{n}")),
+            &[3300, 6789],
+        );
+        sim.export(
+            (n + 2) % 5,
+            &ServiceKey::new("rook-ceph", &format!("mon-{n}")),
+            &[3300],
+        );
+    }
+    sim.settle(ROUNDS);
+    for n in 0..20 {
+        let key = ServiceKey::new("rook-ceph", &format!("mon-{n}"));
+        let reference = sim.import(0, &key).unwrap();
+        for i in 1..5 {
+            let import = sim.import(i, &key).unwrap();
+            assert_eq!(import.spec.ports, reference.spec.ports);
+            assert_eq!(import.spec.type_, reference.spec.type_);
+            assert_eq!(
+                import
+                    .status
+                    .as_ref()
+                    .unwrap()
+                    .cluster_ids()
+                    .collect::<Vec<_>>(),
+                reference
+                    .status
+                    .as_ref()
+                    .unwrap()
+                    .cluster_ids()
+                    .collect::<Vec<_>>()
+            );
+        }
+    }
+}
