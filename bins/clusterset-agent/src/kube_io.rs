@@ -157,8 +157,8 @@ impl From<kube::Error> for WriteError {
 }
 
 /// Carries out the core's writes.
-#[async_trait]
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
 pub trait AgentWriter: Send + Sync {
     /// One write to the member cluster or the broker.
     async fn write(&self, write: &Write) -> Result<(), WriteError>;

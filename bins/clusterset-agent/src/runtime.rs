@@ -219,3 +219,160 @@ impl Runtime {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use futures::channel::mpsc;
+    use k8s_openapi::api::core::v1::Namespace;
+    use kube::runtime::watcher::Event;
+    use mcs_controller::ServiceKey;
+
+    use super::*;
+    use crate::broker::Heartbeat;
+    use crate::core::Input;
+    use crate::kube_io::MockAgentWriter;
+    use crate::sim;
+
+    fn feed(input: Input) -> Feed {
+        Feed::Input(Box::new(input))
+    }
+
+    fn listed<T>(items: Vec<T>, wrap: fn(Event<T>) -> Input) -> Vec<Feed> {
+        let mut feeds = vec![feed(wrap(Event::Init))];
+        feeds.extend(items.into_iter().map(|i| feed(wrap(Event::InitApply(i)))));
+        feeds.push(feed(wrap(Event::InitDone)));
+        feeds
+    }
+
+    async fn wait_for(what: &str, mut condition: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !condition() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn publishes_after_both_sides_sync_and_retries_a_failed_broker_write() {
+        let config = sim::cluster_config(0, None).unwrap();
+        let key = ServiceKey::new("shop", "web");
+        let writes: Arc<Mutex<Vec<Write>>> = Arc::default();
+        let mut writer = MockAgentWriter::new();
+        let recorded = Arc::clone(&writes);
+        writer.expect_write().returning(move |write| {
+            let mut recorded = recorded.lock().unwrap();
+            let first_publish = matches!(write, Write::PublishRecord(_))
+                && !recorded
+                    .iter()
+                    .any(|w| matches!(w, Write::PublishRecord(_)));
+            recorded.push(write.clone());
+            if first_publish {
+                Err(WriteError::Failed("hub unreachable".into()))
+            } else {
+                Ok(())
+            }
+        });
+        let heartbeats: Arc<Mutex<Vec<Heartbeat>>> = Arc::default();
+        let recorded = Arc::clone(&heartbeats);
+        writer.expect_heartbeat().returning(move |h| {
+            recorded.lock().unwrap().push(h.clone());
+            Ok(())
+        });
+
+        let metrics = Arc::new(Metrics::new());
+        let readiness = Arc::new(Readiness::default());
+        let runtime = Runtime {
+            core: AgentCore::new(config.clone()),
+            writer: Arc::new(writer),
+            metrics: Arc::clone(&metrics),
+            readiness: Arc::clone(&readiness),
+            zone: Some(Arc::new(ZoneStore::new(Default::default()))),
+            write_concurrency: 4,
+            heartbeat_every: Duration::from_secs(10),
+            clock: Arc::new(Timestamp::now),
+        };
+        let (events, feeds) = mpsc::unbounded::<Feed>();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(runtime.run(feeds, async {
+            let _ = stopped.await;
+        }));
+
+        let namespace = Namespace {
+            metadata: kube::api::ObjectMeta {
+                name: Some("shop".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut local = listed(vec![namespace], Input::Namespace);
+        local.extend(listed(
+            vec![sim::service(&key, "10.96.0.1", &[80])],
+            Input::Service,
+        ));
+        local.extend(listed(
+            vec![sim::service_export(&key, Timestamp::now())],
+            Input::ServiceExport,
+        ));
+        local.extend(listed(Vec::new(), Input::LocalEndpointSlice));
+        local.extend(listed(Vec::new(), Input::ServiceImport));
+        local.extend(listed(Vec::new(), Input::ImportedEndpointSlice));
+        for f in local {
+            events.unbounded_send(f).unwrap();
+        }
+        wait_for("local sync", || {
+            readiness
+                .check()
+                .is_err_and(|e| e == "waiting for the broker's caches to sync")
+        })
+        .await;
+        assert!(
+            writes.lock().unwrap().is_empty(),
+            "nothing is written before the broker synced"
+        );
+
+        // The broker lists; the agent creates its Lease, and once the Lease (held by it) is
+        // seen, it publishes.
+        let mut broker = listed(Vec::new(), Input::Record);
+        broker.extend(listed(Vec::new(), Input::Lease));
+        for f in broker {
+            events.unbounded_send(f).unwrap();
+        }
+        wait_for("a heartbeat", || !heartbeats.lock().unwrap().is_empty()).await;
+        let Heartbeat::Create(lease) = heartbeats.lock().unwrap()[0].clone() else {
+            panic!("the first heartbeat creates the Lease");
+        };
+        events
+            .unbounded_send(feed(Input::Lease(Event::Apply(*lease))))
+            .unwrap();
+        wait_for("readiness", || readiness.check().is_ok()).await;
+
+        // The first publication fails: the export says so, and the write is retried.
+        wait_for("Ready=False/Failed on the export", || {
+            writes.lock().unwrap().iter().any(|w| matches!(w,
+                Write::ApplyServiceExportStatus { status, .. }
+                    if status.conditions.iter().any(|c| c.type_ == "Ready" && c.reason == "Failed" && c.message.contains("hub unreachable"))))
+        })
+        .await;
+        wait_for("the retried publication", || {
+            writes
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|w| matches!(w, Write::PublishRecord(_)))
+                .count()
+                == 2
+        })
+        .await;
+        assert!(
+            metrics.encode().contains(
+                "clusterset_agent_broker_sync_errors_total{operation=\"publish_record\"} 1"
+            )
+        );
+
+        stop.send(()).unwrap();
+        let core = task.await.unwrap();
+        assert!(core.is_started());
+    }
+}
