@@ -22,7 +22,7 @@ type ApiHandle = Handle<Request<Body>, Response<Body>>;
 
 const BROKER: &str = "clusterset-broker";
 
-fn writer() -> (KubeWriter, ApiHandle, ApiHandle) {
+fn mock_writer() -> (KubeWriter, ApiHandle, ApiHandle) {
     let (local_service, local) = mock::pair::<Request<Body>, Response<Body>>();
     let (broker_service, broker) = mock::pair::<Request<Body>, Response<Body>>();
     let writer = KubeWriter::new(
@@ -136,7 +136,7 @@ fn merged_import() -> (mcs_controller::MergedService, ExportRecord) {
 
 #[tokio::test]
 async fn service_import_spec_is_server_side_applied_with_force_under_our_manager() {
-    let (writer, local, _broker) = writer();
+    let (writer, local, _broker) = mock_writer();
     let (merged, _) = merged_import();
     let mut import = mcs_controller::desired_import(&merged, &["243.0.0.1".parse().unwrap()]);
     import.status = None;
@@ -170,7 +170,7 @@ async fn service_import_spec_is_server_side_applied_with_force_under_our_manager
 
 #[tokio::test]
 async fn service_import_status_goes_through_the_status_subresource() {
-    let (writer, local, _broker) = writer();
+    let (writer, local, _broker) = mock_writer();
     let (merged, _) = merged_import();
     let import = mcs_controller::desired_import(&merged, &["243.0.0.1".parse().unwrap()]);
     let server = serve(
@@ -207,7 +207,7 @@ async fn service_import_status_goes_through_the_status_subresource() {
 
 #[tokio::test]
 async fn service_export_conditions_go_through_the_status_subresource() {
-    let (writer, local, _broker) = writer();
+    let (writer, local, _broker) = mock_writer();
     let mut conditions = Vec::new();
     set_condition(
         &mut conditions,
@@ -248,7 +248,7 @@ async fn service_export_conditions_go_through_the_status_subresource() {
 
 #[tokio::test]
 async fn imported_endpoint_slices_are_applied_and_deleted_in_the_service_namespace() {
-    let (writer, local, _broker) = writer();
+    let (writer, local, _broker) = mock_writer();
     let (merged, _) = merged_import();
     let slice = mcs_controller::desired_endpoint_slices(&merged).remove(0);
     let name = slice.metadata.name.clone().unwrap();
@@ -285,7 +285,7 @@ async fn imported_endpoint_slices_are_applied_and_deleted_in_the_service_namespa
     server.await.unwrap();
 
     // Deleting a slice that is already gone (404) is done, not an error.
-    let (writer, local, _broker) = writer();
+    let (writer, local, _broker) = mock_writer();
     let server = serve(
         local,
         Expect {
@@ -307,7 +307,7 @@ async fn imported_endpoint_slices_are_applied_and_deleted_in_the_service_namespa
 
 #[tokio::test]
 async fn records_are_applied_without_force_and_a_409_is_a_conflict() {
-    let (writer, _local, broker) = writer();
+    let (writer, _local, broker) = mock_writer();
     let (_, record) = merged_import();
     let object = BrokerRecord::new(
         record,
@@ -354,7 +354,7 @@ async fn records_are_applied_without_force_and_a_409_is_a_conflict() {
 
 #[tokio::test]
 async fn withdrawing_a_record_deletes_it_from_the_broker_namespace() {
-    let (writer, _local, broker) = writer();
+    let (writer, _local, broker) = mock_writer();
     let server = serve(
         broker,
         Expect {
@@ -386,7 +386,7 @@ async fn heartbeat_creates_then_replaces_with_the_resource_version_and_reports_4
     else {
         panic!()
     };
-    let (writer, _local, broker) = writer();
+    let (writer, _local, broker) = mock_writer();
     let server = serve(
         broker,
         Expect {
@@ -416,7 +416,7 @@ async fn heartbeat_creates_then_replaces_with_the_resource_version_and_reports_4
     let mut stored = *lease;
     stored.metadata.resource_version = Some("41".into());
     let renew = clusterset_agent::broker::heartbeat(Some(&stored), &c0, "agent-0", BROKER, 30, now);
-    let (writer, _local, broker) = writer();
+    let (writer, _local, broker) = mock_writer();
     let server = serve(
         broker,
         Expect {
