@@ -412,45 +412,88 @@ impl ClustersetZone {
         if matches!(qtype, RecordType::AXFR | RecordType::IXFR) {
             return Answer::refused();
         }
-        let in_zone = self.in_zone(&name);
-        let Some(records) = self.records(&name) else {
-            if !in_zone {
-                return Answer::refused();
-            }
-            return Answer {
+        match self.view(&name, true) {
+            Some(view) => view.answer(qtype),
+            None if self.in_zone(&name) => Answer {
                 response_code: ResponseCode::NXDomain,
                 authoritative: true,
                 answers: Vec::new(),
                 authorities: vec![self.soa_record()],
                 additionals: Vec::new(),
-            };
-        };
-        self.answer_for(&name, &records, qtype)
+            },
+            None => Answer::refused(),
+        }
     }
 
-    /// The answer for an existing name whose merged `records` the caller already has.
-    pub(crate) fn answer_for(
-        &self,
-        name: &str,
-        records: &NameRecords,
-        qtype: RecordType,
-    ) -> Answer {
+    /// Everything needed to answer about an existing name (lower case, no trailing dot), or
+    /// `None` if it does not exist. With `with_soa` the view carries the zone's SOA, which
+    /// negative answers and the apex need.
+    pub fn view(&self, name: &str, with_soa: bool) -> Option<NameView> {
+        let records = self.records(name)?;
+        let mut targets: Vec<(String, NameRecords)> = Vec::new();
+        for srv in &records.srv {
+            if srv.target == name || targets.iter().any(|(t, _)| *t == srv.target) {
+                continue;
+            }
+            if let Some(target) = self.records(&srv.target) {
+                targets.push((srv.target.clone(), target));
+            }
+        }
+        Some(NameView {
+            name: name.to_owned(),
+            soa: (with_soa || records.apex).then(|| self.soa_record()),
+            records,
+            targets,
+            ttl: self.config.ttl,
+            apex: self.apex().to_owned(),
+            in_zone: self.in_zone(name),
+        })
+    }
+}
+
+/// One existing name with everything its answers need: its records, the records of its SRV
+/// targets (for glue) and the zone facts. The records model answers through it, and the server
+/// encodes its answers from it, so both say the same.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameView {
+    /// The name, lower case, without the trailing dot.
+    pub name: String,
+    /// Its merged records.
+    pub records: NameRecords,
+    /// The records of its SRV targets other than itself.
+    pub targets: Vec<(String, NameRecords)>,
+    /// The TTL of the zone.
+    pub ttl: u32,
+    /// The zone apex.
+    pub apex: String,
+    /// The zone's SOA record, for negative answers and the apex (`None`: negative answers
+    /// carry no SOA; the server adds the current one itself).
+    pub soa: Option<Record>,
+    /// Whether the name is in the zone (reverse names are not).
+    pub in_zone: bool,
+}
+
+impl NameView {
+    /// The answer to a question of type `qtype` about this name.
+    pub fn answer(&self, qtype: RecordType) -> Answer {
+        if matches!(qtype, RecordType::AXFR | RecordType::IXFR) {
+            return Answer::refused();
+        }
         // RFC 8482: ANY is answered with one RRset of the name (the first of SOA, NS, A, AAAA,
         // SRV, PTR, TXT that it has), exactly as a query for that type.
         let qtype = match qtype {
-            RecordType::ANY => records.record_types().first().copied().unwrap_or(qtype),
+            RecordType::ANY => self.records.record_types().first().copied().unwrap_or(qtype),
             other => other,
         };
-        let answers = self.records_of_type(name, records, qtype);
+        let answers = self.records_of_type(&self.name, &self.records, qtype);
         let additionals = if qtype == RecordType::SRV {
-            self.glue(name, records)
+            self.glue()
         } else {
             Vec::new()
         };
-        let authorities = if answers.is_empty() && self.in_zone(name) {
-            vec![self.soa_record()]
-        } else {
-            Vec::new()
+        let authorities = match (&self.soa, answers.is_empty() && self.in_zone) {
+            (Some(soa), true) => vec![soa.clone()],
+            _ => Vec::new(),
         };
         Answer {
             response_code: ResponseCode::NoError,
@@ -462,7 +505,7 @@ impl ClustersetZone {
     }
 
     fn records_of_type(&self, name: &str, records: &NameRecords, qtype: RecordType) -> Vec<Record> {
-        let ttl = self.config.ttl;
+        let ttl = self.ttl;
         let owner = fqdn(name);
         let record = |rdata: RData, ttl: u32| Record::from_rdata(owner.clone(), ttl, rdata);
         match qtype {
@@ -496,31 +539,31 @@ impl ClustersetZone {
                 .iter()
                 .map(|t| record(RData::TXT(TXT::new(vec![t.clone()])), DNS_VERSION_TTL))
                 .collect(),
-            RecordType::SOA if records.apex => vec![self.soa_record()],
+            RecordType::SOA if records.apex => self.soa.iter().cloned().collect(),
             RecordType::NS if records.apex => vec![record(
-                RData::NS(NS(fqdn(&format!("ns.dns.{}", self.apex())))),
+                RData::NS(NS(fqdn(&format!("ns.dns.{}", self.apex)))),
                 ttl,
             )],
             _ => Vec::new(),
         }
     }
 
-    /// A/AAAA of the SRV targets of `name`, deduplicated by (target, address).
-    fn glue(&self, name: &str, records: &NameRecords) -> Vec<Record> {
+    /// A/AAAA of the SRV targets, deduplicated by (target, address).
+    fn glue(&self) -> Vec<Record> {
         let mut seen = BTreeSet::new();
         let mut glue = Vec::new();
-        for s in &records.srv {
+        for s in &self.records.srv {
             if !seen.insert(s.target.as_str()) {
                 continue;
             }
-            let target = if s.target == name {
-                Some(records.clone())
+            let target = if s.target == self.name {
+                Some(&self.records)
             } else {
-                self.records(&s.target)
+                self.targets.iter().find(|(t, _)| *t == s.target).map(|(_, r)| r)
             };
             if let Some(target) = target {
-                glue.extend(self.records_of_type(&s.target, &target, RecordType::A));
-                glue.extend(self.records_of_type(&s.target, &target, RecordType::AAAA));
+                glue.extend(self.records_of_type(&s.target, target, RecordType::A));
+                glue.extend(self.records_of_type(&s.target, target, RecordType::AAAA));
             }
         }
         glue

@@ -7,13 +7,13 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use hickory_proto::op::{Message, OpCode, Query};
 use hickory_proto::rr::{Record, RecordType};
 use hickory_proto::serialize::binary::{BinEncodable, BinEncoder};
 
-use crate::records::{ClustersetZone, fqdn};
+use crate::records::{ClustersetZone, NameView, fqdn};
 
 /// The largest DNS message (TCP's 16-bit length prefix).
 pub const MAX_MESSAGE: usize = 65535;
@@ -79,21 +79,51 @@ struct PreparedAnswer {
     tail: Box<[u8]>,
 }
 
-/// The precomputed answers of one name.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The answers of one name: what it holds (a [`NameView`]), and each (name, type) answer
+/// encoded once, the first time it is asked for after the name changed. An update only swaps in
+/// the new view, so large updates cost little; the hot path after the first query is a lookup
+/// and a copy.
+#[derive(Debug)]
 pub struct PreparedName {
-    answers: Vec<PreparedAnswer>,
-    /// Negative answers (NODATA) carry the zone's SOA.
-    in_zone: bool,
+    view: NameView,
+    /// The types the name has data for, in [`crate::NameRecords::record_types`] order.
+    types: Vec<RecordType>,
+    encoded: Vec<OnceLock<Option<PreparedAnswer>>>,
 }
 
 impl PreparedName {
-    fn answer(&self, qtype: u16) -> Option<&PreparedAnswer> {
-        if qtype == TYPE_ANY {
-            // RFC 8482: the first RRset answers ANY (the records model says the same).
-            return self.answers.first();
+    fn new(view: NameView) -> Self {
+        let types = view.records.record_types();
+        let encoded = types.iter().map(|_| OnceLock::new()).collect();
+        Self {
+            view,
+            types,
+            encoded,
         }
-        self.answers.iter().find(|a| a.qtype == qtype)
+    }
+
+    fn answer(&self, qtype: u16) -> Option<&PreparedAnswer> {
+        // RFC 8482: the first RRset answers ANY (the records model says the same).
+        let index = if qtype == TYPE_ANY {
+            0
+        } else {
+            self.types.iter().position(|t| u16::from(*t) == qtype)?
+        };
+        let qtype = *self.types.get(index)?;
+        self.encoded
+            .get(index)?
+            .get_or_init(|| {
+                let answer = self.view.answer(qtype);
+                encode_answer(&self.view.name, qtype, answer.answers, answer.additionals)
+            })
+            .as_ref()
+    }
+
+    /// Encodes every answer now (the first query of each then costs nothing extra).
+    pub fn encode_all(&self) {
+        for t in &self.types {
+            let _ = self.answer(u16::from(*t));
+        }
     }
 }
 
@@ -111,25 +141,9 @@ pub fn wire_name(name: &str) -> Vec<u8> {
     wire
 }
 
-/// Encodes the answers of one name (lower case, no trailing dot) for every type it has data
-/// for, plus ANY. `None` if the name does not exist.
+/// The answers of one name (lower case, no trailing dot), or `None` if it does not exist.
 pub fn prepare_name(zone: &ClustersetZone, name: &str) -> Option<PreparedName> {
-    let records = zone.records(name)?;
-    let types = records.record_types();
-    let mut answers = Vec::with_capacity(types.len());
-    for qtype in types {
-        let answer = zone.answer_for(name, &records, qtype);
-        if answer.answers.is_empty() {
-            continue;
-        }
-        if let Some(prepared) = encode_answer(name, qtype, answer.answers, answer.additionals) {
-            answers.push(prepared);
-        }
-    }
-    Some(PreparedName {
-        answers,
-        in_zone: zone.in_zone(name),
-    })
+    zone.view(name, false).map(PreparedName::new)
 }
 
 fn encode_answer(
@@ -316,8 +330,31 @@ enum Parsed {
     Error(u8, Option<usize>, Option<Edns>),
 }
 
+/// The lower-cased question name, on the stack (a name is at most 255 bytes).
+struct Key {
+    bytes: [u8; 256],
+    len: usize,
+}
+
+impl Key {
+    fn push(&mut self, byte: u8) -> bool {
+        match self.bytes.get_mut(self.len) {
+            Some(slot) => {
+                *slot = byte;
+                self.len += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        self.bytes.get(..self.len).unwrap_or_default()
+    }
+}
+
 /// Parses header, question and an optional OPT record; lower-cases the name into `key`.
-fn parse(request: &[u8], key: &mut Vec<u8>) -> Parsed {
+fn parse(request: &[u8], key: &mut Key) -> Parsed {
     let count = |at: usize| u16::from_be_bytes([request[at], request[at + 1]]);
     let opcode = (request[2] >> 3) & 0x0f;
     let (questions, answers, authorities, additionals) = (count(4), count(6), count(8), count(10));
@@ -327,7 +364,7 @@ fn parse(request: &[u8], key: &mut Vec<u8>) -> Parsed {
     if questions != 1 || answers != 0 || authorities != 0 || additionals > 1 {
         return Parsed::Error(RCODE_FORMERR, None, None);
     }
-    key.clear();
+    key.len = 0;
     let mut pos = 12;
     loop {
         let Some(&len) = request.get(pos) else {
@@ -335,7 +372,9 @@ fn parse(request: &[u8], key: &mut Vec<u8>) -> Parsed {
         };
         let len = usize::from(len);
         if len == 0 {
-            key.push(0);
+            if !key.push(0) {
+                return Parsed::Error(RCODE_FORMERR, None, None);
+            }
             pos += 1;
             break;
         }
@@ -346,10 +385,13 @@ fn parse(request: &[u8], key: &mut Vec<u8>) -> Parsed {
         let Some(label) = request.get(pos + 1..pos + 1 + len) else {
             return Parsed::Error(RCODE_FORMERR, None, None);
         };
-        key.push(len as u8);
-        key.extend(label.iter().map(u8::to_ascii_lowercase));
-        if key.len() > 254 {
+        // A name is at most 255 bytes including the final zero: leave room for it.
+        if key.len + 1 + len > 254 {
             return Parsed::Error(RCODE_FORMERR, None, None);
+        }
+        key.push(len as u8);
+        for byte in label {
+            key.push(byte.to_ascii_lowercase());
         }
         pos += 1 + len;
     }
@@ -454,7 +496,10 @@ pub fn respond(
     if request.len() < 12 || request[2] & 0x80 != 0 {
         return false;
     }
-    let mut key = Vec::with_capacity(64);
+    let mut key = Key {
+        bytes: [0; 256],
+        len: 0,
+    };
     let req = match parse(request, &mut key) {
         Parsed::Ok(req) => req,
         Parsed::Error(rcode, question_end, edns) => {
@@ -489,7 +534,8 @@ pub fn respond(
     };
     let question = &request[12..req.question_end];
     let opt_count = u16::from(req.edns.is_some());
-    let zone_offset = snapshot.zone_suffix_offset(&key);
+    let key = key.as_slice();
+    let zone_offset = snapshot.zone_suffix_offset(key);
     let in_zone = zone_offset.is_some();
 
     let simple = |out: &mut Vec<u8>, rcode: u8, authoritative: bool| {
@@ -517,7 +563,7 @@ pub fn respond(
         return true;
     }
     if !snapshot.synced {
-        let rcode = if in_zone || is_reverse(&key) {
+        let rcode = if in_zone || is_reverse(key) {
             RCODE_SERVFAIL
         } else {
             RCODE_REFUSED
@@ -525,7 +571,7 @@ pub fn respond(
         simple(out, rcode, false);
         return true;
     }
-    let entry = snapshot.table.get(&key);
+    let entry = snapshot.table.get(key);
     let positive = entry.and_then(|e| e.answer(req.qtype));
     match (entry, positive) {
         (_, Some(prepared)) => {
@@ -552,7 +598,7 @@ pub fn respond(
                 question,
                 snapshot,
                 RCODE_NOERROR,
-                entry.in_zone.then_some(zone_offset).flatten(),
+                entry.view.in_zone.then_some(zone_offset).flatten(),
                 opt_count,
             );
         }

@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# dnsperf benchmark of the clusterset DNS server against Knot DNS, NSD and unbound serving the
+# same records, each pinned to the same single core, dnsperf pinned to the other one.
+#
+#   bash crates/clusterset-dns/benches/dnsperf.sh            (from the repository root, as root)
+#
+# Environment: SERVICES (zone size, default 1000), DURATION (seconds per run, default 10),
+# SERVER_CPU (default 1), CLIENT_CPU (default 0), CLIENTS (dnsperf -c, default 16),
+# CHURN_SERVICES (default 10000). Needs: dnsperf knot nsd unbound (Debian packages).
+#
+# For each server: peak queries/s (dnsperf, unlimited), then latency at half that peak
+# (dnsperf -Q, per-query latencies from -v), and for ours also under churn: a batch that
+# changes all CHURN_SERVICES services every second while dnsperf runs at half load.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../../.."
+
+SERVICES=${SERVICES:-1000}
+DURATION=${DURATION:-10}
+SERVER_CPU=${SERVER_CPU:-1}
+CLIENT_CPU=${CLIENT_CPU:-0}
+CLIENTS=${CLIENTS:-16}
+CHURN_SERVICES=${CHURN_SERVICES:-10000}
+ZONE=clusterset.local
+
+for tool in dnsperf knotd nsd unbound taskset; do
+  command -v "$tool" >/dev/null || { echo "error: $tool is missing: apt-get install dnsperf knot nsd unbound util-linux" >&2; exit 1; }
+done
+
+WORK=$(mktemp -d /tmp/clusterset-dns-bench.XXXXXX)
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+echo "==> building the server (release)"
+cargo build --release --quiet -p clusterset-dns --example bench_server
+BENCH_SERVER=target/release/examples/bench_server
+
+echo "==> zone of $SERVICES services and the query file"
+"$BENCH_SERVER" --services "$SERVICES" --listen 127.0.0.1:15353 --print-zone >"$WORK/zone.db"
+# A queries for every service name: the lookup clusterset clients make.
+grep -E "^svc-[0-9]+\.bench\.svc\.$ZONE\. .* IN A " "$WORK/zone.db" | awk '{print $1, "A"}' >"$WORK/queries.txt"
+echo "    $(wc -l <"$WORK/zone.db") records, $(wc -l <"$WORK/queries.txt") queries"
+
+wait_for() { # port
+  for _ in $(seq 1 100); do
+    if dig +short +time=1 +tries=1 @127.0.0.1 -p "$1" "svc-0.bench.svc.$ZONE" A >/dev/null 2>&1 &&
+       [ -n "$(dig +short +time=1 +tries=1 @127.0.0.1 -p "$1" "svc-0.bench.svc.$ZONE" A)" ]; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "error: nothing answers on port $1" >&2
+  return 1
+}
+
+# --- peers' configurations ---------------------------------------------------------------------
+mkdir -p "$WORK/knot" "$WORK/nsd" "$WORK/unbound"
+cat >"$WORK/knot/knot.conf" <<CONF
+server:
+    listen: 127.0.0.1@15354
+    rundir: "$WORK/knot"
+    udp-workers: 1
+    tcp-workers: 1
+    background-workers: 1
+log:
+  - target: stderr
+    any: error
+database:
+    storage: "$WORK/knot"
+template:
+  - id: default
+    storage: "$WORK"
+    journal-content: none
+    zonefile-sync: -1
+zone:
+  - domain: $ZONE
+    file: "$WORK/zone.db"
+CONF
+
+cat >"$WORK/nsd/nsd.conf" <<CONF
+server:
+    ip-address: 127.0.0.1@15355
+    server-count: 1
+    tcp-count: 10
+    username: ""
+    chroot: ""
+    zonesdir: "$WORK"
+    database: ""
+    pidfile: "$WORK/nsd/nsd.pid"
+    xfrdfile: "$WORK/nsd/xfrd.state"
+    zonelistfile: "$WORK/nsd/zone.list"
+    verbosity: 0
+    hide-version: yes
+remote-control:
+    control-enable: no
+zone:
+    name: $ZONE
+    zonefile: zone.db
+CONF
+
+{
+  cat <<CONF
+server:
+    interface: 127.0.0.1@15356
+    num-threads: 1
+    do-daemonize: no
+    username: ""
+    chroot: ""
+    directory: "$WORK/unbound"
+    pidfile: "$WORK/unbound/unbound.pid"
+    access-control: 127.0.0.0/8 allow
+    do-ip6: no
+    verbosity: 0
+    local-zone: "$ZONE." static
+CONF
+  grep -v '^\$ORIGIN' "$WORK/zone.db" | grep -v ' IN SOA ' | sed 's/.*/    local-data: "&"/'
+  echo "remote-control:"
+  echo "    control-enable: no"
+} >"$WORK/unbound/unbound.conf"
+
+start() { # name port command...
+  local name=$1 port=$2; shift 2
+  taskset -c "$SERVER_CPU" "$@" >"$WORK/$name.out" 2>&1 &
+  PIDS+=($!)
+  wait_for "$port"
+}
+
+stop_last() {
+  local pid=${PIDS[-1]}
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  unset 'PIDS[-1]'
+}
+
+peak() { # port -> queries per second
+  taskset -c "$CLIENT_CPU" dnsperf -s 127.0.0.1 -p "$1" -d "$WORK/queries.txt" -l "$DURATION" \
+    -c "$CLIENTS" -q 1000 -t 2 2>&1 | tee "$WORK/peak-$1.txt" | awk '/Queries per second/ {printf "%d", $4}'
+}
+
+latency() { # port qps -> "p50 p99 p99.9 (ms) lost"
+  taskset -c "$CLIENT_CPU" dnsperf -s 127.0.0.1 -p "$1" -d "$WORK/queries.txt" -l "$DURATION" \
+    -c "$CLIENTS" -q 1000 -t 2 -Q "$2" -v 2>/dev/null >"$WORK/lat-$1.txt" || true
+  # Verbose lines: "> NOERROR name A 0.000123" (latency in seconds, last field).
+  awk '/^> /{print $NF}' "$WORK/lat-$1.txt" | sort -g | awk '
+    { v[NR]=$1 } END {
+      if (NR == 0) { print "no-data"; exit }
+      p50=v[int(NR*0.50)>0?int(NR*0.50):1]; p99=v[int(NR*0.99)]; p999=v[int(NR*0.999)]
+      printf "p50 %.3f ms, p99 %.3f ms, p99.9 %.3f ms (%d answers)", p50*1000, p99*1000, p999*1000, NR }'
+  awk '/Queries lost/ {printf ", lost %s", $3}' "$WORK/lat-$1.txt"
+}
+
+declare -A PEAK RESULT
+run_one() { # name port command...
+  local name=$1 port=$2
+  start "$@"
+  peak "$port" >/dev/null # warm-up
+  PEAK[$name]=$(peak "$port")
+  RESULT[$name]=$(latency "$port" $((PEAK[$name] / 2)))
+  stop_last
+  printf '    %-22s peak %7d q/s; at %d q/s: %s\n' "$name" "${PEAK[$name]}" $((PEAK[$name] / 2)) "${RESULT[$name]}"
+}
+
+echo "==> servers on CPU $SERVER_CPU, dnsperf on CPU $CLIENT_CPU, $DURATION s per run, $CLIENTS clients"
+run_one clusterset-dns 15353 "$BENCH_SERVER" --services "$SERVICES" --listen 127.0.0.1:15353 --workers 1
+run_one knot 15354 knotd -c "$WORK/knot/knot.conf"
+run_one nsd 15355 nsd -d -c "$WORK/nsd/nsd.conf"
+run_one unbound 15356 unbound -d -c "$WORK/unbound/unbound.conf"
+
+echo "==> ratios (clusterset-dns peak / peer peak)"
+for peer in knot nsd unbound; do
+  awk -v a="${PEAK[clusterset-dns]}" -v b="${PEAK[$peer]}" -v p="$peer" 'BEGIN { printf "    vs %-8s %.2fx\n", p, a / b }'
+done
+
+echo "==> clusterset-dns with $CHURN_SERVICES services, all of them changing every second, at half load"
+start churn 15353 "$BENCH_SERVER" --services "$CHURN_SERVICES" --listen 127.0.0.1:15353 --workers 1 --churn-ms 1000
+half=$((PEAK[clusterset-dns] / 2))
+printf '    while updating: %s\n' "$(latency 15353 "$half")"
+stop_last
+grep '^churn:' "$WORK/churn.out" | sed 's/^/    /' | tail -n 5
+awk '/^churn:/ { t=$NF; if (t ~ /ms$/) { sub(/ms$/, "", t); v=t } else if (t ~ /µs$/) { sub(/µs$/, "", t); v=t/1000 } else { sub(/s$/, "", t); v=t*1000 } sum+=v; n++; if (v>max) max=v }
+     END { if (n) printf "    batch apply: mean %.1f ms, max %.1f ms over %d batches\n", sum/n, max, n }' "$WORK/churn.out"
