@@ -5,6 +5,7 @@
 //! touched ([`ChangedNames`]) instead of rebuilding the zone.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::hash::BuildHasherDefault;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use hickory_proto::op::ResponseCode;
@@ -18,6 +19,7 @@ use crate::objects::{
     ImportFact, ObjectError, PortFact, ReadyAddress, ServiceKey, SliceFact, SliceKey, import_fact,
     slice_fact,
 };
+use crate::wire::NameHasher;
 
 /// The TTL of every record unless configured otherwise (as CoreDNS and Lighthouse).
 pub const DEFAULT_TTL: u32 = 5;
@@ -206,10 +208,13 @@ impl Answer {
 pub struct ClustersetZone {
     config: ZoneConfig,
     serial: u32,
-    services: HashMap<ServiceKey, ServiceState>,
-    slice_owner: HashMap<SliceKey, ServiceKey>,
-    names: HashMap<String, BTreeMap<Owner, NameRecords>>,
+    services: FastMap<ServiceKey, ServiceState>,
+    slice_owner: FastMap<SliceKey, ServiceKey>,
+    names: FastMap<String, BTreeMap<Owner, NameRecords>>,
 }
+
+/// Hash maps keyed by the zone's own names and keys: FxHash, as the server's table.
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<NameHasher>>;
 
 impl ClustersetZone {
     /// An empty zone: the apex, `svc`, `pod`, `dns-version` and the name server only.
@@ -217,9 +222,9 @@ impl ClustersetZone {
         let mut zone = Self {
             config,
             serial: 1,
-            services: HashMap::new(),
-            slice_owner: HashMap::new(),
-            names: HashMap::new(),
+            services: FastMap::default(),
+            slice_owner: FastMap::default(),
+            names: FastMap::default(),
         };
         for (name, records) in zone_names(&zone.config) {
             zone.names
@@ -373,6 +378,9 @@ impl ClustersetZone {
     /// The merged records of a name, or `None` if the name does not exist.
     pub fn records(&self, name: &str) -> Option<NameRecords> {
         let contributors = self.names.get(name)?;
+        if contributors.len() == 1 {
+            return contributors.values().next().cloned();
+        }
         let mut merged = NameRecords::default();
         for records in contributors.values() {
             merged.merge(records);
@@ -482,7 +490,12 @@ impl NameView {
         // RFC 8482: ANY is answered with one RRset of the name (the first of SOA, NS, A, AAAA,
         // SRV, PTR, TXT that it has), exactly as a query for that type.
         let qtype = match qtype {
-            RecordType::ANY => self.records.record_types().first().copied().unwrap_or(qtype),
+            RecordType::ANY => self
+                .records
+                .record_types()
+                .first()
+                .copied()
+                .unwrap_or(qtype),
             other => other,
         };
         let answers = self.records_of_type(&self.name, &self.records, qtype);
@@ -559,7 +572,10 @@ impl NameView {
             let target = if s.target == self.name {
                 Some(&self.records)
             } else {
-                self.targets.iter().find(|(t, _)| *t == s.target).map(|(_, r)| r)
+                self.targets
+                    .iter()
+                    .find(|(t, _)| *t == s.target)
+                    .map(|(_, r)| r)
             };
             if let Some(target) = target {
                 glue.extend(self.records_of_type(&s.target, target, RecordType::A));

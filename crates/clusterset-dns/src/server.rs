@@ -275,7 +275,14 @@ fn udp_loop(socket: &UdpSocket, store: &ZoneStore, stop: &AtomicBool) {
                 .map(|answer| [IoSlice::new(answer)])
                 .collect();
             let addresses = peers.get(sent..).unwrap_or_default();
-            match sendmmsg(fd, &mut send_headers, &slices, addresses, no_control, MsgFlags::empty()) {
+            match sendmmsg(
+                fd,
+                &mut send_headers,
+                &slices,
+                addresses,
+                no_control,
+                MsgFlags::empty(),
+            ) {
                 Ok(results) => {
                     let count = results.count();
                     if count == 0 {

@@ -2,7 +2,7 @@
 //! for the server, so queries never wait for an update.
 
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
 use hickory_proto::rr::RecordType;
@@ -11,6 +11,9 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use crate::objects::{ObjectError, ServiceKey, SliceKey, ZoneObject};
 use crate::records::{Answer, ChangedNames, ClustersetZone, ZoneConfig};
 use crate::wire::{NameTable, Snapshot};
+
+/// How long a writer waits for queries to let go of the snapshot it replaced.
+const RETIRE_WAIT: Duration = Duration::from_millis(100);
 
 /// One change to the zone, as a watch event delivers it.
 #[derive(Debug, Clone, PartialEq)]
@@ -189,7 +192,7 @@ impl ZoneStore {
         if !inner.synced {
             inner.synced = true;
             let snapshot = Snapshot::new(&inner.zone, inner.table.clone(), true);
-            self.snapshot.store(Arc::new(snapshot));
+            self.swap_in(snapshot);
         }
     }
 
@@ -222,7 +225,7 @@ impl ZoneStore {
         inner.table = table;
         inner.synced = true;
         let snapshot = Snapshot::new(&inner.zone, inner.table.clone(), true);
-        self.snapshot.store(Arc::new(snapshot));
+        self.swap_in(snapshot);
         Ok(count)
     }
 
@@ -237,7 +240,20 @@ impl ZoneStore {
         } = inner;
         table.update(zone, changed.iter().chain(std::iter::once(&apex)));
         let snapshot = Snapshot::new(zone, table.clone(), *synced);
-        self.snapshot.store(Arc::new(snapshot));
+        self.swap_in(snapshot);
+    }
+
+    /// Publishes `snapshot` and frees the previous one here, on the writer: a query thread that
+    /// still holds the old snapshot would otherwise free it (a whole zone's worth of entries
+    /// after a big update) in the middle of answering. Queries hold a snapshot for one batch of
+    /// datagrams, so the wait is short; after [`RETIRE_WAIT`] the last reader frees it instead.
+    fn swap_in(&self, snapshot: Snapshot) {
+        let old = self.snapshot.swap(Arc::new(snapshot));
+        let deadline = Instant::now() + RETIRE_WAIT;
+        while Arc::strong_count(&old) > 1 && Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        drop(old);
     }
 
     /// The answer the records model gives (the server's precomputed answers are encoded from
