@@ -1088,9 +1088,10 @@ impl AgentCore {
             .and_then(|rid| self.records.get(rid))
             .and_then(|r| r.checked_record().ok());
         let published = matches!((&desired_record, stored_own), (Some(d), Some(s)) if d == s);
+        let has_stored_own = stored_own.is_some();
         let lease_state = self.lease_state.clone();
         if lease_state == LeaseState::Held {
-            match (&desired_record, stored_own.is_some()) {
+            match (&desired_record, has_stored_own) {
                 (Some(record), _) if !published => {
                     let object =
                         BrokerRecord::new(record.clone(), &self.config.broker_namespace, now);
@@ -1115,7 +1116,8 @@ impl AgentCore {
                 "Another agent ({holder}) holds the heartbeat Lease of cluster {me} until {until}: two agents must not use one cluster id; this one does not publish"
             )),
             (_, Some(error)) => Publication::Failed(error),
-            _ if published => Publication::Published,
+            // An update on its way keeps the export Ready: the previous version is published.
+            _ if desired_record.is_some() && has_stored_own => Publication::Published,
             _ => Publication::Pending,
         };
 
