@@ -40,7 +40,10 @@ fn arg(name: &str, default: usize) -> usize {
     args.iter()
         .position(|a| a == name)
         .and_then(|i| args.get(i + 1))
-        .map(|v| v.parse().unwrap_or_else(|_| panic!("{name} takes a number")))
+        .map(|v| {
+            v.parse()
+                .unwrap_or_else(|_| panic!("{name} takes a number"))
+        })
         .unwrap_or(default)
 }
 
@@ -137,7 +140,10 @@ fn main() {
     let cold_cpu = thread_cpu() - cpu;
     for i in 0..clusters {
         for j in [0, services / 2, services - 1] {
-            assert!(sim.import(i, &key(j)).is_some(), "cluster {i} lacks service {j}");
+            assert!(
+                sim.import(i, &key(j)).is_some(),
+                "cluster {i} lacks service {j}"
+            );
         }
     }
     println!(
