@@ -357,6 +357,23 @@ pub fn heartbeat(
     }
 }
 
+/// The Lease to write on a clean shutdown: the stored one without a holder, so that the next
+/// instance (a new pod after a rollout) takes it at once instead of waiting for it to expire.
+/// The renew time is kept, so the cluster does not look stale to the others meanwhile. `None`
+/// when `identity` does not hold the Lease.
+pub fn release(stored: Option<&Lease>, identity: &str) -> Option<Lease> {
+    let stored = stored?;
+    if lease_holder(stored) != Some(identity) {
+        return None;
+    }
+    let mut released = stored.clone();
+    if let Some(spec) = released.spec.as_mut() {
+        spec.holder_identity = None;
+    }
+    released.metadata.managed_fields = None;
+    Some(released)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -420,6 +437,32 @@ mod tests {
         assert_eq!(spec.holder_identity.as_deref(), Some("pod-b"));
         assert_eq!(spec.acquire_time, Some(MicroTime(at(130))));
         assert_eq!(spec.lease_transitions, Some(1));
+    }
+
+    #[test]
+    fn a_released_lease_is_taken_at_once_by_the_next_instance() {
+        let Heartbeat::Create(lease) = heartbeat(None, &east(), "pod-a", "broker", 30, at(100))
+        else {
+            panic!()
+        };
+        assert_eq!(
+            release(Some(&lease), "pod-b"),
+            None,
+            "only the holder releases"
+        );
+        let released = release(Some(&lease), "pod-a").unwrap();
+        assert_eq!(lease_holder(&released), None);
+        assert_eq!(
+            lease_expiry(&released),
+            Some(at(130)),
+            "the cluster stays fresh"
+        );
+        let Heartbeat::Replace(taken) =
+            heartbeat(Some(&released), &east(), "pod-b", "broker", 30, at(101))
+        else {
+            panic!("a released Lease is free")
+        };
+        assert_eq!(lease_holder(&taken), Some("pod-b"));
     }
 
     #[test]

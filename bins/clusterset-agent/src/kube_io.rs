@@ -20,8 +20,7 @@ use crate::broker::{self, BrokerRecord, Heartbeat};
 use crate::core::Input;
 use crate::write::Write;
 
-/// The field manager of every write the agent makes.
-pub const FIELD_MANAGER: &str = "clusterset-agent";
+pub use crate::write::FIELD_MANAGER;
 
 /// What the watches deliver: an input for the core, or a watch failure (retried with backoff
 /// by the watcher; counted, logged, and otherwise harmless because the caches keep their last

@@ -93,6 +93,14 @@ impl Runtime {
             }
             self.step().await;
         }
+        if let Some(release) = self.core.release_heartbeat() {
+            match self.writer.heartbeat(&release).await {
+                Ok(()) => tracing::info!("heartbeat Lease released for the next instance"),
+                Err(error) => {
+                    tracing::warn!(%error, "could not release the heartbeat Lease; the next instance waits for it to expire")
+                }
+            }
+        }
         self.core
     }
 
@@ -374,5 +382,13 @@ mod tests {
         stop.send(()).unwrap();
         let core = task.await.unwrap();
         assert!(core.is_started());
+        // A clean shutdown hands the Lease back (holder cleared) for the next instance.
+        let last = heartbeats.lock().unwrap().last().cloned();
+        match last {
+            Some(Heartbeat::Replace(lease)) => {
+                assert_eq!(crate::broker::lease_holder(&lease), None);
+            }
+            other => panic!("expected the Lease release last, got {other:?}"),
+        }
     }
 }

@@ -10,6 +10,9 @@ use mcs_types::v1beta1::ServiceImport;
 use crate::broker::BrokerRecord;
 use crate::cache::ObjectId;
 
+/// The field manager of every write the agent makes.
+pub const FIELD_MANAGER: &str = "clusterset-agent";
+
 /// One write to the member cluster or to the broker.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Write {
