@@ -351,21 +351,34 @@ impl ClustersetZone {
         if remove_state {
             self.services.remove(key);
         }
-        let mut changed: ChangedNames = old_names.into_iter().collect();
-        for name in &changed {
-            if let Some(contributors) = self.names.get_mut(name) {
+        let mut changed = ChangedNames::new();
+        for name in old_names {
+            if new_records.contains_key(&name) {
+                continue;
+            }
+            if let Some(contributors) = self.names.get_mut(&name) {
                 contributors.remove(&owner);
                 if contributors.is_empty() {
-                    self.names.remove(name);
+                    self.names.remove(&name);
                 }
             }
-        }
-        for (name, records) in new_records {
-            self.names
-                .entry(name.clone())
-                .or_default()
-                .insert(owner.clone(), records);
             changed.insert(name);
+        }
+        let mut with_srv = Vec::new();
+        for (name, records) in new_records {
+            if !records.srv.is_empty() {
+                with_srv.push(name.clone());
+            }
+            let contributors = self.names.entry(name.clone()).or_default();
+            if contributors.get(&owner) != Some(&records) {
+                contributors.insert(owner.clone(), records);
+                changed.insert(name);
+            }
+        }
+        // SRV answers carry their targets' addresses (glue), and the targets are this
+        // service's names: when anything changed, its SRV names are recomputed too.
+        if !changed.is_empty() {
+            changed.extend(with_srv);
         }
         changed
     }

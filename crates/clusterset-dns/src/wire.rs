@@ -193,11 +193,12 @@ fn soa_without_owner(zone: &ClustersetZone) -> Vec<u8> {
         .unwrap_or_default()
 }
 
-type Shard = HashMap<Box<[u8]>, Arc<PreparedName>, BuildHasherDefault<NameHasher>>;
+type Shard = HashMap<Arc<[u8]>, Arc<PreparedName>, BuildHasherDefault<NameHasher>>;
 
-const SHARDS: usize = 256;
+/// Shards of the name table; a one-service update copies the few shards its names fall in.
+const SHARDS: usize = 4096;
 
-/// The name table of a snapshot: 256 shards, each copied on write, so an update that touches a
+/// The name table of a snapshot: 4,096 shards, each copied on write, so an update that touches a
 /// few names copies a few small maps instead of the whole zone.
 #[derive(Debug, Clone)]
 pub(crate) struct NameTable {
@@ -212,8 +213,8 @@ impl NameTable {
     }
 
     fn shard_of(key: &[u8]) -> usize {
-        // The top byte of the hash picks the shard; the map inside uses all of it.
-        usize::try_from(name_hash(key) >> 56).unwrap_or(0) % SHARDS
+        // The top bits of the hash pick the shard; the map inside uses all of it.
+        usize::try_from(name_hash(key) >> 52).unwrap_or(0) % SHARDS
     }
 
     fn get(&self, key: &[u8]) -> Option<&Arc<PreparedName>> {
@@ -227,7 +228,7 @@ impl NameTable {
         names: impl IntoIterator<Item = &'a String>,
     ) {
         for name in names {
-            let key: Box<[u8]> = wire_name(name).into();
+            let key: Arc<[u8]> = wire_name(name).into();
             let shard_index = Self::shard_of(&key);
             let Some(shard) = self.shards.get_mut(shard_index) else {
                 continue;
