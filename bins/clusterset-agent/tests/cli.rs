@@ -1,0 +1,74 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers, not only #[test] fns
+//! The binary as a process: `crd` prints the broker CRD, and bad flags stop the agent before it
+//! connects anywhere, with a message that names the fix.
+
+use std::process::{Command, Output};
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+
+fn agent(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_clusterset-agent"))
+        .args(args)
+        .env_clear()
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn crd_prints_the_broker_crd_as_yaml() {
+    let out = agent(&["crd"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed: CustomResourceDefinition =
+        serde_saphyr::from_str(&String::from_utf8(out.stdout).unwrap()).unwrap();
+    assert_eq!(printed, clusterset_agent::broker::crd());
+}
+
+#[test]
+fn bad_settings_fail_before_connecting_and_name_the_fix() {
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--cluster-id", "East", "--global-cidr", "242.1.0.0/16"],
+            "invalid cluster id \"East\"",
+        ),
+        (
+            &[
+                "--cluster-id",
+                "east",
+                "--global-cidr",
+                "242.1.0.0/16,242.2.0.0/16",
+            ],
+            "give at most one IPv4 and one IPv6 CIDR",
+        ),
+        (&["--cluster-id", "east"], "--endpoint-mode pod-addresses"),
+        (
+            &[
+                "--cluster-id",
+                "east",
+                "--global-cidr",
+                "242.1.0.0/16",
+                "--clusterset-cidr",
+                "242.1.0.0/24",
+            ],
+            "must be disjoint",
+        ),
+    ];
+    for (flags, expected) in cases {
+        let mut args = vec!["run", "--broker-kubeconfig", "/nonexistent/hub.kubeconfig"];
+        args.extend_from_slice(flags);
+        let out = agent(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn a_missing_required_flag_is_a_usage_error() {
+    let out = agent(&["run"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--cluster-id"));
+}
