@@ -319,3 +319,71 @@ impl ClustersetResolver for HickoryClustersetResolver {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcs_types::names::ClustersetName;
+
+    fn name(svc: &str) -> ClustersetName {
+        ClustersetName::service("rook-ceph", svc).unwrap()
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap() {
+        let settings = ResolverSettings {
+            backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_millis(350),
+            ..ResolverSettings::default()
+        };
+        let delays: Vec<u128> = (0..6)
+            .map(|a| backoff_delay(&settings, a).as_millis())
+            .collect();
+        assert_eq!(delays, [0, 100, 200, 350, 350, 350]);
+        assert_eq!(backoff_delay(&settings, 200), Duration::from_millis(350));
+    }
+
+    #[tokio::test]
+    async fn resolve_all_asks_once_per_name_and_keeps_the_order() {
+        let mut mock = MockClustersetResolver::new();
+        mock.expect_resolve().times(3).returning(|n| {
+            if n.service_label() == "rook-ceph-mon-b" {
+                return Err(ResolveError::NxDomain {
+                    name: n.to_string(),
+                });
+            }
+            Ok(Resolution {
+                name: n.clone(),
+                addresses: vec!["242.1.0.1".parse().unwrap()],
+                valid_until: Instant::now(),
+            })
+        });
+        let names = [
+            name("rook-ceph-mon-a"),
+            name("rook-ceph-mon-b"),
+            name("rook-ceph-mon-c"),
+        ];
+        let results = resolve_all(&mock, &names, 2).await;
+        assert_eq!(results.len(), 3);
+        assert_eq!(results[0].as_ref().unwrap().name, names[0]);
+        assert!(
+            matches!(&results[1], Err(ResolveError::NxDomain { name }) if name.starts_with("rook-ceph-mon-b."))
+        );
+        assert_eq!(results[2].as_ref().unwrap().name, names[2]);
+    }
+
+    #[test]
+    fn only_answers_that_may_change_are_transient() {
+        let n = || "web.shop.svc.clusterset.local".to_owned();
+        assert!(!ResolveError::NxDomain { name: n() }.is_transient());
+        assert!(!ResolveError::NoData { name: n() }.is_transient());
+        let code = |c: &str| ResolveError::ServerError {
+            name: n(),
+            code: c.to_owned(),
+            attempts: 1,
+            hint: "",
+        };
+        assert!(code("SERVFAIL").is_transient());
+        assert!(!code("REFUSED").is_transient());
+    }
+}

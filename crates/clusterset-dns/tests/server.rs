@@ -188,6 +188,38 @@ async fn updates_are_served_after_the_cached_answer_expires() {
 }
 
 #[tokio::test]
+async fn answers_are_cached_for_their_ttl() {
+    let config = ZoneConfig {
+        ttl: 300,
+        ..ZoneConfig::default()
+    };
+    let store = Arc::new(ZoneStore::new(config));
+    let web = |ip: &str| import("shop", "web", "ClusterSetIP", &[ip], &[("http", "TCP", 80)]);
+    store.upsert_service_import(&web("242.1.0.1")).unwrap();
+    store.mark_synced();
+    let server = serve(Arc::clone(&store)).await;
+    let resolver = resolver(server.local_addr());
+    let name = name("web.shop.svc.clusterset.local");
+    let first = resolver.resolve(&name).await.unwrap();
+    assert!(
+        first.valid_until > Instant::now() + Duration::from_secs(250),
+        "TTL 300 s kept"
+    );
+    // The server now says otherwise; within the TTL the resolver does not ask again.
+    store.upsert_service_import(&web("242.1.0.2")).unwrap();
+    assert_eq!(
+        resolver.resolve(&name).await.unwrap().addresses,
+        ips(&["242.1.0.1"])
+    );
+    resolver.clear_cache();
+    assert_eq!(
+        resolver.resolve(&name).await.unwrap().addresses,
+        ips(&["242.1.0.2"])
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_silent_server_times_out_after_bounded_retries() {
     // A UDP socket that never answers (and no TCP listener behind it).
     let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
