@@ -177,6 +177,14 @@ pub struct AgentCore {
     accounted: HashMap<ServiceKey, Timestamp>,
     zone_out: Vec<clusterset_dns::ZoneChange>,
     problems: Vec<String>,
+    waiting_for_address: BTreeSet<ServiceKey>,
+    freed: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum PoolKind {
+    Global,
+    Clusterset,
 }
 
 fn key_of(id: &ObjectId) -> ServiceKey {
@@ -377,6 +385,8 @@ impl AgentCore {
             accounted: HashMap::new(),
             zone_out: Vec::new(),
             problems: Vec::new(),
+            waiting_for_address: BTreeSet::new(),
+            freed: false,
         }
     }
 
@@ -631,37 +641,38 @@ impl AgentCore {
         }
     }
 
+    /// Whether a ServiceImport event is the echo of our own in-flight write(s). Matched
+    /// writes are settled; when the event matches one of ours, the other (spec or status) write
+    /// is still in flight and stays pending. An event that matches none of ours (someone else
+    /// changed the object, or overwrote our write before we saw it) settles everything and the
+    /// service is reconciled again.
     fn settle_import(&mut self, change: &Change<ServiceImport>) -> bool {
         let observed = change.new.as_ref();
         let spec_target = Target::ImportSpec(change.id.clone());
         let status_target = Target::ImportStatus(change.id.clone());
-        if !self.pending.contains_key(&spec_target) && !self.pending.contains_key(&status_target) {
-            return false;
-        }
-        let spec_echo = match self.pending.get(&spec_target) {
-            None => true,
-            Some(Write::ApplyServiceImport(d)) => {
-                observed.is_some_and(|o| import_spec_matches(d, o))
-            }
-            Some(Write::DeleteServiceImport(_)) => observed.is_none(),
-            Some(_) => false,
-        };
-        let status_echo = match self.pending.get(&status_target) {
-            None => true,
-            Some(Write::ApplyServiceImportStatus(d)) => {
+        let spec_echo = self.pending.get(&spec_target).map(|write| match write {
+            Write::ApplyServiceImport(d) => observed.is_some_and(|o| import_spec_matches(d, o)),
+            Write::DeleteServiceImport(_) => observed.is_none(),
+            _ => false,
+        });
+        let status_echo = self.pending.get(&status_target).map(|write| match write {
+            Write::ApplyServiceImportStatus(d) => {
                 observed.is_some_and(|o| import_status_matches(d, o))
             }
-            Some(_) => false,
-        };
-        if spec_echo {
+            _ => false,
+        });
+        if spec_echo != Some(true) && status_echo != Some(true) {
+            self.pending.remove(&spec_target);
+            self.pending.remove(&status_target);
+            return false;
+        }
+        if spec_echo == Some(true) {
             self.pending.remove(&spec_target);
         }
-        if status_echo {
+        if status_echo == Some(true) {
             self.pending.remove(&status_target);
         }
-        // A spec echo while the status write is still in flight is not a reason to recompute:
-        // the status write is already on its way.
-        spec_echo && (status_echo || self.pending.contains_key(&status_target))
+        true
     }
 
     fn index_record(&mut self, id: &ObjectId, object: &BrokerRecord) {
@@ -1015,40 +1026,71 @@ impl AgentCore {
                 self.dirty.insert(key.clone());
             }
         }
-        let dirty = std::mem::take(&mut self.dirty);
-        out.reconciled = dirty.len();
-        for key in dirty {
-            self.reconcile(&key, now, &mut out);
+        // A released address may be what a waiting service needs: reconcile those again (a
+        // bounded number of times; waiting services only assign, so this settles).
+        for _ in 0..3 {
+            let dirty = std::mem::take(&mut self.dirty);
+            if dirty.is_empty() {
+                break;
+            }
+            out.reconciled += dirty.len();
+            for key in dirty {
+                self.reconcile(&key, now, &mut out);
+            }
+            if !std::mem::take(&mut self.freed) {
+                break;
+            }
+            let waiting: Vec<ServiceKey> = self.waiting_for_address.iter().cloned().collect();
+            self.dirty.extend(waiting);
         }
         out.problems.append(&mut self.problems);
         out
     }
 
-    fn assign(
-        pools: &mut [IpPool<ServiceKey>],
-        key: &ServiceKey,
-        families: &[String],
-        problems: &mut Vec<String>,
-    ) -> Vec<IpAddr> {
+    fn pools_mut(&mut self, kind: PoolKind) -> &mut Vec<IpPool<ServiceKey>> {
+        match kind {
+            PoolKind::Global => &mut self.global_pools,
+            PoolKind::Clusterset => &mut self.clusterset_pools,
+        }
+    }
+
+    /// Addresses for `key`, one per wanted family that has a pool; releases the key's address in
+    /// pools of unwanted families. A key left short (exhausted pool) waits for a release.
+    fn assign_ips(&mut self, kind: PoolKind, key: &ServiceKey, families: &[String]) -> Vec<IpAddr> {
         let mut ips = Vec::new();
-        for pool in pools {
+        let mut short = false;
+        let mut freed = false;
+        let mut problems = Vec::new();
+        for pool in self.pools_mut(kind).iter_mut() {
             let family = family_of(pool.cidr().addr());
             if families.iter().any(|f| f == family) {
                 match pool.assign(key) {
                     Ok(ip) => ips.push(ip),
-                    Err(e) => problems.push(format!("cannot assign an address to {key}: {e}")),
+                    Err(e) => {
+                        short = true;
+                        problems.push(format!("cannot assign an address to {key}: {e}"));
+                    }
                 }
             } else {
-                pool.release(key);
+                freed |= pool.release(key).is_some();
             }
+        }
+        self.problems.append(&mut problems);
+        self.freed |= freed;
+        if short {
+            self.waiting_for_address.insert(key.clone());
+        } else {
+            self.waiting_for_address.remove(key);
         }
         ips
     }
 
-    fn release(pools: &mut [IpPool<ServiceKey>], key: &ServiceKey) {
-        for pool in pools {
-            pool.release(key);
+    fn release_ips(&mut self, kind: PoolKind, key: &ServiceKey) {
+        let mut freed = false;
+        for pool in self.pools_mut(kind).iter_mut() {
+            freed |= pool.release(key).is_some();
         }
+        self.freed |= freed;
     }
 
     fn emit(&mut self, out: &mut Output, write: Write, hold: bool) {
@@ -1083,11 +1125,16 @@ impl AgentCore {
         let mut validity: Result<(), InvalidExport> = Ok(());
         let mut desired_record: Option<ExportRecord> = None;
         let mut keep_published = false;
+        let mut local_failure: Option<String> = None;
         if let Some(export) = &export {
-            let service = self.services.get(&id).filter(|s| is_live(&s.metadata));
-            match ExportedService::from_service(key, service) {
+            let service = self
+                .services
+                .get(&id)
+                .filter(|s| is_live(&s.metadata))
+                .cloned();
+            match ExportedService::from_service(key, service.as_ref()) {
                 Err(invalid) => {
-                    Self::release(&mut self.global_pools, key);
+                    self.release_ips(PoolKind::Global, key);
                     validity = Err(invalid);
                 }
                 Ok(exported) => {
@@ -1096,8 +1143,7 @@ impl AgentCore {
                     } else {
                         exported.ip_families.clone()
                     };
-                    let global_ips =
-                        Self::assign(&mut self.global_pools, key, &families, &mut self.problems);
+                    let global_ips = self.assign_ips(PoolKind::Global, key, &families);
                     let wanted = self.config.endpoint_mode
                         == mcs_controller::EndpointMode::GlobalIngress
                         && !exported.headless;
@@ -1105,6 +1151,10 @@ impl AgentCore {
                         // No global address (pool exhausted or no range of the service's
                         // family): keep what is published rather than withdrawing it.
                         keep_published = true;
+                        local_failure = Some(format!(
+                            "No global IP for this export: this cluster has no free address in a global CIDR of the Service's IP families ({}); add or enlarge --global-cidr",
+                            families.join(", ")
+                        ));
                     } else {
                         let slices: Vec<EndpointSlice> = self
                             .local_slices_by_service
@@ -1123,7 +1173,7 @@ impl AgentCore {
                             key,
                             export_created: &created,
                             export_spec: &export.spec,
-                            service,
+                            service: service.as_ref(),
                             endpoint_slices: &slices,
                             global_ips: &global_ips,
                             mode: self.config.endpoint_mode,
@@ -1135,7 +1185,7 @@ impl AgentCore {
                 }
             }
         } else {
-            Self::release(&mut self.global_pools, key);
+            self.release_ips(PoolKind::Global, key);
         }
 
         // 2. Publish or withdraw (only while holding this cluster's heartbeat Lease).
@@ -1167,10 +1217,12 @@ impl AgentCore {
                 _ => {}
             }
         }
-        let publication = match (
-            &lease_state,
-            self.failures.get(key).and_then(|f| f.publish_error.clone()),
-        ) {
+        let publish_error = self
+            .failures
+            .get(key)
+            .and_then(|f| f.publish_error.clone())
+            .or(local_failure);
+        let publication = match (&lease_state, publish_error) {
             (LeaseState::Blocked { holder, until }, _) => Publication::Failed(format!(
                 "Another agent ({holder}) holds the heartbeat Lease of cluster {me} until {until}: two agents must not use one cluster id; this one does not publish"
             )),
@@ -1217,7 +1269,7 @@ impl AgentCore {
         match (&merged, namespace_live) {
             (Some(merged), true) => self.write_import(key, &id, merged, now, holding, out),
             _ => {
-                Self::release(&mut self.clusterset_pools, key);
+                self.release_ips(PoolKind::Clusterset, key);
                 self.remove_import(key, &id, holding, out);
             }
         }
@@ -1340,12 +1392,7 @@ impl AgentCore {
         } else {
             Vec::new()
         };
-        let ips = Self::assign(
-            &mut self.clusterset_pools,
-            key,
-            &families,
-            &mut self.problems,
-        );
+        let ips = self.assign_ips(PoolKind::Clusterset, key, &families);
         let mut desired = desired_import(merged, &ips);
         let observed = self.imports.get(id).cloned();
         if observed

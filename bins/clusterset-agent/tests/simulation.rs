@@ -449,3 +449,51 @@ fn every_cluster_computes_the_same_import() {
         }
     }
 }
+
+#[test]
+fn an_exhausted_global_cidr_is_reported_on_the_export_and_frees_up_on_unexport() {
+    let mut sim = Simulation::new(2, &["shop"], start(), None).unwrap();
+    let mut config = sim.clusters[0].core.config().clone();
+    config.global_cidrs = vec!["242.0.0.0/30".parse().unwrap()]; // two usable addresses
+    sim.clusters[0].core = clusterset_agent::AgentCore::new(config);
+    sim.start_all();
+    sim.settle(ROUNDS);
+    let keys: Vec<ServiceKey> = (0..3)
+        .map(|n| ServiceKey::new("shop", &format!("svc-{n}")))
+        .collect();
+    for key in &keys {
+        sim.advance(Duration::from_secs(1));
+        sim.export(0, key, &[80]);
+        sim.settle(ROUNDS);
+    }
+    assert_eq!(sim.records.len(), 2, "only two exports have a global IP");
+    let (status, reason) = condition(&sim, 0, &keys[2], "Ready");
+    assert_eq!((status.as_str(), reason.as_str()), ("False", "Failed"));
+    let message = find_condition(
+        &sim.export_of(0, &keys[2])
+            .unwrap()
+            .status
+            .as_ref()
+            .unwrap()
+            .conditions,
+        "Ready",
+    )
+    .unwrap()
+    .message
+    .clone();
+    assert!(message.contains("--global-cidr"), "{message}");
+    assert!(sim.import(1, &keys[2]).is_none());
+
+    // Unexporting svc-0 frees its address; svc-2, waiting for one, gets it with no event of its own.
+    let export = sim.export_of(0, &keys[0]).unwrap().clone();
+    sim.local_apply(0, Input::ServiceExport(Event::Delete(export)));
+    sim.settle(ROUNDS);
+    assert_eq!(
+        condition(&sim, 0, &keys[2], "Ready"),
+        ("True".into(), "Exported".into())
+    );
+    assert_eq!(
+        sim.import(1, &keys[2]).unwrap().spec.type_,
+        ServiceImportType::ClusterSetIP
+    );
+}
