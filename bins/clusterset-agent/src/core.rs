@@ -808,6 +808,10 @@ impl AgentCore {
     /// When the core next needs [`process`](Self::process) without a new event: a Lease running
     /// out, a stale cluster reaching its drop time, or a retry.
     pub fn next_wakeup(&self) -> Option<Timestamp> {
+        if self.started && !self.dirty.is_empty() {
+            // Work left over from the last pass: now.
+            return Some(Timestamp::MIN);
+        }
         let mut next: Option<Timestamp> = None;
         let mut consider = |t: Timestamp| {
             next = Some(next.map_or(t, |n| n.min(t)));

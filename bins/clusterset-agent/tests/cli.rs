@@ -72,3 +72,18 @@ fn a_missing_required_flag_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--cluster-id"));
 }
+
+#[test]
+fn the_committed_broker_crd_is_the_one_the_agent_prints() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../deploy/clusterset-agent/broker-crd.yaml"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let committed: CustomResourceDefinition = serde_saphyr::from_str(&text).unwrap();
+    assert_eq!(
+        committed,
+        clusterset_agent::broker::crd(),
+        "regenerate with: cargo run -p clusterset-agent -- crd > deploy/clusterset-agent/broker-crd.yaml"
+    );
+}
