@@ -7,6 +7,7 @@
 mod crds;
 mod dns;
 mod output;
+mod plan;
 mod resolve;
 
 use std::process::ExitCode;
@@ -33,6 +34,20 @@ enum Command {
     ///   mcsctl crds --about | kubectl apply --server-side -f -
     #[command(verbatim_doc_comment)]
     Crds(crds::CrdsArgs),
+    /// Show what the address planner would do for a CephCluster, before anything runs.
+    ///
+    /// Reads a Rook CephCluster manifest and an inventory (mons, OSDs, global IPs resolved so
+    /// far, export conditions) and prints the plan: readiness and reasons, mons to replace,
+    /// names to resolve, every daemon's address and arguments, the rook-ceph-mon-endpoints
+    /// data, mon_host, the peer-token mon_host, and the Services and ServiceExports to apply.
+    /// Invalid input (bad clusterID, MCS with host networking, Ceph older than 17.2.6,
+    /// duplicate ids) exits with status 1 and says what to change.
+    ///
+    /// Examples:
+    ///   mcsctl plan --cluster examples/cephcluster.yaml --inventory examples/inventory.yaml
+    ///   mcsctl plan --cluster cluster.yaml -o json | jq .reasons
+    #[command(verbatim_doc_comment)]
+    Plan(plan::PlanArgs),
     /// The clusterset DNS server (`mcsctl dns serve --help`).
     Dns(dns::DnsArgs),
     /// Resolve clusterset names to addresses (A and AAAA), with timeouts and retries.
@@ -50,6 +65,7 @@ fn main() -> ExitCode {
         Command::Crds(args) => crds::run(&args),
         Command::Dns(args) => dns::run(&args),
         Command::Resolve(args) => resolve::run(&args),
+        Command::Plan(args) => plan::run(&args),
     };
     match result {
         Ok(code) => code,

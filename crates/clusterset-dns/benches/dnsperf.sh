@@ -181,5 +181,5 @@ half=$((PEAK[clusterset-dns] / 2))
 printf '    while updating: %s\n' "$(latency 15353 "$half")"
 stop_last
 grep '^churn:' "$WORK/churn.out" | sed 's/^/    /' | tail -n 5
-awk '/^churn:/ { t=$NF; if (t ~ /ms$/) { sub(/ms$/, "", t); v=t } else if (t ~ /µs$/) { sub(/µs$/, "", t); v=t/1000 } else { sub(/s$/, "", t); v=t*1000 } sum+=v; n++; if (v>max) max=v }
+awk '/^churn:/ { t=$NF; if (t ~ /ms$/) { sub(/ms$/, "", t); v=t+0 } else if (t ~ /µs$/) { sub(/µs$/, "", t); v=t/1000 } else { sub(/s$/, "", t); v=t*1000 } sum+=v; n++; if (v>max) max=v }
      END { if (n) printf "    batch apply: mean %.1f ms, max %.1f ms over %d batches\n", sum/n, max, n }' "$WORK/churn.out"

@@ -403,19 +403,25 @@ impl Stepper<'_> {
                     self.enter(&mut m, Phase::DeletingOld);
                     return self.keep(m, Flow::Continue);
                 }
-                if m.order == Order::RemoveFirst && self.view.in_quorum(&m.old) {
-                    return self.cancel(m);
-                }
-                match self.removal_of_old_allowed(&m) {
-                    Ok(()) => {
-                        let flow = self.emit(command);
-                        self.keep(m, flow)
-                    }
-                    Err(blocker) => {
-                        let flow = self.block(blocker);
-                        self.keep(m, flow)
-                    }
-                }
+                // The policy guard (every other mon in quorum, for a move) let the migration in
+                // here; the removal may have happened since (its outcome lost in a crash), so
+                // the migration cannot go back, and re-issuing it needs only the majority guard.
+                // Waiting for a mon that never returns would deadlock: its failover must wait
+                // for this migration to end.
+                let size = self.monmap_size();
+                let in_quorum = self.view.quorum_size();
+                let flow =
+                    if quorum::removal_keeps_majority(size, in_quorum, self.view.in_quorum(&m.old))
+                    {
+                        self.emit(command)
+                    } else {
+                        self.block(Blocker::RemovalWouldLoseQuorum {
+                            mon: m.old.clone(),
+                            monmap: size,
+                            in_quorum,
+                        })
+                    };
+                self.keep(m, flow)
             }
             Phase::DeletingOld => {
                 let command = Command::DeleteMon { mon: m.old.clone() };
@@ -555,12 +561,6 @@ impl Stepper<'_> {
         self.state.failures_in_a_row = 0;
         self.state.next_attempt_at = None;
         self.state.last_error = None;
-        Flow::Continue
-    }
-
-    fn cancel(&mut self, m: Migration) -> Flow {
-        self.state.history.cancelled = self.state.history.cancelled.saturating_add(1);
-        self.record(&m, AttemptResult::Cancelled);
         Flow::Continue
     }
 }

@@ -153,7 +153,8 @@ pub enum Phase {
     },
     /// The new mon is in quorum; waiting until removing the old one is allowed.
     WaitingToRemoveOld,
-    /// Removing the old mon from the monmap. From here on the migration only goes forward.
+    /// Removing the old mon from the monmap. The removal may have happened as soon as the
+    /// machine is in this phase, so from here on the migration only goes forward.
     RemovingOld,
     /// Deleting the old mon's daemon and objects.
     DeletingOld,
@@ -401,8 +402,6 @@ pub struct History {
     pub completed: u32,
     /// Attempts rolled back.
     pub rolled_back: u32,
-    /// Failovers cancelled because the old mon came back before anything changed.
-    pub cancelled: u32,
     /// The last finished attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last: Option<FinishedAttempt>,
@@ -435,6 +434,4 @@ pub enum AttemptResult {
         /// Why.
         cause: RollbackCause,
     },
-    /// A failover was dropped before any change because the old mon came back into quorum.
-    Cancelled,
 }
