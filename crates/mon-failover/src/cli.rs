@@ -1,0 +1,246 @@
+//! [`CephMonAdmin`] with the `ceph` command line and a given `ceph.conf` and keyring, as Rook's
+//! operator does.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use ceph_address_plan::MonId;
+use serde::de::DeserializeOwned;
+
+use crate::admin::{AdminError, CephMonAdmin, MonMap, QuorumStatus};
+use crate::process::{CommandError, CommandLine};
+
+/// The `ceph` CLI as the admin port.
+///
+/// Every call runs `ceph -c CONF -n NAME [-k KEYRING] [-m MON_HOST] --connect-timeout T ...
+/// -f json` (inside a network namespace if one is given), bounded by the timeout. The adapter
+/// follows the monmap: after each quorum status it passes the mons it saw with `-m`, so it keeps
+/// reaching the cluster when every mon of the original `mon_host` has moved.
+///
+/// ```no_run
+/// use mon_failover::{CephCli, CephMonAdmin};
+/// use std::time::Duration;
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let ceph = CephCli::new("/etc/ceph/ceph.conf")
+///     .keyring("/etc/ceph/keyring")
+///     .timeout(Duration::from_secs(15));
+/// let status = ceph.quorum_status().await?;
+/// println!("in quorum: {:?}", status.quorum_names);
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct CephCli {
+    program: PathBuf,
+    conf: PathBuf,
+    keyring: Option<PathBuf>,
+    name: String,
+    netns: Option<String>,
+    timeout: Duration,
+    mon_host: Mutex<Option<String>>,
+}
+
+impl CephCli {
+    /// The `ceph` program with this configuration file, as `client.admin`, with a 15 s timeout.
+    pub fn new(conf: impl Into<PathBuf>) -> Self {
+        CephCli {
+            program: PathBuf::from("ceph"),
+            conf: conf.into(),
+            keyring: None,
+            name: "client.admin".into(),
+            netns: None,
+            timeout: Duration::from_secs(15),
+            mon_host: Mutex::new(None),
+        }
+    }
+
+    /// The keyring holding the client's key (otherwise the configuration's).
+    pub fn keyring(mut self, keyring: impl Into<PathBuf>) -> Self {
+        self.keyring = Some(keyring.into());
+        self
+    }
+
+    /// The client name (default `client.admin`).
+    pub fn client_name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Run inside this network namespace (`ip netns exec`).
+    pub fn netns(mut self, netns: impl Into<String>) -> Self {
+        self.netns = Some(netns.into());
+        self
+    }
+
+    /// The bound on every call (default 15 s). `--connect-timeout` is set to the same value.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The `ceph` program (default `ceph` on the `PATH`).
+    pub fn program(mut self, program: impl Into<PathBuf>) -> Self {
+        self.program = program.into();
+        self
+    }
+
+    /// The mons the adapter reaches now: the last monmap it saw, or the configuration's.
+    pub fn mon_host(&self) -> Option<String> {
+        self.mon_host
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn line<I, S>(&self, args: I) -> CommandLine
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<std::ffi::OsString>,
+    {
+        let mut line = CommandLine::new(self.program.as_os_str(), self.netns.as_deref())
+            .arg("-c")
+            .arg(self.conf.as_os_str())
+            .arg("-n")
+            .arg(&self.name)
+            .arg("--connect-timeout")
+            .arg(self.timeout.as_secs().max(1).to_string());
+        if let Some(keyring) = &self.keyring {
+            line = line.arg("-k").arg(keyring.as_os_str());
+        }
+        if let Some(mon_host) = self.mon_host() {
+            line = line.arg("-m").arg(mon_host);
+        }
+        line.args(args)
+    }
+
+    async fn json<T: DeserializeOwned>(&self, args: &[&str]) -> Result<T, AdminError> {
+        let line = self.line(args.iter().copied().chain(["-f", "json"]));
+        // A little more than the connect timeout, so Ceph's own message wins when it has one.
+        let stdout = line.output(self.timeout + Duration::from_secs(5)).await?;
+        serde_json::from_slice(&stdout).map_err(|source| AdminError::Parse {
+            command: line.to_string(),
+            source,
+        })
+    }
+
+    async fn run(&self, args: &[&str]) -> Result<(), CommandError> {
+        self.line(args.iter().copied())
+            .output(self.timeout + Duration::from_secs(5))
+            .await
+            .map(drop)
+    }
+
+    /// Writes the current monmap to `path` (`ceph mon getmap -o PATH`), for a new mon's
+    /// `ceph-mon --mkfs --monmap`.
+    pub async fn get_monmap(&self, path: &std::path::Path) -> Result<(), AdminError> {
+        let path = path.to_string_lossy();
+        Ok(self.run(&["mon", "getmap", "-o", &path]).await?)
+    }
+}
+
+#[async_trait]
+impl CephMonAdmin for CephCli {
+    async fn quorum_status(&self) -> Result<QuorumStatus, AdminError> {
+        let status: QuorumStatus = self.json(&["quorum_status"]).await?;
+        if !status.monmap.mons.is_empty() {
+            *self.mon_host.lock().unwrap_or_else(PoisonError::into_inner) =
+                Some(status.monmap.mon_host());
+        }
+        Ok(status)
+    }
+
+    async fn mon_dump(&self) -> Result<MonMap, AdminError> {
+        self.json(&["mon", "dump"]).await
+    }
+
+    async fn add_mon(&self, mon: &MonId, address: IpAddr) -> Result<(), AdminError> {
+        let address = match address {
+            IpAddr::V4(v4) => v4.to_string(),
+            IpAddr::V6(v6) => format!("[{v6}]"),
+        };
+        Ok(self.run(&["mon", "add", mon.as_str(), &address]).await?)
+    }
+
+    async fn remove_mon(&self, mon: &MonId) -> Result<(), AdminError> {
+        Ok(self.run(&["mon", "remove", mon.as_str()]).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in `ceph` that records its arguments and prints a canned answer, so the
+    /// adapter's command lines and parsing are tested without a cluster (the real cluster is in
+    /// `tests/real_ceph.rs`).
+    fn fake_ceph(dir: &std::path::Path, stdout: &str, exit: i32) -> PathBuf {
+        let script = dir.join("ceph");
+        let args = dir.join("args");
+        let body = format!(
+            "#!/bin/sh\necho \"$@\" >> '{}'\ncat <<'JSON'\n{stdout}\nJSON\necho 'Error ENOENT: something' >&2\nexit {exit}\n",
+            args.display()
+        );
+        std::fs::write(&script, body).unwrap();
+        std::process::Command::new("chmod")
+            .args(["+x"])
+            .arg(&script)
+            .status()
+            .unwrap();
+        script
+    }
+
+    const STATUS: &str = r#"{"election_epoch":4,"quorum":[0],"quorum_names":["d"],"monmap":{"epoch":5,"fsid":"f","mons":[{"rank":0,"name":"d","public_addrs":{"addrvec":[{"type":"v2","addr":"127.0.0.21:3300","nonce":0},{"type":"v1","addr":"127.0.0.21:6789","nonce":0}]}}]}}"#;
+
+    #[tokio::test]
+    async fn follows_the_monmap_it_saw() {
+        let dir = tempfile::tempdir().unwrap();
+        let ceph = CephCli::new("/etc/ceph/x.conf")
+            .keyring("/k")
+            .program(fake_ceph(dir.path(), STATUS, 0));
+        assert_eq!(ceph.mon_host(), None);
+        let status = ceph.quorum_status().await.unwrap();
+        assert_eq!(status.quorum_names, ["d"]);
+        ceph.remove_mon(&"a".parse().unwrap()).await.unwrap();
+        let args = std::fs::read_to_string(dir.path().join("args")).unwrap();
+        let lines: Vec<&str> = args.lines().collect();
+        assert_eq!(
+            lines[0],
+            "-c /etc/ceph/x.conf -n client.admin --connect-timeout 15 -k /k quorum_status -f json"
+        );
+        assert_eq!(
+            lines[1],
+            "-c /etc/ceph/x.conf -n client.admin --connect-timeout 15 -k /k -m [v2:127.0.0.21:3300,v1:127.0.0.21:6789] mon remove a"
+        );
+    }
+
+    #[tokio::test]
+    async fn errors_include_cephs_stderr() {
+        let dir = tempfile::tempdir().unwrap();
+        let ceph = CephCli::new("c").program(fake_ceph(dir.path(), "", 2));
+        let err = ceph.remove_mon(&"a".parse().unwrap()).await.unwrap_err();
+        assert!(err.to_string().contains("Error ENOENT: something"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn unexpected_json_is_a_parse_error_naming_the_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let ceph = CephCli::new("c").program(fake_ceph(dir.path(), "{\"nope\":1}", 0));
+        let err = ceph.quorum_status().await.unwrap_err();
+        assert!(matches!(err, AdminError::Parse { .. }), "{err}");
+        assert!(err.to_string().contains("quorum_status"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn ipv6_mons_are_added_in_brackets() {
+        let dir = tempfile::tempdir().unwrap();
+        let ceph = CephCli::new("c").program(fake_ceph(dir.path(), "", 0));
+        ceph.add_mon(&"e".parse().unwrap(), "fd00::5".parse().unwrap())
+            .await
+            .unwrap();
+        let args = std::fs::read_to_string(dir.path().join("args")).unwrap();
+        assert!(args.trim_end().ends_with("mon add e [fd00::5]"), "{args}");
+    }
+}
