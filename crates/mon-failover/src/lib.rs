@@ -50,6 +50,7 @@
 //!   [`MemoryStateStore`]; the operator's status object).
 //! - [`Driver`]: observe, step, persist, execute; [`Driver::run_until_settled`] loops until
 //!   every mon is placed and in quorum.
+//! - [`QuorumWatch`]: polls the quorum in the background and records any answer without one.
 //!
 //! With the `mock` feature the ports have mockall mocks (`MockCephMonAdmin`, `MockMonRuntime`,
 //! `MockStateStore`).
@@ -64,6 +65,7 @@ mod process;
 mod runtime;
 mod store;
 mod time;
+mod watch;
 
 #[cfg(any(test, feature = "mock"))]
 pub use admin::MockCephMonAdmin;
@@ -88,3 +90,4 @@ pub use runtime::{MonRuntime, RuntimeError, judge_placement};
 pub use store::MockStateStore;
 pub use store::{FileStateStore, MemoryStateStore, StateStore, StoreError};
 pub use time::Timestamp;
+pub use watch::{QuorumRecord, QuorumWatch};

@@ -1,0 +1,494 @@
+//! The failover driver against real Ceph: Debian's `ceph-mon` daemons on loopback addresses,
+//! the `ceph` CLI adapter, and the local process runtime. These tests need `ceph-mon` and
+//! `ceph-common` (`.ci/run` installs them) and fail, never skip, without them.
+//!
+//! Each test has its own cluster on its own loopback range (127.0.N.x), so they run in
+//! parallel: three mons start at 127.0.N.11-13 (cluster-local addresses) and move to
+//! clusterset addresses from the pool 127.0.N.21-29, one at a time, while a [`QuorumWatch`]
+//! polls `ceph quorum_status` from the side.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers too
+
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use ceph_address_plan::MonId;
+use mon_failover::{
+    Addressing, AttemptResult, Blocker, CephCli, CephMonAdmin, Command, Config, Driver,
+    EndpointTable, FileStateStore, LocalCluster, LocalMonRuntime, Machine, MonEndpoint, MonRuntime,
+    Phase, Placement, QuorumWatch, RunOptions, RuntimeError, StateStore, Timestamp,
+};
+
+fn id(s: &str) -> MonId {
+    s.parse().unwrap()
+}
+
+fn ip(net: u8, host: u8) -> IpAddr {
+    IpAddr::from([127, 0, net, host])
+}
+
+/// Fails (does not skip) when Ceph is not installed.
+fn require_ceph() {
+    for program in ["ceph-mon", "ceph", "monmaptool", "ceph-authtool"] {
+        let found = std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {program}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        assert!(
+            found,
+            "{program} is not installed: these tests run real Ceph mons; install them with `apt-get install ceph-mon ceph-common` (as .ci/run does)"
+        );
+    }
+}
+
+/// Three running mons a, b, c on 127.0.NET.11-13 and what drives them.
+struct Cluster {
+    _dir: tempfile::TempDir,
+    net: u8,
+    cluster: LocalCluster,
+    runtime: Arc<LocalMonRuntime>,
+    admin: Arc<CephCli>,
+    store: Arc<FileStateStore>,
+}
+
+impl Cluster {
+    async fn start(net: u8) -> Cluster {
+        require_ceph();
+        let dir = tempfile::tempdir().unwrap();
+        let abc: Vec<(MonId, IpAddr)> = ["a", "b", "c"]
+            .iter()
+            .zip(11..)
+            .map(|(m, host)| (id(m), ip(net, host)))
+            .collect();
+        let fsid = format!("6d2f3e1a-0000-4000-8000-0000000000{net:02x}");
+        let cluster = LocalCluster::create(dir.path().join("ceph"), fsid, &abc)
+            .await
+            .unwrap();
+        let mut table = EndpointTable::new();
+        for (mon, address) in &abc {
+            table = table.with_fixed(
+                mon.clone(),
+                Addressing::ClusterLocal,
+                MonEndpoint::at(*address),
+            );
+        }
+        let table = table
+            .with_pool(
+                Addressing::Clusterset,
+                (21..30).map(|h| MonEndpoint::at(ip(net, h))),
+            )
+            .with_pool(
+                Addressing::ClusterLocal,
+                (31..40).map(|h| MonEndpoint::at(ip(net, h))),
+            );
+        let admin = Arc::new(cluster.admin(None).timeout(Duration::from_secs(10)));
+        let runtime = Arc::new(LocalMonRuntime::new(
+            cluster.clone(),
+            Arc::new(table),
+            cluster.admin(None).timeout(Duration::from_secs(10)),
+        ));
+        for (mon, address) in &abc {
+            runtime.start(mon, *address).await.unwrap();
+        }
+        let store = Arc::new(FileStateStore::new(dir.path().join("failover.json")));
+        let c = Cluster {
+            _dir: dir,
+            net,
+            cluster,
+            runtime,
+            admin,
+            store,
+        };
+        c.wait_for_quorum_of(3).await;
+        c
+    }
+
+    /// Waits (polling Ceph, bounded) until `n` mons are in quorum.
+    async fn wait_for_quorum_of(&self, n: usize) {
+        for _ in 0..120 {
+            if let Ok(status) = self.admin.quorum_status().await
+                && status.quorum_names.len() == n
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        panic!(
+            "the mons of 127.0.{}.x did not form a quorum of {n}",
+            self.net
+        );
+    }
+
+    fn watch(&self) -> QuorumWatch {
+        // Its own adapter, so it follows the monmap on its own.
+        let admin = self.cluster.admin(None).timeout(Duration::from_secs(10));
+        QuorumWatch::start(Arc::new(admin), Duration::from_secs(1))
+    }
+
+    async fn driver(&self, config: Config, runtime: Arc<dyn MonRuntime>) -> Driver {
+        Driver::resume(
+            Machine::new(config).unwrap(),
+            self.admin.clone(),
+            runtime,
+            self.store.clone(),
+            Some(2),
+        )
+        .await
+        .unwrap()
+    }
+
+    /// The monmap as `(id, ip)`, and the mons in quorum.
+    async fn monmap(&self) -> (BTreeSet<(String, IpAddr)>, BTreeSet<String>) {
+        let status = self.admin.quorum_status().await.unwrap();
+        let mons = status
+            .monmap
+            .mons
+            .iter()
+            .map(|m| (m.name.clone(), m.ip().unwrap()))
+            .collect();
+        (mons, status.quorum_names.into_iter().collect())
+    }
+
+    async fn assert_moved_to(&self, expected: &[(&str, u8)]) {
+        let (mons, quorum) = self.monmap().await;
+        let expected: BTreeSet<(String, IpAddr)> = expected
+            .iter()
+            .map(|(m, host)| ((*m).to_string(), ip(self.net, *host)))
+            .collect();
+        assert_eq!(
+            mons, expected,
+            "the final monmap holds exactly the new addresses"
+        );
+        let names: BTreeSet<String> = expected.iter().map(|(m, _)| m.clone()).collect();
+        assert_eq!(quorum, names, "every mon is in quorum");
+        for (mon, _) in &expected {
+            assert!(self.runtime.pid(&id(mon)).await.is_some(), "mon {mon} runs");
+        }
+        for old in ["a", "b", "c"] {
+            assert!(
+                self.runtime.pid(&id(old)).await.is_none(),
+                "old mon {old} is stopped"
+            );
+            assert!(
+                !self.cluster.mon_data(&id(old)).exists(),
+                "old mon {old}'s data is deleted"
+            );
+        }
+    }
+}
+
+fn config() -> Config {
+    Config {
+        address_timeout: Duration::from_secs(30),
+        join_timeout: Duration::from_secs(90),
+        removal_wait_timeout: Duration::from_secs(300),
+        mon_out_timeout: None,
+        retry_backoff: Duration::from_secs(1),
+        max_retry_backoff: Duration::from_secs(5),
+    }
+}
+
+fn options() -> RunOptions {
+    RunOptions {
+        poll: Duration::from_millis(500),
+        deadline: Duration::from_secs(300),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn moves_three_mons_to_new_addresses_without_losing_quorum() {
+    let c = Cluster::start(61).await;
+    let watch = c.watch();
+    let mut driver = c.driver(config(), c.runtime.clone()).await;
+    let mut removals = Vec::new();
+    let report = driver
+        .run_until_settled(Addressing::Clusterset, options(), |tick| {
+            for command in &tick.commands {
+                if let Command::RemoveFromMonmap { mon } = command {
+                    removals.push(mon.to_string());
+                }
+            }
+        })
+        .await
+        .unwrap();
+    let record = watch.stop().await;
+    assert!(record.never_lost(), "quorum was lost: {:?}", record.losses);
+    c.assert_moved_to(&[("d", 21), ("e", 22), ("f", 23)]).await;
+    assert_eq!(removals, ["a", "b", "c"], "one at a time, in id order");
+    assert_eq!(driver.state().history().completed, 3);
+    assert_eq!(driver.state().max_mon_id(), Some(5));
+    // The run, for docs/benchmarks.md.
+    eprintln!(
+        "migrated 3 mons in {:.1?} over {} ticks: waiting on Ceph {:.1?} ({:.0}%: answers {:.1?}, monmap changes {:.1?}, polling while mons join {:.1?}), runtime commands {:.1?}; quorum polls {}, quorums seen {:?}",
+        report.elapsed,
+        report.ticks,
+        report.waiting_on_ceph(),
+        100.0 * report.waiting_on_ceph().as_secs_f64() / report.elapsed.as_secs_f64(),
+        report.observing,
+        report.monmap_changes,
+        report.polling,
+        report.runtime_commands,
+        record.polls,
+        record.quorums,
+    );
+}
+
+/// How a driver incarnation ends.
+#[derive(Debug, Clone, Copy)]
+enum Crash {
+    /// After persisting the step, before running its commands.
+    BeforeCommands,
+    /// After running the commands: their outcomes are lost.
+    AfterCommands,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn converges_when_the_driver_is_killed_at_every_step_boundary() {
+    let c = Cluster::start(62).await;
+    let watch = c.watch();
+    let mut kills = 0usize;
+    let mut crashed_in: BTreeSet<(String, &str)> = BTreeSet::new();
+    let mut settled = false;
+    for _incarnation in 0..400 {
+        // A new driver from the persisted state, as after a restart of the operator. It runs
+        // one whole tick, persists the next step (taking in the tick's outcomes), and is killed
+        // right there: before that step's commands run, or after they ran (outcomes lost).
+        let mut driver = c.driver(config(), c.runtime.clone()).await;
+        let tick = driver
+            .tick(Addressing::Clusterset, Timestamp::now())
+            .await
+            .unwrap();
+        if tick.settled() {
+            settled = true;
+            break;
+        }
+        if tick.commands.is_empty() {
+            // Waiting on Ceph (a new mon joining): let it happen before the next incarnation.
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            continue;
+        }
+        let planned = driver
+            .plan(Addressing::Clusterset, Timestamp::now())
+            .await
+            .unwrap();
+        // Alternate the kind of kill so that every phase sees both kinds.
+        let crash = if (kills + kills / 4).is_multiple_of(2) {
+            Crash::BeforeCommands
+        } else {
+            Crash::AfterCommands
+        };
+        if matches!(crash, Crash::AfterCommands) {
+            driver.execute(&planned.commands).await;
+        }
+        kills += 1;
+        let phase = driver.state().migration().map_or("Idle".to_string(), |m| {
+            let debug = format!("{:?}", m.phase());
+            debug
+                .split([' ', '{'])
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        });
+        crashed_in.insert((
+            phase,
+            if matches!(crash, Crash::BeforeCommands) {
+                "before"
+            } else {
+                "after"
+            },
+        ));
+        drop(driver);
+    }
+    assert!(settled, "the driver did not converge across restarts");
+    let record = watch.stop().await;
+    assert!(record.never_lost(), "quorum was lost: {:?}", record.losses);
+    c.assert_moved_to(&[("d", 21), ("e", 22), ("f", 23)]).await;
+    let state = c.store.load().await.unwrap().unwrap();
+    assert_eq!(state.history().completed, 3);
+    assert_eq!(
+        state.history().rolled_back,
+        0,
+        "crashes alone never roll back"
+    );
+    assert_eq!(state.max_mon_id(), Some(5), "no id was burned by a crash");
+    // Killed in every phase that runs a command, both before and after the commands ran.
+    for phase in [
+        "ProvisioningAddress",
+        "Joining",
+        "RemovingOld",
+        "DeletingOld",
+    ] {
+        for kind in ["before", "after"] {
+            assert!(
+                crashed_in.contains(&(phase.to_string(), kind)),
+                "no kill {kind} the commands of {phase}: {crashed_in:?} ({kills} kills)"
+            );
+        }
+    }
+}
+
+/// The local runtime, except that one mon's start does nothing: it never joins.
+struct NeverStarts {
+    inner: Arc<LocalMonRuntime>,
+    mon: MonId,
+}
+
+#[async_trait]
+impl MonRuntime for NeverStarts {
+    async fn provision_address(
+        &self,
+        mon: &MonId,
+        addressing: Addressing,
+    ) -> Result<Option<IpAddr>, RuntimeError> {
+        self.inner.provision_address(mon, addressing).await
+    }
+    async fn placement(
+        &self,
+        mon: &MonId,
+        advertised: IpAddr,
+        addressing: Addressing,
+    ) -> Result<Placement, RuntimeError> {
+        self.inner.placement(mon, advertised, addressing).await
+    }
+    async fn start(&self, mon: &MonId, address: IpAddr) -> Result<(), RuntimeError> {
+        if *mon == self.mon {
+            return Ok(());
+        }
+        self.inner.start(mon, address).await
+    }
+    async fn stop(&self, mon: &MonId) -> Result<(), RuntimeError> {
+        self.inner.stop(mon).await
+    }
+    async fn delete(&self, mon: &MonId) -> Result<(), RuntimeError> {
+        self.inner.delete(mon).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_mon_that_never_joins_is_rolled_back_within_the_timeout() {
+    let c = Cluster::start(63).await;
+    let watch = c.watch();
+    let join_timeout = Duration::from_secs(15);
+    let config = Config {
+        join_timeout,
+        ..config()
+    };
+    let runtime = Arc::new(NeverStarts {
+        inner: c.runtime.clone(),
+        mon: id("d"),
+    });
+    let mut driver = c.driver(config, runtime).await;
+    let started = std::time::Instant::now();
+    let mut rolled_back_after = None;
+    let report = driver
+        .run_until_settled(Addressing::Clusterset, options(), |tick| {
+            if rolled_back_after.is_none() && tick.state.history().rolled_back > 0 {
+                rolled_back_after = Some(started.elapsed());
+            }
+        })
+        .await
+        .unwrap();
+    let record = watch.stop().await;
+    assert!(record.never_lost(), "quorum was lost: {:?}", record.losses);
+    let after = rolled_back_after.expect("d was rolled back");
+    assert!(
+        after >= join_timeout && after < join_timeout + Duration::from_secs(30),
+        "rolled back {after:?} after the start, join timeout {join_timeout:?}"
+    );
+    let history = driver.state().history();
+    assert_eq!(history.rolled_back, 1);
+    assert_eq!(history.completed, 3);
+    // d is never reused: the migrations went to e, f, g, taking the pool's free addresses.
+    c.assert_moved_to(&[("e", 21), ("f", 22), ("g", 23)]).await;
+    assert!(
+        !c.cluster.mon_data(&id("d")).exists(),
+        "d's data was deleted"
+    );
+    eprintln!("rollback after {after:?}; whole run {:?}", report.elapsed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mon_killed_mid_migration_blocks_removals_until_quorum_is_back() {
+    let c = Cluster::start(64).await;
+    let before_kill = c.watch();
+    let mut driver = c.driver(config(), c.runtime.clone()).await;
+    // Drive until the new mon d has been started.
+    for _ in 0..100 {
+        let tick = driver
+            .tick(Addressing::Clusterset, Timestamp::now())
+            .await
+            .unwrap();
+        if tick
+            .commands
+            .iter()
+            .any(|c| matches!(c, Command::StartMon { .. }))
+        {
+            break;
+        }
+    }
+    let record = before_kill.stop().await;
+    assert!(
+        record.never_lost(),
+        "quorum was lost before the kill: {:?}",
+        record.losses
+    );
+    // b dies while d joins. Until d has synchronized, only a and c of a, b, c, d are up: Ceph
+    // itself has no quorum for a moment (no machine can prevent that), then a, c, d form one.
+    c.runtime.stop(&id("b")).await.unwrap();
+    let mut after_kill = None;
+    let mut blocked_ticks = 0;
+    let mut saw_waiting = false;
+    for _ in 0..240 {
+        let tick = driver
+            .tick(Addressing::Clusterset, Timestamp::now())
+            .await
+            .unwrap();
+        assert!(
+            !tick
+                .commands
+                .iter()
+                .any(|c| matches!(c, Command::RemoveFromMonmap { .. })),
+            "a removal while b is down: {:?}",
+            tick.commands
+        );
+        if let Some(Blocker::MonsOutOfQuorum { mons }) = tick.state.blocked() {
+            assert_eq!(mons.iter().map(MonId::as_str).collect::<Vec<_>>(), ["b"]);
+            let phase = tick.state.migration().map(|m| m.phase().clone());
+            saw_waiting |= phase == Some(Phase::WaitingToRemoveOld);
+            blocked_ticks += 1;
+            // a, c, d are in quorum: from here on it must hold, through b's return and the
+            // remaining migrations.
+            after_kill.get_or_insert_with(|| c.watch());
+            if blocked_ticks >= 10 {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(saw_waiting, "d joined and the removal of a waited for b");
+    assert!(
+        blocked_ticks >= 10,
+        "the removal stayed blocked while b was down"
+    );
+    // b comes back; the migrations finish.
+    c.runtime.start(&id("b"), ip(64, 12)).await.unwrap();
+    driver
+        .run_until_settled(Addressing::Clusterset, options(), |_| {})
+        .await
+        .unwrap();
+    let record = after_kill.unwrap().stop().await;
+    assert!(record.never_lost(), "quorum was lost: {:?}", record.losses);
+    c.assert_moved_to(&[("d", 21), ("e", 22), ("f", 23)]).await;
+    let history = driver.state().history();
+    assert_eq!(history.completed, 3);
+    assert_eq!(
+        history.rolled_back, 0,
+        "the blocked removal waited; nothing was rolled back"
+    );
+    assert_eq!(
+        history.last.as_ref().map(|l| &l.result),
+        Some(&AttemptResult::Completed)
+    );
+}
