@@ -116,10 +116,26 @@ impl CephCli {
         line.args(args)
     }
 
-    async fn json<T: DeserializeOwned>(&self, args: &[&str]) -> Result<T, AdminError> {
-        let line = self.line(args.iter().copied().chain(["-f", "json"]));
+    /// Runs `ceph ARGS`. When the mons learned from the last monmap do not answer (all of them
+    /// moved since), forgets them and tries once more with the configuration's `mon_host`.
+    async fn output(&self, args: &[&str]) -> Result<(CommandLine, Vec<u8>), CommandError> {
         // A little more than the connect timeout, so Ceph's own message wins when it has one.
-        let stdout = line.output(self.timeout + Duration::from_secs(5)).await?;
+        let bound = self.timeout + Duration::from_secs(5);
+        let line = self.line(args.iter().copied());
+        match line.output(bound).await {
+            Err(error) if unreachable(&error) && self.mon_host().is_some() => {
+                self.set_mon_host(None);
+                let line = self.line(args.iter().copied());
+                let stdout = line.output(bound).await?;
+                Ok((line, stdout))
+            }
+            result => result.map(|stdout| (line, stdout)),
+        }
+    }
+
+    async fn json<T: DeserializeOwned>(&self, args: &[&str]) -> Result<T, AdminError> {
+        let args: Vec<&str> = args.iter().copied().chain(["-f", "json"]).collect();
+        let (line, stdout) = self.output(&args).await?;
         serde_json::from_slice(&stdout).map_err(|source| AdminError::Parse {
             command: line.to_string(),
             source,
@@ -127,10 +143,13 @@ impl CephCli {
     }
 
     async fn run(&self, args: &[&str]) -> Result<(), CommandError> {
-        self.line(args.iter().copied())
-            .output(self.timeout + Duration::from_secs(5))
-            .await
-            .map(drop)
+        self.output(args).await.map(drop)
+    }
+
+    /// Sets (or with `None` forgets) the mons to reach, overriding the configuration's
+    /// `mon_host` (`ceph -m`).
+    pub fn set_mon_host(&self, mon_host: Option<String>) {
+        *self.mon_host.lock().unwrap_or_else(PoisonError::into_inner) = mon_host;
     }
 
     /// Writes the current monmap to `path` (`ceph mon getmap -o PATH`), for a new mon's
@@ -141,13 +160,21 @@ impl CephCli {
     }
 }
 
+/// Whether a failure means that no mon answered (as opposed to Ceph refusing the command).
+fn unreachable(error: &CommandError) -> bool {
+    match error {
+        CommandError::Timeout { .. } => true,
+        CommandError::Failed { stderr, .. } => stderr.contains("timed out"),
+        CommandError::Spawn { .. } => false,
+    }
+}
+
 #[async_trait]
 impl CephMonAdmin for CephCli {
     async fn quorum_status(&self) -> Result<QuorumStatus, AdminError> {
         let status: QuorumStatus = self.json(&["quorum_status"]).await?;
         if !status.monmap.mons.is_empty() {
-            *self.mon_host.lock().unwrap_or_else(PoisonError::into_inner) =
-                Some(status.monmap.mon_host());
+            self.set_mon_host(Some(status.monmap.mon_host()));
         }
         Ok(status)
     }
@@ -213,6 +240,38 @@ mod tests {
         assert_eq!(
             lines[1],
             "-c /etc/ceph/x.conf -n client.admin --connect-timeout 15 -k /k -m [v2:127.0.0.21:3300,v1:127.0.0.21:6789] mon remove a"
+        );
+    }
+
+    #[tokio::test]
+    async fn falls_back_to_the_configuration_when_the_learned_mons_are_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("ceph");
+        let body = format!(
+            "#!/bin/sh\necho \"$@\" >> '{}'\ncase \"$*\" in *' -m '*) echo '[errno 110] RADOS timed out (error connecting to the cluster)' >&2; exit 1;; esac\ncat <<'JSON'\n{STATUS}\nJSON\n",
+            dir.path().join("args").display()
+        );
+        std::fs::write(&script, body).unwrap();
+        std::process::Command::new("chmod")
+            .arg("+x")
+            .arg(&script)
+            .status()
+            .unwrap();
+        let ceph = CephCli::new("c").program(&script);
+        ceph.set_mon_host(Some("[v2:127.0.0.99:3300]".into()));
+        let status = ceph.quorum_status().await.unwrap();
+        assert_eq!(status.quorum_names, ["d"]);
+        let args = std::fs::read_to_string(dir.path().join("args")).unwrap();
+        assert_eq!(
+            args.lines().count(),
+            2,
+            "one try with -m, one without: {args}"
+        );
+        assert!(!args.lines().nth(1).unwrap().contains(" -m "));
+        // It learned the monmap again.
+        assert_eq!(
+            ceph.mon_host().as_deref(),
+            Some("[v2:127.0.0.21:3300,v1:127.0.0.21:6789]")
         );
     }
 

@@ -290,6 +290,14 @@ impl LocalCluster {
         }
     }
 
+    /// Rewrites `ceph.conf` with this `mon_host` (what Rook does to its mon endpoints
+    /// ConfigMap and config Secret when mons change), so that clients started later reach the
+    /// current mons.
+    pub fn set_mon_host(&self, mons: impl IntoIterator<Item = IpAddr>) -> Result<(), RuntimeError> {
+        let hosts: Vec<String> = mons.into_iter().map(addrvec).collect();
+        self.write_conf(&hosts.join(","))
+    }
+
     fn write_conf(&self, mon_host: &str) -> Result<(), RuntimeError> {
         let dir = self.dir.display();
         let conf = format!(
@@ -310,10 +318,13 @@ impl LocalCluster {
             fsid = self.fsid,
         );
         let path = self.conf();
-        std::fs::write(&path, conf).map_err(|source| RuntimeError::Io {
-            context: format!("writing {}", path.display()),
-            source,
-        })
+        let tmp = self.dir.join("ceph.conf.tmp");
+        std::fs::write(&tmp, conf)
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .map_err(|source| RuntimeError::Io {
+                context: format!("writing {}", path.display()),
+                source,
+            })
     }
 
     async fn mkfs(&self, mon: &MonId, monmap: &Path) -> Result<(), RuntimeError> {
@@ -522,7 +533,8 @@ impl MonRuntime for LocalMonRuntime {
                 public: address,
             },
         );
-        Ok(())
+        self.cluster
+            .set_mon_host(daemons.values().map(|d| d.public))
     }
 
     async fn stop(&self, mon: &MonId) -> Result<(), RuntimeError> {
@@ -535,6 +547,13 @@ impl MonRuntime for LocalMonRuntime {
 
     async fn delete(&self, mon: &MonId) -> Result<(), RuntimeError> {
         self.stop(mon).await?;
+        {
+            let daemons = self.daemons.lock().await;
+            if !daemons.is_empty() {
+                self.cluster
+                    .set_mon_host(daemons.values().map(|d| d.public))?;
+            }
+        }
         let data = self.cluster.mon_data(mon);
         match std::fs::remove_dir_all(&data) {
             Ok(()) => {}
