@@ -1208,7 +1208,16 @@ impl AgentCore {
                 (Some(record), _) if !published => {
                     let object =
                         BrokerRecord::new(record.clone(), &self.config.broker_namespace, now);
-                    self.emit(out, Write::PublishRecord(Box::new(object)), holding);
+                    let write = Write::PublishRecord(Box::new(object));
+                    // The same record on its way (only its publication time would differ):
+                    // wait for its echo instead of publishing it again.
+                    let same_in_flight = matches!(
+                        self.pending.get(&write.target()),
+                        Some(Write::PublishRecord(p)) if p.checked_record().ok() == Some(record)
+                    );
+                    if !same_in_flight {
+                        self.emit(out, write, holding);
+                    }
                 }
                 (None, true) if !keep_published => self.emit(
                     out,

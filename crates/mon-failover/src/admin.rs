@@ -32,6 +32,24 @@ pub struct QuorumStatus {
     pub monmap: MonMap,
 }
 
+impl QuorumStatus {
+    /// The `mon_host` value of the mons in quorum only: the ones that answer a client at once
+    /// (a mon that is synchronizing accepts connections but keeps a client waiting).
+    pub fn quorum_mon_host(&self) -> String {
+        MonMap {
+            mons: self
+                .monmap
+                .mons
+                .iter()
+                .filter(|m| self.quorum_names.contains(&m.name))
+                .cloned()
+                .collect(),
+            ..self.monmap.clone()
+        }
+        .mon_host()
+    }
+}
+
 /// The monmap (`ceph mon dump -f json`, or `monmap` inside the quorum status).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MonMap {
@@ -277,6 +295,15 @@ mod tests {
         assert_eq!(
             status.monmap.mon_host(),
             "[v2:127.0.0.11:3300,v1:127.0.0.11:6789],[v2:127.0.0.12:3300,v1:127.0.0.12:6789],[v2:127.0.0.13:3300,v1:127.0.0.13:6789]"
+        );
+    }
+
+    #[test]
+    fn the_quorum_mon_host_leaves_out_mons_outside_the_quorum() {
+        let status: QuorumStatus = serde_json::from_str(QUORUM_STATUS_16).unwrap();
+        assert_eq!(
+            status.quorum_mon_host(),
+            "[v2:127.0.0.11:3300,v1:127.0.0.11:6789],[v2:127.0.0.12:3300,v1:127.0.0.12:6789]"
         );
     }
 

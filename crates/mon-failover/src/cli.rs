@@ -17,8 +17,8 @@ use crate::process::{CommandError, CommandLine};
 ///
 /// Every call runs `ceph -c CONF -n NAME [-k KEYRING] [-m MON_HOST] --connect-timeout T ...
 /// -f json` (inside a network namespace if one is given), bounded by the timeout. The adapter
-/// follows the monmap: after each quorum status it passes the mons it saw with `-m`, so it keeps
-/// reaching the cluster when every mon of the original `mon_host` has moved.
+/// follows the monmap: after each quorum status it passes the mons it saw in quorum with `-m`,
+/// so it keeps reaching the cluster when every mon of the original `mon_host` has moved.
 ///
 /// ```no_run
 /// use mon_failover::{CephCli, CephMonAdmin};
@@ -173,8 +173,8 @@ fn unreachable(error: &CommandError) -> bool {
 impl CephMonAdmin for CephCli {
     async fn quorum_status(&self) -> Result<QuorumStatus, AdminError> {
         let status: QuorumStatus = self.json(&["quorum_status"]).await?;
-        if !status.monmap.mons.is_empty() {
-            self.set_mon_host(Some(status.monmap.mon_host()));
+        if !status.quorum_names.is_empty() {
+            self.set_mon_host(Some(status.quorum_mon_host()));
         }
         Ok(status)
     }
