@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 mod crds;
+mod demo;
 mod dns;
 mod output;
 mod plan;
@@ -57,6 +58,20 @@ enum Command {
     ///   mcsctl resolve rook-ceph-mon-a.rook-ceph.svc.clusterset.local --cluster-id east
     #[command(verbatim_doc_comment)]
     Resolve(resolve::ResolveArgs),
+    /// A guided run on this machine, without Kubernetes: three real ceph-mon daemons move to
+    /// global IPs published in our clusterset DNS server, one at a time, with quorum kept.
+    ///
+    /// Needs Debian's ceph-mon and ceph-common (`sudo apt-get install ceph-mon ceph-common`).
+    /// Mons start at 127.0.NET.11-13 ("cluster IPs") and move to 127.0.NET.21-23 ("global
+    /// IPs"), each published as rook-ceph-mon-<id>.rook-ceph.svc.clusterset.local and
+    /// resolved through the DNS server before its mon starts. Exit status 1 if anything fails
+    /// or the quorum was ever lost.
+    ///
+    /// Examples:
+    ///   mcsctl demo
+    ///   mcsctl demo --net 78 --dir /tmp/demo     (keep the cluster's files)
+    #[command(verbatim_doc_comment)]
+    Demo(demo::DemoArgs),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +81,7 @@ fn main() -> ExitCode {
         Command::Dns(args) => dns::run(&args),
         Command::Resolve(args) => resolve::run(&args),
         Command::Plan(args) => plan::run(&args),
+        Command::Demo(args) => demo::run(&args),
     };
     match result {
         Ok(code) => code,
