@@ -13,7 +13,8 @@
 //! - [`wire`]: the query hot path: parse the header and question, look the name up, splice
 //!   the answer (encoded once per name and type with hickory-proto) behind the client's question.
 //! - [`server`]: [`DnsServer`], UDP (batched `recvmmsg`/`sendmmsg`, one `SO_REUSEPORT` socket per
-//!   worker) and TCP; SERVFAIL until the store has synced; zone transfers and recursion refused.
+//!   worker) and TCP; SERVFAIL until the store has synced; zone transfers and recursion refused;
+//!   answers counted by transport and response code ([`stats`], [`DnsServer::query_counter`]).
 //! - [`resolver`]: the [`ClustersetResolver`] trait (a mockall mock with the `mock` feature) and
 //!   [`HickoryClustersetResolver`]: timeouts, bounded retries with backoff, a TTL cache, many
 //!   names at once ([`resolve_all`]), and errors that tell NXDOMAIN, NODATA and timeouts apart.
@@ -55,6 +56,7 @@ pub mod objects;
 pub mod records;
 pub mod resolver;
 pub mod server;
+pub mod stats;
 pub mod store;
 pub mod synthetic;
 pub mod wire;
@@ -67,4 +69,5 @@ pub use resolver::{
     resolve_all,
 };
 pub use server::{DnsServer, ServerConfig, ServerError};
+pub use stats::{QueryCounter, QueryCounts, Rcode};
 pub use store::{ApplyReport, ZoneChange, ZoneStore};

@@ -1,6 +1,7 @@
 //! The authoritative server: UDP on one blocking thread per worker (one `SO_REUSEPORT` socket
-//! each, so the kernel spreads queries), TCP on tokio. Both answer with [`wire::respond`] from
-//! the store's current snapshot.
+//! each, so the kernel spreads queries), TCP on tokio. Both answer with [`wire::answer`] from
+//! the store's current snapshot, and count their answers by response code
+//! ([`DnsServer::query_counter`]).
 
 use std::io::{self, ErrorKind, IoSlice, IoSliceMut};
 use std::net::{SocketAddr, UdpSocket};
@@ -19,6 +20,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 
+use crate::stats::{LocalCounts, QueryCounter, QueryCounts, Rcode, WorkerCounter};
 use crate::store::ZoneStore;
 use crate::wire::{self, Transport};
 
@@ -106,6 +108,7 @@ pub struct DnsServer {
     workers: Vec<JoinHandle<()>>,
     tcp_stop: watch::Sender<bool>,
     tcp_task: Option<tokio::task::JoinHandle<()>>,
+    queries: QueryCounter,
 }
 
 impl DnsServer {
@@ -142,13 +145,15 @@ impl DnsServer {
         let tcp = TcpListener::from_std(tcp).map_err(listen_err("tcp", address))?;
 
         let stop = Arc::new(AtomicBool::new(false));
+        let queries = QueryCounter::new(sockets.len());
         let mut workers = Vec::with_capacity(sockets.len());
         for (i, socket) in sockets.into_iter().enumerate() {
             let store = Arc::clone(&store);
             let worker_stop = Arc::clone(&stop);
+            let counter = queries.udp_worker(i);
             let worker = std::thread::Builder::new()
                 .name(format!("dns-udp-{i}"))
-                .spawn(move || udp_loop(&socket, &store, &worker_stop))
+                .spawn(move || udp_loop(&socket, &store, &worker_stop, &counter))
                 .map_err(ServerError::Thread);
             match worker {
                 Ok(handle) => workers.push(handle),
@@ -165,6 +170,7 @@ impl DnsServer {
             stop_rx,
             Arc::new(Semaphore::new(config.max_tcp_connections.max(1))),
             config.tcp_idle_timeout,
+            queries.clone(),
         ));
         tracing::info!(%address, workers = workers.len(), "clusterset DNS server listening");
         Ok(Self {
@@ -173,12 +179,30 @@ impl DnsServer {
             workers,
             tcp_stop,
             tcp_task: Some(tcp_task),
+            queries,
         })
     }
 
     /// The address UDP and TCP listen on.
     pub fn local_addr(&self) -> SocketAddr {
         self.address
+    }
+
+    /// A handle on the server's query counters, to read them (for example at every metrics
+    /// scrape) without holding the server. Cheap to clone; reading it sums a few atomics.
+    ///
+    /// Every query answered is counted once, by transport and the response code of its answer
+    /// (an answer the kernel then fails to send is still counted); datagrams that get no answer
+    /// (shorter than a DNS header, or themselves responses) are not. UDP workers publish
+    /// their counts after each batch of up to 32 queries, so a query shows in the counts once
+    /// the batch it came in has been answered.
+    pub fn query_counter(&self) -> QueryCounter {
+        self.queries.clone()
+    }
+
+    /// The queries answered so far: `self.query_counter().snapshot()`.
+    pub fn query_counts(&self) -> QueryCounts {
+        self.queries.snapshot()
     }
 
     /// Stops accepting queries and waits for the workers to finish.
@@ -215,7 +239,10 @@ const MAX_REQUEST: usize = 4096;
 /// Receives up to [`BATCH`] queries with one `recvmmsg`, answers them from one snapshot, and
 /// sends the answers with one `sendmmsg`: on this machine each system call costs more than
 /// answering a query, so batching is what makes the loop fast.
-fn udp_loop(socket: &UdpSocket, store: &ZoneStore, stop: &AtomicBool) {
+///
+/// Answers are counted per batch in a local array and added to the worker's own counters once
+/// the batch is answered: a few relaxed atomic adds per batch, no lock, no allocation.
+fn udp_loop(socket: &UdpSocket, store: &ZoneStore, stop: &AtomicBool, counter: &WorkerCounter) {
     let fd = socket.as_raw_fd();
     let cell = store.snapshot_cell();
     let mut area = vec![0u8; BATCH * MAX_REQUEST];
@@ -253,6 +280,7 @@ fn udp_loop(socket: &UdpSocket, store: &ZoneStore, stop: &AtomicBool) {
         }
         let snapshot = cell.load();
         peers.clear();
+        let mut counts: LocalCounts = [0; Rcode::COUNT];
         for (i, (len, peer)) in received.iter().enumerate() {
             let Some(peer) = peer else { continue };
             let start = i * MAX_REQUEST;
@@ -262,9 +290,15 @@ fn udp_loop(socket: &UdpSocket, store: &ZoneStore, stop: &AtomicBool) {
             let Some(out) = answers.get_mut(peers.len()) else {
                 break;
             };
-            if wire::respond(&snapshot, datagram, Transport::Udp, out) {
+            if let Some(rcode) = wire::answer(&snapshot, datagram, Transport::Udp, out) {
                 peers.push(Some(*peer));
+                if let Some(count) = counts.get_mut(rcode.index()) {
+                    *count += 1;
+                }
             }
+        }
+        if !peers.is_empty() {
+            counter.add_all(&counts);
         }
         let mut sent = 0;
         while sent < peers.len() {
@@ -307,7 +341,9 @@ async fn tcp_accept_loop(
     mut stop: watch::Receiver<bool>,
     slots: Arc<Semaphore>,
     idle: Duration,
+    queries: QueryCounter,
 ) {
+    let mut connections: usize = 0;
     loop {
         let permit = tokio::select! {
             _ = stop.changed() => return,
@@ -324,8 +360,10 @@ async fn tcp_accept_loop(
             Ok((stream, peer)) => {
                 let store = Arc::clone(&store);
                 let stop = stop.clone();
+                let counter = queries.tcp_connection(connections);
+                connections = connections.wrapping_add(1);
                 tokio::spawn(async move {
-                    if let Err(e) = tcp_connection(stream, &store, stop, idle).await {
+                    if let Err(e) = tcp_connection(stream, &store, stop, idle, &counter).await {
                         tracing::debug!(error = %e, %peer, "TCP connection ended");
                     }
                     drop(permit);
@@ -341,6 +379,7 @@ async fn tcp_connection(
     store: &ZoneStore,
     mut stop: watch::Receiver<bool>,
     idle: Duration,
+    counter: &WorkerCounter,
 ) -> io::Result<()> {
     let mut request = vec![0u8; 65535];
     let mut response = Vec::with_capacity(4096);
@@ -368,9 +407,10 @@ async fn tcp_connection(
         let Some(datagram) = request.get(..len) else {
             return Ok(());
         };
-        if !wire::respond(&snapshot, datagram, Transport::Tcp, &mut response) {
+        let Some(rcode) = wire::answer(&snapshot, datagram, Transport::Tcp, &mut response) else {
             return Ok(());
-        }
+        };
+        counter.add(rcode);
         let out_len = u16::try_from(response.len()).unwrap_or(u16::MAX);
         stream.write_all(&out_len.to_be_bytes()).await?;
         stream.write_all(&response).await?;

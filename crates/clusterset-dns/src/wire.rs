@@ -2,8 +2,9 @@
 //! request handler that only parses the header and question, looks the name up, and splices
 //! the precomputed bytes behind the client's own question.
 //!
-//! Pure and allocation-free per query once the output buffer has grown: [`respond`] is what the
-//! UDP and TCP loops and the fuzz target call.
+//! Pure and allocation-free per query once the output buffer has grown: [`answer`] is what the
+//! UDP and TCP loops call (it also tells the response code, which they count), [`respond`] what
+//! the fuzz target calls.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -14,6 +15,7 @@ use hickory_proto::rr::{Record, RecordType};
 use hickory_proto::serialize::binary::{BinEncodable, BinEncoder};
 
 use crate::records::{ClustersetZone, NameView, fqdn};
+use crate::stats::Rcode;
 
 /// The largest DNS message (TCP's 16-bit length prefix).
 pub const MAX_MESSAGE: usize = 65535;
@@ -493,9 +495,35 @@ pub fn respond(
     transport: Transport,
     out: &mut Vec<u8>,
 ) -> bool {
+    answer(snapshot, request, transport, out).is_some()
+}
+
+/// [`respond`], telling the response code of the answer written into `out` (`None`: nothing to
+/// send). The code is the one the client sees: a UDP answer cut short with TC set is `NOERROR`,
+/// and BADVERS (an extended code) is [`Rcode::Other`]. The server counts queries with it.
+///
+/// ```
+/// use clusterset_dns::{ZoneStore, ZoneConfig, stats::Rcode, wire::{answer, Transport}};
+/// use hickory_proto::op::{Message, Query};
+/// use hickory_proto::rr::{Name, RecordType};
+///
+/// let store = ZoneStore::new(ZoneConfig::default());
+/// let mut query = Message::query();
+/// query.add_query(Query::query(Name::from_ascii("web.shop.svc.clusterset.local.")?, RecordType::A));
+/// let mut out = Vec::new();
+/// // Not synced yet: SERVFAIL.
+/// assert_eq!(answer(&store.snapshot(), &query.to_vec()?, Transport::Udp, &mut out), Some(Rcode::ServFail));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn answer(
+    snapshot: &Snapshot,
+    request: &[u8],
+    transport: Transport,
+    out: &mut Vec<u8>,
+) -> Option<Rcode> {
     out.clear();
     if request.len() < 12 || request[2] & 0x80 != 0 {
-        return false;
+        return None;
     }
     let mut key = Key {
         bytes: [0; 256],
@@ -524,7 +552,11 @@ pub fn respond(
             if edns.is_some() {
                 write_opt(out, if badvers { EXTENDED_BADVERS } else { 0 });
             }
-            return true;
+            return Some(if badvers {
+                Rcode::Other
+            } else {
+                Rcode::from_header(rcode)
+            });
         }
     };
     let limit = match transport {
@@ -561,7 +593,7 @@ pub fn respond(
 
     if req.qclass != CLASS_IN || req.qtype == TYPE_AXFR || req.qtype == TYPE_IXFR {
         simple(out, RCODE_REFUSED, false);
-        return true;
+        return Some(Rcode::Refused);
     }
     if !snapshot.synced {
         let rcode = if in_zone || is_reverse(key) {
@@ -570,7 +602,7 @@ pub fn respond(
             RCODE_REFUSED
         };
         simple(out, rcode, false);
-        return true;
+        return Some(Rcode::from_header(rcode));
     }
     let entry = snapshot.table.get(key);
     let positive = entry.and_then(|e| e.answer(req.qtype));
@@ -616,7 +648,7 @@ pub fn respond(
         }
         (None, None) => {
             simple(out, RCODE_REFUSED, false);
-            return true;
+            return Some(Rcode::Refused);
         }
     }
     if req.edns.is_some() {
@@ -642,7 +674,8 @@ pub fn respond(
             write_opt(out, 0);
         }
     }
-    true
+    // What was written: NOERROR or NXDOMAIN (TC answers are NOERROR).
+    Some(Rcode::from_header(out.get(3).copied().unwrap_or(0)))
 }
 
 /// NODATA or NXDOMAIN, with the SOA (owner: a pointer to the zone inside the question) when the

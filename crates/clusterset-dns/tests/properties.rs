@@ -1,15 +1,16 @@
 //! Property tests: clusterset names round-trip between builder, text, wire and parser; a zone fed
-//! one change at a time equals the zone built from the final objects; and the precomputed wire
-//! answers say exactly what the records model says.
+//! one change at a time equals the zone built from the final objects; the precomputed wire
+//! answers say exactly what the records model says; and the response code the server counts is
+//! the one the client reads.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers, not only #[test] fns
 
 mod common;
 
 use std::collections::BTreeMap;
 
-use clusterset_dns::wire::{Transport, respond, wire_name};
-use clusterset_dns::{ServiceKey, SliceKey, ZoneChange, ZoneConfig, ZoneObject, ZoneStore};
-use common::{import, slice};
+use clusterset_dns::wire::{Transport, answer, respond, wire_name};
+use clusterset_dns::{Rcode, ServiceKey, SliceKey, ZoneChange, ZoneConfig, ZoneObject, ZoneStore};
+use common::{coredns_fixture, import, slice, store_with};
 use hickory_proto::op::{Message, Query};
 use hickory_proto::rr::{Name, RecordType};
 use mcs_types::names::{ClustersetName, NameForm, SrvProtocol, Zone};
@@ -357,6 +358,71 @@ proptest! {
                 prop_assert_eq!(lowercase_records(&a.answers), lowercase_records(&b.answers), "{} {}", name, qtype);
                 prop_assert_eq!(lowercase_records(&a.additionals), lowercase_records(&b.additionals), "{} {}", name, qtype);
             }
+        }
+    }
+}
+
+/// The code a client reads from an answer (header and extended bits), as the server counts it.
+fn client_code(answer: &[u8]) -> Rcode {
+    let message = Message::from_vec(answer).unwrap();
+    match u16::from(message.metadata.response_code) {
+        code @ 0..=5 => Rcode::from_header(u8::try_from(code).unwrap()),
+        _ => Rcode::Other,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+    #[test]
+    fn the_counted_code_is_the_code_the_client_reads(
+        name in prop::sample::select(vec![
+            "svc1.testns.svc.clusterset.local.",
+            "hdls1.testns.svc.clusterset.local.",
+            "_http._tcp.hdls1.testns.svc.clusterset.local.",
+            "nope.testns.svc.clusterset.local.",
+            "clusterset.local.",
+            "5.0.0.10.in-addr.arpa.",
+            "example.com.",
+        ]),
+        qtype in prop::sample::select(vec![
+            RecordType::A, RecordType::AAAA, RecordType::SRV, RecordType::TXT,
+            RecordType::ANY, RecordType::AXFR, RecordType::IXFR,
+        ]),
+        edns in prop::option::of((0u8..3, 0u16..2000)),
+        flip in prop::option::of((0usize..64, any::<u8>())),
+        cut in prop::option::of(0usize..64),
+        synced in any::<bool>(),
+        udp in any::<bool>(),
+    ) {
+        let store = if synced {
+            store_with(ZoneConfig::default(), coredns_fixture())
+        } else {
+            ZoneStore::new(ZoneConfig::default())
+        };
+        let mut query = Message::query();
+        query.add_query(Query::query(Name::from_ascii(name).unwrap(), qtype));
+        if let Some((version, payload)) = edns {
+            let mut e = hickory_proto::op::Edns::new();
+            e.set_version(version);
+            e.set_max_payload(payload);
+            query.set_edns(e);
+        }
+        let mut bytes = query.to_vec().unwrap();
+        if let Some((at, xor)) = flip {
+            let at = at % bytes.len();
+            bytes[at] ^= xor;
+        }
+        if let Some(len) = cut {
+            bytes.truncate(len);
+        }
+        let transport = if udp { Transport::Udp } else { Transport::Tcp };
+        let mut out = Vec::new();
+        let counted = answer(&store.snapshot(), &bytes, transport, &mut out);
+        let mut again = Vec::new();
+        prop_assert_eq!(counted.is_some(), respond(&store.snapshot(), &bytes, transport, &mut again));
+        prop_assert_eq!(&out, &again);
+        if let Some(code) = counted {
+            prop_assert_eq!(code, client_code(&out));
         }
     }
 }

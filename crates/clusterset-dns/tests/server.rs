@@ -381,3 +381,146 @@ async fn dig_against_our_server() {
     .unwrap();
     server.shutdown().await;
 }
+
+/// One query for `qname`/`qtype` in wire form, with id `id`.
+fn query_bytes(id: u16, qname: &str, qtype: hickory_proto::rr::RecordType) -> Vec<u8> {
+    use hickory_proto::op::{Message, Query};
+    let mut q = Message::query();
+    q.metadata.id = id;
+    q.add_query(Query::query(
+        hickory_proto::rr::Name::from_ascii(qname).unwrap(),
+        qtype,
+    ));
+    q.to_vec().unwrap()
+}
+
+/// Sends `request` over UDP and returns the answer's response code (header bits, plus the
+/// extended bits when the answer carries an OPT record with them).
+async fn udp_rcode(socket: &tokio::net::UdpSocket, request: &[u8]) -> u8 {
+    socket.send(request).await.unwrap();
+    let mut buffer = vec![0u8; 4096];
+    let len = tokio::time::timeout(Duration::from_secs(5), socket.recv(&mut buffer))
+        .await
+        .expect("an answer within 5 s")
+        .unwrap();
+    let answer = &buffer[..len];
+    assert_eq!(answer[..2], request[..2], "the answer to this query");
+    answer[3] & 0x0f
+}
+
+async fn tcp_rcode(stream: &mut tokio::net::TcpStream, request: &[u8]) -> u8 {
+    stream
+        .write_all(&u16::try_from(request.len()).unwrap().to_be_bytes())
+        .await
+        .unwrap();
+    stream.write_all(request).await.unwrap();
+    let mut len = [0u8; 2];
+    stream.read_exact(&mut len).await.unwrap();
+    let mut body = vec![0u8; usize::from(u16::from_be_bytes(len))];
+    stream.read_exact(&mut body).await.unwrap();
+    body[3] & 0x0f
+}
+
+#[tokio::test]
+async fn answered_queries_are_counted_by_transport_and_response_code() {
+    use clusterset_dns::wire::Transport::{Tcp, Udp};
+    use clusterset_dns::{QueryCounts, Rcode};
+    use hickory_proto::rr::RecordType;
+
+    // Not synced yet: the first query gets SERVFAIL.
+    let store = Arc::new(ZoneStore::new(ZoneConfig::default()));
+    let server = serve(Arc::clone(&store)).await;
+    let counter = server.query_counter();
+    assert_eq!(counter.snapshot(), QueryCounts::default());
+
+    // One client socket: SO_REUSEPORT sends all its datagrams to the same worker, in order.
+    let udp = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    udp.connect(server.local_addr()).await.unwrap();
+    let web = "web.shop.svc.clusterset.local.";
+    assert_eq!(
+        udp_rcode(&udp, &query_bytes(1, web, RecordType::A)).await,
+        2
+    );
+    store
+        .upsert_service_import(&import(
+            "shop",
+            "web",
+            "ClusterSetIP",
+            &["242.1.0.1"],
+            &[("http", "TCP", 80)],
+        ))
+        .unwrap();
+    store.mark_synced();
+
+    for id in 10..13 {
+        assert_eq!(
+            udp_rcode(&udp, &query_bytes(id, web, RecordType::A)).await,
+            0
+        );
+    }
+    // NODATA is NOERROR too.
+    assert_eq!(
+        udp_rcode(&udp, &query_bytes(13, web, RecordType::TXT)).await,
+        0
+    );
+    for id in 20..22 {
+        let nope = query_bytes(id, "nope.shop.svc.clusterset.local.", RecordType::A);
+        assert_eq!(udp_rcode(&udp, &nope).await, 3);
+    }
+    let outside = query_bytes(30, "example.com.", RecordType::A);
+    assert_eq!(udp_rcode(&udp, &outside).await, 5);
+    // No question at all: FORMERR.
+    let empty = [0, 40, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    assert_eq!(udp_rcode(&udp, &empty).await, 1);
+    // Opcode STATUS: NOTIMP.
+    let mut status = query_bytes(50, web, RecordType::A);
+    status[2] = (status[2] & 0x87) | (2 << 3);
+    assert_eq!(udp_rcode(&udp, &status).await, 4);
+    // EDNS version 1: BADVERS (0 in the header, counted as OTHER).
+    let mut badvers = query_bytes(60, web, RecordType::A);
+    badvers[11] = 1; // ARCOUNT
+    badvers.extend_from_slice(&[0, 0, 41, 0x04, 0xd0, 0, 1, 0, 0, 0, 0]);
+    assert_eq!(udp_rcode(&udp, &badvers).await, 0);
+    // A response and a runt get no answer and are not counted; the query after them is
+    // answered by the same worker, so they have been handled when its answer arrives.
+    let mut response = query_bytes(70, web, RecordType::A);
+    response[2] |= 0x80;
+    udp.send(&response).await.unwrap();
+    udp.send(&[0, 71, 0, 0]).await.unwrap();
+    assert_eq!(
+        udp_rcode(&udp, &query_bytes(72, web, RecordType::A)).await,
+        0
+    );
+
+    let mut tcp = tokio::net::TcpStream::connect(server.local_addr())
+        .await
+        .unwrap();
+    assert_eq!(
+        tcp_rcode(&mut tcp, &query_bytes(80, web, RecordType::A)).await,
+        0
+    );
+    let nope = query_bytes(81, "nope.shop.svc.clusterset.local.", RecordType::A);
+    assert_eq!(tcp_rcode(&mut tcp, &nope).await, 3);
+    let axfr = query_bytes(82, "clusterset.local.", RecordType::AXFR);
+    assert_eq!(tcp_rcode(&mut tcp, &axfr).await, 5);
+
+    let expected: QueryCounts = [
+        (Udp, Rcode::ServFail, 1),
+        (Udp, Rcode::NoError, 5),
+        (Udp, Rcode::NxDomain, 2),
+        (Udp, Rcode::Refused, 1),
+        (Udp, Rcode::FormErr, 1),
+        (Udp, Rcode::NotImp, 1),
+        (Udp, Rcode::Other, 1),
+        (Tcp, Rcode::NoError, 1),
+        (Tcp, Rcode::NxDomain, 1),
+        (Tcp, Rcode::Refused, 1),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(server.query_counts(), expected);
+    assert_eq!(expected.total(), 15);
+    server.shutdown().await;
+    // The handle outlives the server and keeps the last counts.
+    assert_eq!(counter.snapshot(), expected);
+}
