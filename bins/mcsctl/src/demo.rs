@@ -134,18 +134,12 @@ async fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         server.local_addr()
     ));
 
-    let mut table = EndpointTable::new();
-    for (mon, address) in &abc {
-        table = table.with_fixed(
-            mon.clone(),
-            Addressing::ClusterLocal,
-            MonEndpoint::at(*address),
+    let table = EndpointTable::new()
+        .with_mons_at(Addressing::ClusterLocal, &abc)
+        .with_pool(
+            Addressing::Clusterset,
+            (21..30).map(|h| MonEndpoint::at(ip(net, h))),
         );
-    }
-    let table = table.with_pool(
-        Addressing::Clusterset,
-        (21..30).map(|h| MonEndpoint::at(ip(net, h))),
-    );
     let endpoints = Arc::new(DnsEndpoints {
         table,
         store: Arc::clone(&store),

@@ -257,6 +257,43 @@ pub trait CephMonAdmin: Send + Sync {
     async fn remove_mon(&self, mon: &MonId) -> Result<(), AdminError>;
 }
 
+/// A quorum status for tests: `mons` as `(name, ip)` (empty ip: no address), `quorum` by name.
+#[cfg(test)]
+pub(crate) fn test_quorum_status(mons: &[(&str, &str)], quorum: &[&str]) -> QuorumStatus {
+    let addrvec = |ip: &str| {
+        if ip.is_empty() {
+            Vec::new()
+        } else {
+            vec![EntityAddr {
+                kind: "v2".into(),
+                addr: format!("{ip}:3300"),
+                nonce: 0,
+            }]
+        }
+    };
+    QuorumStatus {
+        election_epoch: 1,
+        quorum: Vec::new(),
+        quorum_names: quorum.iter().map(|q| (*q).to_string()).collect(),
+        quorum_leader_name: None,
+        monmap: MonMap {
+            epoch: 3,
+            fsid: "f".into(),
+            mons: mons
+                .iter()
+                .zip(0..)
+                .map(|((name, ip), rank)| MonMapEntry {
+                    rank,
+                    name: (*name).to_string(),
+                    public_addrs: AddrVec {
+                        addrvec: addrvec(ip),
+                    },
+                })
+                .collect(),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -376,25 +376,26 @@ impl Driver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::admin::{AdminError, MockCephMonAdmin, QuorumStatus};
+    use crate::admin::{AdminError, MockCephMonAdmin};
     use crate::runtime::{MockMonRuntime, RuntimeError};
     use crate::store::{MemoryStateStore, MockStateStore};
     use crate::{CommandError, Config};
 
-    fn status(mons: &[(&str, &str)], quorum: &[&str]) -> QuorumStatus {
-        let mons: Vec<String> = mons
-            .iter()
-            .enumerate()
-            .map(|(rank, (name, ip))| {
-                format!(r#"{{"rank":{rank},"name":"{name}","public_addrs":{{"addrvec":[{{"type":"v2","addr":"{ip}:3300","nonce":0}}]}}}}"#)
-            })
-            .collect();
-        let quorum: Vec<String> = quorum.iter().map(|q| format!("\"{q}\"")).collect();
-        serde_json::from_str(&format!(
-            r#"{{"election_epoch":1,"quorum_names":[{}],"monmap":{{"epoch":1,"fsid":"f","mons":[{}]}}}}"#,
-            quorum.join(","),
-            mons.join(",")
-        ))
+    use crate::admin::test_quorum_status as status;
+
+    async fn driver(
+        admin: MockCephMonAdmin,
+        runtime: MockMonRuntime,
+        store: Arc<dyn StateStore>,
+    ) -> Driver {
+        Driver::resume(
+            machine(),
+            Arc::new(admin),
+            Arc::new(runtime),
+            store,
+            Some(2),
+        )
+        .await
         .unwrap()
     }
 
@@ -439,15 +440,7 @@ mod tests {
             .in_sequence(&mut seq)
             .withf(|mon, addressing| mon.as_str() == "d" && *addressing == Addressing::Clusterset)
             .returning(|_, _| Ok(Some("242.0.0.4".parse().unwrap())));
-        let mut driver = Driver::resume(
-            machine(),
-            Arc::new(admin),
-            Arc::new(runtime),
-            Arc::new(store),
-            Some(2),
-        )
-        .await
-        .unwrap();
+        let mut driver = driver(admin, runtime, Arc::new(store)).await;
         let tick = driver
             .tick(Addressing::Clusterset, Timestamp::from_millis(0))
             .await
@@ -478,15 +471,7 @@ mod tests {
                 source: std::io::Error::other("disk full"),
             })
         });
-        let mut driver = Driver::resume(
-            machine(),
-            Arc::new(admin),
-            Arc::new(runtime),
-            Arc::new(store),
-            Some(2),
-        )
-        .await
-        .unwrap();
+        let mut driver = driver(admin, runtime, Arc::new(store)).await;
         let err = driver
             .tick(Addressing::Clusterset, Timestamp::from_millis(0))
             .await
@@ -505,15 +490,7 @@ mod tests {
         });
         admin.expect_remove_mon().never();
         let runtime = MockMonRuntime::new();
-        let mut driver = Driver::resume(
-            machine(),
-            Arc::new(admin),
-            Arc::new(runtime),
-            Arc::new(MemoryStateStore::new()),
-            Some(2),
-        )
-        .await
-        .unwrap();
+        let mut driver = driver(admin, runtime, Arc::new(MemoryStateStore::new())).await;
         let tick = driver
             .tick(Addressing::Clusterset, Timestamp::from_millis(0))
             .await
@@ -538,15 +515,7 @@ mod tests {
             .expect_placement()
             .returning(|_, _, _| Err(RuntimeError::Other("the API server is down".into())));
         runtime.expect_provision_address().never();
-        let mut driver = Driver::resume(
-            machine(),
-            Arc::new(admin),
-            Arc::new(runtime),
-            Arc::new(MemoryStateStore::new()),
-            Some(2),
-        )
-        .await
-        .unwrap();
+        let mut driver = driver(admin, runtime, Arc::new(MemoryStateStore::new())).await;
         let tick = driver
             .tick(Addressing::Clusterset, Timestamp::from_millis(0))
             .await
@@ -582,15 +551,7 @@ mod tests {
         runtime
             .expect_placement()
             .returning(|_, _, _| Ok(Placement::Placed));
-        let mut driver = Driver::resume(
-            machine(),
-            Arc::new(admin),
-            Arc::new(runtime),
-            Arc::new(MemoryStateStore::new()),
-            Some(2),
-        )
-        .await
-        .unwrap();
+        let mut driver = driver(admin, runtime, Arc::new(MemoryStateStore::new())).await;
         let err = driver
             .tick(Addressing::Clusterset, Timestamp::from_millis(0))
             .await

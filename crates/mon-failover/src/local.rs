@@ -117,6 +117,14 @@ impl EndpointTable {
         self
     }
 
+    /// With fixed endpoints of this kind for mons that advertise and bind their address (for
+    /// example the mons a cluster starts with).
+    pub fn with_mons_at(self, addressing: Addressing, mons: &[(MonId, IpAddr)]) -> Self {
+        mons.iter().fold(self, |table, (mon, address)| {
+            table.with_fixed(mon.clone(), addressing, MonEndpoint::at(*address))
+        })
+    }
+
     /// With a pool of endpoints of this kind for new mons.
     pub fn with_pool(
         self,

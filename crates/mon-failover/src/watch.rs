@@ -87,21 +87,8 @@ mod tests {
     use crate::admin::{AdminError, MockCephMonAdmin, QuorumStatus};
 
     fn status(quorum: &[&str], size: usize) -> QuorumStatus {
-        let mons: Vec<String> = (0..size)
-            .map(|i| {
-                format!(
-                    r#"{{"rank":{i},"name":"{}","public_addrs":{{"addrvec":[]}}}}"#,
-                    (b'a' + i as u8) as char
-                )
-            })
-            .collect();
-        let quorum: Vec<String> = quorum.iter().map(|q| format!("\"{q}\"")).collect();
-        serde_json::from_str(&format!(
-            r#"{{"election_epoch":1,"quorum_names":[{}],"monmap":{{"epoch":3,"fsid":"f","mons":[{}]}}}}"#,
-            quorum.join(","),
-            mons.join(",")
-        ))
-        .unwrap()
+        let mons = [("a", ""), ("b", ""), ("c", "")];
+        crate::admin::test_quorum_status(&mons[..size], quorum)
     }
 
     #[tokio::test]

@@ -73,15 +73,8 @@ impl Cluster {
         let cluster = LocalCluster::create(dir.path().join("ceph"), fsid, &abc)
             .await
             .unwrap();
-        let mut table = EndpointTable::new();
-        for (mon, address) in &abc {
-            table = table.with_fixed(
-                mon.clone(),
-                Addressing::ClusterLocal,
-                MonEndpoint::at(*address),
-            );
-        }
-        let table = table
+        let table = EndpointTable::new()
+            .with_mons_at(Addressing::ClusterLocal, &abc)
             .with_pool(
                 Addressing::Clusterset,
                 (21..30).map(|h| MonEndpoint::at(ip(net, h))),
