@@ -225,6 +225,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         let store = Arc::new(ZoneStore::new(zone_config));
         let server = DnsServer::start(&ServerConfig::new(args.dns_listen), Arc::clone(&store))
             .context("cannot start the clusterset DNS server")?;
+        let queries = server.query_counter();
+        metrics.set_dns_query_source(move || queries.snapshot());
         (Some(store), Some(server))
     };
 

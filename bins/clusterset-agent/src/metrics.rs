@@ -1,9 +1,14 @@
 //! Prometheus metrics of the agent (prometheus-client), served on `/metrics`.
 
 use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, PoisonError, RwLock};
 
-use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::Counter;
+use clusterset_dns::QueryCounts;
+use clusterset_dns::wire::Transport;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
@@ -25,6 +30,65 @@ pub struct ServiceLabels {
     pub namespace: String,
     /// The service's name.
     pub service: String,
+}
+
+/// Where the DNS query counts come from: read at every scrape.
+pub type DnsQuerySource = Arc<dyn Fn() -> QueryCounts + Send + Sync>;
+
+/// The `dns_queries` family, read from the DNS server's counters at scrape time (nothing is
+/// copied between scrapes, and the server's hot path knows nothing of Prometheus).
+#[derive(Default)]
+struct DnsQueries {
+    source: RwLock<Option<DnsQuerySource>>,
+}
+
+impl std::fmt::Debug for DnsQueries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let set = self
+            .source
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some();
+        f.debug_struct("DnsQueries")
+            .field("source_set", &set)
+            .finish()
+    }
+}
+
+impl Collector for DnsQueries {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let source = self
+            .source
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        // Without a DNS server (--no-dns) the family is left out.
+        let Some(source) = source else {
+            return Ok(());
+        };
+        let counts = source();
+        let mut family = encoder.encode_descriptor(
+            "dns_queries",
+            "DNS queries answered by the clusterset DNS server, by transport and response code",
+            None,
+            MetricType::Counter,
+        )?;
+        for (transport, rcode, n) in counts.iter() {
+            let labels = [
+                ("protocol", transport_label(transport)),
+                ("rcode", rcode.as_str()),
+            ];
+            ConstCounter::new(n).encode(family.encode_family(&labels)?)?;
+        }
+        Ok(())
+    }
+}
+
+fn transport_label(transport: Transport) -> &'static str {
+    match transport {
+        Transport::Udp => "udp",
+        Transport::Tcp => "tcp",
+    }
 }
 
 /// Every metric of the agent, registered under the `clusterset_agent` prefix.
@@ -51,6 +115,8 @@ pub struct Metrics {
     pub local_errors: Family<OperationLabels, Counter>,
     /// Writes carried out, by operation.
     pub writes: Family<OperationLabels, Counter>,
+    /// DNS queries answered, by protocol and response code (see [`Metrics::set_dns_query_source`]).
+    dns_queries: Arc<DnsQueries>,
 }
 
 impl Default for Metrics {
@@ -76,6 +142,7 @@ impl Metrics {
             broker_sync_errors: Family::default(),
             local_errors: Family::default(),
             writes: Family::default(),
+            dns_queries: Arc::default(),
         };
         registry.register("exports", "Local ServiceExports", metrics.exports.clone());
         registry.register(
@@ -119,6 +186,7 @@ impl Metrics {
             metrics.local_errors.clone(),
         );
         registry.register("writes", "Writes carried out", metrics.writes.clone());
+        registry.register_collector(Box::new(Arc::clone(&metrics.dns_queries)));
         Self {
             registry: root,
             ..metrics
@@ -162,6 +230,29 @@ impl Metrics {
             .set(seconds);
     }
 
+    /// Exposes `dns_queries_total{protocol,rcode}` from `source`, read at every scrape (every
+    /// transport and response code, zeros included). Until this is called (or with `--no-dns`)
+    /// the family is absent. A later call replaces the source.
+    ///
+    /// ```
+    /// use clusterset_agent::metrics::Metrics;
+    /// use clusterset_dns::{QueryCounts, Rcode, wire::Transport};
+    ///
+    /// let metrics = Metrics::new();
+    /// assert!(!metrics.encode().contains("dns_queries"));
+    /// // In the agent: let counter = server.query_counter(); move || counter.snapshot()
+    /// metrics.set_dns_query_source(|| [(Transport::Udp, Rcode::NxDomain, 4)].into_iter().collect());
+    /// assert!(metrics.encode().contains(r#"clusterset_agent_dns_queries_total{protocol="udp",rcode="NXDOMAIN"} 4"#));
+    /// ```
+    pub fn set_dns_query_source(&self, source: impl Fn() -> QueryCounts + Send + Sync + 'static) {
+        let source: DnsQuerySource = Arc::new(source);
+        *self
+            .dns_queries
+            .source
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(source);
+    }
+
     /// The metrics in the Prometheus text format.
     pub fn encode(&self) -> String {
         let mut text = String::new();
@@ -173,6 +264,8 @@ impl Metrics {
 
 #[cfg(test)]
 mod tests {
+    use clusterset_dns::Rcode;
+
     use super::*;
 
     #[test]
@@ -188,6 +281,15 @@ mod tests {
         metrics.count_error(true, "publish_record");
         metrics.count_error(false, "services");
         metrics.observe_lag("shop", "web", 0.25);
+        metrics.set_dns_query_source(|| {
+            [
+                (Transport::Udp, Rcode::NoError, 12),
+                (Transport::Udp, Rcode::NxDomain, 3),
+                (Transport::Tcp, Rcode::Refused, 2),
+            ]
+            .into_iter()
+            .collect()
+        });
         let text = metrics.encode();
         for line in [
             "clusterset_agent_exports 3",
@@ -199,8 +301,50 @@ mod tests {
             "clusterset_agent_local_errors_total{operation=\"services\"} 1",
             "clusterset_agent_service_propagation_lag_seconds{namespace=\"shop\",service=\"web\"} 0.25",
             "clusterset_agent_propagation_lag_seconds_count 1",
+            "# TYPE clusterset_agent_dns_queries counter",
+            "clusterset_agent_dns_queries_total{protocol=\"udp\",rcode=\"NOERROR\"} 12",
+            "clusterset_agent_dns_queries_total{protocol=\"udp\",rcode=\"NXDOMAIN\"} 3",
+            "clusterset_agent_dns_queries_total{protocol=\"tcp\",rcode=\"REFUSED\"} 2",
         ] {
             assert!(text.contains(line), "missing {line:?} in\n{text}");
         }
+        // Every protocol and response code is exposed, zeros included.
+        for protocol in ["udp", "tcp"] {
+            for rcode in Rcode::ALL {
+                let series = format!(
+                    "clusterset_agent_dns_queries_total{{protocol=\"{protocol}\",rcode=\"{rcode}\"}} "
+                );
+                assert_eq!(text.matches(&series).count(), 1, "{series:?} in\n{text}");
+            }
+        }
+        assert!(
+            text.contains("clusterset_agent_dns_queries_total{protocol=\"udp\",rcode=\"OTHER\"} 0"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn dns_queries_are_read_at_every_scrape_and_absent_without_dns() {
+        let metrics = Metrics::new();
+        assert!(!metrics.encode().contains("dns_queries"));
+        let answered = Arc::new(AtomicU64::new(1));
+        let source = Arc::clone(&answered);
+        metrics.set_dns_query_source(move || {
+            [(
+                Transport::Udp,
+                Rcode::NoError,
+                source.load(std::sync::atomic::Ordering::Relaxed),
+            )]
+            .into_iter()
+            .collect()
+        });
+        let line = |n: u64| {
+            format!(
+                "clusterset_agent_dns_queries_total{{protocol=\"udp\",rcode=\"NOERROR\"}} {n}\n"
+            )
+        };
+        assert!(metrics.encode().contains(&line(1)));
+        answered.store(5, std::sync::atomic::Ordering::Relaxed);
+        assert!(metrics.encode().contains(&line(5)));
     }
 }

@@ -168,3 +168,82 @@ async fn the_zone_follows_the_stored_imports_and_answers_servfail_until_synced()
     task.await.unwrap();
     server.shutdown().await;
 }
+
+/// The value of one series in the metrics text (0 when absent).
+fn series(metrics: &Metrics, name_and_labels: &str) -> u64 {
+    let text = metrics.encode();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name_and_labels)?.strip_prefix(' '))
+        .map_or(0, |v| v.trim().parse().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dns_queries_over_udp_show_in_the_metrics_by_response_code() {
+    let zone = Arc::new(ZoneStore::new(ZoneConfig::default()));
+    let server = DnsServer::start(
+        &ServerConfig::new("127.0.0.1:0".parse().unwrap()),
+        Arc::clone(&zone),
+    )
+    .unwrap();
+    let address = server.local_addr();
+    // As the agent wires it (cli::run).
+    let metrics = Metrics::new();
+    let queries = server.query_counter();
+    metrics.set_dns_query_source(move || queries.snapshot());
+    let udp = |rcode: &str| {
+        format!("clusterset_agent_dns_queries_total{{protocol=\"udp\",rcode=\"{rcode}\"}}")
+    };
+    for rcode in [
+        "NOERROR", "NXDOMAIN", "SERVFAIL", "REFUSED", "FORMERR", "OTHER",
+    ] {
+        assert!(
+            metrics.encode().contains(&format!("{} 0\n", udp(rcode))),
+            "{rcode}"
+        );
+    }
+
+    let ask = |name: &'static str| tokio::task::spawn_blocking(move || dig(address, name));
+    // Not synced: SERVFAIL.
+    assert_eq!(
+        ask("web.shop.svc.clusterset.local").await.unwrap().0,
+        "SERVFAIL"
+    );
+    assert_eq!(series(&metrics, &udp("SERVFAIL")), 1);
+
+    let import = serde_json::from_value(serde_json::json!({
+        "apiVersion": "multicluster.x-k8s.io/v1beta1", "kind": "ServiceImport",
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"type": "ClusterSetIP", "ips": ["243.0.0.1"], "ports": [{"port": 80}]}
+    }))
+    .unwrap();
+    zone.upsert_service_import(&import).unwrap();
+    zone.mark_synced();
+    for _ in 0..3 {
+        let (status, answers) = ask("web.shop.svc.clusterset.local").await.unwrap();
+        assert_eq!(
+            (status.as_str(), answers.as_str()),
+            ("NOERROR", "243.0.0.1")
+        );
+    }
+    for _ in 0..2 {
+        assert_eq!(
+            ask("nope.shop.svc.clusterset.local").await.unwrap().0,
+            "NXDOMAIN"
+        );
+    }
+    assert_eq!(ask("example.com").await.unwrap().0, "REFUSED");
+
+    assert_eq!(series(&metrics, &udp("NOERROR")), 3);
+    assert_eq!(series(&metrics, &udp("NXDOMAIN")), 2);
+    assert_eq!(series(&metrics, &udp("REFUSED")), 1);
+    assert_eq!(series(&metrics, &udp("SERVFAIL")), 1);
+    assert_eq!(series(&metrics, &udp("FORMERR")), 0);
+    assert_eq!(
+        series(
+            &metrics,
+            "clusterset_agent_dns_queries_total{protocol=\"tcp\",rcode=\"NOERROR\"}"
+        ),
+        0
+    );
+    server.shutdown().await;
+}
