@@ -418,6 +418,151 @@ fn t15_clusterip_and_headless_conflict_and_the_oldest_type_wins() {
     );
 }
 
+/// The `Conflict` condition an exporter of `merged` writes: (status, reason, message).
+fn conflict_condition(merged: &mcs_controller::MergedService) -> (String, String, String) {
+    let conditions = export_conditions(Ok(()), Some(merged), &Publication::Published);
+    let conflict = conditions
+        .set
+        .into_iter()
+        .find(|c| c.type_ == "Conflict")
+        .unwrap();
+    (
+        conflict.status.as_str().to_owned(),
+        conflict.reason,
+        conflict.message,
+    )
+}
+
+fn reasons(merged: &mcs_controller::MergedService) -> Vec<ConflictReason> {
+    merged.conflicts.iter().collect()
+}
+
+/// The port conflict message for two clusters with cluster-0 oldest (the other half of the
+/// combined-conflict cases below).
+const PORT_MESSAGE_1_OF_2: &str = "Conflicting ports. Using the union of all clusters' ports; on a name or protocol/port clash the oldest service export (in \"cluster-0\") wins. 1/2 clusters disagree.";
+
+#[test]
+fn t06_a_different_internal_traffic_policy_conflicts_and_the_oldest_wins() {
+    let a = Export::new("cluster-0", 0);
+    let mut b = Export::new("cluster-1", 2);
+    b.spec_mut().internal_traffic_policy = Some("Local".into());
+    let merged = merge(&[&b, &a]);
+    assert_eq!(reasons(&merged), [ConflictReason::InternalTrafficPolicy]);
+    assert_eq!(
+        desired_import(&merged, &[])
+            .spec
+            .internal_traffic_policy
+            .as_deref(),
+        Some("Cluster")
+    );
+    let message = "Conflicting internalTrafficPolicy. Using \"Cluster\" from oldest service export in \"cluster-0\". 1/2 clusters disagree.";
+    assert_eq!(
+        conflict_condition(&merged),
+        (
+            "True".to_owned(),
+            "InternalTrafficPolicyConflict".to_owned(),
+            message.to_owned()
+        )
+    );
+
+    // With a port conflict too: reasons in specification order (ports first) whatever the
+    // input order, one message line per reason in the same order.
+    b.spec_mut()
+        .ports
+        .as_mut()
+        .unwrap()
+        .push(port("stcp", "SCTP", 142));
+    for merged in [merge(&[&a, &b]), merge(&[&b, &a])] {
+        assert_eq!(
+            conflict_condition(&merged),
+            (
+                "True".to_owned(),
+                "PortConflict,InternalTrafficPolicyConflict".to_owned(),
+                format!("{PORT_MESSAGE_1_OF_2}\n{message}")
+            )
+        );
+    }
+}
+
+#[test]
+fn t07_a_different_traffic_distribution_conflicts_and_the_oldest_wins() {
+    let a = Export::new("cluster-0", 0);
+    let mut b = Export::new("cluster-1", 2);
+    b.spec_mut().traffic_distribution = None;
+    let merged = merge(&[&b, &a]);
+    assert_eq!(reasons(&merged), [ConflictReason::TrafficDistribution]);
+    assert_eq!(
+        desired_import(&merged, &[])
+            .spec
+            .traffic_distribution
+            .as_deref(),
+        Some("PreferClose")
+    );
+    let message = "Conflicting trafficDistribution. Using \"PreferClose\" from oldest service export in \"cluster-0\". 1/2 clusters disagree.";
+    assert_eq!(
+        conflict_condition(&merged),
+        (
+            "True".to_owned(),
+            "TrafficDistributionConflict".to_owned(),
+            message.to_owned()
+        )
+    );
+
+    // With an exported-labels conflict too: LabelsConflict comes first.
+    b.spec.exported_labels = BTreeMap::from([("team".into(), "one".into())]);
+    for merged in [merge(&[&a, &b]), merge(&[&b, &a])] {
+        assert_eq!(
+            conflict_condition(&merged),
+            (
+                "True".to_owned(),
+                "LabelsConflict,TrafficDistributionConflict".to_owned(),
+                format!(
+                    "Conflicting exportedLabels. Using {{}} from oldest service export in \"cluster-0\". 1/2 clusters disagree.\n{message}"
+                )
+            )
+        );
+    }
+}
+
+#[test]
+fn t08_different_ip_families_conflict_and_the_oldest_wins() {
+    let a = Export::new("cluster-0", 0);
+    let mut b = Export::new("cluster-1", 2);
+    b.spec_mut().ip_families = Some(vec!["IPv4".into(), "IPv6".into()]);
+    let mut c = Export::new("cluster-2", 4);
+    c.spec_mut().ip_families = Some(vec!["IPv6".into()]);
+    let merged = merge(&[&c, &b, &a]);
+    assert_eq!(reasons(&merged), [ConflictReason::IpFamily]);
+    let import = desired_import(&merged, &[v4("243.0.0.1"), "fd00:243::1".parse().unwrap()]);
+    assert_eq!(import.spec.ip_families, ["IPv4"]);
+    assert_eq!(import.spec.ips, ["243.0.0.1"]);
+    let message = "Conflicting ipFamilies. Using [\"IPv4\"] from oldest service export in \"cluster-0\". 2/3 clusters disagree.";
+    assert_eq!(
+        conflict_condition(&merged),
+        (
+            "True".to_owned(),
+            "IPFamilyConflict".to_owned(),
+            message.to_owned()
+        )
+    );
+
+    // With an internalTrafficPolicy conflict too (on one of the three): IPFamilyConflict,
+    // last in specification order, comes last.
+    c.spec_mut().internal_traffic_policy = Some("Local".into());
+    for merged in [merge(&[&a, &b, &c]), merge(&[&c, &a, &b])] {
+        assert_eq!(
+            conflict_condition(&merged),
+            (
+                "True".to_owned(),
+                "InternalTrafficPolicyConflict,IPFamilyConflict".to_owned(),
+                format!(
+                    "Conflicting internalTrafficPolicy. Using \"Cluster\" from oldest service export in \"cluster-0\". 1/3 clusters disagree.\n{message}"
+                )
+            )
+        );
+    }
+}
+
 #[test]
 fn t16_endpoint_slices_have_the_mcs_labels_and_one_source_cluster_each() {
     let a = Export::new("cluster-0", 0);
