@@ -3,7 +3,7 @@
 //! oldest export's ports; the winner is the oldest export (ties by cluster id).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers, not only #[test] fns
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -99,18 +99,31 @@ proptest! {
     }
 
     #[test]
-    fn every_exporter_gets_the_same_conflict_verdict(records in arb_records()) {
+    fn every_exporter_gets_the_same_conflict_verdict(
+        records in arb_records(),
+        seeds in prop::collection::vec(any::<u64>(), 6),
+    ) {
+        // Every exporter's agent merges the same records, each in an order of its own, and
+        // writes the Conflict condition of its own export.
+        let verdicts = verdicts_per_exporter(&records, |cluster, all| {
+            let index = all.iter().position(|r| &r.cluster_id == cluster).unwrap();
+            shuffled(all, seeds[index % seeds.len()])
+        });
+        prop_assert_eq!(verdicts.len(), records.len());
+        if let Err(disagreement) = all_agree(&verdicts) {
+            return Err(TestCaseError::fail(disagreement));
+        }
+        // The shared verdict is the merge's: True with its reasons and message, or
+        // False/NoConflicts.
         let merged = merge_exports(&records).unwrap().unwrap();
-        let verdicts: BTreeSet<_> = records
-            .iter()
-            .map(|_| {
-                let c = export_conditions(Ok(()), Some(&merged), &Publication::Published);
-                let conflict = c.set.into_iter().find(|c| c.type_ == "Conflict").unwrap();
-                (conflict.status.as_str(), conflict.reason, conflict.message)
-            })
-            .collect();
-        prop_assert_eq!(verdicts.len(), 1);
-        // Conflict is True exactly when some export differs from the merged result.
+        let (_, verdict) = verdicts.iter().next().unwrap();
+        let expected = if merged.conflicts.is_empty() {
+            ("False".to_owned(), "NoConflicts".to_owned(), String::new())
+        } else {
+            ("True".to_owned(), merged.conflicts.join(), merged.conflict_message.clone())
+        };
+        prop_assert_eq!(verdict.as_ref(), Some(&expected));
+        // Conflict is True exactly when some export differs from the others.
         let port_set = |r: &ExportRecord| -> BTreeSet<(Option<String>, String, i32)> {
             r.service
                 .ports
@@ -131,7 +144,7 @@ proptest! {
                 && r.exported_labels == first.exported_labels
                 && r.exported_annotations == first.exported_annotations
         });
-        prop_assert_eq!(merged.conflicts.is_empty(), identical);
+        prop_assert_eq!(expected.0 == "False", identical);
     }
 
     #[test]
@@ -162,4 +175,144 @@ proptest! {
         prop_assert_eq!(&merged.winner, &expected.cluster_id);
         prop_assert_eq!(merged.service_type == mcs_types::ServiceImportType::Headless, expected.service.headless);
     }
+}
+
+/// One exporter's `Conflict` condition: (status, reason, message), or `None` if it wrote none.
+type Verdict = Option<(String, String, String)>;
+
+/// The `Conflict` condition every exporter writes, each computed as its agent does: it merges
+/// the records `seen_by` gives it and, if its own record is in the merge, sets the conditions
+/// of its export from that merge.
+fn verdicts_per_exporter(
+    records: &[ExportRecord],
+    seen_by: impl Fn(&ClusterId, &[ExportRecord]) -> Vec<ExportRecord>,
+) -> BTreeMap<ClusterId, Verdict> {
+    records
+        .iter()
+        .map(|own| {
+            let me = &own.cluster_id;
+            let merged = merge_exports(&seen_by(me, records)).unwrap();
+            let in_merge = merged
+                .as_ref()
+                .filter(|m| m.records.iter().any(|r| &r.cluster_id == me));
+            let conditions = export_conditions(Ok(()), in_merge, &Publication::Published);
+            let verdict = conditions
+                .set
+                .into_iter()
+                .find(|c| c.type_ == "Conflict")
+                .map(|c| (c.status.as_str().to_owned(), c.reason, c.message));
+            (me.clone(), verdict)
+        })
+        .collect()
+}
+
+/// `Ok` when every exporter has the same verdict; otherwise the exporters that differ from the
+/// first one.
+fn all_agree(verdicts: &BTreeMap<ClusterId, Verdict>) -> Result<(), String> {
+    let Some((first_cluster, first)) = verdicts.iter().next() else {
+        return Ok(());
+    };
+    let differing: Vec<String> = verdicts
+        .iter()
+        .filter(|(_, v)| *v != first)
+        .map(|(cluster, v)| format!("{cluster}: {v:?}"))
+        .collect();
+    if differing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{first_cluster} got {first:?}, but {}",
+            differing.join("; ")
+        ))
+    }
+}
+
+/// `records` in an order drawn from `seed` (Fisher-Yates with xorshift).
+fn shuffled(records: &[ExportRecord], seed: u64) -> Vec<ExportRecord> {
+    let mut out = records.to_vec();
+    let mut state = seed | 1;
+    for i in (1..out.len()).rev() {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let j = usize::try_from(state % (i as u64 + 1)).unwrap();
+        out.swap(i, j);
+    }
+    out
+}
+
+fn record(cluster: &str, created: i64, internal_traffic_policy: &str) -> ExportRecord {
+    ExportRecord {
+        cluster_id: ClusterId::new(cluster).unwrap(),
+        service_key: ServiceKey::new("ns", "svc"),
+        export_created: Time(Timestamp::from_second(1_800_000_000 + created).unwrap()),
+        service: ExportedService {
+            headless: false,
+            ports: vec![ServicePort {
+                name: Some("tcp".into()),
+                protocol: Some("TCP".into()),
+                app_protocol: None,
+                port: 42,
+            }],
+            session_affinity: "None".into(),
+            session_affinity_config: None,
+            ip_families: vec!["IPv4".into()],
+            internal_traffic_policy: internal_traffic_policy.into(),
+            traffic_distribution: None,
+        },
+        exported_labels: Default::default(),
+        exported_annotations: Default::default(),
+        global_ips: vec![],
+        endpoints: vec![],
+    }
+}
+
+#[test]
+fn the_verdict_check_fails_when_one_exporter_sees_a_different_verdict() {
+    // c2 disagrees with c0 and c1 on internalTrafficPolicy.
+    let records = vec![
+        record("c0", 0, "Cluster"),
+        record("c1", 1, "Cluster"),
+        record("c2", 2, "Local"),
+    ];
+    let everyone_sees_all = verdicts_per_exporter(&records, |_, all| all.to_vec());
+    assert_eq!(all_agree(&everyone_sees_all), Ok(()));
+    assert_eq!(
+        everyone_sees_all[&ClusterId::new("c0").unwrap()]
+            .as_ref()
+            .map(|v| v.1.as_str()),
+        Some("InternalTrafficPolicyConflict")
+    );
+
+    // The peers' bug: the conflict shows only where the conflicting data is merged. If c0
+    // merged only its own record, it would say NoConflicts while c1 and c2 say Conflict.
+    let c0_sees_only_itself = verdicts_per_exporter(&records, |me, all| {
+        all.iter()
+            .filter(|r| me.as_str() != "c0" || &r.cluster_id == me)
+            .cloned()
+            .collect()
+    });
+    let err = all_agree(&c0_sees_only_itself).unwrap_err();
+    assert!(
+        err.starts_with("c0 got Some((\"False\", \"NoConflicts\""),
+        "{err}"
+    );
+    assert!(err.contains("c1: ") && err.contains("c2: "), "{err}");
+
+    // An exporter left out of the merge writes no Conflict condition at all: also a difference.
+    let c1_left_out = verdicts_per_exporter(&records, |me, all| {
+        all.iter()
+            .filter(|r| me.as_str() != "c1" || r.cluster_id.as_str() != "c1")
+            .cloned()
+            .collect()
+    });
+    let err = all_agree(&c1_left_out).unwrap_err();
+    assert!(err.contains("c1: None"), "{err}");
+
+    // Same status and reason, another message: still a difference.
+    let mut verdicts = everyone_sees_all.clone();
+    if let Some(Some(v)) = verdicts.get_mut(&ClusterId::new("c2").unwrap()) {
+        v.2.push_str(" (seen from c2)");
+    }
+    assert!(all_agree(&verdicts).unwrap_err().contains("c2: "));
 }
