@@ -400,12 +400,34 @@ impl ClustersetName {
         self.check_length()
     }
 
+    /// The length of the [`Display`](fmt::Display) text, computed without building it (the
+    /// zone builds several names per service on every update).
+    fn text_len(&self) -> usize {
+        let prefix = match &self.form {
+            NameForm::Service => 0,
+            // `_<port>._<proto>.`
+            NameForm::Srv {
+                port_name,
+                protocol,
+            } => port_name.len() + protocol.label().len() + 4,
+            // `<hostname>.<clusterid>.`
+            NameForm::Endpoint {
+                hostname,
+                cluster_id,
+            } => hostname.len() + cluster_id.len() + 2,
+            // `<clusterid>.`
+            NameForm::ClusterService { cluster_id } => cluster_id.len() + 1,
+        };
+        // `<svc>.<ns>.svc.<zone>`
+        prefix + self.service.len() + self.namespace.len() + self.zone.as_str().len() + 6
+    }
+
     fn check_length(self) -> Result<Self, NameError> {
-        let text = self.to_string();
-        if text.len() > MAX_NAME_LEN {
+        let len = self.text_len();
+        if len > MAX_NAME_LEN {
             return Err(NameError::TooLong {
-                len: text.len(),
-                name: text,
+                len,
+                name: self.to_string(),
             });
         }
         Ok(self)
@@ -509,6 +531,22 @@ mod tests {
 
     fn parse(name: &str) -> Result<ClustersetName, NameError> {
         ClustersetName::parse(name, &Zone::default())
+    }
+
+    #[test]
+    fn computed_length_is_the_length_of_the_text() {
+        let base = ClustersetName::service("shop", "web").unwrap();
+        let names = [
+            base.clone(),
+            base.clone().srv("http", SrvProtocol::Tcp).unwrap(),
+            base.clone().srv("sctp-port", SrvProtocol::Sctp).unwrap(),
+            base.clone().endpoint("10-0-0-1", "east").unwrap(),
+            base.clone().cluster_service("west").unwrap(),
+            base.in_zone(Zone::new("example.org").unwrap()).unwrap(),
+        ];
+        for name in names {
+            assert_eq!(name.text_len(), name.to_string().len(), "{name}");
+        }
     }
 
     #[test]
