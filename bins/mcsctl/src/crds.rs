@@ -1,7 +1,10 @@
 //! `mcsctl crds`: CRDs generated from the types.
 
 use anyhow::Context;
-use clap::{Args, ValueEnum};
+use clap::Args;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+
+use crate::output::{self, Cell, Format, Table};
 
 /// Options of `mcsctl crds`.
 #[derive(Debug, Args)]
@@ -9,23 +12,41 @@ pub struct CrdsArgs {
     /// Print the ClusterProperty CRD (about.k8s.io) instead of the MCS CRDs.
     #[arg(long)]
     about: bool,
-    /// Output format.
+    /// Output format: multi-document YAML (for kubectl apply), a JSON array, or a table.
     #[arg(short, long, value_enum, default_value_t = Format::Yaml)]
     output: Format,
 }
 
-/// Output formats of `mcsctl crds`.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum Format {
-    /// Multi-document YAML.
-    Yaml,
-    /// A JSON array of CRDs.
-    Json,
-}
-
 /// Prints the CRDs selected by `args`.
 pub fn run(args: &CrdsArgs) -> anyhow::Result<std::process::ExitCode> {
-    crate::output::print(&render(args)?)
+    output::print(&render(args)?)
+}
+
+/// One line per CRD: name, group, kind, versions (storage version marked), scope.
+fn table(crds: &[CustomResourceDefinition]) -> String {
+    let mut table = Table::new(&["NAME", "GROUP", "KIND", "VERSIONS", "SCOPE"]);
+    for crd in crds {
+        let versions: Vec<String> = crd
+            .spec
+            .versions
+            .iter()
+            .map(|v| {
+                if v.storage {
+                    format!("{} (storage)", v.name)
+                } else {
+                    v.name.clone()
+                }
+            })
+            .collect();
+        table.row([
+            Cell::from(crd.metadata.name.clone().unwrap_or_default()),
+            Cell::from(crd.spec.group.as_str()),
+            Cell::from(crd.spec.names.kind.as_str()),
+            Cell::from(versions.join(", ")),
+            Cell::from(crd.spec.scope.as_str()),
+        ]);
+    }
+    table.render()
 }
 
 /// The CRDs selected by `args`, rendered.
@@ -36,12 +57,5 @@ pub fn render(args: &CrdsArgs) -> anyhow::Result<String> {
         mcs_types::crd::mcs_crds()
     }
     .context("generating the CRDs")?;
-    match args.output {
-        Format::Yaml => {
-            serde_saphyr::to_string_multiple(&crds).context("rendering the CRDs as YAML")
-        }
-        Format::Json => serde_json::to_string_pretty(&crds)
-            .map(|json| json + "\n")
-            .context("rendering the CRDs as JSON"),
-    }
+    output::render_list(&crds, args.output, table)
 }

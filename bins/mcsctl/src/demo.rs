@@ -3,13 +3,13 @@
 //! mon with one whose global IP is published in our clusterset DNS server and resolved through
 //! it, one at a time, while a watch polls the quorum; a summary ends the run.
 
-use std::io::Write as _;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::progress::Spinner;
 use anyhow::Context;
 use async_trait::async_trait;
 use ceph_address_plan::MonId;
@@ -83,14 +83,11 @@ fn ip(net: u8, host: u8) -> IpAddr {
     IpAddr::from([127, 0, net, host])
 }
 
-fn say(line: impl AsRef<str>) {
-    println!("{}", line.as_ref());
-    // Progress must show as it happens, also when stdout is a pipe.
-    let _ = std::io::stdout().flush();
-}
-
 async fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
+    // Lines show as they happen (also on a pipe); the spinner shows what is being waited for.
+    let spinner = Spinner::start("creating the cluster");
+    let say = |line: String| spinner.say(&line);
     let (_temp, dir) = match &args.dir {
         Some(dir) => (None, dir.clone()),
         None => {
@@ -106,7 +103,7 @@ async fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         .map(|(m, host)| Ok((m.parse()?, ip(net, host))))
         .collect::<anyhow::Result<_>>()?;
 
-    say("Step 1/4: a Ceph cluster with three mons on cluster IPs (MCS off)");
+    say("Step 1/4: a Ceph cluster with three mons on cluster IPs (MCS off)".to_owned());
     let cluster = LocalCluster::create(
         dir.join("ceph"),
         "5e1f7c2a-6d0e-4c3b-9a8f-d3e0c0de0001",
@@ -115,7 +112,8 @@ async fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     .await
     .context("creating the cluster (ceph-authtool, monmaptool, ceph-mon --mkfs)")?;
 
-    say("Step 2/4: the clusterset DNS server");
+    say("Step 2/4: the clusterset DNS server".to_owned());
+    spinner.set_message("starting the clusterset DNS server");
     let store = Arc::new(ZoneStore::new(ZoneConfig::default()));
     store.mark_synced();
     let server = DnsServer::start(
@@ -151,10 +149,12 @@ async fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         endpoints,
         cluster.admin(None).timeout(Duration::from_secs(10)),
     ));
+    spinner.set_message("starting mons a, b and c");
     for (mon, address) in &abc {
         mon_runtime.start(mon, *address).await?;
         say(format!("  started mon {mon} at {address}"));
     }
+    spinner.set_message("waiting for mons a, b and c to form a quorum");
     let quorum_wait = Instant::now();
     wait_for_quorum(admin.as_ref(), 3, Duration::from_secs(120)).await?;
     say(format!(
@@ -162,8 +162,11 @@ async fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         quorum_wait.elapsed().as_secs_f64()
     ));
 
-    say("Step 3/4: MCS enabled: each mon is replaced by one advertising its global IP");
-    say("  (one at a time, only with every mon in quorum; the quorum is polled every second)");
+    say("Step 3/4: MCS enabled: each mon is replaced by one advertising its global IP".to_owned());
+    say(
+        "  (one at a time, only with every mon in quorum; the quorum is polled every second)"
+            .to_owned(),
+    );
     let watch = QuorumWatch::start(
         Arc::new(cluster.admin(None).timeout(Duration::from_secs(10))),
         Duration::from_secs(1),
@@ -184,23 +187,27 @@ async fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         deadline: Duration::from_secs(args.timeout_secs),
     };
     let migration_started = Instant::now();
+    spinner.set_message("moving the mons to their global IPs");
     let result = driver
         .run_until_settled(Addressing::Clusterset, options, |tick| {
-            narrate(tick, migration_started);
+            narrate(tick, migration_started, &spinner);
         })
         .await;
+    spinner.set_message("summing up");
     let record = watch.stop().await;
     let report = match result {
         Ok(report) => report,
         Err(error) => {
+            spinner.set_message("stopping the mons");
             mon_runtime.stop_all().await;
             server.shutdown().await;
+            spinner.finish();
             eprintln!("error: {error}");
             return Ok(ExitCode::from(1));
         }
     };
 
-    say("Step 4/4: summary");
+    say("Step 4/4: summary".to_owned());
     let status = admin.quorum_status().await?;
     for mon in &status.monmap.mons {
         let name = ClustersetName::service(NAMESPACE, &format!("rook-ceph-mon-{}", mon.name))?;
@@ -248,8 +255,8 @@ async fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Prints what a tick did, as steps a person can follow.
-fn narrate(tick: &Tick, since: Instant) {
+/// Prints what a tick did, as steps a person can follow, and what is awaited next.
+fn narrate(tick: &Tick, since: Instant, spinner: &Spinner) {
     let at = since.elapsed().as_secs_f64();
     for (command, outcome) in tick.commands.iter().zip(&tick.outcomes) {
         let line = match (command, outcome) {
@@ -284,8 +291,17 @@ fn narrate(tick: &Tick, since: Instant) {
             }
             (command, _) => format!("{command}"),
         };
-        say(format!("  [{at:6.1}s] {line}"));
+        spinner.say(&format!("  [{at:6.1}s] {line}"));
     }
+    let done = tick.state.history().completed;
+    spinner.set_message(match tick.state.migration() {
+        Some(m) => format!(
+            "moving mon {} to mon {} ({done} of 3 mons moved)",
+            m.old(),
+            m.new_mon()
+        ),
+        None => format!("moving the mons to their global IPs ({done} of 3 moved)"),
+    });
 }
 
 async fn wait_for_quorum(

@@ -28,12 +28,12 @@ enum DnsCommand {
     ///
     /// SIGHUP reloads the file. A file with a bad object is rejected whole: the problems are
     /// printed (object, field, fix) and the last good zone keeps serving.
-    ///
-    /// Examples:
-    ///   mcsctl dns serve --listen 127.0.0.1:5353 --from-file zone.yaml
-    ///   dig @127.0.0.1 -p 5353 web.shop.svc.clusterset.local
-    ///   kill -HUP <pid>    # reload zone.yaml
-    #[command(verbatim_doc_comment)]
+    #[command(after_help = "\
+Examples:
+  mcsctl dns serve --listen 127.0.0.1:5353 --from-file zone.yaml
+  dig @127.0.0.1 -p 5353 web.shop.svc.clusterset.local
+  kill -HUP <pid>    # reload zone.yaml
+  mcsctl dns serve --from-file zone.yaml --print-zone")]
     Serve(ServeArgs),
 }
 

@@ -1,6 +1,5 @@
 //! `mcsctl resolve`: clusterset names to addresses, with clusterset-dns's resolver.
 
-use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -9,6 +8,11 @@ use anyhow::Context;
 use clap::Args;
 use clusterset_dns::{HickoryClustersetResolver, ResolverSettings, resolve_all};
 use mcs_types::names::{ClustersetName, NameForm, Zone};
+use serde::Serialize;
+
+use crate::UsageError;
+use crate::output::{self, Cell, Format, Table, style};
+use crate::progress::Spinner;
 
 /// Options of `mcsctl resolve`.
 #[derive(Debug, Args)]
@@ -32,6 +36,34 @@ pub struct ResolveArgs {
     /// Attempts per name.
     #[arg(long, default_value_t = 4)]
     attempts: u32,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = Format::Table)]
+    output: Format,
+}
+
+/// The outcome of one name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NameResult {
+    /// The name asked.
+    pub name: String,
+    /// Its addresses (empty when it failed).
+    pub addresses: Vec<String>,
+    /// Why it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+fn table(results: &[NameResult]) -> String {
+    let mut table = Table::new(&["NAME", "ADDRESSES"]);
+    for result in results {
+        let addresses = match &result.error {
+            None => Cell::from(result.addresses.join(",")),
+            Some(_) => Cell::new("-", style::BAD),
+        };
+        table.row([Cell::from(result.name.as_str()), addresses]);
+    }
+    table.render()
 }
 
 /// The names to ask for: parsed in the zone, turned into the per-cluster form with a cluster id.
@@ -40,23 +72,26 @@ pub fn names_to_ask(args: &ResolveArgs) -> anyhow::Result<Vec<ClustersetName>> {
         .iter()
         .map(|text| {
             let name = ClustersetName::parse(text, &args.zone)
-                .with_context(|| format!("cannot resolve {text:?}"))?;
+                .map_err(|e| UsageError(format!("cannot resolve {text:?}: {e}")))?;
             match &args.cluster_id {
                 None => Ok(name),
-                Some(id) if name.form() == &NameForm::Service => name
-                    .cluster_service(id)
-                    .with_context(|| format!("--cluster-id {id:?} with {text:?}")),
-                Some(_) => anyhow::bail!(
+                Some(id) if name.form() == &NameForm::Service => {
+                    name.cluster_service(id).map_err(|e| {
+                        UsageError(format!("--cluster-id {id:?} with {text:?}: {e}")).into()
+                    })
+                }
+                Some(_) => Err(UsageError(format!(
                     "--cluster-id needs service names (<svc>.<ns>.svc.{}), not {text:?}",
                     args.zone
-                ),
+                ))
+                .into()),
             }
         })
         .collect()
 }
 
-/// Resolves the names and prints `NAME ADDRESS...` per line; failures go to stderr and make
-/// the exit status 1.
+/// Resolves the names and prints them in the chosen format; failures also go to stderr and
+/// make the exit status 1.
 pub fn run(args: &ResolveArgs) -> anyhow::Result<ExitCode> {
     let names = names_to_ask(args)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -70,30 +105,42 @@ pub fn run(args: &ResolveArgs) -> anyhow::Result<ExitCode> {
             attempts: args.attempts,
             ..ResolverSettings::default()
         })?;
-        anyhow::Ok(resolve_all(&resolver, &names, 16).await)
+        let spinner = Spinner::start(format!(
+            "resolving {} name(s), up to {} attempts of {} ms each",
+            names.len(),
+            args.attempts,
+            args.timeout_ms
+        ));
+        let results = resolve_all(&resolver, &names, 16).await;
+        spinner.finish();
+        anyhow::Ok(results)
     })?;
-    let mut out = String::new();
-    let mut failed = 0;
-    for result in results {
-        match result {
-            Ok(resolution) => {
-                let addresses: Vec<String> = resolution
+    let results: Vec<NameResult> = results
+        .into_iter()
+        .zip(&names)
+        .map(|(result, name)| match result {
+            Ok(resolution) => NameResult {
+                name: name.to_string(),
+                addresses: resolution
                     .addresses
                     .iter()
                     .map(ToString::to_string)
-                    .collect();
-                let _ = writeln!(out, "{} {}", resolution.name, addresses.join(" "));
-            }
+                    .collect(),
+                error: None,
+            },
             Err(e) => {
-                failed += 1;
                 eprintln!("error: {e}");
+                NameResult {
+                    name: name.to_string(),
+                    addresses: Vec::new(),
+                    error: Some(e.to_string()),
+                }
             }
-        }
-    }
-    crate::output::print(&out)?;
-    Ok(if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+        })
+        .collect();
+    let failed = results.iter().any(|r| r.error.is_some());
+    output::print_verdict(
+        &output::render(&results, args.output, |r| table(r))?,
+        failed,
+    )
 }

@@ -61,5 +61,48 @@ fn usage_errors_exit_with_2_and_say_what_is_wrong() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("invalid value 'xml'"), "{stderr}");
-    assert!(stderr.contains("[possible values: yaml, json]"), "{stderr}");
+    assert!(
+        stderr.contains("[possible values: table, yaml, json]"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn crds_table_lists_each_crd_with_group_kind_versions_and_scope() {
+    let table = stdout_of(&["crds", "-o", "table"]);
+    let lines: Vec<Vec<&str>> = table
+        .lines()
+        .map(|l| {
+            l.split("   ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            vec!["NAME", "GROUP", "KIND", "VERSIONS", "SCOPE"],
+            vec![
+                "serviceexports.multicluster.x-k8s.io",
+                "multicluster.x-k8s.io",
+                "ServiceExport",
+                "v1alpha1, v1beta1 (storage)",
+                "Namespaced"
+            ],
+            vec![
+                "serviceimports.multicluster.x-k8s.io",
+                "multicluster.x-k8s.io",
+                "ServiceImport",
+                "v1alpha1, v1beta1 (storage)",
+                "Namespaced"
+            ],
+        ]
+    );
+    assert!(!table.contains('\u{1b}'), "no colours on a pipe: {table:?}");
+    let about = stdout_of(&["crds", "--about", "-o", "table"]);
+    assert!(
+        about.contains("clusterproperties.about.k8s.io") && about.contains("Cluster\n"),
+        "{about}"
+    );
 }

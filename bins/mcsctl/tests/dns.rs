@@ -162,6 +162,15 @@ fn wait_for_answer(server: &Serve, args: &[&str], expected: &str) {
 
 const MON: &str = "rook-ceph-mon-a.rook-ceph.svc.clusterset.local";
 
+/// `mcsctl resolve`'s table for one name.
+fn answer_table(name: &str, addresses: &str) -> String {
+    format!(
+        "{:width$}ADDRESSES\n{name}   {addresses}\n",
+        "NAME",
+        width = name.len() + 3
+    )
+}
+
 #[test]
 fn serve_resolve_reload_and_keep_the_last_good_zone() {
     let dir = tempfile::tempdir().unwrap();
@@ -177,14 +186,25 @@ fn serve_resolve_reload_and_keep_the_last_good_zone() {
     );
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
-        format!("{MON} 242.1.0.11\n")
+        answer_table(MON, "242.1.0.11")
     );
     // Rook's per-cluster form, answered in Lighthouse mode.
     let out = resolve(&server, &[MON, "--cluster-id", "east"]);
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
-        format!("east.{MON} 10.96.0.11\n")
+        answer_table(&format!("east.{MON}"), "10.96.0.11")
     );
+    // The same as JSON and YAML.
+    let out = resolve(&server, &[MON, "-o", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!([{"name": MON, "addresses": ["242.1.0.11"]}])
+    );
+    let out = resolve(&server, &[MON, "-o", "yaml"]);
+    let yaml: serde_json::Value =
+        serde_saphyr::from_str(&String::from_utf8(out.stdout).unwrap()).unwrap();
+    assert_eq!(yaml, json);
     // A missing name: exit 1 and a message that names it.
     let out = resolve(&server, &["nope.rook-ceph.svc.clusterset.local"]);
     assert_eq!(out.status.code(), Some(1));
@@ -193,6 +213,22 @@ fn serve_resolve_reload_and_keep_the_last_good_zone() {
         stderr.starts_with("error: nope.rook-ceph.svc.clusterset.local: no such name (NXDOMAIN)"),
         "{stderr}"
     );
+    // In JSON the failure is in the document too, and the status is still 1.
+    let out = resolve(
+        &server,
+        &["nope.rook-ceph.svc.clusterset.local", MON, "-o", "json"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json[0]["addresses"], serde_json::json!([]));
+    assert!(
+        json[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("no such name (NXDOMAIN)"),
+        "{json}"
+    );
+    assert_eq!(json[1]["addresses"], serde_json::json!(["242.1.0.11"]));
 
     // A bad file: rejected with object and field, the old zone keeps serving.
     std::fs::write(&file, BAD).unwrap();
@@ -218,12 +254,12 @@ fn serve_resolve_reload_and_keep_the_last_good_zone() {
         ),
         "{lines:?}"
     );
-    wait_for_answer(&server, &[MON], &format!("{MON} 242.1.0.11\n"));
+    wait_for_answer(&server, &[MON], &answer_table(MON, "242.1.0.11"));
 
     // A good file again (a `kind: List`, v1alpha1): served after SIGHUP.
     std::fs::write(&file, ZONE_V2_AS_LIST).unwrap();
     hangup(&server);
-    wait_for_answer(&server, &[MON], &format!("{MON} 242.1.0.99\n"));
+    wait_for_answer(&server, &[MON], &answer_table(MON, "242.1.0.99"));
 }
 
 #[test]
@@ -280,9 +316,9 @@ fn print_zone_writes_a_master_file() {
 }
 
 #[test]
-fn resolve_rejects_names_outside_the_zone_and_cluster_ids_on_other_forms() {
+fn resolve_rejects_names_outside_the_zone_and_cluster_ids_on_other_forms_as_usage_errors() {
     let out = mcsctl(&["resolve", "web.shop.svc.cluster.local"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(stderr.contains("not in the clusterset zone"), "{stderr}");
     let out = mcsctl(&[
@@ -291,7 +327,7 @@ fn resolve_rejects_names_outside_the_zone_and_cluster_ids_on_other_forms() {
         "--cluster-id",
         "east",
     ]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(
         stderr.contains("--cluster-id needs service names"),

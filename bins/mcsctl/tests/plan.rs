@@ -176,4 +176,66 @@ fn usage_errors_exit_with_2() {
     let out = mcsctl(&["plan"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--cluster <FILE>"));
+    let cluster = repo("examples/cephcluster.yaml");
+    let out = mcsctl(&["plan", "--cluster", cluster.to_str().unwrap(), "-o", "xml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("[possible values: table, yaml, json]"));
+}
+
+#[test]
+fn the_table_summarises_the_plan_of_the_examples() {
+    let cluster = repo("examples/cephcluster.yaml");
+    let inventory = repo("examples/inventory.yaml");
+    let table = stdout_of(&[
+        "plan",
+        "--cluster",
+        cluster.to_str().unwrap(),
+        "--inventory",
+        inventory.to_str().unwrap(),
+        "-o",
+        "table",
+    ]);
+    let document = library_document_of_the_examples();
+    assert!(
+        table.starts_with(
+            "CephCluster rook-ceph/rook-ceph: MCS enabled, clusterID east; not ready\n"
+        ),
+        "{table}"
+    );
+    // Every reason of the document, each on its own line.
+    for reason in document["reasons"].as_array().unwrap() {
+        let line = format!("  - {}\n", reason.as_str().unwrap());
+        assert!(table.contains(&line), "{line:?} missing from\n{table}");
+    }
+    // One row per daemon, with its status.
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .skip_while(|l| !l.starts_with("DAEMON"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let daemons: Vec<(&str, &str)> = rows.iter().map(|r| (r[0], r[4])).collect();
+    assert_eq!(
+        daemons,
+        [
+            ("mon.b", "replace"),
+            ("mon.c", "replace"),
+            ("mon.d", "upToDate"),
+            ("osd.0", "upToDate"),
+            ("osd.1", "updateArgs"),
+            ("osd.2", "waiting")
+        ]
+    );
+    assert!(
+        table.contains(&format!(
+            "rook-ceph-mon-endpoints data: {}\n",
+            document["monEndpoints"]["data"].as_str().unwrap()
+        )),
+        "{table}"
+    );
+    assert!(
+        table.ends_with("to apply: 6 Services, 4 ServiceExports (-o yaml shows them)\n"),
+        "{table}"
+    );
 }

@@ -1,0 +1,290 @@
+//! The thin IO layer of the commands that read a cluster: [`ClusterReader`] fetches exactly the
+//! objects `status` and `diagnose` look at; [`KubeReader`] implements it with kube. Everything
+//! the commands conclude is computed from what it returns, by pure functions.
+
+use async_trait::async_trait;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::{Client, Resource};
+use mcs_types::v1beta1::{ServiceExport, ServiceImport};
+use serde::de::DeserializeOwned;
+
+/// Which namespaces to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// One namespace.
+    Namespace(String),
+    /// Every namespace (`--all-namespaces`).
+    All,
+}
+
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Namespace(ns) => write!(f, "namespace {ns}"),
+            Self::All => f.write_str("all namespaces"),
+        }
+    }
+}
+
+/// A list of a resource type that may not be served (its CRD is not installed).
+pub type MaybeServed<T> = Option<Vec<T>>;
+
+/// Reads what `status` and `diagnose` need. Lists of custom resources are `None` when the API
+/// server does not serve the type; `name` narrows a list to one object (a field selector).
+#[async_trait]
+pub trait ClusterReader: Send + Sync {
+    /// Rook CephClusters (`ceph.rook.io/v1`), as JSON documents.
+    async fn ceph_clusters(&self, scope: &Scope) -> anyhow::Result<MaybeServed<serde_json::Value>>;
+    /// ServiceExports (`v1beta1`, else `v1alpha1` converted).
+    async fn service_exports(
+        &self,
+        scope: &Scope,
+        name: Option<&str>,
+    ) -> anyhow::Result<MaybeServed<ServiceExport>>;
+    /// ServiceImports (`v1beta1`, else `v1alpha1` converted).
+    async fn service_imports(
+        &self,
+        scope: &Scope,
+        name: Option<&str>,
+    ) -> anyhow::Result<MaybeServed<ServiceImport>>;
+    /// Services matching a label selector.
+    async fn services(&self, namespace: &str, selector: &str) -> anyhow::Result<Vec<Service>>;
+    /// One Service.
+    async fn service(&self, namespace: &str, name: &str) -> anyhow::Result<Option<Service>>;
+    /// EndpointSlices matching a label selector.
+    async fn endpoint_slices(
+        &self,
+        scope: &Scope,
+        selector: &str,
+    ) -> anyhow::Result<Vec<EndpointSlice>>;
+    /// One ConfigMap.
+    async fn config_map(&self, namespace: &str, name: &str) -> anyhow::Result<Option<ConfigMap>>;
+    /// Deployments matching a label selector.
+    async fn deployments(&self, namespace: &str, selector: &str)
+    -> anyhow::Result<Vec<Deployment>>;
+}
+
+/// [`ClusterReader`] on a kube client.
+pub struct KubeReader {
+    client: Client,
+    origin: String,
+}
+
+impl KubeReader {
+    /// A reader on `client`; `origin` says where it points, for error messages.
+    pub fn new(client: Client, origin: impl Into<String>) -> Self {
+        Self {
+            client,
+            origin: origin.into(),
+        }
+    }
+
+    fn api<K>(&self, scope: &Scope) -> Api<K>
+    where
+        K: Resource<Scope = kube::core::NamespaceResourceScope>,
+        <K as Resource>::DynamicType: Default,
+    {
+        match scope {
+            Scope::Namespace(ns) => Api::namespaced(self.client.clone(), ns),
+            Scope::All => Api::all(self.client.clone()),
+        }
+    }
+
+    /// What went wrong, with the likely fix.
+    fn explain(&self, error: kube::Error, what: &str) -> anyhow::Error {
+        let origin = &self.origin;
+        let text = match &error {
+            kube::Error::Api(status) if status.code == 401 => format!(
+                "{what}: the API server at {origin} refused the credentials (401 Unauthorized): log in again or refresh the kubeconfig's token"
+            ),
+            kube::Error::Api(status) if status.code == 403 => format!(
+                "{what}: forbidden (403) at {origin}: {}: your user needs get and list on it (kubectl auth can-i list ... shows what is allowed)",
+                status.message
+            ),
+            kube::Error::Api(status) => format!(
+                "{what}: the API server at {origin} answered {} {}: {}",
+                status.code, status.reason, status.message
+            ),
+            kube::Error::HyperError(_) | kube::Error::Service(_) => format!(
+                "{what}: cannot reach the API server at {origin}: {error}: check that the cluster is up and the kubeconfig's server address is right"
+            ),
+            _ => format!("{what} at {origin}: {error}"),
+        };
+        anyhow::Error::msg(text)
+    }
+
+    /// A list that is `None` when the type is not served (404 on the list path).
+    async fn list_served<K>(
+        &self,
+        api: Api<K>,
+        params: &ListParams,
+        what: &str,
+    ) -> anyhow::Result<MaybeServed<K>>
+    where
+        K: Clone + DeserializeOwned + std::fmt::Debug,
+    {
+        match api.list(params).await {
+            Ok(list) => Ok(Some(list.items)),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
+            Err(error) => Err(self.explain(error, what)),
+        }
+    }
+
+    async fn mcs_list<New, Old>(
+        &self,
+        scope: &Scope,
+        name: Option<&str>,
+        plural: &str,
+    ) -> anyhow::Result<MaybeServed<New>>
+    where
+        New: Resource<Scope = kube::core::NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + std::fmt::Debug,
+        Old: Resource<Scope = kube::core::NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + std::fmt::Debug
+            + Into<New>,
+        <New as Resource>::DynamicType: Default,
+        <Old as Resource>::DynamicType: Default,
+    {
+        let params = by_name(name);
+        let what = format!("listing {plural}.multicluster.x-k8s.io in {scope}");
+        if let Some(items) = self
+            .list_served(self.api::<New>(scope), &params, &what)
+            .await?
+        {
+            return Ok(Some(items));
+        }
+        Ok(self
+            .list_served(self.api::<Old>(scope), &params, &what)
+            .await?
+            .map(|items| items.into_iter().map(Into::into).collect()))
+    }
+}
+
+fn by_name(name: Option<&str>) -> ListParams {
+    match name {
+        Some(name) => ListParams::default().fields(&format!("metadata.name={name}")),
+        None => ListParams::default(),
+    }
+}
+
+/// The API resource of Rook's CephCluster.
+pub fn ceph_cluster_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("ceph.rook.io", "v1", "CephCluster"),
+        "cephclusters",
+    )
+}
+
+#[async_trait]
+impl ClusterReader for KubeReader {
+    async fn ceph_clusters(&self, scope: &Scope) -> anyhow::Result<MaybeServed<serde_json::Value>> {
+        let resource = ceph_cluster_resource();
+        let api: Api<DynamicObject> = match scope {
+            Scope::Namespace(ns) => Api::namespaced_with(self.client.clone(), ns, &resource),
+            Scope::All => Api::all_with(self.client.clone(), &resource),
+        };
+        let what = format!("listing cephclusters.ceph.rook.io in {scope}");
+        let Some(items) = self.list_served(api, &ListParams::default(), &what).await? else {
+            return Ok(None);
+        };
+        let mut documents = Vec::with_capacity(items.len());
+        for item in items {
+            let mut document = serde_json::to_value(item)?;
+            // Items of a list may come without their type; the typed view needs it.
+            if let Some(object) = document.as_object_mut() {
+                object
+                    .entry("apiVersion")
+                    .or_insert_with(|| resource.api_version.clone().into());
+                object
+                    .entry("kind")
+                    .or_insert_with(|| resource.kind.clone().into());
+            }
+            documents.push(document);
+        }
+        Ok(Some(documents))
+    }
+
+    async fn service_exports(
+        &self,
+        scope: &Scope,
+        name: Option<&str>,
+    ) -> anyhow::Result<MaybeServed<ServiceExport>> {
+        self.mcs_list::<ServiceExport, mcs_types::v1alpha1::ServiceExport>(
+            scope,
+            name,
+            "serviceexports",
+        )
+        .await
+    }
+
+    async fn service_imports(
+        &self,
+        scope: &Scope,
+        name: Option<&str>,
+    ) -> anyhow::Result<MaybeServed<ServiceImport>> {
+        self.mcs_list::<ServiceImport, mcs_types::v1alpha1::ServiceImport>(
+            scope,
+            name,
+            "serviceimports",
+        )
+        .await
+    }
+
+    async fn services(&self, namespace: &str, selector: &str) -> anyhow::Result<Vec<Service>> {
+        let api: Api<Service> = Api::namespaced(self.client.clone(), namespace);
+        api.list(&ListParams::default().labels(selector))
+            .await
+            .map(|l| l.items)
+            .map_err(|e| self.explain(e, &format!("listing services in namespace {namespace}")))
+    }
+
+    async fn service(&self, namespace: &str, name: &str) -> anyhow::Result<Option<Service>> {
+        let api: Api<Service> = Api::namespaced(self.client.clone(), namespace);
+        api.get_opt(name)
+            .await
+            .map_err(|e| self.explain(e, &format!("reading service {namespace}/{name}")))
+    }
+
+    async fn endpoint_slices(
+        &self,
+        scope: &Scope,
+        selector: &str,
+    ) -> anyhow::Result<Vec<EndpointSlice>> {
+        self.api::<EndpointSlice>(scope)
+            .list(&ListParams::default().labels(selector))
+            .await
+            .map(|l| l.items)
+            .map_err(|e| self.explain(e, &format!("listing endpointslices in {scope}")))
+    }
+
+    async fn config_map(&self, namespace: &str, name: &str) -> anyhow::Result<Option<ConfigMap>> {
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), namespace);
+        api.get_opt(name)
+            .await
+            .map_err(|e| self.explain(e, &format!("reading configmap {namespace}/{name}")))
+    }
+
+    async fn deployments(
+        &self,
+        namespace: &str,
+        selector: &str,
+    ) -> anyhow::Result<Vec<Deployment>> {
+        let api: Api<Deployment> = Api::namespaced(self.client.clone(), namespace);
+        api.list(&ListParams::default().labels(selector))
+            .await
+            .map(|l| l.items)
+            .map_err(|e| {
+                self.explain(
+                    e,
+                    &format!("listing deployments.apps in namespace {namespace}"),
+                )
+            })
+    }
+}

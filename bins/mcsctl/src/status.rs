@@ -1,0 +1,619 @@
+//! `mcsctl status`: every CephCluster with its MCS settings, per daemon Service the export
+//! conditions, global IP and advertised IP, the migration progress; and every
+//! ServiceExport/ServiceImport pair with its conditions.
+//!
+//! [`fetch`] reads the objects through a [`ClusterReader`]; [`report`] is a pure function from
+//! them to a [`StatusReport`]; [`render_table`] draws it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::net::{IpAddr, SocketAddr};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use ceph_address_plan::{Daemon, rook};
+use clap::Args;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use mcs_types::labels::SERVICE_NAME_LABEL;
+use mcs_types::v1beta1::{ServiceExport, ServiceImport};
+use serde::Serialize;
+
+use crate::cluster::{ClusterReader, KubeReader, MaybeServed, Scope};
+use crate::kubeconfig::KubeArgs;
+use crate::output::{self, Cell, Format, Table, style, styled};
+use crate::progress::Spinner;
+use crate::view::{
+    CephClusterView, ExportView, ImportView, mon_endpoints, osd_public_addr, slice_addresses,
+};
+
+/// Options of `mcsctl status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    kube: KubeArgs,
+    /// Every namespace instead of one.
+    #[arg(short = 'A', long, conflicts_with = "namespace")]
+    all_namespaces: bool,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = Format::Table)]
+    output: Format,
+}
+
+/// The label selector of the mon and OSD Services (Rook's, and the unique-name export
+/// Services that stand in for them).
+pub const DAEMON_SERVICES: &str = "ceph_daemon_type in (mon,osd)";
+/// The label selector of the OSD Deployments.
+pub const OSD_DEPLOYMENTS: &str = "app=rook-ceph-osd";
+
+/// What `status` reads in a namespace that holds a CephCluster.
+#[derive(Debug, Clone, Default)]
+pub struct CephNamespace {
+    /// The mon and OSD Services.
+    pub services: Vec<Service>,
+    /// `rook-ceph-mon-endpoints`.
+    pub mon_endpoints: Option<ConfigMap>,
+    /// The OSD Deployments.
+    pub osd_deployments: Vec<Deployment>,
+}
+
+/// Everything `status` reads.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    /// The namespaces read.
+    pub scope: Scope,
+    /// CephClusters; `None` when Rook's CRD is not installed.
+    pub ceph_clusters: MaybeServed<serde_json::Value>,
+    /// ServiceExports; `None` when the MCS CRDs are not installed.
+    pub exports: MaybeServed<ServiceExport>,
+    /// ServiceImports; `None` when the MCS CRDs are not installed.
+    pub imports: MaybeServed<ServiceImport>,
+    /// The EndpointSlices of imported services (labelled with a service name).
+    pub slices: Vec<EndpointSlice>,
+    /// Per namespace with a CephCluster, its daemons' objects.
+    pub ceph_namespaces: BTreeMap<String, CephNamespace>,
+}
+
+/// Reads what `status` needs in `scope`.
+pub async fn fetch(reader: &dyn ClusterReader, scope: &Scope) -> anyhow::Result<Fetched> {
+    let (ceph_clusters, exports, imports, slices) = tokio::try_join!(
+        reader.ceph_clusters(scope),
+        reader.service_exports(scope, None),
+        reader.service_imports(scope, None),
+        reader.endpoint_slices(scope, SERVICE_NAME_LABEL),
+    )?;
+    let namespaces: BTreeSet<String> = ceph_clusters
+        .iter()
+        .flatten()
+        .map(|c| CephClusterView::of(c).namespace)
+        .collect();
+    let mut ceph_namespaces = BTreeMap::new();
+    for namespace in namespaces {
+        let (services, mon_endpoints, osd_deployments) = tokio::try_join!(
+            reader.services(&namespace, DAEMON_SERVICES),
+            reader.config_map(&namespace, rook::MON_ENDPOINTS_CONFIG_MAP),
+            reader.deployments(&namespace, OSD_DEPLOYMENTS),
+        )?;
+        ceph_namespaces.insert(
+            namespace,
+            CephNamespace {
+                services,
+                mon_endpoints,
+                osd_deployments,
+            },
+        );
+    }
+    Ok(Fetched {
+        scope: scope.clone(),
+        ceph_clusters,
+        exports,
+        imports,
+        slices,
+        ceph_namespaces,
+    })
+}
+
+/// The status of everything read.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusReport {
+    /// `namespace NS` or `all namespaces`.
+    pub scope: String,
+    /// Every CephCluster.
+    pub ceph_clusters: Vec<CephClusterStatus>,
+    /// Every ServiceExport/ServiceImport pair, by namespace and name.
+    pub services: Vec<ServicePair>,
+    /// Things worth knowing that are not problems.
+    pub notes: Vec<String>,
+    /// What is not as it should be; the exit status is 1 when there is any.
+    pub problems: Vec<String>,
+}
+
+/// One CephCluster.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CephClusterStatus {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// `spec.network.multiClusterService.enabled`.
+    pub multi_cluster_service: bool,
+    /// `spec.network.multiClusterService.clusterID`, when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_id: Option<String>,
+    /// Why the settings cannot be read, if they cannot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub settings_error: Option<String>,
+    /// The mon and OSD Services.
+    pub daemons: Vec<DaemonStatus>,
+    /// How far the daemons are on their global IPs.
+    pub migration: Migration,
+}
+
+/// One mon or OSD.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DaemonStatus {
+    /// `mon.a`, `osd.0`.
+    pub daemon: String,
+    /// Rook's Service.
+    pub service: String,
+    /// Its cluster IP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_ip: Option<String>,
+    /// The exported Service (Rook's, or the unique-name Service standing in for it).
+    pub export_service: String,
+    /// The ServiceExport's conditions; `None` when there is no ServiceExport.
+    pub export: Option<ExportView>,
+    /// The global IPs: this cluster's EndpointSlice addresses of the exported Service.
+    pub global_ips: Vec<String>,
+    /// What the daemon advertises (mons: `rook-ceph-mon-endpoints`; OSDs: `--public-addr`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub advertised: Option<String>,
+    /// Whether it advertises its global IP; `None` when either is unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_global_ip: Option<bool>,
+}
+
+/// How far the move to global IPs is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Migration {
+    /// Mons that advertise their global IP.
+    pub mons_on_global_ips: usize,
+    /// Mons.
+    pub mons: usize,
+    /// OSDs that advertise their global IP.
+    pub osds_on_global_ips: usize,
+    /// OSDs.
+    pub osds: usize,
+    /// The operator's own progress report.
+    pub operator: String,
+}
+
+/// A ServiceExport and/or ServiceImport of one name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServicePair {
+    /// The namespace.
+    pub namespace: String,
+    /// The name.
+    pub name: String,
+    /// The export's conditions, when this cluster exports the service.
+    pub export: Option<ExportView>,
+    /// The import, when there is one.
+    pub import: Option<ImportView>,
+}
+
+/// What `status` says when the operator reports no progress of its own.
+pub const NOT_REPORTED: &str = "not reported";
+
+fn key_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> (String, String) {
+    (
+        meta.namespace.clone().unwrap_or_default(),
+        meta.name.clone().unwrap_or_default(),
+    )
+}
+
+/// The status report of `fetched`: pure.
+pub fn report(fetched: &Fetched) -> StatusReport {
+    let mut notes = Vec::new();
+    let mut problems = Vec::new();
+    let exports: BTreeMap<(String, String), &ServiceExport> = fetched
+        .exports
+        .iter()
+        .flatten()
+        .map(|e| (key_of(&e.metadata), e))
+        .collect();
+    let imports: BTreeMap<(String, String), &ServiceImport> = fetched
+        .imports
+        .iter()
+        .flatten()
+        .map(|i| (key_of(&i.metadata), i))
+        .collect();
+
+    let mut clusters = Vec::new();
+    match &fetched.ceph_clusters {
+        None => notes.push(
+            "no CephCluster resource type (ceph.rook.io/v1) on this cluster: Rook is not installed"
+                .to_owned(),
+        ),
+        Some(documents) if documents.is_empty() => {
+            notes.push(format!("no CephCluster in {}", fetched.scope));
+        }
+        Some(documents) => {
+            for document in documents {
+                let view = CephClusterView::of(document);
+                let objects = fetched
+                    .ceph_namespaces
+                    .get(&view.namespace)
+                    .cloned()
+                    .unwrap_or_default();
+                clusters.push(cluster_status(
+                    &view,
+                    &objects,
+                    &exports,
+                    &fetched.slices,
+                    &mut problems,
+                ));
+            }
+        }
+    }
+    let any_mcs = clusters.iter().any(|c| c.multi_cluster_service);
+    if fetched.exports.is_none() || fetched.imports.is_none() {
+        let text = "the MCS CRDs (serviceexports/serviceimports.multicluster.x-k8s.io) are not installed: mcsctl crds | kubectl apply --server-side -f -".to_owned();
+        if any_mcs {
+            problems.push(text);
+        } else {
+            notes.push(text);
+        }
+    }
+
+    let names: BTreeSet<&(String, String)> = exports.keys().chain(imports.keys()).collect();
+    let mut services = Vec::new();
+    for key in names {
+        let export = exports.get(key).map(|e| ExportView::of(e));
+        let import = imports.get(key).map(|i| ImportView::of(i));
+        let (namespace, name) = key;
+        if let Some(view) = &export {
+            for problem in view.problems() {
+                problems.push(format!("ServiceExport {namespace}/{name}: {problem}"));
+            }
+            if import.is_none() && view.valid.is_true() {
+                problems.push(format!(
+                    "ServiceExport {namespace}/{name}: no ServiceImport {namespace}/{name} yet: the MCS controller has not imported it (is clusterset-agent running, and is the export Ready?)"
+                ));
+            }
+        }
+        services.push(ServicePair {
+            namespace: namespace.clone(),
+            name: name.clone(),
+            export,
+            import,
+        });
+    }
+    StatusReport {
+        scope: fetched.scope.to_string(),
+        ceph_clusters: clusters,
+        services,
+        notes,
+        problems,
+    }
+}
+
+fn ip_of(text: &str) -> Option<IpAddr> {
+    text.parse::<IpAddr>()
+        .ok()
+        .or_else(|| text.parse::<SocketAddr>().ok().map(|a| a.ip()))
+}
+
+fn cluster_status(
+    view: &CephClusterView,
+    objects: &CephNamespace,
+    exports: &BTreeMap<(String, String), &ServiceExport>,
+    slices: &[EndpointSlice],
+    problems: &mut Vec<String>,
+) -> CephClusterStatus {
+    let namespace = &view.namespace;
+    let who = format!("CephCluster {namespace}/{}", view.name);
+    let mcs = view.mcs_enabled();
+    let cluster_id = view.cluster_id().map(str::to_owned);
+    let settings_error = view.settings.as_ref().err().cloned();
+    if let Some(error) = &settings_error {
+        problems.push(format!("{who}: {error}"));
+    }
+    if mcs && cluster_id.is_none() {
+        problems.push(format!(
+            "{who}: multiClusterService is enabled without a clusterID: set spec.network.multiClusterService.clusterID to this cluster's id in the clusterset"
+        ));
+    }
+
+    // Rook's Services by daemon, and the unique-name export Services standing in for them.
+    let mut rook_services: BTreeMap<Daemon, &Service> = BTreeMap::new();
+    let mut stand_ins: BTreeMap<String, String> = BTreeMap::new();
+    for service in &objects.services {
+        let name = service.metadata.name.clone().unwrap_or_default();
+        let labels = service.metadata.labels.clone().unwrap_or_default();
+        if let Some(rook_service) = labels.get(rook::export_label::ROOK_SERVICE) {
+            stand_ins.insert(rook_service.clone(), name);
+        } else if let Ok(daemon) = name.parse::<Daemon>() {
+            rook_services.insert(daemon, service);
+        }
+    }
+    let advertised_mons = objects
+        .mon_endpoints
+        .as_ref()
+        .map(mon_endpoints)
+        .unwrap_or_default();
+    let osd_args: BTreeMap<String, Option<String>> = objects
+        .osd_deployments
+        .iter()
+        .map(|d| {
+            (
+                d.metadata.name.clone().unwrap_or_default(),
+                osd_public_addr(d),
+            )
+        })
+        .collect();
+
+    let mut daemons = Vec::new();
+    for (daemon, service) in rook_services {
+        let service_name = daemon.service_name();
+        let export_service = stand_ins
+            .get(&service_name)
+            .cloned()
+            .unwrap_or_else(|| service_name.clone());
+        let export = exports
+            .get(&(namespace.clone(), export_service.clone()))
+            .map(|e| ExportView::of(e));
+        if mcs && export.is_none() {
+            problems.push(format!(
+                "{who}: {daemon} has no ServiceExport {namespace}/{export_service}: the operator exports every mon and OSD Service when MCS is enabled"
+            ));
+        }
+        let global_ips = cluster_id
+            .as_deref()
+            .map(|id| slice_addresses(slices, namespace, &export_service, Some(id)))
+            .unwrap_or_default();
+        let advertised = match &daemon {
+            Daemon::Mon(id) => advertised_mons.get(id.as_str()).map(|a| match a {
+                Ok(address) => address.to_string(),
+                Err(text) => text.clone(),
+            }),
+            Daemon::Osd(_) => osd_args.get(&service_name).cloned().flatten(),
+        };
+        let on_global_ip = match (advertised.as_deref().and_then(ip_of), global_ips.is_empty()) {
+            (Some(ip), false) => Some(global_ips.contains(&ip)),
+            _ => None,
+        };
+        daemons.push(DaemonStatus {
+            daemon: daemon.to_string(),
+            service: service_name,
+            cluster_ip: service.spec.as_ref().and_then(|s| s.cluster_ip.clone()),
+            export_service,
+            export,
+            global_ips: global_ips.iter().map(ToString::to_string).collect(),
+            advertised,
+            on_global_ip,
+        });
+    }
+    let count = |prefix: &str, on: bool| {
+        daemons
+            .iter()
+            .filter(|d| d.daemon.starts_with(prefix) && (!on || d.on_global_ip == Some(true)))
+            .count()
+    };
+    let migration = Migration {
+        mons_on_global_ips: count("mon.", true),
+        mons: count("mon.", false),
+        osds_on_global_ips: count("osd.", true),
+        osds: count("osd.", false),
+        operator: NOT_REPORTED.to_owned(),
+    };
+    CephClusterStatus {
+        namespace: namespace.clone(),
+        name: view.name.clone(),
+        multi_cluster_service: mcs,
+        cluster_id,
+        settings_error,
+        daemons,
+        migration,
+    }
+}
+
+fn dash(text: Option<&str>) -> Cell {
+    match text {
+        Some(t) if !t.is_empty() => Cell::from(t),
+        _ => Cell::new("-", style::DIM),
+    }
+}
+
+fn export_cells(export: Option<&ExportView>, missing_is_bad: bool) -> [Cell; 3] {
+    match export {
+        Some(e) => [
+            e.valid.cell(true),
+            e.ready.cell(true),
+            e.conflict.cell(false),
+        ],
+        None => {
+            let style = if missing_is_bad {
+                style::BAD
+            } else {
+                style::DIM
+            };
+            [
+                Cell::new("-", style),
+                Cell::new("-", style),
+                Cell::new("-", style),
+            ]
+        }
+    }
+}
+
+/// The report as text for people.
+pub fn render_table(report: &StatusReport) -> String {
+    let mut out = String::new();
+    for cluster in &report.ceph_clusters {
+        let mcs = match (cluster.multi_cluster_service, &cluster.cluster_id) {
+            (true, Some(id)) => format!("MCS enabled, clusterID {id}"),
+            (true, None) => "MCS enabled, no clusterID".to_owned(),
+            (false, _) => "MCS disabled".to_owned(),
+        };
+        let _ = writeln!(
+            out,
+            "{} {}/{}: {mcs}",
+            styled("CephCluster", style::HEADER),
+            cluster.namespace,
+            cluster.name
+        );
+        let m = &cluster.migration;
+        let _ = writeln!(
+            out,
+            "  migration: mons on global IPs {}/{}, OSDs on global IPs {}/{}; operator progress: {}",
+            m.mons_on_global_ips, m.mons, m.osds_on_global_ips, m.osds, m.operator
+        );
+        if cluster.daemons.is_empty() {
+            let _ = writeln!(out, "  no mon or OSD Services");
+        } else {
+            let mut table = Table::new(&[
+                "DAEMON",
+                "SERVICE",
+                "CLUSTER-IP",
+                "EXPORT",
+                "VALID",
+                "READY",
+                "CONFLICT",
+                "GLOBAL-IP",
+                "ADVERTISED",
+                "ON-GLOBAL",
+            ]);
+            for d in &cluster.daemons {
+                let [valid, ready, conflict] =
+                    export_cells(d.export.as_ref(), cluster.multi_cluster_service);
+                let export = match (&d.export, cluster.multi_cluster_service) {
+                    (Some(_), _) => Cell::from(d.export_service.as_str()),
+                    (None, true) => Cell::new("none", style::BAD),
+                    (None, false) => Cell::new("-", style::DIM),
+                };
+                let on_global = match d.on_global_ip {
+                    Some(true) => Cell::new("yes", style::GOOD),
+                    Some(false) => Cell::new("no", style::WARN),
+                    None => Cell::new("-", style::DIM),
+                };
+                table.row([
+                    Cell::from(d.daemon.as_str()),
+                    Cell::from(d.service.as_str()),
+                    dash(d.cluster_ip.as_deref()),
+                    export,
+                    valid,
+                    ready,
+                    conflict,
+                    dash(Some(&d.global_ips.join(","))),
+                    dash(d.advertised.as_deref()),
+                    on_global,
+                ]);
+            }
+            for line in table.render().lines() {
+                let _ = writeln!(out, "  {line}");
+            }
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "{} in {}",
+        styled("ServiceExports and ServiceImports", style::HEADER),
+        report.scope
+    );
+    if report.services.is_empty() {
+        let _ = writeln!(out, "  none");
+    } else {
+        let mut table = Table::new(&[
+            "NAMESPACE",
+            "NAME",
+            "VALID",
+            "READY",
+            "CONFLICT",
+            "IMPORT",
+            "IPS",
+            "PORTS",
+            "CLUSTERS",
+        ]);
+        for pair in &report.services {
+            let [valid, ready, conflict] = export_cells(pair.export.as_ref(), false);
+            let (import, ips, ports, clusters) = match &pair.import {
+                Some(i) => (
+                    Cell::from(i.type_.as_str()),
+                    dash(Some(&i.ips.join(","))),
+                    dash(Some(&i.ports.join(","))),
+                    dash(Some(&i.clusters.join(","))),
+                ),
+                None => (
+                    Cell::new("none", style::WARN),
+                    dash(None),
+                    dash(None),
+                    dash(None),
+                ),
+            };
+            table.row([
+                Cell::from(pair.namespace.as_str()),
+                Cell::from(pair.name.as_str()),
+                valid,
+                ready,
+                conflict,
+                import,
+                ips,
+                ports,
+                clusters,
+            ]);
+        }
+        for line in table.render().lines() {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
+    for note in &report.notes {
+        let _ = writeln!(out, "{} {note}", styled("note:", style::DIM));
+    }
+    out.push('\n');
+    if report.problems.is_empty() {
+        let _ = writeln!(out, "{}", styled("No problems found.", style::GOOD));
+    } else {
+        let _ = writeln!(
+            out,
+            "{}",
+            styled(
+                &format!("Problems ({}):", report.problems.len()),
+                style::BAD
+            )
+        );
+        for problem in &report.problems {
+            let _ = writeln!(out, "  - {problem}");
+        }
+    }
+    out
+}
+
+/// Runs `mcsctl status`: exit status 1 when the report lists problems.
+pub fn run(args: &StatusArgs) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let report = runtime.block_on(async {
+        let connection = crate::kubeconfig::connect(&args.kube).await?;
+        let scope = if args.all_namespaces {
+            Scope::All
+        } else {
+            Scope::Namespace(connection.namespace.clone())
+        };
+        let reader = KubeReader::new(connection.client, connection.origin);
+        let spinner = Spinner::start(format!("reading {scope}"));
+        let fetched = fetch(&reader, &scope).await;
+        spinner.finish();
+        anyhow::Ok(report(&fetched?))
+    })?;
+    let text = output::render(&report, args.output, render_table)?;
+    output::print_verdict(&text, !report.problems.is_empty())
+}
