@@ -1,0 +1,1018 @@
+//! The reconcile decision for one CephCluster, pure: a [`Snapshot`] (the cluster, the objects of
+//! its namespace, the operator's prior status) and the time become the writes to make, the
+//! names to resolve, and then — with the lookup results — the status to publish, the Events to
+//! emit and when to look again.
+//!
+//! Two steps, so that lookups happen between them without the decision doing IO:
+//!
+//! 1. [`prepare`]: guards first (a failed guard yields only a status and an Event); then the
+//!    plan, the Services and ServiceExports to server-side apply (only those missing or changed),
+//!    and the lookups to make now (only daemons whose lookup inputs — clusterset name and
+//!    ServiceExport uid — changed since the last lookup, or whose failed lookup is due for a
+//!    retry).
+//! 2. [`Prepared::complete`]: the lookup results fold into the plan; the status is built, and
+//!    written only if it differs from the prior one; Events are emitted for condition
+//!    transitions only.
+//!
+//! A cluster in steady state therefore costs no write and no lookup.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::time::Duration;
+
+use ceph_address_plan::{
+    Daemon, DaemonStatus, ExportStatus, IpFamily, Plan, PlanInput, ServiceRole, export_problem,
+};
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, OwnerReference, Time};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use mcs_types::conditions::{ConditionStatus, DesiredCondition, remove_condition, set_condition};
+use mcs_types::names::ClustersetName;
+use mcs_types::v1beta1::{ServiceExport, ServiceImport};
+use serde_json::Value;
+
+use crate::config::{Config, FIELD_MANAGER, GlobalIpSource};
+use crate::guards::{self, GuardFailure};
+use crate::observe::{self, McsApi, McsVersion, Snapshot};
+use crate::resources::{
+    AddressingStatus, CephCluster, CephClusterAddressing, DaemonEntry, LookupRecord, Phase,
+};
+
+/// Condition type: every guard passed.
+pub const ACCEPTED: &str = "Accepted";
+/// Condition type: every ServiceExport is Valid and Ready.
+pub const EXPORTED: &str = "Exported";
+/// Condition type: every exported daemon's global IP is known.
+pub const RESOLVED: &str = "Resolved";
+/// Condition type: every daemon advertises its planned address.
+pub const READY: &str = "Ready";
+
+/// Events carry at most this many bytes of note (the Events API limit).
+const MAX_NOTE: usize = 1024;
+/// Condition messages list at most this many items.
+const LISTED: usize = 3;
+
+/// A write the decision asks for. Every write is a server-side apply under
+/// [`FIELD_MANAGER`](crate::config::FIELD_MANAGER).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Write {
+    /// An OSD Service or a cluster-unique export Service.
+    ApplyService(Box<Service>),
+    /// A ServiceExport, built as v1beta1 and written in the version the cluster serves.
+    ApplyServiceExport {
+        /// The export.
+        export: Box<ServiceExport>,
+        /// The MCS API version to write it in.
+        version: McsVersion,
+    },
+    /// The operator's status object.
+    ApplyStatus(Box<CephClusterAddressing>),
+}
+
+impl Write {
+    /// A short name of the kind of write, for metrics and logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::ApplyService(_) => "apply_service",
+            Self::ApplyServiceExport { .. } => "apply_service_export",
+            Self::ApplyStatus(_) => "apply_status",
+        }
+    }
+
+    /// The namespace and name of the object written.
+    pub fn target(&self) -> (&str, &str) {
+        let meta = match self {
+            Self::ApplyService(s) => &s.metadata,
+            Self::ApplyServiceExport { export, .. } => &export.metadata,
+            Self::ApplyStatus(a) => &a.metadata,
+        };
+        (
+            meta.namespace.as_deref().unwrap_or_default(),
+            meta.name.as_deref().unwrap_or_default(),
+        )
+    }
+}
+
+/// Severity of an Event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventType {
+    /// Things got better.
+    Normal,
+    /// Something needs attention.
+    Warning,
+}
+
+/// An Event about the CephCluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventNote {
+    /// Severity.
+    pub type_: EventType,
+    /// The condition reason that changed (`CephTooOld`, `LookupFailed`, ...).
+    pub reason: String,
+    /// What happened and what to do (at most 1 kB).
+    pub note: String,
+    /// What the operator was doing (`CheckGuards`, `Export`, `Resolve`).
+    pub action: &'static str,
+}
+
+/// A clusterset name to resolve now, for one daemon.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LookupRequest {
+    /// The daemon whose global IP it is.
+    pub daemon: Daemon,
+    /// The name.
+    pub name: ClustersetName,
+}
+
+/// The answer to one [`LookupRequest`]: the addresses, or why there are none.
+pub type LookupResult = (Daemon, Result<Vec<IpAddr>, String>);
+
+/// What a reconcile ends with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// The status write, when the status changed.
+    pub status: Option<Write>,
+    /// Events for condition transitions.
+    pub events: Vec<EventNote>,
+    /// When to reconcile again regardless of watch events (a failed lookup's retry).
+    pub requeue_after: Option<Duration>,
+    /// The phase reached.
+    pub phase: Phase,
+    /// Every daemon and whether it advertises its planned address.
+    pub daemons: Vec<(String, bool)>,
+}
+
+/// Identity of the cluster and what the previous reconcile published.
+#[derive(Debug, Clone)]
+struct Context {
+    namespace: String,
+    name: String,
+    generation: Option<i64>,
+    owner: Option<OwnerReference>,
+    prior: Option<AddressingStatus>,
+    now: Timestamp,
+    config: Config,
+}
+
+/// The export of one exported daemon, as observed.
+#[derive(Debug, Clone)]
+struct ExportView {
+    name: String,
+    observed: Option<ServiceExport>,
+}
+
+impl ExportView {
+    fn status(&self) -> Option<ExportStatus> {
+        self.observed.as_ref().map(observe::export_status)
+    }
+
+    fn condition(&self, type_: &str) -> Option<&str> {
+        let status = self.observed.as_ref()?.status.as_ref()?;
+        status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == type_)
+            .map(|c| c.status.as_str())
+    }
+
+    /// Valid=False.
+    fn invalid(&self) -> bool {
+        self.condition("Valid") == Some("False")
+    }
+
+    /// Conflict=True.
+    fn conflict(&self) -> bool {
+        self.condition("Conflict") == Some("True")
+    }
+
+    /// The MCS implementation has taken the export: Valid (or no Valid condition) and Ready,
+    /// or Valid without any Ready condition. A conflict does not stop the name from resolving.
+    fn taken(&self) -> bool {
+        match (self.condition("Valid"), self.condition("Ready")) {
+            (Some("False"), _) => false,
+            (_, Some("True")) => true,
+            (Some("True"), None) => true,
+            _ => false,
+        }
+    }
+
+    /// The export's state in words.
+    fn describe(&self) -> String {
+        match self.status() {
+            None => "not created yet".to_owned(),
+            Some(status) => match export_problem(&status) {
+                None => "Valid, Ready".to_owned(),
+                Some(problem) => problem,
+            },
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Active {
+    plan: Plan,
+    writes: Vec<Write>,
+    lookups: Vec<LookupRequest>,
+    records: BTreeMap<Daemon, LookupRecord>,
+    exports: BTreeMap<Daemon, ExportView>,
+    notes: Vec<String>,
+}
+
+#[derive(Debug)]
+enum Stage {
+    /// Nothing to do and nothing to say (MCS never enabled, or the cluster is being deleted).
+    Idle,
+    /// MCS was enabled before and is off now.
+    Disabled,
+    /// Guards failed.
+    Blocked(Vec<GuardFailure>),
+    /// Planned.
+    Active(Box<Active>),
+}
+
+/// The first half of a decision: writes and lookups; [`Prepared::complete`] finishes it.
+#[derive(Debug)]
+pub struct Prepared {
+    context: Context,
+    stage: Stage,
+}
+
+fn owner_of(cluster: &CephCluster) -> Option<OwnerReference> {
+    Some(OwnerReference {
+        api_version: cluster.api_version.clone(),
+        kind: cluster.kind.clone(),
+        name: cluster.metadata.name.clone()?,
+        uid: cluster.metadata.uid.clone()?,
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    })
+}
+
+/// Whether `observed` already says everything `desired` says (maps: every key, recursively;
+/// arrays: every desired element matches some observed element; anything else: equal).
+/// Fields others add are fine; nothing is removed by this check.
+pub fn covers(observed: &Value, desired: &Value) -> bool {
+    match (observed, desired) {
+        (Value::Object(have), Value::Object(want)) => {
+            want.iter().all(|(key, value)| match have.get(key) {
+                Some(found) => covers(found, value),
+                None => {
+                    value.as_object().is_some_and(serde_json::Map::is_empty)
+                        || value.as_array().is_some_and(Vec::is_empty)
+                }
+            })
+        }
+        (Value::Array(have), Value::Array(want)) => {
+            want.iter().all(|w| have.iter().any(|h| covers(h, w)))
+        }
+        (have, want) => have == want,
+    }
+}
+
+fn managed_by_us(meta: &ObjectMeta) -> bool {
+    meta.managed_fields
+        .iter()
+        .flatten()
+        .any(|entry| entry.manager.as_deref() == Some(FIELD_MANAGER))
+}
+
+/// Whether a desired object must be applied: it is missing, or it is ours and differs. An
+/// object someone else made (Rook, a user) is left alone.
+fn needs_apply<T: serde::Serialize>(desired: &T, observed: Option<(&ObjectMeta, &T)>) -> bool {
+    let Some((meta, observed)) = observed else {
+        return true;
+    };
+    if !managed_by_us(meta) {
+        return false;
+    }
+    let strip = |value: Value| {
+        let mut value = value;
+        if let Some(object) = value.as_object_mut() {
+            object.remove("apiVersion");
+            object.remove("kind");
+            object.remove("status");
+        }
+        value
+    };
+    match (
+        serde_json::to_value(desired),
+        serde_json::to_value(observed),
+    ) {
+        (Ok(want), Ok(have)) => !covers(&strip(have), &strip(want)),
+        _ => true,
+    }
+}
+
+fn by_name<T>(items: &[T], meta: impl Fn(&T) -> &ObjectMeta) -> BTreeMap<&str, &T> {
+    items
+        .iter()
+        .filter_map(|item| meta(item).name.as_deref().map(|name| (name, item)))
+        .collect()
+}
+
+fn import_ips(import: Option<&&ServiceImport>, family: IpFamily) -> Vec<IpAddr> {
+    import
+        .and_then(|i| i.spec.parsed_ips().ok())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|ip| family.admits(*ip))
+        .collect()
+}
+
+/// The first step of a reconcile.
+pub fn prepare(snapshot: &Snapshot, config: &Config, now: Timestamp) -> Prepared {
+    let cluster = &snapshot.cluster;
+    let context = Context {
+        namespace: cluster.metadata.namespace.clone().unwrap_or_default(),
+        name: cluster.metadata.name.clone().unwrap_or_default(),
+        generation: cluster.metadata.generation,
+        owner: owner_of(cluster),
+        prior: snapshot.prior.as_ref().and_then(|p| p.status.clone()),
+        now,
+        config: config.clone(),
+    };
+    let stage = stage(snapshot, &context);
+    Prepared { context, stage }
+}
+
+fn stage(snapshot: &Snapshot, context: &Context) -> Stage {
+    let cluster = &snapshot.cluster;
+    if cluster.metadata.deletion_timestamp.is_some() {
+        return Stage::Idle;
+    }
+    if !cluster.mcs_requested() {
+        return if context.prior.is_some() {
+            Stage::Disabled
+        } else {
+            Stage::Idle
+        };
+    }
+    let mut failures = Vec::new();
+    let settings = match guards::settings(cluster, &context.config) {
+        Ok(settings) => Some(settings),
+        Err(failure) => {
+            failures.push(failure);
+            None
+        }
+    };
+    let observed = observe::inventory(snapshot);
+    let plan = settings.and_then(|settings| {
+        let mut inventory = observed.inventory.clone();
+        inventory.global_ips.clear();
+        Plan::new(PlanInput {
+            cluster: settings,
+            inventory,
+        })
+        .map_err(|rejections| failures.extend(guards::rejections(&rejections)))
+        .ok()
+    });
+    failures.extend(guards::mcs_api(&snapshot.mcs_api));
+    match (plan, &snapshot.mcs_api) {
+        (Some(plan), McsApi::Served(version)) if failures.is_empty() => Stage::Active(Box::new(
+            active(snapshot, context, plan, observed.notes, *version),
+        )),
+        _ => Stage::Blocked(failures),
+    }
+}
+
+fn prior_entries(context: &Context) -> BTreeMap<String, &DaemonEntry> {
+    context
+        .prior
+        .iter()
+        .flat_map(|p| p.daemons.iter())
+        .map(|entry| (entry.name.clone(), entry))
+        .collect()
+}
+
+fn active(
+    snapshot: &Snapshot,
+    context: &Context,
+    mut plan: Plan,
+    notes: Vec<String>,
+    mcs_version: McsVersion,
+) -> Active {
+    let exports_by_name = by_name(&snapshot.exports, |e| &e.metadata);
+    let imports_by_name = by_name(&snapshot.imports, |i| &i.metadata);
+    let services_by_name = by_name(&snapshot.services, |s| &s.metadata);
+    let prior = prior_entries(context);
+    let family = plan.settings().ip_family;
+
+    let mut exports = BTreeMap::new();
+    let mut records = BTreeMap::new();
+    let mut lookups = Vec::new();
+    let mut known_ips = Vec::new();
+    for desired in plan.service_exports() {
+        let view = ExportView {
+            observed: exports_by_name
+                .get(desired.name.as_str())
+                .map(|e| (*e).clone()),
+            name: desired.name.clone(),
+        };
+        let daemon = desired.daemon.clone();
+        let export_uid = view.observed.as_ref().and_then(|e| e.metadata.uid.clone());
+        let previous = prior.get(&daemon.to_string()).copied();
+        match context.config.global_ip_source {
+            GlobalIpSource::ServiceImport => {
+                let ips = import_ips(imports_by_name.get(desired.name.as_str()), family);
+                let record = LookupRecord {
+                    name: format!("{}/{} (ServiceImport)", context.namespace, desired.name),
+                    export_uid,
+                    import_ips: ips.iter().map(ToString::to_string).collect(),
+                    ..LookupRecord::default()
+                };
+                if view.observed.is_some()
+                    && let Some(ip) = ips.first()
+                {
+                    known_ips.push((daemon.clone(), *ip));
+                }
+                records.insert(daemon.clone(), record);
+            }
+            GlobalIpSource::Dns => {
+                // The planner validated every exported daemon's name.
+                let Ok(name) = plan.lookup_name(&daemon) else {
+                    continue;
+                };
+                let record = LookupRecord {
+                    name: name.to_string(),
+                    export_uid,
+                    ..LookupRecord::default()
+                };
+                let same = previous
+                    .and_then(|p| p.lookup.as_ref().map(|l| (p, l)))
+                    .filter(|(_, l)| l.same_inputs(&record));
+                let reused = same.and_then(|(p, l)| {
+                    let ip = p.global_ip.as_deref()?.parse::<IpAddr>().ok()?;
+                    (l.error.is_none() && family.admits(ip)).then_some(ip)
+                });
+                let retry_later = same.is_some_and(|(_, l)| {
+                    l.error.is_some() && l.retry_at.as_ref().is_some_and(|t| t.0 > context.now)
+                });
+                if let Some(ip) = reused {
+                    known_ips.push((daemon.clone(), ip));
+                    records.insert(daemon.clone(), record);
+                } else if retry_later {
+                    if let Some((_, l)) = same {
+                        records.insert(daemon.clone(), l.clone());
+                    }
+                } else if view.observed.is_some() && view.taken() {
+                    lookups.push(LookupRequest {
+                        daemon: daemon.clone(),
+                        name,
+                    });
+                    // Keep the failure count across retries of the same inputs.
+                    let mut pending = record;
+                    if let Some((_, l)) = same {
+                        pending.failures = l.failures;
+                    }
+                    records.insert(daemon.clone(), pending);
+                }
+            }
+        }
+        exports.insert(daemon, view);
+    }
+    for (daemon, status) in exports
+        .iter()
+        .filter_map(|(d, v)| v.status().map(|s| (d.clone(), s)))
+    {
+        plan.set_export_status(&daemon, Some(status));
+    }
+    let mut notes = notes;
+    for (daemon, ip) in known_ips {
+        if let Err(rejection) = plan.set_global_ip(&daemon, Some(ip)) {
+            notes.push(format!(
+                "global IP {ip} of {daemon} is not used: {rejection}"
+            ));
+        }
+    }
+
+    let mut writes = Vec::new();
+    for service in plan.services() {
+        // Rook makes and owns the mon Services; the operator adds OSD and export Services.
+        let ours = service.role == ServiceRole::Export || matches!(service.daemon, Daemon::Osd(_));
+        if !ours {
+            continue;
+        }
+        let manifest = plan.service_manifest(&service);
+        let observed = services_by_name
+            .get(service.name.as_str())
+            .map(|s| (&s.metadata, *s));
+        if needs_apply(&manifest, observed) {
+            writes.push(Write::ApplyService(Box::new(manifest)));
+        }
+    }
+    for export in plan.service_exports() {
+        let manifest = plan.service_export_manifest(&export);
+        let observed = exports_by_name
+            .get(export.name.as_str())
+            .map(|e| (&e.metadata, *e));
+        if needs_apply(&manifest, observed) {
+            writes.push(Write::ApplyServiceExport {
+                export: Box::new(manifest),
+                version: mcs_version,
+            });
+        }
+    }
+    Active {
+        plan,
+        writes,
+        lookups,
+        records,
+        exports,
+        notes,
+    }
+}
+
+impl Prepared {
+    /// The Services and ServiceExports to apply now (none when blocked or disabled).
+    pub fn writes(&self) -> &[Write] {
+        match &self.stage {
+            Stage::Active(active) => &active.writes,
+            _ => &[],
+        }
+    }
+
+    /// The names to resolve now.
+    pub fn lookups(&self) -> &[LookupRequest] {
+        match &self.stage {
+            Stage::Active(active) => &active.lookups,
+            _ => &[],
+        }
+    }
+
+    /// Notes about objects that could not be read (for logs).
+    pub fn notes(&self) -> &[String] {
+        match &self.stage {
+            Stage::Active(active) => &active.notes,
+            _ => &[],
+        }
+    }
+
+    /// The second step: folds in the lookup results and decides the status, the Events and
+    /// the next reconcile.
+    pub fn complete(self, results: Vec<LookupResult>) -> Outcome {
+        let Self { context, stage } = self;
+        match stage {
+            Stage::Idle => Outcome {
+                status: None,
+                events: Vec::new(),
+                requeue_after: None,
+                phase: Phase::Disabled,
+                daemons: Vec::new(),
+            },
+            Stage::Disabled => finish(&context, disabled_status(&context), Vec::new()),
+            Stage::Blocked(failures) => {
+                finish(&context, blocked_status(&context, &failures), Vec::new())
+            }
+            Stage::Active(active) => {
+                let (status, daemons) = active_status(&context, *active, results);
+                finish(&context, status, daemons)
+            }
+        }
+    }
+}
+
+fn conditions_from_prior(context: &Context) -> Vec<Condition> {
+    context
+        .prior
+        .as_ref()
+        .map(|p| p.conditions.clone())
+        .unwrap_or_default()
+}
+
+fn set(context: &Context, conditions: &mut Vec<Condition>, desired: DesiredCondition) {
+    set_condition(conditions, desired, context.generation, Time(context.now));
+}
+
+fn disabled_status(context: &Context) -> AddressingStatus {
+    AddressingStatus {
+        observed_generation: context.generation,
+        phase: Phase::Disabled,
+        message: "spec.network.multiClusterService.enabled is not true: nothing is exported or resolved; the Services and ServiceExports made earlier stay, and moving mons back to cluster IPs is not automated yet (see docs/operator.md)".to_owned(),
+        ..AddressingStatus::default()
+    }
+}
+
+fn blocked_status(context: &Context, failures: &[GuardFailure]) -> AddressingStatus {
+    let mut conditions = conditions_from_prior(context);
+    for type_ in [EXPORTED, RESOLVED, READY] {
+        remove_condition(&mut conditions, type_);
+    }
+    let reason = failures.first().map_or("Blocked", |f| f.reason);
+    let message = failures
+        .iter()
+        .map(|f| f.message.as_str())
+        .collect::<Vec<_>>()
+        .join("; ");
+    set(
+        context,
+        &mut conditions,
+        DesiredCondition::new(ACCEPTED, ConditionStatus::False, reason, message.clone()),
+    );
+    let prior = context.prior.clone().unwrap_or_default();
+    AddressingStatus {
+        observed_generation: context.generation,
+        phase: Phase::Blocked,
+        message: format!("blocked, nothing is written: {message}"),
+        conditions,
+        // The daemons (and their lookup records) of the last plan stay until the block lifts,
+        // so that it costs no lookups afterwards.
+        ready_daemons: prior.ready_daemons,
+        daemon_count: prior.daemon_count,
+        daemons: prior.daemons,
+        unknown_fields: prior.unknown_fields,
+    }
+}
+
+/// `"a, b, c and 4 more"`.
+fn listing(items: &[String]) -> String {
+    let shown = items
+        .iter()
+        .take(LISTED)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("; ");
+    match items.len().saturating_sub(LISTED) {
+        0 => shown,
+        more => format!("{shown}; and {more} more"),
+    }
+}
+
+fn state_name(status: DaemonStatus) -> &'static str {
+    match status {
+        DaemonStatus::UpToDate => "UpToDate",
+        DaemonStatus::Start => "Start",
+        DaemonStatus::UpdateArgs { .. } => "UpdateArgs",
+        DaemonStatus::Replace { .. } => "Replace",
+        DaemonStatus::Waiting => "Waiting",
+    }
+}
+
+fn pick_address(addresses: &[IpAddr], family: IpFamily) -> Result<IpAddr, String> {
+    addresses
+        .iter()
+        .copied()
+        .find(|ip| family.admits(*ip))
+        .ok_or_else(|| {
+            format!(
+                "the answer has no {family} address (got {})",
+                addresses
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+}
+
+fn retry_time(context: &Context, failures: u32) -> Time {
+    let delay = context.config.retry.delay(failures);
+    let delay = SignedDuration::try_from(delay).unwrap_or(SignedDuration::MAX);
+    Time(context.now.checked_add(delay).unwrap_or(Timestamp::MAX))
+}
+
+fn active_status(
+    context: &Context,
+    active: Active,
+    results: Vec<LookupResult>,
+) -> (AddressingStatus, Vec<(String, bool)>) {
+    let Active {
+        mut plan,
+        mut records,
+        exports,
+        ..
+    } = active;
+    let family = plan.settings().ip_family;
+    for (daemon, result) in results {
+        let Some(record) = records.get_mut(&daemon) else {
+            continue;
+        };
+        match result.and_then(|addresses| pick_address(&addresses, family)) {
+            Ok(ip) => match plan.set_global_ip(&daemon, Some(ip)) {
+                Ok(_) => {
+                    record.error = None;
+                    record.failures = 0;
+                    record.retry_at = None;
+                }
+                Err(rejection) => {
+                    record.failures += 1;
+                    record.error = Some(rejection.to_string());
+                    record.retry_at = Some(retry_time(context, record.failures));
+                }
+            },
+            Err(error) => {
+                record.failures += 1;
+                record.error = Some(error);
+                record.retry_at = Some(retry_time(context, record.failures));
+            }
+        }
+    }
+
+    let readiness = plan.readiness();
+    let mut reasons: BTreeMap<String, String> = BTreeMap::new();
+    for reason in &readiness.reasons {
+        if let Some((daemon, _)) = reason.split_once(' ') {
+            reasons
+                .entry(daemon.to_owned())
+                .or_insert_with(|| reason.clone());
+        }
+    }
+    let exported: BTreeSet<Daemon> = exports.keys().cloned().collect();
+    let mut entries = Vec::new();
+    let mut daemons = Vec::new();
+    for (daemon, _address, status) in plan.daemons() {
+        let name = daemon.to_string();
+        let view = exports.get(&daemon);
+        let global_ip = plan
+            .global_ips()
+            .get(&daemon)
+            .filter(|_| exported.contains(&daemon));
+        let record = records.get(&daemon).cloned();
+        let advertised = match &daemon {
+            Daemon::Mon(id) => plan
+                .mon(id)
+                .and_then(|m| m.input().advertised)
+                .map(|a| a.to_string()),
+            Daemon::Osd(id) => plan.osd(*id).map(|o| {
+                o.input()
+                    .advertised
+                    .map_or_else(|| "pod IP".to_owned(), |ip| ip.to_string())
+            }),
+        };
+        let mut message = reasons.get(&name).cloned();
+        if let Some(error) = record.as_ref().and_then(|r| r.error.as_ref())
+            && global_ip.is_none()
+        {
+            message = Some(format!("{name}: lookup failed: {error}"));
+        }
+        daemons.push((name.clone(), status.is_up_to_date()));
+        entries.push(DaemonEntry {
+            name,
+            service: view.map_or_else(|| daemon.service_name(), |v| v.name.clone()),
+            exported: view.is_some(),
+            export: view.map(ExportView::describe),
+            global_ip: global_ip.map(ToString::to_string),
+            advertised,
+            state: state_name(status).to_owned(),
+            message,
+            lookup: record,
+        });
+    }
+
+    let mut conditions = conditions_from_prior(context);
+    let settings = plan.settings();
+    set(
+        context,
+        &mut conditions,
+        DesiredCondition::new(
+            ACCEPTED,
+            ConditionStatus::True,
+            "GuardsPassed",
+            format!(
+                "clusterID {}, Ceph {}, pod networking, MCS API served",
+                settings.multi_cluster_service.cluster_id,
+                settings
+                    .ceph_version
+                    .map_or_else(|| "unknown".to_owned(), |v| v.to_string())
+            ),
+        ),
+    );
+
+    // Exported.
+    let total = exports.len();
+    let problems: Vec<String> = exports
+        .values()
+        .filter(|v| v.status().and_then(|s| export_problem(&s)).is_some() || v.observed.is_none())
+        .map(|v| format!("{}: {}", v.name, v.describe()))
+        .collect();
+    let invalid: Vec<String> = exports
+        .values()
+        .filter(|v| v.invalid())
+        .map(|v| format!("{}: {}", v.name, v.describe()))
+        .collect();
+    let conflicts: Vec<String> = exports
+        .values()
+        .filter(|v| v.conflict())
+        .map(|v| format!("{}: {}", v.name, v.describe()))
+        .collect();
+    let exported_condition = if !invalid.is_empty() {
+        DesiredCondition::new(
+            EXPORTED,
+            ConditionStatus::False,
+            "ExportInvalid",
+            format!(
+                "{} of {total} ServiceExports are not valid: {}",
+                invalid.len(),
+                listing(&invalid)
+            ),
+        )
+    } else if !conflicts.is_empty() {
+        DesiredCondition::new(
+            EXPORTED,
+            ConditionStatus::False,
+            "ExportConflict",
+            format!(
+                "{} of {total} ServiceExports conflict with another cluster's export of the same Service: {}",
+                conflicts.len(),
+                listing(&conflicts)
+            ),
+        )
+    } else if problems.is_empty() {
+        DesiredCondition::new(
+            EXPORTED,
+            ConditionStatus::True,
+            "Exported",
+            format!("{total} ServiceExports are Valid and Ready"),
+        )
+    } else {
+        DesiredCondition::new(
+            EXPORTED,
+            ConditionStatus::Unknown,
+            "ExportsPending",
+            format!(
+                "{} of {total} ServiceExports are pending: {}",
+                problems.len(),
+                listing(&problems)
+            ),
+        )
+    };
+    set(context, &mut conditions, exported_condition);
+
+    // Resolved.
+    let missing: Vec<&Daemon> = exported
+        .iter()
+        .filter(|d| !plan.global_ips().contains_key(*d))
+        .collect();
+    let failed: Vec<String> = missing
+        .iter()
+        .filter_map(|d| {
+            let record = records.get(*d)?;
+            let error = record.error.as_ref()?;
+            Some(format!("{d}: {error}"))
+        })
+        .collect();
+    let resolved_condition = if missing.is_empty() {
+        DesiredCondition::new(
+            RESOLVED,
+            ConditionStatus::True,
+            "Resolved",
+            format!("the global IPs of {total} exported daemons are known"),
+        )
+    } else if !failed.is_empty() {
+        DesiredCondition::new(
+            RESOLVED,
+            ConditionStatus::False,
+            "LookupFailed",
+            format!(
+                "{} global IP lookups failed and are retried with backoff: {}",
+                failed.len(),
+                listing(&failed)
+            ),
+        )
+    } else {
+        DesiredCondition::new(
+            RESOLVED,
+            ConditionStatus::Unknown,
+            "WaitingForExports",
+            format!(
+                "{} of {total} exported daemons wait for their ServiceExport to be Valid and Ready before their global IP is looked up",
+                missing.len()
+            ),
+        )
+    };
+    set(context, &mut conditions, resolved_condition);
+
+    // Ready.
+    let count = entries.len();
+    let up_to_date = daemons.iter().filter(|(_, ok)| *ok).count();
+    let ready_condition = if readiness.ready {
+        DesiredCondition::new(
+            READY,
+            ConditionStatus::True,
+            "UpToDate",
+            format!("all {count} daemons advertise their planned addresses"),
+        )
+    } else {
+        DesiredCondition::new(
+            READY,
+            ConditionStatus::False,
+            "UpdatesPending",
+            format!(
+                "{} of {count} daemons do not advertise their planned address yet: {}",
+                count - up_to_date,
+                listing(&readiness.reasons)
+            ),
+        )
+    };
+    set(context, &mut conditions, ready_condition);
+
+    let condition = |type_: &str| conditions.iter().find(|c| c.type_ == type_);
+    let not_true = |type_: &str| condition(type_).filter(|c| c.status != "True");
+    let (phase, message) = if let Some(c) = not_true(EXPORTED) {
+        (Phase::Exporting, c.message.clone())
+    } else if let Some(c) = not_true(RESOLVED) {
+        (Phase::Resolving, c.message.clone())
+    } else if let Some(c) = not_true(READY) {
+        (
+            Phase::Migrating,
+            format!(
+                "{}; this operator version does not update OSD Deployments or replace mons yet (docs/operator.md)",
+                c.message
+            ),
+        )
+    } else {
+        (
+            Phase::Ready,
+            format!("all {count} daemons advertise their planned addresses"),
+        )
+    };
+    let prior = context.prior.clone().unwrap_or_default();
+    let status = AddressingStatus {
+        observed_generation: context.generation,
+        phase,
+        message,
+        ready_daemons: u32::try_from(up_to_date).unwrap_or(u32::MAX),
+        daemon_count: u32::try_from(count).unwrap_or(u32::MAX),
+        conditions,
+        daemons: entries,
+        unknown_fields: prior.unknown_fields,
+    };
+    (status, daemons)
+}
+
+fn truncate(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max.saturating_sub(3);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str("...");
+    }
+    text
+}
+
+/// Events for the transitions of `Accepted`, `Exported` and `Resolved`: a Warning when one
+/// turns False (or changes its False reason), a Normal Event when one recovers from False.
+fn events(prior: &[Condition], now: &[Condition]) -> Vec<EventNote> {
+    let mut events = Vec::new();
+    for (type_, action) in [
+        (ACCEPTED, "CheckGuards"),
+        (EXPORTED, "Export"),
+        (RESOLVED, "Resolve"),
+    ] {
+        let Some(new) = now.iter().find(|c| c.type_ == type_) else {
+            continue;
+        };
+        let old = prior.iter().find(|c| c.type_ == type_);
+        let was_false = old.is_some_and(|c| c.status == "False");
+        let type_ = if new.status == "False"
+            && (!was_false || old.is_some_and(|c| c.reason != new.reason))
+        {
+            EventType::Warning
+        } else if new.status == "True" && was_false {
+            EventType::Normal
+        } else {
+            continue;
+        };
+        events.push(EventNote {
+            type_,
+            reason: new.reason.clone(),
+            note: truncate(new.message.clone(), MAX_NOTE),
+            action,
+        });
+    }
+    events
+}
+
+fn finish(context: &Context, status: AddressingStatus, daemons: Vec<(String, bool)>) -> Outcome {
+    let prior_conditions = conditions_from_prior(context);
+    let events = events(&prior_conditions, &status.conditions);
+    let requeue_after = status
+        .daemons
+        .iter()
+        .filter(|d| d.global_ip.is_none())
+        .filter_map(|d| d.lookup.as_ref()?.retry_at.as_ref())
+        .map(|t| t.0)
+        .min()
+        .map(|at| {
+            let wait = context.now.duration_until(at);
+            Duration::try_from(wait)
+                .unwrap_or(Duration::ZERO)
+                .max(Duration::from_secs(1))
+        })
+        .filter(|_| status.phase != Phase::Blocked);
+    let phase = status.phase;
+    let changed = context.prior.as_ref() != Some(&status);
+    let write = changed.then(|| {
+        let mut object = CephClusterAddressing::new(&context.name, &context.namespace, status);
+        object.metadata.owner_references = context.owner.clone().map(|o| vec![o]);
+        Write::ApplyStatus(Box::new(object))
+    });
+    Outcome {
+        status: write,
+        events,
+        requeue_after,
+        phase,
+        daemons,
+    }
+}

@@ -1,0 +1,339 @@
+//! The thin kube shell: the [`ClusterApi`] port the reconciler writes through, its kube
+//! implementation ([`KubeApi`]: server-side apply under [`FIELD_MANAGER`], Events through
+//! kube-runtime's recorder), discovery of the MCS API, and the watch caches a snapshot is read
+//! from ([`Caches`]), which refuse to answer before every watch has listed once.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use async_trait::async_trait;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Service};
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType as KubeEventType, Recorder, Reporter};
+use kube::runtime::reflector::Store;
+use kube::{Client, Resource, ResourceExt};
+use mcs_types::{v1alpha1, v1beta1};
+
+use crate::config::FIELD_MANAGER;
+use crate::decide::{EventNote, EventType, Write};
+use crate::observe::{McsApi, McsVersion, Snapshot};
+use crate::resources::{CephCluster, CephClusterAddressing};
+
+/// The MCS API group.
+pub const MCS_GROUP: &str = "multicluster.x-k8s.io";
+
+/// A failed API call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApiError {
+    /// 409: another field manager owns the fields.
+    #[error("conflict (409): {0}")]
+    Conflict(String),
+    /// Any other API error or transport failure.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl From<kube::Error> for ApiError {
+    fn from(error: kube::Error) -> Self {
+        match &error {
+            kube::Error::Api(status) if status.code == 409 => {
+                Self::Conflict(status.message.clone())
+            }
+            _ => Self::Failed(error.to_string()),
+        }
+    }
+}
+
+/// What the reconciler does to the cluster: writes and Events.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait ClusterApi: Send + Sync {
+    /// Carries out one write.
+    async fn apply(&self, write: &Write) -> Result<(), ApiError>;
+    /// Publishes an Event about the object `regarding` (the CephCluster).
+    async fn event(&self, regarding: &ObjectReference, event: &EventNote) -> Result<(), ApiError>;
+}
+
+/// [`ClusterApi`] on a kube client.
+#[derive(Clone)]
+pub struct KubeApi {
+    client: Client,
+    recorder: Recorder,
+}
+
+impl std::fmt::Debug for KubeApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeApi").finish_non_exhaustive()
+    }
+}
+
+impl KubeApi {
+    /// Writes through `client`; Events name `instance` (the pod name) as reporting instance.
+    pub fn new(client: Client, instance: Option<String>) -> Self {
+        let reporter = Reporter {
+            controller: FIELD_MANAGER.to_owned(),
+            instance,
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+        }
+    }
+}
+
+fn identity(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Result<(&str, &str), ApiError> {
+    match (meta.namespace.as_deref(), meta.name.as_deref()) {
+        (Some(namespace), Some(name)) => Ok((namespace, name)),
+        _ => Err(ApiError::Failed(
+            "object without namespace or name: the decision builds every object with both"
+                .to_owned(),
+        )),
+    }
+}
+
+async fn apply_object<K>(client: &Client, object: &K) -> Result<(), ApiError>
+where
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + Clone
+        + std::fmt::Debug,
+{
+    let (namespace, name) = identity(object.meta())?;
+    let api = Api::<K>::namespaced(client.clone(), namespace);
+    // Objects the decision applies are the operator's: force takes over fields another
+    // manager set on them (it never applies to objects someone else made).
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    api.patch(name, &params, &Patch::Apply(object)).await?;
+    Ok(())
+}
+
+#[async_trait]
+impl ClusterApi for KubeApi {
+    async fn apply(&self, write: &Write) -> Result<(), ApiError> {
+        match write {
+            Write::ApplyService(service) => apply_object(&self.client, service.as_ref()).await,
+            Write::ApplyServiceExport { export, version } => match version {
+                McsVersion::V1Beta1 => apply_object(&self.client, export.as_ref()).await,
+                McsVersion::V1Alpha1 => {
+                    let alpha = v1alpha1::ServiceExport::from(export.as_ref().clone());
+                    apply_object(&self.client, &alpha).await
+                }
+            },
+            Write::ApplyStatus(object) => apply_object(&self.client, object.as_ref()).await,
+        }
+    }
+
+    async fn event(&self, regarding: &ObjectReference, event: &EventNote) -> Result<(), ApiError> {
+        let event = Event {
+            type_: match event.type_ {
+                EventType::Normal => KubeEventType::Normal,
+                EventType::Warning => KubeEventType::Warning,
+            },
+            reason: event.reason.clone(),
+            note: Some(event.note.clone()),
+            action: event.action.to_owned(),
+            secondary: None,
+        };
+        self.recorder.publish(&event, regarding).await?;
+        Ok(())
+    }
+}
+
+/// Asks the API server which MCS API version it serves with both ServiceExport and
+/// ServiceImport, v1beta1 first. Transport and server errors other than 404 are errors.
+pub async fn discover_mcs_api(client: &Client) -> Result<McsApi, kube::Error> {
+    let mut found = Vec::new();
+    for version in [McsVersion::V1Beta1, McsVersion::V1Alpha1] {
+        let group_version = format!("{MCS_GROUP}/{}", version.as_str());
+        match client.list_api_group_resources(&group_version).await {
+            Ok(list) => {
+                let has = |name: &str| list.resources.iter().any(|r| r.name == name);
+                if has("serviceexports") && has("serviceimports") {
+                    return Ok(McsApi::Served(version));
+                }
+                found.push(format!(
+                    "{group_version} lacks serviceexports or serviceimports"
+                ));
+            }
+            Err(kube::Error::Api(status)) if status.code == 404 => {
+                found.push(format!("{group_version} is not served"));
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(McsApi::Missing(found.join(", ")))
+}
+
+/// The caches of the MCS resources, in the version the cluster serves.
+#[derive(Clone)]
+pub enum McsStores {
+    /// The MCS API is not served: nothing is watched.
+    None,
+    /// `v1beta1`.
+    V1Beta1 {
+        /// ServiceExports.
+        exports: Store<v1beta1::ServiceExport>,
+        /// ServiceImports.
+        imports: Store<v1beta1::ServiceImport>,
+    },
+    /// `v1alpha1` (converted to v1beta1 for the decision).
+    V1Alpha1 {
+        /// ServiceExports.
+        exports: Store<v1alpha1::ServiceExport>,
+        /// ServiceImports.
+        imports: Store<v1alpha1::ServiceImport>,
+    },
+}
+
+/// The reflector caches a [`Snapshot`] is read from.
+pub struct Caches {
+    /// Services (label `rook_cluster`).
+    pub services: Store<Service>,
+    /// OSD Deployments (label `app=rook-ceph-osd`).
+    pub deployments: Store<Deployment>,
+    /// `rook-ceph-mon-endpoints` ConfigMaps.
+    pub config_maps: Store<ConfigMap>,
+    /// The operator's status objects.
+    pub addressings: Store<CephClusterAddressing>,
+    /// ServiceExports and ServiceImports.
+    pub mcs: McsStores,
+    /// What discovery said about the MCS API.
+    pub mcs_api: McsApi,
+    synced: AtomicBool,
+}
+
+impl std::fmt::Debug for Caches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Caches")
+            .field("mcs_api", &self.mcs_api)
+            .field("synced", &self.is_synced())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A cache has not listed its objects yet (or its watch was dropped).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the watch caches have not synced yet: nothing is decided on a partial view")]
+pub struct NotSynced;
+
+fn in_namespace<K: Resource + Clone>(store: &Store<K>, namespace: &str) -> Vec<K>
+where
+    K::DynamicType: std::hash::Hash + Eq + Clone,
+{
+    store
+        .state()
+        .into_iter()
+        .filter(|o| o.namespace().as_deref() == Some(namespace))
+        .map(|o| o.as_ref().clone())
+        .collect()
+}
+
+impl Caches {
+    /// Caches over these stores; not synced until [`Caches::wait_synced`] returns.
+    pub fn new(
+        services: Store<Service>,
+        deployments: Store<Deployment>,
+        config_maps: Store<ConfigMap>,
+        addressings: Store<CephClusterAddressing>,
+        mcs: McsStores,
+        mcs_api: McsApi,
+    ) -> Self {
+        Self {
+            services,
+            deployments,
+            config_maps,
+            addressings,
+            mcs,
+            mcs_api,
+            synced: AtomicBool::new(false),
+        }
+    }
+
+    /// Waits until every store has completed its first list, then marks the caches synced.
+    /// Fails when a store's writer is gone (its watch will never deliver).
+    pub async fn wait_synced(&self) -> Result<(), NotSynced> {
+        let ready = async {
+            self.services.wait_until_ready().await?;
+            self.deployments.wait_until_ready().await?;
+            self.config_maps.wait_until_ready().await?;
+            self.addressings.wait_until_ready().await?;
+            match &self.mcs {
+                McsStores::None => {}
+                McsStores::V1Beta1 { exports, imports } => {
+                    exports.wait_until_ready().await?;
+                    imports.wait_until_ready().await?;
+                }
+                McsStores::V1Alpha1 { exports, imports } => {
+                    exports.wait_until_ready().await?;
+                    imports.wait_until_ready().await?;
+                }
+            }
+            Ok::<(), kube::runtime::reflector::store::WriterDropped>(())
+        };
+        ready.await.map_err(|_| NotSynced)?;
+        self.synced.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Whether every store has listed once.
+    pub fn is_synced(&self) -> bool {
+        self.synced.load(Ordering::Acquire)
+    }
+
+    /// What the operator sees of `cluster`: the objects of its namespace.
+    pub fn snapshot(&self, cluster: &CephCluster) -> Result<Snapshot, NotSynced> {
+        if !self.is_synced() {
+            return Err(NotSynced);
+        }
+        let namespace = cluster.metadata.namespace.clone().unwrap_or_default();
+        let name = cluster.metadata.name.clone().unwrap_or_default();
+        let (exports, imports) = match &self.mcs {
+            McsStores::None => (Vec::new(), Vec::new()),
+            McsStores::V1Beta1 { exports, imports } => (
+                in_namespace(exports, &namespace),
+                in_namespace(imports, &namespace),
+            ),
+            McsStores::V1Alpha1 { exports, imports } => (
+                in_namespace(exports, &namespace)
+                    .into_iter()
+                    .map(v1beta1::ServiceExport::from)
+                    .collect(),
+                in_namespace(imports, &namespace)
+                    .into_iter()
+                    .map(v1beta1::ServiceImport::from)
+                    .collect(),
+            ),
+        };
+        let mon_endpoints = in_namespace(&self.config_maps, &namespace)
+            .into_iter()
+            .find(|c| {
+                c.metadata.name.as_deref()
+                    == Some(ceph_address_plan::rook::MON_ENDPOINTS_CONFIG_MAP)
+            });
+        let prior = in_namespace(&self.addressings, &namespace)
+            .into_iter()
+            .find(|a| a.metadata.name.as_deref() == Some(name.as_str()));
+        Ok(Snapshot {
+            cluster: cluster.clone(),
+            mcs_api: self.mcs_api.clone(),
+            services: in_namespace(&self.services, &namespace),
+            exports,
+            imports,
+            deployments: in_namespace(&self.deployments, &namespace),
+            mon_endpoints,
+            prior,
+        })
+    }
+}
+
+/// The Event reference of a CephCluster.
+pub fn cluster_reference(cluster: &CephCluster) -> ObjectReference {
+    cluster.object_ref(&())
+}
+
+/// Shared caches.
+pub type SharedCaches = Arc<Caches>;

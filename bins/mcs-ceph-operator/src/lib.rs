@@ -1,0 +1,38 @@
+//! `mcs-ceph-operator`: brings a Rook-layout Ceph cluster onto clusterset addresses through the
+//! Kubernetes Multi-Cluster Services API.
+//!
+//! For every `CephCluster` with `spec.network.multiClusterService.enabled: true` it checks the
+//! guards, server-side-applies the per-OSD Services and the ServiceExports of the mon and OSD
+//! Services, looks up each exported daemon's global IP, and publishes what it found in a
+//! `CephClusterAddressing` object of the same name.
+//!
+//! Layout (the shape of kube-rs' controller-rs and linkerd's policy-controller: pure logic, a
+//! thin IO shell, a tiny main):
+//!
+//! - pure: [`observe`] reads Rook's objects into the planner's inventory; [`guards`] checks a
+//!   cluster; [`decide`] turns a [`observe::Snapshot`] into writes, lookups, a status and
+//!   Events, using [`ceph_address_plan`] for every name, label and address;
+//! - shell: [`kube_io`] carries out writes with server-side apply and publishes Events;
+//!   [`reconciler`] wires a snapshot from synced caches, the decision, the writes and the
+//!   lookups ([`clusterset_dns::ClustersetResolver`]) into one reconcile; [`runtime`] runs the
+//!   watches and the kube-runtime applier;
+//! - [`metrics`] and [`http`]: `/metrics`, `/healthz`, `/readyz`.
+#![forbid(unsafe_code)]
+
+pub mod config;
+pub mod decide;
+pub mod guards;
+pub mod kube_io;
+pub mod metrics;
+pub mod observe;
+pub mod reconciler;
+pub mod resources;
+
+pub use config::{Config, FIELD_MANAGER, GlobalIpSource, RetryPolicy};
+pub use decide::{
+    EventNote, EventType, LookupRequest, LookupResult, Outcome, Prepared, Write, prepare,
+};
+pub use observe::{McsApi, McsVersion, Snapshot};
+pub use resources::{
+    AddressingStatus, CephCluster, CephClusterAddressing, DaemonEntry, LookupRecord, Phase,
+};

@@ -1,0 +1,4 @@
+//! `mcs-ceph-operator`: see the library documentation.
+#![forbid(unsafe_code)]
+
+fn main() {}

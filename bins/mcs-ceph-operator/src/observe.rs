@@ -1,0 +1,440 @@
+//! What the operator sees of one CephCluster ([`Snapshot`]), and the planner's [`Inventory`]
+//! read from Rook's objects: the mons from `rook-ceph-mon-endpoints` and the mon Services, the
+//! OSDs from their Deployments. Pure: objects in, inventory and notes out.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, SocketAddr};
+
+use ceph_address_plan::rook::{self, label};
+use ceph_address_plan::{
+    Daemon, ExportStatus, ExternalMon, Inventory, MonId, MonInput, NodeInfo, OsdInput,
+};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use mcs_types::v1beta1::{ServiceExport, ServiceImport};
+use serde::Deserialize;
+
+use crate::resources::{CephCluster, CephClusterAddressing};
+
+/// The MCS API version a cluster serves (v1beta1 preferred).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum McsVersion {
+    /// `multicluster.x-k8s.io/v1alpha1` (Submariner, Rook).
+    V1Alpha1,
+    /// `multicluster.x-k8s.io/v1beta1`.
+    V1Beta1,
+}
+
+impl McsVersion {
+    /// `v1alpha1` or `v1beta1`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::V1Alpha1 => "v1alpha1",
+            Self::V1Beta1 => "v1beta1",
+        }
+    }
+}
+
+/// Whether the API server serves the MCS API (ServiceExport and ServiceImport).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum McsApi {
+    /// Both resources are served in this version.
+    Served(McsVersion),
+    /// They are not: what discovery found instead.
+    Missing(String),
+}
+
+/// Everything the operator sees of one CephCluster, from synced caches: the cluster, and the
+/// objects of its namespace that matter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    /// The CephCluster.
+    pub cluster: CephCluster,
+    /// What API discovery said about the MCS API.
+    pub mcs_api: McsApi,
+    /// Mon and OSD Services (and export Services) of the namespace.
+    pub services: Vec<Service>,
+    /// ServiceExports of the namespace (v1alpha1 ones converted).
+    pub exports: Vec<ServiceExport>,
+    /// ServiceImports of the namespace (v1alpha1 ones converted).
+    pub imports: Vec<ServiceImport>,
+    /// OSD Deployments of the namespace.
+    pub deployments: Vec<Deployment>,
+    /// `rook-ceph-mon-endpoints`, if it exists.
+    pub mon_endpoints: Option<ConfigMap>,
+    /// The operator's status object of this cluster, if it exists.
+    pub prior: Option<CephClusterAddressing>,
+}
+
+/// The inventory and what could not be read (each note says which object and why).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ObservedInventory {
+    /// The planner's inventory (no global IPs; the decision adds those it knows).
+    pub inventory: Inventory,
+    /// Objects or values that were skipped.
+    pub notes: Vec<String>,
+}
+
+/// One `mapping` entry (Rook's `MonScheduleInfo`: capitalised keys, lower-case `zone`).
+#[derive(Debug, Default, Deserialize)]
+struct ScheduleInfo {
+    #[serde(default, rename = "Name")]
+    name: String,
+    #[serde(default, rename = "Hostname")]
+    hostname: String,
+    #[serde(default, rename = "Address")]
+    address: String,
+    #[serde(default)]
+    zone: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Mapping {
+    #[serde(default)]
+    node: BTreeMap<String, Option<ScheduleInfo>>,
+}
+
+fn labels_of(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> BTreeMap<String, String> {
+    meta.labels.clone().unwrap_or_default()
+}
+
+fn split_list(text: &str) -> impl Iterator<Item = &str> {
+    text.split(',').map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// Reads the mons from `rook-ceph-mon-endpoints` (`data`, `maxMonId`, `mapping`,
+/// `outOfQuorum`, `externalMons`) and their Services (cluster IP, `pvc_size` label).
+fn read_mons(
+    config_map: &ConfigMap,
+    services: &BTreeMap<&str, &Service>,
+    out: &mut ObservedInventory,
+) {
+    let data = config_map.data.clone().unwrap_or_default();
+    let get = |key: &str| data.get(key).map_or("", String::as_str);
+    let where_ = rook::MON_ENDPOINTS_CONFIG_MAP;
+
+    match get(rook::KEY_MAX_MON_ID).trim() {
+        "" | "-1" => {}
+        text => match text.parse::<u32>() {
+            Ok(index) => out.inventory.max_mon_id = Some(index),
+            Err(_) => out.notes.push(format!(
+                "{where_}: maxMonId {text:?} is not a mon index; the highest listed mon is used instead"
+            )),
+        },
+    }
+    let external: BTreeSet<&str> = split_list(get(rook::KEY_EXTERNAL_MONS)).collect();
+    let out_of_quorum: BTreeSet<&str> = split_list(get(rook::KEY_OUT_OF_QUORUM)).collect();
+    let mapping: Mapping = match get(rook::KEY_MAPPING).trim() {
+        "" => Mapping::default(),
+        text => serde_json::from_str(text).unwrap_or_else(|e| {
+            out.notes.push(format!(
+                "{where_}: mapping is not Rook's placement JSON ({e}); mon placement is left out"
+            ));
+            Mapping::default()
+        }),
+    };
+
+    for entry in split_list(get(rook::KEY_DATA)) {
+        let Some((name, endpoint)) = entry.split_once('=') else {
+            out.notes.push(format!(
+                "{where_}: data entry {entry:?} is not <id>=<ip:port>; skipped"
+            ));
+            continue;
+        };
+        let endpoint = match endpoint.parse::<SocketAddr>() {
+            Ok(endpoint) => Some(endpoint),
+            Err(_) => {
+                out.notes.push(format!(
+                    "{where_}: endpoint {endpoint:?} of {name} is not ip:port; the mon is taken as not running"
+                ));
+                None
+            }
+        };
+        if external.contains(name) {
+            if let Some(endpoint) = endpoint {
+                out.inventory.external_mons.push(ExternalMon {
+                    name: name.to_owned(),
+                    endpoint,
+                });
+            }
+            continue;
+        }
+        let id: MonId = match name.parse() {
+            Ok(id) => id,
+            Err(_) => {
+                out.notes.push(format!(
+                    "{where_}: {name:?} is not a Rook mon id (a, b, ..., aa, ...) and not listed in externalMons; skipped"
+                ));
+                continue;
+            }
+        };
+        let mut mon = MonInput::new(id.clone());
+        mon.advertised = endpoint;
+        mon.out_of_quorum = out_of_quorum.contains(name);
+        if let Some(Some(info)) = mapping.node.get(name) {
+            mon.node = Some(NodeInfo {
+                name: info.name.clone(),
+                hostname: info.hostname.clone(),
+                address: info.address.parse().ok(),
+            });
+            if !info.zone.is_empty() {
+                mon.zone = Some(info.zone.clone());
+            }
+        }
+        if let Some(service) = services.get(Daemon::Mon(id).service_name().as_str()) {
+            mon.cluster_ip = service
+                .spec
+                .as_ref()
+                .and_then(|s| s.cluster_ip.as_deref())
+                .and_then(|ip| ip.parse::<IpAddr>().ok());
+            mon.pvc_size = labels_of(&service.metadata).get(label::PVC_SIZE).cloned();
+        }
+        out.inventory.mons.push(mon);
+    }
+}
+
+/// The `--public-addr` an OSD Deployment passes, if it passes an IP.
+fn deployment_public_addr(deployment: &Deployment) -> Option<IpAddr> {
+    let containers = &deployment.spec.as_ref()?.template.spec.as_ref()?.containers;
+    let container = containers
+        .iter()
+        .find(|c| c.name == "osd")
+        .or_else(|| containers.first())?;
+    container
+        .command
+        .iter()
+        .flatten()
+        .chain(container.args.iter().flatten())
+        .filter_map(|arg| arg.strip_prefix("--public-addr="))
+        .find_map(|value| value.parse().ok())
+}
+
+/// Reads one OSD from its Deployment's labels (Rook's `getOSDLabels`) and arguments.
+fn read_osd(deployment: &Deployment, out: &mut ObservedInventory) {
+    let labels = labels_of(&deployment.metadata);
+    let name = deployment.metadata.name.as_deref().unwrap_or("");
+    let Some(id) = labels
+        .get(label::OSD_ID)
+        .and_then(|id| id.parse::<u32>().ok())
+    else {
+        out.notes.push(format!(
+            "Deployment {name} has app={} but no numeric {} label; skipped",
+            rook::OSD_APP,
+            label::OSD_ID
+        ));
+        return;
+    };
+    let get = |key: &str| labels.get(key).cloned().unwrap_or_default();
+    let mut osd = OsdInput::new(id, get(label::FAILURE_DOMAIN));
+    osd.portable = get(label::PORTABLE) == "true";
+    osd.device_class = get(label::DEVICE_CLASS);
+    osd.device_type = labels.get(label::DEVICE_TYPE).cloned();
+    if let Some(store) = labels.get(label::OSD_STORE) {
+        osd.store.clone_from(store);
+    }
+    osd.encrypted = get(label::ENCRYPTED) == "true";
+    osd.location = labels
+        .iter()
+        .filter_map(|(key, value)| {
+            key.strip_prefix(label::TOPOLOGY_LOCATION_PREFIX)
+                .map(|k| format!("{k}={value}"))
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    osd.advertised = deployment_public_addr(deployment);
+    out.inventory.osds.push(osd);
+}
+
+/// The inventory of a snapshot: mons, external mons, OSDs, and the export statuses of the
+/// exported daemons' ServiceExports (global IPs are the decision's business).
+pub fn inventory(snapshot: &Snapshot) -> ObservedInventory {
+    let mut out = ObservedInventory::default();
+    let services: BTreeMap<&str, &Service> = snapshot
+        .services
+        .iter()
+        .filter_map(|s| s.metadata.name.as_deref().map(|n| (n, s)))
+        .collect();
+    if let Some(config_map) = &snapshot.mon_endpoints {
+        read_mons(config_map, &services, &mut out);
+    }
+    let mut seen = BTreeSet::new();
+    for deployment in &snapshot.deployments {
+        if labels_of(&deployment.metadata)
+            .get(label::APP)
+            .map(String::as_str)
+            == Some(rook::OSD_APP)
+        {
+            read_osd(deployment, &mut out);
+        }
+    }
+    // Two Deployments claiming one OSD id: keep the first, say so.
+    out.inventory.osds.retain(|osd| {
+        let first = seen.insert(osd.id);
+        if !first {
+            out.notes.push(format!(
+                "two OSD Deployments are labelled {}={}; the second is ignored",
+                label::OSD_ID,
+                osd.id
+            ));
+        }
+        first
+    });
+    out
+}
+
+/// The export status the planner reads, from a ServiceExport.
+pub fn export_status(export: &ServiceExport) -> ExportStatus {
+    export
+        .status
+        .as_ref()
+        .map(ExportStatus::from)
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use k8s_openapi::api::apps::v1::DeploymentSpec;
+    use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec, ServiceSpec};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn config_map(data: &[(&str, &str)]) -> ConfigMap {
+        ConfigMap {
+            data: Some(
+                data.iter()
+                    .map(|(k, v)| ((*k).into(), (*v).into()))
+                    .collect(),
+            ),
+            ..ConfigMap::default()
+        }
+    }
+
+    fn snapshot() -> Snapshot {
+        Snapshot {
+            cluster: CephCluster::new("c", "rook-ceph", serde_json::Value::Null),
+            mcs_api: McsApi::Served(McsVersion::V1Beta1),
+            services: Vec::new(),
+            exports: Vec::new(),
+            imports: Vec::new(),
+            deployments: Vec::new(),
+            mon_endpoints: None,
+            prior: None,
+        }
+    }
+
+    fn osd_deployment(labels: &[(&str, &str)], args: &[&str]) -> Deployment {
+        Deployment {
+            metadata: ObjectMeta {
+                name: Some("rook-ceph-osd-x".into()),
+                labels: Some(
+                    labels
+                        .iter()
+                        .map(|(k, v)| ((*k).into(), (*v).into()))
+                        .collect(),
+                ),
+                ..ObjectMeta::default()
+            },
+            spec: Some(DeploymentSpec {
+                template: PodTemplateSpec {
+                    spec: Some(PodSpec {
+                        containers: vec![Container {
+                            name: "osd".into(),
+                            args: Some(args.iter().map(|a| (*a).to_owned()).collect()),
+                            ..Container::default()
+                        }],
+                        ..PodSpec::default()
+                    }),
+                    ..PodTemplateSpec::default()
+                },
+                ..DeploymentSpec::default()
+            }),
+            status: None,
+        }
+    }
+
+    #[test]
+    fn mons_come_from_rooks_config_map_and_services() {
+        let mut snap = snapshot();
+        snap.mon_endpoints = Some(config_map(&[
+            (
+                "data",
+                "a=10.96.0.1:6789,b=[fd00::2]:3300,ext=192.168.1.1:6789,Q=1.2.3.4:6789",
+            ),
+            ("maxMonId", "4"),
+            ("outOfQuorum", "b"),
+            ("externalMons", "ext"),
+            (
+                "mapping",
+                r#"{"node":{"a":{"Name":"n0","Hostname":"h0","Address":"10.0.0.1","zone":"z1"},"b":null}}"#,
+            ),
+        ]));
+        snap.services.push(Service {
+            metadata: ObjectMeta {
+                name: Some("rook-ceph-mon-a".into()),
+                labels: Some([("pvc_size".to_owned(), "10Gi".to_owned())].into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(ServiceSpec {
+                cluster_ip: Some("10.96.0.1".into()),
+                ..ServiceSpec::default()
+            }),
+            status: None,
+        });
+        let observed = inventory(&snap);
+        let inv = &observed.inventory;
+        assert_eq!(inv.max_mon_id, Some(4));
+        assert_eq!(inv.mons.len(), 2);
+        let a = &inv.mons[0];
+        assert_eq!(a.advertised, Some("10.96.0.1:6789".parse().unwrap()));
+        assert_eq!(a.cluster_ip, Some("10.96.0.1".parse().unwrap()));
+        assert_eq!(a.pvc_size.as_deref(), Some("10Gi"));
+        assert_eq!(a.zone.as_deref(), Some("z1"));
+        assert_eq!(a.node.as_ref().unwrap().hostname, "h0");
+        assert!(inv.mons[1].out_of_quorum && inv.mons[1].node.is_none());
+        assert_eq!(inv.external_mons[0].name, "ext");
+        assert_eq!(observed.notes.len(), 1, "{:?}", observed.notes);
+        assert!(observed.notes[0].contains("\"Q\" is not a Rook mon id"));
+    }
+
+    #[test]
+    fn osds_come_from_their_deployments() {
+        let mut snap = snapshot();
+        snap.deployments.push(osd_deployment(
+            &[
+                ("app", "rook-ceph-osd"),
+                ("ceph-osd-id", "7"),
+                ("failure-domain", "node-1"),
+                ("portable", "true"),
+                ("device-class", "ssd"),
+                ("encrypted", "false"),
+                ("topology-location-host", "node-1"),
+                ("topology-location-root", "default"),
+            ],
+            &[
+                "--foreground",
+                "--public-addr=242.1.0.27",
+                "--public-bind-addr=$(ROOK_POD_IP)",
+            ],
+        ));
+        snap.deployments.push(osd_deployment(
+            &[("app", "rook-ceph-osd"), ("ceph-osd-id", "7")],
+            &[],
+        ));
+        snap.deployments
+            .push(osd_deployment(&[("app", "rook-ceph-osd")], &[]));
+        snap.deployments
+            .push(osd_deployment(&[("app", "rook-ceph-mgr")], &[]));
+        let observed = inventory(&snap);
+        assert_eq!(observed.inventory.osds.len(), 1);
+        let osd = &observed.inventory.osds[0];
+        assert_eq!(osd.id, 7);
+        assert_eq!(osd.host, "node-1");
+        assert!(osd.portable);
+        assert_eq!(osd.location, "host=node-1 root=default");
+        assert_eq!(osd.advertised, Some("242.1.0.27".parse().unwrap()));
+        assert_eq!(observed.notes.len(), 2, "{:?}", observed.notes);
+    }
+}

@@ -1,0 +1,526 @@
+//! The two custom resources the operator works with: Rook's `CephCluster` (read, as a partial
+//! typed view that keeps every field) and the operator's own status object,
+//! `CephClusterAddressing` (written, one per CephCluster, same name and namespace).
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use ceph_address_plan::CephVersion;
+use ceph_address_plan::manifest::{CephClusterManifest, CephClusterSpec, ManifestMetadata};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, Time};
+use kube::core::NamespaceResourceScope;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Fields a document has that these types do not know; kept and written back unchanged.
+pub type UnknownFields = BTreeMap<String, Value>;
+
+/// API group of [`CephClusterAddressing`].
+pub const GROUP: &str = "clusterset.io";
+/// API version of [`CephClusterAddressing`].
+pub const VERSION: &str = "v1alpha1";
+/// Kind of [`CephClusterAddressing`].
+pub const KIND: &str = "CephClusterAddressing";
+/// Plural (resource) name of [`CephClusterAddressing`].
+pub const PLURAL: &str = "cephclusteraddressings";
+
+const CEPH_GROUP: &str = "ceph.rook.io";
+const CEPH_VERSION: &str = "v1";
+const CEPH_API_VERSION: &str = "ceph.rook.io/v1";
+const CEPH_KIND: &str = "CephCluster";
+
+fn ceph_api_version() -> String {
+    CEPH_API_VERSION.to_owned()
+}
+
+fn ceph_kind() -> String {
+    CEPH_KIND.to_owned()
+}
+
+/// A Rook `CephCluster` (`ceph.rook.io/v1`), kept whole: `spec` and `status` are JSON, so no
+/// field is lost or refused, and [`CephCluster::manifest`] gives the typed view the planner
+/// reads ([`ceph_address_plan::manifest`]). The operator never writes this object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CephCluster {
+    /// `ceph.rook.io/v1`.
+    #[serde(default = "ceph_api_version")]
+    pub api_version: String,
+    /// `CephCluster`.
+    #[serde(default = "ceph_kind")]
+    pub kind: String,
+    /// Standard object metadata.
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// The spec, as the API server sent it.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub spec: Value,
+    /// Rook's status, as the API server sent it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<Value>,
+    /// Any other top-level field.
+    #[serde(flatten)]
+    pub unknown_fields: UnknownFields,
+}
+
+impl CephCluster {
+    /// A CephCluster `name` in `namespace` with `spec`.
+    pub fn new(name: &str, namespace: &str, spec: Value) -> Self {
+        Self {
+            api_version: ceph_api_version(),
+            kind: ceph_kind(),
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                namespace: Some(namespace.to_owned()),
+                ..ObjectMeta::default()
+            },
+            spec,
+            status: None,
+            unknown_fields: UnknownFields::new(),
+        }
+    }
+
+    /// Whether `spec.network.multiClusterService.enabled` is `true`, read from the raw spec so
+    /// that a spec the typed view cannot read still says whether MCS was asked for.
+    pub fn mcs_requested(&self) -> bool {
+        self.spec
+            .pointer("/network/multiClusterService/enabled")
+            .and_then(Value::as_bool)
+            == Some(true)
+    }
+
+    /// The typed view of the fields the planner reads; an error names the field that does not
+    /// have the expected shape.
+    pub fn manifest(&self) -> Result<CephClusterManifest, serde_json::Error> {
+        let spec: Option<CephClusterSpec> = if self.spec.is_null() {
+            None
+        } else {
+            Some(serde_json::from_value(self.spec.clone())?)
+        };
+        Ok(CephClusterManifest {
+            api_version: Some(self.api_version.clone()),
+            kind: Some(self.kind.clone()),
+            metadata: ManifestMetadata {
+                name: self.metadata.name.clone(),
+                namespace: self.metadata.namespace.clone(),
+                uid: self.metadata.uid.clone(),
+            },
+            spec,
+        })
+    }
+
+    /// The Ceph version Rook found running (`status.version.version`, e.g. `18.2.4-0`), which
+    /// is more precise than the image tag.
+    pub fn running_ceph_version(&self) -> Option<CephVersion> {
+        let text = self
+            .status
+            .as_ref()?
+            .pointer("/version/version")?
+            .as_str()?;
+        let version = text.split('-').next().unwrap_or(text);
+        version.parse().ok()
+    }
+}
+
+impl kube::Resource for CephCluster {
+    type DynamicType = ();
+    type Scope = NamespaceResourceScope;
+
+    fn kind(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(CEPH_KIND)
+    }
+    fn group(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(CEPH_GROUP)
+    }
+    fn version(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(CEPH_VERSION)
+    }
+    fn api_version(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(CEPH_API_VERSION)
+    }
+    fn plural(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed("cephclusters")
+    }
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+fn api_version() -> String {
+    format!("{GROUP}/{VERSION}")
+}
+
+fn kind() -> String {
+    KIND.to_owned()
+}
+
+/// The operator's status object for one CephCluster: same name and namespace, owned (controller
+/// reference) by the CephCluster, so it goes when the cluster goes. Everything is in `status`;
+/// `kubectl get cephclusteraddressings` shows phase, ready daemons and the summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CephClusterAddressing {
+    /// `clusterset.io/v1alpha1`.
+    #[serde(default = "api_version")]
+    pub api_version: String,
+    /// `CephClusterAddressing`.
+    #[serde(default = "kind")]
+    pub kind: String,
+    /// Standard object metadata.
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// What the operator found and did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<AddressingStatus>,
+    /// Any other top-level field.
+    #[serde(flatten)]
+    pub unknown_fields: UnknownFields,
+}
+
+impl CephClusterAddressing {
+    /// An object `name` in `namespace` with `status`.
+    pub fn new(name: &str, namespace: &str, status: AddressingStatus) -> Self {
+        Self {
+            api_version: api_version(),
+            kind: kind(),
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                namespace: Some(namespace.to_owned()),
+                ..ObjectMeta::default()
+            },
+            status: Some(status),
+            unknown_fields: UnknownFields::new(),
+        }
+    }
+}
+
+impl kube::Resource for CephClusterAddressing {
+    type DynamicType = ();
+    type Scope = NamespaceResourceScope;
+
+    fn kind(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(KIND)
+    }
+    fn group(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(GROUP)
+    }
+    fn version(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(VERSION)
+    }
+    fn api_version(_: &()) -> Cow<'_, str> {
+        Cow::Owned(api_version())
+    }
+    fn plural(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(PLURAL)
+    }
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+/// Where a CephCluster stands, most blocking first.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Phase {
+    /// `spec.network.multiClusterService.enabled` is not true.
+    Disabled,
+    /// A guard failed (see the `Accepted` condition); nothing is written.
+    Blocked,
+    /// Services and ServiceExports are applied; some exports are not Valid and Ready yet.
+    Exporting,
+    /// Some daemons' global IPs are not known yet.
+    Resolving,
+    /// Every global IP is known; some daemons do not advertise theirs yet.
+    Migrating,
+    /// Every daemon advertises its planned address.
+    Ready,
+    /// A phase this version does not know (written by a newer operator).
+    #[default]
+    #[serde(other)]
+    Unknown,
+}
+
+/// The status of a [`CephClusterAddressing`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AddressingStatus {
+    /// The CephCluster `metadata.generation` this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Summary of where the cluster stands.
+    #[serde(default)]
+    pub phase: Phase,
+    /// One line saying why the phase is what it is, and what happens next.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    /// Daemons that advertise their planned address.
+    #[serde(default)]
+    pub ready_daemons: u32,
+    /// Daemons (mons and OSDs) in the plan.
+    #[serde(default)]
+    pub daemon_count: u32,
+    /// `Accepted` (guards), `Exported`, `Resolved`, `Ready`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// One entry per daemon: mons by id, then OSDs by id.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub daemons: Vec<DaemonEntry>,
+    /// Fields this version does not know.
+    #[serde(flatten)]
+    pub unknown_fields: UnknownFields,
+}
+
+/// What the operator knows about one daemon.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DaemonEntry {
+    /// `mon.a`, `osd.7`.
+    pub name: String,
+    /// The Service its address comes from (the exported one with MCS).
+    pub service: String,
+    /// Whether its Service is exported.
+    #[serde(default)]
+    pub exported: bool,
+    /// The export's state in words (`Valid, Ready`, or what is wrong), when exported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub export: Option<String>,
+    /// The global IP, once known.
+    #[serde(default, rename = "globalIP", skip_serializing_if = "Option::is_none")]
+    pub global_ip: Option<String>,
+    /// What the daemon advertises now, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advertised: Option<String>,
+    /// `UpToDate`, `Start`, `UpdateArgs`, `Replace` or `Waiting`.
+    #[serde(default)]
+    pub state: String,
+    /// What is still to happen, when not up to date.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The last lookup of its global IP: kept so that a lookup is repeated only when its inputs
+    /// change (or, after a failure, when its retry time has come).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lookup: Option<LookupRecord>,
+}
+
+/// The last lookup of one daemon's global IP and the inputs it was made for.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LookupRecord {
+    /// The clusterset name looked up (or the ServiceImport read, `<namespace>/<name>`).
+    pub name: String,
+    /// `metadata.uid` of the ServiceExport when the lookup was made: a new export is a new
+    /// global IP.
+    #[serde(default, rename = "exportUID", skip_serializing_if = "Option::is_none")]
+    pub export_uid: Option<String>,
+    /// `spec.ips` of the ServiceImport of the same name when the lookup was made.
+    #[serde(default, rename = "importIPs", skip_serializing_if = "Vec::is_empty")]
+    pub import_ips: Vec<String>,
+    /// Why the last attempt failed, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Failed attempts in a row for these inputs.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failures: u32,
+    /// When a failed lookup is tried again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<Time>,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl LookupRecord {
+    /// Whether this record was made for the same inputs.
+    pub fn same_inputs(&self, other: &Self) -> bool {
+        self.name == other.name
+            && self.export_uid == other.export_uid
+            && self.import_ips == other.import_ips
+    }
+}
+
+/// The CRD of [`CephClusterAddressing`].
+///
+/// ```
+/// let crd = mcs_ceph_operator::resources::crd();
+/// assert_eq!(crd.metadata.name.as_deref(), Some("cephclusteraddressings.clusterset.io"));
+/// ```
+pub fn crd() -> CustomResourceDefinition {
+    let string = serde_json::json!({"type": "string"});
+    let condition = serde_json::json!({
+        "type": "object",
+        "required": ["type", "status", "lastTransitionTime", "reason", "message"],
+        "properties": {
+            "type": {"type": "string", "maxLength": 316},
+            "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+            "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
+            "lastTransitionTime": {"type": "string", "format": "date-time"},
+            "reason": {"type": "string", "maxLength": 1024},
+            "message": {"type": "string", "maxLength": 32768}
+        }
+    });
+    let lookup = serde_json::json!({
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": true,
+        "properties": {
+            "name": string,
+            "exportUID": string,
+            "importIPs": {"type": "array", "items": string},
+            "error": string,
+            "failures": {"type": "integer"},
+            "retryAt": {"type": "string", "format": "date-time"}
+        }
+    });
+    let daemon = serde_json::json!({
+        "type": "object",
+        "required": ["name", "service"],
+        "x-kubernetes-preserve-unknown-fields": true,
+        "properties": {
+            "name": string,
+            "service": string,
+            "exported": {"type": "boolean"},
+            "export": string,
+            "globalIP": string,
+            "advertised": string,
+            "state": string,
+            "message": string,
+            "lookup": lookup
+        }
+    });
+    let document = serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{PLURAL}.{GROUP}")},
+        "spec": {
+            "group": GROUP,
+            "scope": "Namespaced",
+            "names": {
+                "kind": KIND, "plural": PLURAL, "singular": "cephclusteraddressing",
+                "listKind": "CephClusterAddressingList", "shortNames": ["cephaddr"]
+            },
+            "versions": [{
+                "name": VERSION, "served": true, "storage": true,
+                "additionalPrinterColumns": [
+                    {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+                    {"name": "Ready", "type": "integer", "jsonPath": ".status.readyDaemons"},
+                    {"name": "Daemons", "type": "integer", "jsonPath": ".status.daemonCount"},
+                    {"name": "Message", "type": "string", "jsonPath": ".status.message", "priority": 1},
+                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+                ],
+                "schema": {"openAPIV3Schema": {
+                    "description": "How mcs-ceph-operator addresses the daemons of the CephCluster of the same name: guards, exports, global IPs and what each daemon still needs. Written by the operator only.",
+                    "type": "object",
+                    "properties": {
+                        "apiVersion": string,
+                        "kind": string,
+                        "metadata": {"type": "object"},
+                        "status": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": true,
+                            "properties": {
+                                "observedGeneration": {"type": "integer", "format": "int64"},
+                                "phase": string,
+                                "message": string,
+                                "readyDaemons": {"type": "integer"},
+                                "daemonCount": {"type": "integer"},
+                                "conditions": {
+                                    "type": "array",
+                                    "x-kubernetes-list-type": "map",
+                                    "x-kubernetes-list-map-keys": ["type"],
+                                    "items": condition
+                                },
+                                "daemons": {"type": "array", "items": daemon}
+                            }
+                        }
+                    }
+                }}
+            }]
+        }
+    });
+    // A literal of the right shape; the unit test below parses it, so fall back to an empty CRD
+    // rather than panicking.
+    serde_json::from_value(document).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_ceph_cluster_round_trips_every_field() {
+        let text = r#"{"apiVersion":"ceph.rook.io/v1","kind":"CephCluster",
+            "metadata":{"name":"my-cluster","namespace":"rook-ceph","uid":"u-1"},
+            "spec":{"cephVersion":{"image":"quay.io/ceph/ceph:v18.2.4"},
+                    "dataDirHostPath":"/var/lib/rook",
+                    "network":{"multiClusterService":{"enabled":true,"clusterID":"east"},
+                               "someFutureField":{"x":1}}},
+            "status":{"phase":"Ready","version":{"version":"18.2.4-0","image":"quay.io/ceph/ceph:v18.2.4"}},
+            "extra":"kept"}"#;
+        let cluster: CephCluster = serde_json::from_str(text).unwrap();
+        let back = serde_json::to_value(&cluster).unwrap();
+        assert_eq!(back, serde_json::from_str::<Value>(text).unwrap());
+        assert!(cluster.mcs_requested());
+        assert_eq!(
+            cluster.running_ceph_version(),
+            Some(CephVersion::new(18, 2, 4))
+        );
+        let settings = cluster.manifest().unwrap().settings().unwrap();
+        assert_eq!(settings.multi_cluster_service.cluster_id, "east");
+        assert_eq!(settings.uid.as_deref(), Some("u-1"));
+    }
+
+    #[test]
+    fn a_spec_of_the_wrong_shape_is_an_error_naming_the_field() {
+        let cluster = CephCluster::new(
+            "c",
+            "ns",
+            serde_json::json!({"mon": {"count": "three"},
+                               "network": {"multiClusterService": {"enabled": true}}}),
+        );
+        assert!(cluster.mcs_requested());
+        let err = cluster.manifest().unwrap_err().to_string();
+        assert!(err.contains("invalid type"), "{err}");
+    }
+
+    #[test]
+    fn the_status_object_reads_what_it_writes_and_survives_unknown_phases() {
+        let mut status = AddressingStatus {
+            phase: Phase::Exporting,
+            ..AddressingStatus::default()
+        };
+        status.daemons.push(DaemonEntry {
+            name: "osd.0".into(),
+            service: "rook-ceph-osd-0".into(),
+            global_ip: Some("242.1.0.20".into()),
+            ..DaemonEntry::default()
+        });
+        let object = CephClusterAddressing::new("c", "ns", status);
+        let json = serde_json::to_value(&object).unwrap();
+        assert_eq!(json["apiVersion"], "clusterset.io/v1alpha1");
+        assert_eq!(json["status"]["daemons"][0]["globalIP"], "242.1.0.20");
+        let back: CephClusterAddressing = serde_json::from_value(json).unwrap();
+        assert_eq!(back, object);
+        let newer: AddressingStatus =
+            serde_json::from_value(serde_json::json!({"phase": "Teleporting", "x": 1})).unwrap();
+        assert_eq!(newer.phase, Phase::Unknown);
+        assert_eq!(newer.unknown_fields["x"], 1);
+    }
+
+    #[test]
+    fn the_crd_parses_and_shows_the_phase() {
+        let crd = crd();
+        assert_eq!(crd.spec.names.kind, KIND);
+        let version = &crd.spec.versions[0];
+        let columns = version.additional_printer_columns.as_ref().unwrap();
+        assert_eq!(columns[0].json_path, ".status.phase");
+        assert!(version.schema.is_some());
+    }
+}
