@@ -1,0 +1,293 @@
+//! Fixtures shared by the test binaries: a Rook cluster's objects (CephCluster, mon endpoints,
+//! mon Services, OSD Deployments), and an in-memory cluster that carries out the decision's
+//! writes the way the API server would (so a test can walk a cluster from first enable to
+//! steady state).
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Container, PodSpec, PodTemplateSpec, Service, ServiceSpec,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    Condition, ManagedFieldsEntry, ObjectMeta, Time,
+};
+use k8s_openapi::jiff::Timestamp;
+use mcs_ceph_operator::decide::Write;
+use mcs_ceph_operator::{CephCluster, FIELD_MANAGER, McsApi, McsVersion, Snapshot};
+use mcs_types::v1beta1::{ServiceExport, ServiceImport};
+
+pub const NAMESPACE: &str = "rook-ceph";
+pub const CLUSTER: &str = "my-cluster";
+pub const CLUSTER_UID: &str = "0a1b2c3d-cluster";
+
+pub fn at(second: i64) -> Timestamp {
+    Timestamp::from_second(1_800_000_000 + second).unwrap()
+}
+
+/// The CephCluster with MCS enabled (clusterID east, Ceph 18.2.4); `network` is merged into
+/// `spec.network`.
+pub fn cluster_with(network: serde_json::Value) -> CephCluster {
+    let mut spec = serde_json::json!({
+        "cephVersion": {"image": "quay.io/ceph/ceph:v18.2.4"},
+        "dataDirHostPath": "/var/lib/rook",
+        "mon": {"count": 3},
+        "network": {"multiClusterService": {"enabled": true, "clusterID": "east"}}
+    });
+    if let (Some(base), Some(extra)) = (spec["network"].as_object_mut(), network.as_object()) {
+        for (k, v) in extra {
+            base.insert(k.clone(), v.clone());
+        }
+    }
+    let mut cluster = CephCluster::new(CLUSTER, NAMESPACE, spec);
+    cluster.metadata.uid = Some(CLUSTER_UID.to_owned());
+    cluster.metadata.generation = Some(3);
+    cluster
+}
+
+pub fn cluster() -> CephCluster {
+    cluster_with(serde_json::json!({}))
+}
+
+fn managed_by(manager: &str) -> Option<Vec<ManagedFieldsEntry>> {
+    Some(vec![ManagedFieldsEntry {
+        manager: Some(manager.to_owned()),
+        operation: Some(
+            if manager == FIELD_MANAGER {
+                "Apply"
+            } else {
+                "Update"
+            }
+            .to_owned(),
+        ),
+        ..ManagedFieldsEntry::default()
+    }])
+}
+
+/// `rook-ceph-mon-endpoints` with mons a, b, c on cluster IPs 10.96.0.10-12.
+pub fn mon_endpoints() -> ConfigMap {
+    let data: BTreeMap<String, String> = [
+        (
+            "data",
+            "a=10.96.0.10:6789,b=10.96.0.11:6789,c=10.96.0.12:6789",
+        ),
+        ("maxMonId", "2"),
+        ("mapping", r#"{"node":{}}"#),
+        ("outOfQuorum", ""),
+        ("csi-cluster-config-json", "[]"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some("rook-ceph-mon-endpoints".into()),
+            namespace: Some(NAMESPACE.into()),
+            ..ObjectMeta::default()
+        },
+        data: Some(data),
+        ..ConfigMap::default()
+    }
+}
+
+/// Rook's mon Services a, b, c (made by Rook, not by the operator).
+pub fn mon_services() -> Vec<Service> {
+    ["a", "b", "c"]
+        .iter()
+        .enumerate()
+        .map(|(i, id)| Service {
+            metadata: ObjectMeta {
+                name: Some(format!("rook-ceph-mon-{id}")),
+                namespace: Some(NAMESPACE.into()),
+                uid: Some(format!("svc-mon-{id}")),
+                labels: Some(
+                    [
+                        ("app", "rook-ceph-mon"),
+                        ("rook_cluster", NAMESPACE),
+                        ("mon", id),
+                    ]
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+                ),
+                managed_fields: managed_by("rook"),
+                ..ObjectMeta::default()
+            },
+            spec: Some(ServiceSpec {
+                cluster_ip: Some(format!("10.96.0.{}", 10 + i)),
+                ..ServiceSpec::default()
+            }),
+            status: None,
+        })
+        .collect()
+}
+
+/// Rook's OSD Deployment `rook-ceph-osd-<id>` on `node-<id>`, advertising `public_addr` (none:
+/// its pod IP).
+pub fn osd_deployment(id: u32, public_addr: Option<&str>) -> Deployment {
+    let labels: BTreeMap<String, String> = [
+        ("app", "rook-ceph-osd".to_owned()),
+        ("rook_cluster", NAMESPACE.to_owned()),
+        ("ceph-osd-id", id.to_string()),
+        ("osd", id.to_string()),
+        ("failure-domain", format!("node-{id}")),
+        ("portable", "false".to_owned()),
+        ("device-class", "ssd".to_owned()),
+        ("osd-store", "bluestore".to_owned()),
+        ("encrypted", "false".to_owned()),
+        ("topology-location-host", format!("node-{id}")),
+        ("topology-location-root", "default".to_owned()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    let mut args = vec!["--foreground".to_owned(), format!("--id={id}")];
+    if let Some(ip) = public_addr {
+        args.push(format!("--public-addr={ip}"));
+        args.push("--public-bind-addr=$(ROOK_POD_IP)".to_owned());
+        args.push("--cluster-addr=$(ROOK_POD_IP)".to_owned());
+    }
+    Deployment {
+        metadata: ObjectMeta {
+            name: Some(format!("rook-ceph-osd-{id}")),
+            namespace: Some(NAMESPACE.into()),
+            labels: Some(labels),
+            managed_fields: managed_by("rook"),
+            ..ObjectMeta::default()
+        },
+        spec: Some(DeploymentSpec {
+            template: PodTemplateSpec {
+                spec: Some(PodSpec {
+                    containers: vec![Container {
+                        name: "osd".into(),
+                        command: Some(vec!["ceph-osd".into()]),
+                        args: Some(args),
+                        ..Container::default()
+                    }],
+                    ..PodSpec::default()
+                }),
+                ..PodTemplateSpec::default()
+            },
+            ..DeploymentSpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// The global IP the fixtures' MCS implementation gives `osd.<id>`.
+pub fn osd_global_ip(id: u32) -> std::net::IpAddr {
+    format!("242.1.0.{}", 20 + id).parse().unwrap()
+}
+
+/// A Rook cluster with three mons on cluster IPs and `osds` OSDs on their pod IPs.
+pub fn rook_cluster(osds: u32) -> Snapshot {
+    Snapshot {
+        cluster: cluster(),
+        mcs_api: McsApi::Served(McsVersion::V1Beta1),
+        services: mon_services(),
+        exports: Vec::new(),
+        imports: Vec::new(),
+        deployments: (0..osds).map(|id| osd_deployment(id, None)).collect(),
+        mon_endpoints: Some(mon_endpoints()),
+        prior: None,
+    }
+}
+
+pub fn condition(type_: &str, status: &str, reason: &str, message: &str) -> Condition {
+    Condition {
+        type_: type_.to_owned(),
+        status: status.to_owned(),
+        reason: reason.to_owned(),
+        message: message.to_owned(),
+        observed_generation: None,
+        last_transition_time: Time(at(0)),
+    }
+}
+
+/// Valid=True, Ready=True, Conflict=False.
+pub fn exported_conditions() -> Vec<Condition> {
+    vec![
+        condition("Valid", "True", "Valid", "Service is valid for export"),
+        condition("Ready", "True", "Exported", "The service has been exported"),
+        condition("Conflict", "False", "NoConflicts", ""),
+    ]
+}
+
+/// Carries out `writes` on the snapshot as the API server would: the object appears (or is
+/// replaced) with a uid and the operator's managed-fields entry; a status write becomes the
+/// prior status. Returns how many objects were written.
+pub fn apply(snapshot: &mut Snapshot, writes: impl IntoIterator<Item = Write>) -> usize {
+    let mut count = 0;
+    for write in writes {
+        count += 1;
+        match write {
+            Write::ApplyService(service) => {
+                let mut service = *service;
+                let name = service.metadata.name.clone().unwrap();
+                service.metadata.uid = Some(format!("svc-{name}"));
+                service.metadata.managed_fields = managed_by(FIELD_MANAGER);
+                if let Some(spec) = service.spec.as_mut() {
+                    spec.cluster_ip = Some("10.96.1.1".into());
+                }
+                snapshot
+                    .services
+                    .retain(|s| s.metadata.name.as_deref() != Some(&name));
+                snapshot.services.push(service);
+            }
+            Write::ApplyServiceExport { export, .. } => {
+                let mut export = *export;
+                let name = export.metadata.name.clone().unwrap();
+                let existing = snapshot
+                    .exports
+                    .iter()
+                    .find(|e| e.metadata.name.as_deref() == Some(&name))
+                    .cloned();
+                export.metadata.uid = Some(format!("export-{name}"));
+                export.metadata.managed_fields = managed_by(FIELD_MANAGER);
+                export.status = existing.and_then(|e| e.status);
+                snapshot
+                    .exports
+                    .retain(|e| e.metadata.name.as_deref() != Some(&name));
+                snapshot.exports.push(export);
+            }
+            Write::ApplyStatus(object) => {
+                let mut object = *object;
+                object.metadata.managed_fields = managed_by(FIELD_MANAGER);
+                snapshot.prior = Some(object);
+            }
+        }
+    }
+    count
+}
+
+/// Sets the conditions of every export, as the MCS implementation would.
+pub fn set_export_conditions(snapshot: &mut Snapshot, conditions: &[Condition]) {
+    for export in &mut snapshot.exports {
+        export.status = Some(mcs_types::ServiceExportStatus {
+            conditions: conditions.to_vec(),
+            ..Default::default()
+        });
+    }
+}
+
+/// The export named `name`.
+pub fn export_mut<'a>(snapshot: &'a mut Snapshot, name: &str) -> &'a mut ServiceExport {
+    snapshot
+        .exports
+        .iter_mut()
+        .find(|e| e.metadata.name.as_deref() == Some(name))
+        .unwrap()
+}
+
+/// A ServiceImport `name` with `ips`.
+pub fn import(name: &str, ips: &[&str]) -> ServiceImport {
+    let mut spec = mcs_types::ServiceImportSpec::new(
+        mcs_types::ServiceImportType::ClusterSetIP,
+        vec![mcs_types::ServicePort::tcp("osd-port-v2", 6800)],
+    );
+    spec.ips = ips.iter().map(|ip| (*ip).to_owned()).collect();
+    let mut object = ServiceImport::new(name, spec);
+    object.metadata.namespace = Some(NAMESPACE.into());
+    object
+}

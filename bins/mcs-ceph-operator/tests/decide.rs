@@ -1,0 +1,571 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers, not only #[test] fns
+//! The pure decision, cluster by cluster: guards, first enable, exports pending / valid /
+//! conflicting, lookups and their failures, steady state, disabling, and the ServiceImport
+//! source. An in-memory cluster (tests/common) carries out the writes between reconciles.
+
+mod common;
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use ceph_address_plan::Daemon;
+use common::*;
+use k8s_openapi::jiff::Timestamp;
+use mcs_ceph_operator::decide::{EventType, LookupRequest, Outcome, Write, prepare};
+use mcs_ceph_operator::{
+    AddressingStatus, Config, GlobalIpSource, McsApi, McsVersion, Phase, Snapshot,
+};
+
+/// One reconcile: the writes and lookups it asked for and its outcome. `answer` plays DNS.
+struct Reconciled {
+    writes: Vec<Write>,
+    lookups: Vec<LookupRequest>,
+    outcome: Outcome,
+}
+
+fn reconcile_with(
+    snapshot: &Snapshot,
+    config: &Config,
+    now: Timestamp,
+    answer: impl Fn(&Daemon) -> Result<Vec<IpAddr>, String>,
+) -> Reconciled {
+    let prepared = prepare(snapshot, config, now);
+    let writes = prepared.writes().to_vec();
+    let lookups = prepared.lookups().to_vec();
+    let results = lookups
+        .iter()
+        .map(|l| (l.daemon.clone(), answer(&l.daemon)))
+        .collect();
+    Reconciled {
+        writes,
+        lookups,
+        outcome: prepared.complete(results),
+    }
+}
+
+fn dns_ok(daemon: &Daemon) -> Result<Vec<IpAddr>, String> {
+    match daemon {
+        Daemon::Osd(id) => Ok(vec![osd_global_ip(*id)]),
+        Daemon::Mon(_) => Err("unexpected mon lookup".into()),
+    }
+}
+
+fn no_dns(daemon: &Daemon) -> Result<Vec<IpAddr>, String> {
+    panic!("no lookup expected, asked for {daemon}")
+}
+
+/// Reconciles and carries out every write on `snapshot`.
+fn step(
+    snapshot: &mut Snapshot,
+    now: Timestamp,
+    answer: impl Fn(&Daemon) -> Result<Vec<IpAddr>, String>,
+) -> Reconciled {
+    let reconciled = reconcile_with(snapshot, &Config::default(), now, answer);
+    apply(snapshot, reconciled.writes.clone());
+    apply(snapshot, reconciled.outcome.status.clone());
+    reconciled
+}
+
+fn status(snapshot: &Snapshot) -> &AddressingStatus {
+    snapshot.prior.as_ref().unwrap().status.as_ref().unwrap()
+}
+
+fn cond<'a>(status: &'a AddressingStatus, type_: &str) -> (&'a str, &'a str, &'a str) {
+    let c = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .unwrap_or_else(|| panic!("no {type_} condition in {:?}", status.conditions));
+    (c.status.as_str(), c.reason.as_str(), c.message.as_str())
+}
+
+/// A cluster with `osds` OSDs walked to the point where every export is Valid and Ready and
+/// every global IP is known.
+fn converged(osds: u32) -> Snapshot {
+    let mut snapshot = rook_cluster(osds);
+    step(&mut snapshot, at(0), no_dns);
+    set_export_conditions(&mut snapshot, &exported_conditions());
+    step(&mut snapshot, at(10), dns_ok);
+    snapshot
+}
+
+#[test]
+fn a_cluster_without_mcs_costs_nothing() {
+    let mut snapshot = rook_cluster(3);
+    snapshot.cluster = cluster_with(serde_json::json!({"multiClusterService": {"enabled": false}}));
+    let r = reconcile_with(&snapshot, &Config::default(), at(0), no_dns);
+    assert!(r.writes.is_empty() && r.lookups.is_empty());
+    assert_eq!(r.outcome.status, None);
+    assert!(r.outcome.events.is_empty());
+    assert_eq!(r.outcome.requeue_after, None);
+}
+
+#[test]
+fn guard_failures_write_only_a_status_and_an_event_with_the_fix() {
+    let cases: Vec<(&str, Snapshot, &str)> = vec![
+        (
+            "MissingClusterID",
+            Snapshot {
+                cluster: cluster_with(
+                    serde_json::json!({"multiClusterService": {"enabled": true}}),
+                ),
+                ..rook_cluster(2)
+            },
+            "set it to this cluster's id",
+        ),
+        (
+            "InvalidClusterID",
+            Snapshot {
+                cluster: cluster_with(
+                    serde_json::json!({"multiClusterService": {"enabled": true, "clusterID": "East_1"}}),
+                ),
+                ..rook_cluster(2)
+            },
+            "lower case letters, digits and '-' only",
+        ),
+        (
+            "HostNetworking",
+            Snapshot {
+                cluster: cluster_with(serde_json::json!({"provider": "host"})),
+                ..rook_cluster(2)
+            },
+            "use pod networking",
+        ),
+        (
+            "CephTooOld",
+            {
+                let mut s = rook_cluster(2);
+                s.cluster.spec["cephVersion"]["image"] = "quay.io/ceph/ceph:v17.2.5".into();
+                s
+            },
+            "upgrade Ceph",
+        ),
+        (
+            "McsApiNotServed",
+            Snapshot {
+                mcs_api: McsApi::Missing("multicluster.x-k8s.io/v1beta1 is not served".into()),
+                ..rook_cluster(2)
+            },
+            "install the MCS CRDs",
+        ),
+        (
+            "UnreadableSpec",
+            {
+                let mut s = rook_cluster(2);
+                s.cluster.spec["mon"]["count"] = "three".into();
+                s
+            },
+            "fix that field",
+        ),
+    ];
+    for (reason, mut snapshot, fix) in cases {
+        let r = reconcile_with(&snapshot, &Config::default(), at(0), no_dns);
+        assert!(r.writes.is_empty(), "{reason}: {:?}", r.writes);
+        assert!(r.lookups.is_empty(), "{reason}");
+        assert_eq!(r.outcome.phase, Phase::Blocked, "{reason}");
+        assert_eq!(r.outcome.requeue_after, None, "{reason}");
+        let Some(Write::ApplyStatus(object)) = &r.outcome.status else {
+            panic!("{reason}: no status write");
+        };
+        let status = object.status.as_ref().unwrap();
+        let (s, why, message) = cond(status, "Accepted");
+        assert_eq!((s, why), ("False", reason));
+        assert!(message.contains(fix), "{reason}: {message}");
+        assert_eq!(
+            status.conditions.len(),
+            1,
+            "{reason}: only Accepted while blocked"
+        );
+        let owner = &object.metadata.owner_references.as_ref().unwrap()[0];
+        assert_eq!(
+            (owner.uid.as_str(), owner.controller),
+            (CLUSTER_UID, Some(true))
+        );
+        assert_eq!(r.outcome.events.len(), 1, "{reason}");
+        let event = &r.outcome.events[0];
+        assert_eq!(event.type_, EventType::Warning);
+        assert_eq!(event.reason, reason);
+        assert!(event.note.contains(fix), "{reason}: {}", event.note);
+
+        // Nothing changed: nothing is written or said again.
+        apply(&mut snapshot, r.outcome.status);
+        let again = reconcile_with(&snapshot, &Config::default(), at(60), no_dns);
+        assert!(
+            again.writes.is_empty() && again.lookups.is_empty(),
+            "{reason}"
+        );
+        assert_eq!(again.outcome.status, None, "{reason}");
+        assert!(again.outcome.events.is_empty(), "{reason}");
+    }
+}
+
+#[test]
+fn a_lifted_guard_is_a_normal_event_and_the_cluster_proceeds() {
+    let mut snapshot = Snapshot {
+        mcs_api: McsApi::Missing("not served".into()),
+        ..rook_cluster(2)
+    };
+    step(&mut snapshot, at(0), no_dns);
+    snapshot.mcs_api = McsApi::Served(McsVersion::V1Beta1);
+    let r = step(&mut snapshot, at(5), no_dns);
+    assert_eq!(r.writes.len(), 4, "two OSD Services and two exports");
+    assert_eq!(r.outcome.events.len(), 1);
+    assert_eq!(r.outcome.events[0].type_, EventType::Normal);
+    assert_eq!(r.outcome.events[0].reason, "GuardsPassed");
+    assert_eq!(cond(status(&snapshot), "Accepted").0, "True");
+}
+
+#[test]
+fn first_enable_applies_osd_services_and_exports_and_leaves_mons_to_failover() {
+    let mut snapshot = rook_cluster(4);
+    let r = step(&mut snapshot, at(0), no_dns);
+    let names: Vec<(&str, &str)> = r.writes.iter().map(|w| (w.kind(), w.target().1)).collect();
+    let mut expected = Vec::new();
+    for id in 0..4 {
+        expected.push(("apply_service", format!("rook-ceph-osd-{id}")));
+    }
+    for id in 0..4 {
+        expected.push(("apply_service_export", format!("rook-ceph-osd-{id}")));
+    }
+    let expected: Vec<(&str, &str)> = expected.iter().map(|(k, n)| (*k, n.as_str())).collect();
+    assert_eq!(names, expected);
+    assert!(r.lookups.is_empty(), "no export is Ready yet");
+    for write in &r.writes {
+        let (namespace, _) = write.target();
+        assert_eq!(namespace, NAMESPACE);
+        let owners = match write {
+            Write::ApplyService(s) => s.metadata.owner_references.clone(),
+            Write::ApplyServiceExport { export, version } => {
+                assert_eq!(*version, McsVersion::V1Beta1);
+                export.metadata.owner_references.clone()
+            }
+            Write::ApplyStatus(_) => unreachable!(),
+        };
+        let owner = &owners.unwrap()[0];
+        assert_eq!(owner.kind, "CephCluster");
+        assert_eq!(owner.uid, CLUSTER_UID);
+        assert_eq!(owner.controller, None, "Rook's non-controller reference");
+    }
+    let status = status(&snapshot);
+    assert_eq!(status.phase, Phase::Exporting);
+    assert_eq!((status.ready_daemons, status.daemon_count), (0, 7));
+    let (s, reason, message) = cond(status, "Exported");
+    assert_eq!((s, reason), ("Unknown", "ExportsPending"));
+    assert!(
+        message.starts_with("4 of 4 ServiceExports are pending"),
+        "{message}"
+    );
+    let mon_a = &status.daemons[0];
+    assert_eq!(mon_a.name, "mon.a");
+    assert_eq!(mon_a.state, "Replace");
+    assert!(
+        !mon_a.exported,
+        "a mon on its cluster IP is replaced, not exported"
+    );
+    assert!(
+        mon_a
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("a new mon replaces it")
+    );
+    let osd_0 = &status.daemons[3];
+    assert_eq!(
+        (osd_0.name.as_str(), osd_0.state.as_str()),
+        ("osd.0", "Waiting")
+    );
+    assert_eq!(osd_0.advertised.as_deref(), Some("pod IP"));
+    assert_eq!(osd_0.export.as_deref(), Some("not created yet"));
+    assert!(r.outcome.events.is_empty(), "pending is not a warning");
+}
+
+#[test]
+fn exports_pending_valid_and_conflicting_show_in_the_status() {
+    let mut snapshot = rook_cluster(3);
+    step(&mut snapshot, at(0), no_dns);
+
+    // The MCS implementation has not looked at the exports yet.
+    let r = step(&mut snapshot, at(1), no_dns);
+    assert!(r.writes.is_empty(), "the exports exist: {:?}", r.writes);
+    let s = status(&snapshot);
+    assert_eq!(
+        s.daemons[3].export.as_deref(),
+        Some("no conditions yet (is the MCS controller running in this cluster?)")
+    );
+
+    // One is invalid, one is in conflict, one is exported.
+    set_export_conditions(&mut snapshot, &exported_conditions());
+    export_mut(&mut snapshot, "rook-ceph-osd-0")
+        .status
+        .as_mut()
+        .unwrap()
+        .conditions[0] = condition(
+        "Valid",
+        "False",
+        "NoService",
+        "Service rook-ceph/rook-ceph-osd-0 not found",
+    );
+    export_mut(&mut snapshot, "rook-ceph-osd-1")
+        .status
+        .as_mut()
+        .unwrap()
+        .conditions[2] = condition(
+        "Conflict",
+        "True",
+        "PortConflict",
+        "2/3 clusters disagree on ports",
+    );
+    let r = step(&mut snapshot, at(2), dns_ok);
+    let looked: Vec<String> = r.lookups.iter().map(|l| l.name.to_string()).collect();
+    assert_eq!(
+        looked,
+        [
+            "east.rook-ceph-osd-1.rook-ceph.svc.clusterset.local",
+            "east.rook-ceph-osd-2.rook-ceph.svc.clusterset.local"
+        ],
+        "an invalid export is not looked up; a conflict does not stop the name"
+    );
+    let s = status(&snapshot);
+    let (st, reason, message) = cond(s, "Exported");
+    assert_eq!((st, reason), ("False", "ExportInvalid"));
+    assert!(
+        message.contains("rook-ceph-osd-0: Valid=False (NoService)"),
+        "{message}"
+    );
+    assert_eq!(s.phase, Phase::Exporting);
+    assert!(
+        s.daemons[4]
+            .export
+            .as_deref()
+            .unwrap()
+            .contains("Conflict=True (PortConflict)")
+    );
+    assert_eq!(s.daemons[5].global_ip.as_deref(), Some("242.1.0.22"));
+    assert_eq!(r.outcome.events.len(), 1);
+    assert_eq!(r.outcome.events[0].reason, "ExportInvalid");
+
+    // The Service shows up: only the conflict is left.
+    export_mut(&mut snapshot, "rook-ceph-osd-0")
+        .status
+        .as_mut()
+        .unwrap()
+        .conditions[0] = condition("Valid", "True", "Valid", "");
+    let r = step(&mut snapshot, at(3), dns_ok);
+    assert_eq!(r.lookups.len(), 1, "only osd.0 is new");
+    let (st, reason, _) = cond(status(&snapshot), "Exported");
+    assert_eq!((st, reason), ("False", "ExportConflict"));
+    assert_eq!(r.outcome.events[0].reason, "ExportConflict");
+
+    // Resolved: all valid.
+    export_mut(&mut snapshot, "rook-ceph-osd-1")
+        .status
+        .as_mut()
+        .unwrap()
+        .conditions[2] = condition("Conflict", "False", "NoConflicts", "");
+    let r = step(&mut snapshot, at(4), no_dns);
+    let s = status(&snapshot);
+    assert_eq!(cond(s, "Exported").0, "True");
+    assert_eq!(cond(s, "Resolved").0, "True");
+    assert_eq!(r.outcome.events.len(), 1);
+    assert_eq!(r.outcome.events[0].type_, EventType::Normal);
+    assert_eq!(s.phase, Phase::Migrating, "OSDs still advertise pod IPs");
+    assert!(
+        s.message.contains("does not update OSD Deployments"),
+        "{}",
+        s.message
+    );
+}
+
+#[test]
+fn a_failed_lookup_is_retried_with_backoff_and_recovers() {
+    let mut snapshot = rook_cluster(2);
+    step(&mut snapshot, at(0), no_dns);
+    set_export_conditions(&mut snapshot, &exported_conditions());
+    let servfail = |d: &Daemon| {
+        match d {
+        Daemon::Osd(1) => Err("east.rook-ceph-osd-1.rook-ceph.svc.clusterset.local: the server answered SERVFAIL after 4 attempts".to_owned()),
+        other => dns_ok(other),
+    }
+    };
+    let r = step(&mut snapshot, at(10), servfail);
+    assert_eq!(r.lookups.len(), 2);
+    assert_eq!(r.outcome.requeue_after, Some(Duration::from_secs(5)));
+    let s = status(&snapshot);
+    let (st, reason, message) = cond(s, "Resolved");
+    assert_eq!((st, reason), ("False", "LookupFailed"));
+    assert!(message.contains("SERVFAIL"), "{message}");
+    let osd_1 = &s.daemons[4];
+    assert_eq!(osd_1.global_ip, None);
+    let lookup = osd_1.lookup.as_ref().unwrap();
+    assert_eq!(lookup.failures, 1);
+    assert_eq!(lookup.retry_at.as_ref().unwrap().0, at(15));
+    assert!(osd_1.message.as_deref().unwrap().contains("lookup failed"));
+    assert_eq!(r.outcome.events[0].type_, EventType::Warning);
+    assert_eq!(r.outcome.events[0].reason, "LookupFailed");
+
+    // Before the retry time nothing is looked up and nothing written.
+    let r = step(&mut snapshot, at(12), no_dns);
+    assert!(r.lookups.is_empty() && r.writes.is_empty());
+    assert_eq!(r.outcome.status, None);
+    assert_eq!(r.outcome.requeue_after, Some(Duration::from_secs(3)));
+
+    // Due: only osd.1 is asked again; it fails again, the wait doubles.
+    let r = step(&mut snapshot, at(15), servfail);
+    assert_eq!(r.lookups.len(), 1);
+    assert_eq!(r.lookups[0].daemon, Daemon::Osd(1));
+    let lookup = status(&snapshot).daemons[4].lookup.clone().unwrap();
+    assert_eq!((lookup.failures, lookup.retry_at.unwrap().0), (2, at(25)));
+    assert!(
+        r.outcome.events.is_empty(),
+        "the same failure is not announced twice"
+    );
+
+    // Recovery.
+    let r = step(&mut snapshot, at(25), dns_ok);
+    assert_eq!(r.lookups.len(), 1);
+    let s = status(&snapshot);
+    assert_eq!(s.daemons[4].global_ip.as_deref(), Some("242.1.0.21"));
+    assert_eq!(s.daemons[4].lookup.as_ref().unwrap().failures, 0);
+    assert_eq!(cond(s, "Resolved").0, "True");
+    assert_eq!(r.outcome.requeue_after, None);
+    assert_eq!(r.outcome.events[0].type_, EventType::Normal);
+    assert_eq!(r.outcome.events[0].reason, "Resolved");
+}
+
+#[test]
+fn steady_state_writes_nothing_and_looks_nothing_up() {
+    let mut snapshot = converged(50);
+    for later in [20, 3600, 86_400] {
+        let r = reconcile_with(&snapshot, &Config::default(), at(later), no_dns);
+        assert!(r.writes.is_empty(), "{:?}", r.writes);
+        assert!(r.lookups.is_empty());
+        assert_eq!(r.outcome.status, None);
+        assert!(r.outcome.events.is_empty());
+        assert_eq!(r.outcome.requeue_after, None);
+    }
+    // The OSDs take their global IPs (as a later version of the operator will make them):
+    // the status says so once, then nothing again.
+    snapshot.deployments = (0..50)
+        .map(|id| osd_deployment(id, Some(&osd_global_ip(id).to_string())))
+        .collect();
+    let r = step(&mut snapshot, at(30), no_dns);
+    assert!(r.writes.is_empty() && r.lookups.is_empty());
+    assert!(r.outcome.status.is_some());
+    let s = status(&snapshot);
+    assert_eq!((s.ready_daemons, s.daemon_count), (50, 53));
+    let r = step(&mut snapshot, at(40), no_dns);
+    assert_eq!(r.outcome.status, None);
+}
+
+#[test]
+fn only_daemons_whose_inputs_changed_are_looked_up_again() {
+    let mut snapshot = converged(5);
+    // osd.3's export was deleted and made again: a new uid, maybe a new global IP.
+    let export = export_mut(&mut snapshot, "rook-ceph-osd-3");
+    export.metadata.uid = Some("recreated".into());
+    let r = step(&mut snapshot, at(100), dns_ok);
+    assert_eq!(r.lookups.len(), 1);
+    assert_eq!(r.lookups[0].daemon, Daemon::Osd(3));
+    assert!(r.writes.is_empty());
+    // A new OSD: its Service and export are applied; its name waits for the export.
+    snapshot.deployments.push(osd_deployment(5, None));
+    let r = step(&mut snapshot, at(110), no_dns);
+    assert_eq!(r.writes.len(), 2);
+    assert!(r.lookups.is_empty());
+}
+
+#[test]
+fn objects_changed_by_someone_else_are_applied_again_and_foreign_ones_left_alone() {
+    let mut snapshot = converged(2);
+    // Someone edited our OSD Service's selector.
+    let service = snapshot
+        .services
+        .iter_mut()
+        .find(|s| s.metadata.name.as_deref() == Some("rook-ceph-osd-0"))
+        .unwrap();
+    service
+        .spec
+        .as_mut()
+        .unwrap()
+        .selector
+        .as_mut()
+        .unwrap()
+        .insert("app".into(), "other".into());
+    // A ServiceExport for osd.1 that Rook made (not ours) is left as it is.
+    export_mut(&mut snapshot, "rook-ceph-osd-1")
+        .metadata
+        .managed_fields = None;
+    export_mut(&mut snapshot, "rook-ceph-osd-1")
+        .metadata
+        .owner_references = None;
+    let r = step(&mut snapshot, at(50), no_dns);
+    let targets: Vec<(&str, &str)> = r.writes.iter().map(|w| (w.kind(), w.target().1)).collect();
+    assert_eq!(targets, [("apply_service", "rook-ceph-osd-0")]);
+}
+
+#[test]
+fn disabling_says_so_once_and_then_costs_nothing() {
+    let mut snapshot = converged(2);
+    snapshot.cluster = cluster_with(
+        serde_json::json!({"multiClusterService": {"enabled": false, "clusterID": "east"}}),
+    );
+    let r = step(&mut snapshot, at(100), no_dns);
+    assert!(r.writes.is_empty() && r.lookups.is_empty());
+    let s = status(&snapshot);
+    assert_eq!(s.phase, Phase::Disabled);
+    assert!(s.conditions.is_empty() && s.daemons.is_empty());
+    let r = reconcile_with(&snapshot, &Config::default(), at(200), no_dns);
+    assert_eq!(r.outcome.status, None);
+    assert!(r.writes.is_empty() && r.lookups.is_empty());
+}
+
+#[test]
+fn a_cluster_being_deleted_is_left_alone() {
+    let mut snapshot = rook_cluster(2);
+    snapshot.cluster.metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at(0)));
+    let r = reconcile_with(&snapshot, &Config::default(), at(1), no_dns);
+    assert!(r.writes.is_empty() && r.lookups.is_empty());
+    assert_eq!(r.outcome.status, None);
+}
+
+#[test]
+fn v1alpha1_clusters_get_v1alpha1_exports() {
+    let mut snapshot = rook_cluster(1);
+    snapshot.mcs_api = McsApi::Served(McsVersion::V1Alpha1);
+    let r = reconcile_with(&snapshot, &Config::default(), at(0), no_dns);
+    let versions: Vec<McsVersion> = r
+        .writes
+        .iter()
+        .filter_map(|w| match w {
+            Write::ApplyServiceExport { version, .. } => Some(*version),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(versions, [McsVersion::V1Alpha1]);
+}
+
+#[test]
+fn the_service_import_source_needs_no_lookups() {
+    let config = Config {
+        global_ip_source: GlobalIpSource::ServiceImport,
+        ..Config::default()
+    };
+    let mut snapshot = rook_cluster(2);
+    let r = reconcile_with(&snapshot, &config, at(0), no_dns);
+    apply(&mut snapshot, r.writes);
+    set_export_conditions(&mut snapshot, &exported_conditions());
+    snapshot.imports = vec![
+        import("rook-ceph-osd-0", &["242.1.0.20"]),
+        import("rook-ceph-osd-1", &[]),
+    ];
+    let r = reconcile_with(&snapshot, &config, at(1), no_dns);
+    assert!(r.lookups.is_empty());
+    let Some(Write::ApplyStatus(object)) = r.outcome.status else {
+        panic!("status expected");
+    };
+    let s = object.status.unwrap();
+    assert_eq!(s.daemons[3].global_ip.as_deref(), Some("242.1.0.20"));
+    assert_eq!(s.daemons[4].global_ip, None);
+    assert_eq!(cond(&s, "Resolved").1, "WaitingForExports");
+}
