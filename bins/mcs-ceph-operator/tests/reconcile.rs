@@ -1,0 +1,706 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers, not only #[test] fns
+//! The reconciler against a tower-test mock API server (as kube-rs' controller-rs tests do):
+//! every request a reconcile makes — method, path, query (fieldManager, force), content type
+//! and body — for a guard failure, a first enable, exports pending / invalid / conflicting,
+//! a DNS failure and its recovery (mockall resolver), the steady state, MCS disabled, unsynced
+//! caches and a failed write. The caches are real kube reflector stores filled from a
+//! snapshot; the objects the operator applies are read back from the request bodies into the
+//! next snapshot, so each test walks a cluster through the real HTTP layer.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clusterset_dns::resolver::MockClustersetResolver;
+use clusterset_dns::{Resolution, ResolveError};
+use common::*;
+use http::{Request, Response, StatusCode};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::jiff::Timestamp;
+use kube::client::Body;
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::watcher::Event;
+use mcs_ceph_operator::decide::Write;
+use mcs_ceph_operator::kube_io::{Caches, KubeApi, McsStores};
+use mcs_ceph_operator::metrics::Metrics;
+use mcs_ceph_operator::reconciler::{Context, ReconcileError, error_policy, reconcile};
+use mcs_ceph_operator::{
+    CephClusterAddressing, Config, FIELD_MANAGER, McsApi, McsVersion, Snapshot,
+};
+use mcs_types::v1alpha1;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tower_test::mock::{self, Handle};
+
+type ApiHandle = Handle<Request<Body>, Response<Body>>;
+
+const APPLY: &str = "application/apply-patch+yaml";
+
+/// One request as the mock API server saw it.
+#[derive(Debug, Clone)]
+struct Seen {
+    method: String,
+    path: String,
+    query: BTreeMap<String, String>,
+    content_type: String,
+    body: Value,
+}
+
+impl Seen {
+    fn is_apply(&self) -> bool {
+        self.method == "PATCH"
+            && self.content_type == APPLY
+            && self.query.get("fieldManager").map(String::as_str) == Some(FIELD_MANAGER)
+            && self.query.get("force").map(String::as_str) == Some("true")
+    }
+}
+
+/// A mock API server that answers every request: applies echo their body (200), Event
+/// creations echo theirs (201); `fail_first` requests get a 500 instead.
+struct ApiServer {
+    seen: mpsc::UnboundedReceiver<Seen>,
+}
+
+impl ApiServer {
+    fn start(mut handle: ApiHandle, fail_first: usize) -> Self {
+        let (report, seen) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            let mut failures = fail_first;
+            while let Some((request, send)) = handle.next_request().await {
+                let (parts, body) = request.into_parts();
+                let bytes = body.collect_bytes().await.unwrap();
+                let body: Value = if bytes.is_empty() {
+                    Value::Null
+                } else {
+                    serde_json::from_slice(&bytes).unwrap()
+                };
+                let query = parts
+                    .uri
+                    .query()
+                    .unwrap_or("")
+                    .split('&')
+                    .filter_map(|p| p.split_once('='))
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .collect();
+                let seen = Seen {
+                    method: parts.method.to_string(),
+                    path: parts.uri.path().to_owned(),
+                    query,
+                    content_type: parts
+                        .headers
+                        .get(http::header::CONTENT_TYPE)
+                        .map(|v| v.to_str().unwrap().to_owned())
+                        .unwrap_or_default(),
+                    body: body.clone(),
+                };
+                let _ = report.send(seen.clone());
+                let (status, answer) = if failures > 0 {
+                    failures -= 1;
+                    (
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                               "status": "Failure", "message": "etcd is unhappy",
+                               "reason": "InternalError", "code": 500}),
+                    )
+                } else if seen.method == "POST" {
+                    (StatusCode::CREATED, body)
+                } else {
+                    (StatusCode::OK, body)
+                };
+                send.send_response(
+                    Response::builder()
+                        .status(status)
+                        .body(Body::from(serde_json::to_vec(&answer).unwrap()))
+                        .unwrap(),
+                );
+            }
+        });
+        Self { seen }
+    }
+
+    /// Every request made so far (a reconcile has returned, so all its requests are in).
+    fn requests(&mut self) -> Vec<Seen> {
+        let mut all = Vec::new();
+        while let Ok(seen) = self.seen.try_recv() {
+            all.push(seen);
+        }
+        all
+    }
+}
+
+fn store<K>(objects: impl IntoIterator<Item = K>) -> Store<K>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + 'static,
+{
+    let (reader, mut writer) = reflector::store();
+    writer.apply_watcher_event(&Event::Init);
+    for object in objects {
+        writer.apply_watcher_event(&Event::InitApply(object));
+    }
+    writer.apply_watcher_event(&Event::InitDone);
+    reader
+}
+
+/// Reflector caches holding the snapshot's objects (and nothing of other namespaces but a
+/// decoy, which must not leak into the snapshot).
+async fn caches(snapshot: &Snapshot, synced: bool) -> Arc<Caches> {
+    let mut decoy = osd_deployment(99, None);
+    decoy.metadata.namespace = Some("other-namespace".into());
+    let mcs = match snapshot.mcs_api {
+        McsApi::Served(McsVersion::V1Beta1) => McsStores::V1Beta1 {
+            exports: store(snapshot.exports.clone()),
+            imports: store(snapshot.imports.clone()),
+        },
+        McsApi::Served(McsVersion::V1Alpha1) => McsStores::V1Alpha1 {
+            exports: store(
+                snapshot
+                    .exports
+                    .iter()
+                    .cloned()
+                    .map(v1alpha1::ServiceExport::from),
+            ),
+            imports: store(
+                snapshot
+                    .imports
+                    .iter()
+                    .cloned()
+                    .map(v1alpha1::ServiceImport::from),
+            ),
+        },
+        McsApi::Missing(_) => McsStores::None,
+    };
+    let caches = Caches::new(
+        store::<Service>(snapshot.services.clone()),
+        store::<Deployment>(snapshot.deployments.iter().cloned().chain([decoy])),
+        store::<ConfigMap>(snapshot.mon_endpoints.clone()),
+        store::<CephClusterAddressing>(snapshot.prior.clone()),
+        mcs,
+        snapshot.mcs_api.clone(),
+    );
+    if synced {
+        caches.wait_synced().await.unwrap();
+    }
+    Arc::new(caches)
+}
+
+/// One reconcile of the snapshot's cluster at `now` against a fresh mock API server.
+async fn run(
+    snapshot: &Snapshot,
+    now: Timestamp,
+    resolver: MockClustersetResolver,
+    fail_first: usize,
+) -> (Result<Action, ReconcileError>, Vec<Seen>) {
+    let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
+    let mut server = ApiServer::start(handle, fail_first);
+    let client = kube::Client::new(service, "default");
+    let context = Arc::new(Context {
+        api: Arc::new(KubeApi::new(client, Some("mcs-ceph-operator-0".into()))),
+        resolver: Arc::new(resolver),
+        caches: caches(snapshot, true).await,
+        config: Config::default(),
+        clock: Arc::new(move || now),
+        metrics: Arc::new(Metrics::new()),
+        lookup_concurrency: 4,
+    });
+    let result = reconcile(Arc::new(snapshot.cluster.clone()), context).await;
+    (result, server.requests())
+}
+
+fn no_lookups() -> MockClustersetResolver {
+    let mut resolver = MockClustersetResolver::new();
+    resolver.expect_resolve().never();
+    resolver
+}
+
+/// A resolver that answers each OSD name with its global IP, except `failing` (SERVFAIL),
+/// and expects exactly `expected` lookups.
+fn resolver(expected: usize, failing: Option<u32>) -> MockClustersetResolver {
+    let mut resolver = MockClustersetResolver::new();
+    resolver
+        .expect_resolve()
+        .times(expected)
+        .returning(move |name| {
+            let text = name.to_string();
+            let id: u32 = text
+                .strip_prefix("east.rook-ceph-osd-")
+                .and_then(|rest| rest.split('.').next())
+                .and_then(|id| id.parse().ok())
+                .unwrap_or_else(|| panic!("unexpected lookup {text}"));
+            if Some(id) == failing {
+                return Err(ResolveError::ServerError {
+                    name: text,
+                    code: "SERVFAIL".into(),
+                    attempts: 4,
+                    hint: ": a clusterset DNS server answers SERVFAIL until it has synced its data",
+                });
+            }
+            Ok(Resolution {
+                name: name.clone(),
+                addresses: vec![osd_global_ip(id)],
+                valid_until: Instant::now() + Duration::from_secs(30),
+            })
+        });
+    resolver
+}
+
+/// Reads the applied objects back from the requests into the snapshot (what the API server
+/// would now hold) and returns the number of apply requests.
+fn take_back(snapshot: &mut Snapshot, requests: &[Seen]) -> usize {
+    let mut writes = Vec::new();
+    for seen in requests.iter().filter(|s| s.is_apply()) {
+        let write = if seen.path.contains("/services/") {
+            Write::ApplyService(Box::new(serde_json::from_value(seen.body.clone()).unwrap()))
+        } else if seen.path.contains("/serviceexports/") {
+            Write::ApplyServiceExport {
+                export: Box::new(serde_json::from_value(seen.body.clone()).unwrap()),
+                version: McsVersion::V1Beta1,
+            }
+        } else if seen.path.contains("/cephclusteraddressings/") {
+            Write::ApplyStatus(Box::new(serde_json::from_value(seen.body.clone()).unwrap()))
+        } else {
+            panic!("unexpected apply {}", seen.path);
+        };
+        writes.push(write);
+    }
+    apply(snapshot, writes)
+}
+
+fn paths(requests: &[Seen]) -> Vec<String> {
+    requests
+        .iter()
+        .map(|s| format!("{} {}", s.method, s.path))
+        .collect()
+}
+
+const STATUS_PATH: &str =
+    "/apis/clusterset.io/v1alpha1/namespaces/rook-ceph/cephclusteraddressings/my-cluster";
+const EVENTS_PATH: &str = "/apis/events.k8s.io/v1/namespaces/rook-ceph/events";
+
+fn status_body(requests: &[Seen]) -> &Value {
+    &requests
+        .iter()
+        .find(|s| s.path == STATUS_PATH)
+        .expect("a status write")
+        .body
+}
+
+fn condition<'a>(status_object: &'a Value, type_: &str) -> &'a Value {
+    status_object["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == type_)
+        .unwrap_or_else(|| panic!("no {type_} in {status_object}"))
+}
+
+#[tokio::test]
+async fn a_failed_guard_writes_the_status_and_an_event_and_nothing_else() {
+    let mut snapshot = rook_cluster(3);
+    snapshot.cluster.spec["cephVersion"]["image"] = "quay.io/ceph/ceph:v17.2.5".into();
+    let (result, requests) = run(&snapshot, at(0), no_lookups(), 0).await;
+    assert_eq!(result.unwrap(), Action::await_change());
+    assert_eq!(
+        paths(&requests),
+        [
+            format!("PATCH {STATUS_PATH}"),
+            format!("POST {EVENTS_PATH}")
+        ]
+    );
+
+    let status = &requests[0];
+    assert!(status.is_apply(), "{status:?}");
+    let body = &status.body;
+    assert_eq!(body["apiVersion"], "clusterset.io/v1alpha1");
+    assert_eq!(body["kind"], "CephClusterAddressing");
+    assert_eq!(
+        body["metadata"]["ownerReferences"],
+        json!([{"apiVersion": "ceph.rook.io/v1", "kind": "CephCluster", "name": CLUSTER,
+                "uid": CLUSTER_UID, "controller": true, "blockOwnerDeletion": true}])
+    );
+    assert_eq!(body["status"]["phase"], "Blocked");
+    assert_eq!(body["status"]["observedGeneration"], 3);
+    let accepted = condition(body, "Accepted");
+    assert_eq!(accepted["status"], "False");
+    assert_eq!(accepted["reason"], "CephTooOld");
+    assert_eq!(accepted["observedGeneration"], 3);
+    assert!(
+        accepted["message"]
+            .as_str()
+            .unwrap()
+            .contains("upgrade Ceph (spec.cephVersion.image) to 17.2.6 or later"),
+        "{accepted}"
+    );
+
+    let event = &requests[1].body;
+    assert_eq!(requests[1].content_type, "application/json");
+    assert_eq!(event["type"], "Warning");
+    assert_eq!(event["reason"], "CephTooOld");
+    assert_eq!(event["action"], "CheckGuards");
+    assert_eq!(event["reportingController"], FIELD_MANAGER);
+    assert_eq!(event["reportingInstance"], "mcs-ceph-operator-0");
+    assert_eq!(event["regarding"]["kind"], "CephCluster");
+    assert_eq!(event["regarding"]["name"], CLUSTER);
+    assert_eq!(event["regarding"]["uid"], CLUSTER_UID);
+    assert!(
+        event["note"].as_str().unwrap().contains("upgrade Ceph"),
+        "{event}"
+    );
+
+    // The next reconcile of the same cluster says nothing new.
+    take_back(&mut snapshot, &requests);
+    let (result, requests) = run(&snapshot, at(60), no_lookups(), 0).await;
+    assert_eq!(result.unwrap(), Action::await_change());
+    assert!(requests.is_empty(), "{:?}", paths(&requests));
+}
+
+#[tokio::test]
+async fn first_enable_server_side_applies_each_osd_service_and_export() {
+    let mut snapshot = rook_cluster(3);
+    let (result, requests) = run(&snapshot, at(0), no_lookups(), 0).await;
+    assert_eq!(result.unwrap(), Action::await_change());
+    let mut expected = Vec::new();
+    for id in 0..3 {
+        expected.push(format!(
+            "PATCH /api/v1/namespaces/rook-ceph/services/rook-ceph-osd-{id}"
+        ));
+    }
+    for id in 0..3 {
+        expected.push(format!(
+            "PATCH /apis/multicluster.x-k8s.io/v1beta1/namespaces/rook-ceph/serviceexports/rook-ceph-osd-{id}"
+        ));
+    }
+    expected.push(format!("PATCH {STATUS_PATH}"));
+    assert_eq!(
+        paths(&requests),
+        expected,
+        "no mon is touched, no Event for pending exports"
+    );
+    for seen in &requests {
+        assert!(
+            seen.is_apply(),
+            "not a forced apply under our manager: {seen:?}"
+        );
+    }
+    let owner = json!([{"apiVersion": "ceph.rook.io/v1", "kind": "CephCluster",
+                        "name": CLUSTER, "uid": CLUSTER_UID}]);
+
+    let service = &requests[1].body;
+    assert_eq!(service["apiVersion"], "v1");
+    assert_eq!(service["kind"], "Service");
+    assert_eq!(service["metadata"]["name"], "rook-ceph-osd-1");
+    assert_eq!(service["metadata"]["namespace"], NAMESPACE);
+    assert_eq!(service["metadata"]["ownerReferences"], owner);
+    let labels = &service["metadata"]["labels"];
+    assert_eq!(labels["app"], "rook-ceph-osd");
+    assert_eq!(labels["ceph-osd-id"], "1");
+    assert_eq!(labels["failure-domain"], "node-1");
+    assert_eq!(labels["topology-location-root"], "default");
+    assert_eq!(labels["app.kubernetes.io/part-of"], CLUSTER);
+    assert_eq!(
+        service["spec"],
+        json!({
+            "selector": {"app": "rook-ceph-osd", "ceph-osd-id": "1"},
+            "ports": [
+                {"name": "osd-port-v2", "port": 6800, "protocol": "TCP", "targetPort": 6800},
+                {"name": "osd-port-v1", "port": 6801, "protocol": "TCP", "targetPort": 6801}
+            ]
+        })
+    );
+
+    let export = &requests[4].body;
+    assert_eq!(
+        export,
+        &json!({
+            "apiVersion": "multicluster.x-k8s.io/v1beta1",
+            "kind": "ServiceExport",
+            "metadata": {"name": "rook-ceph-osd-1", "namespace": NAMESPACE, "ownerReferences": owner},
+            "spec": {}
+        })
+    );
+
+    let status = status_body(&requests);
+    assert_eq!(status["status"]["phase"], "Exporting");
+    assert_eq!(status["status"]["daemonCount"], 6);
+    assert_eq!(condition(status, "Accepted")["status"], "True");
+    assert_eq!(condition(status, "Exported")["reason"], "ExportsPending");
+    assert_eq!(condition(status, "Resolved")["reason"], "WaitingForExports");
+    assert_eq!(condition(status, "Ready")["status"], "False");
+    let daemons = status["status"]["daemons"].as_array().unwrap();
+    assert_eq!(daemons[0]["name"], "mon.a");
+    assert_eq!(daemons[0]["state"], "Replace");
+    assert_eq!(daemons[0]["advertised"], "10.96.0.10:6789");
+    assert_eq!(daemons[3]["name"], "osd.0");
+    assert_eq!(daemons[3]["exported"], true);
+    assert_eq!(daemons[3]["export"], "not created yet");
+
+    // The exports now exist (without conditions): only the status says so.
+    take_back(&mut snapshot, &requests);
+    let (_, requests) = run(&snapshot, at(1), no_lookups(), 0).await;
+    assert_eq!(paths(&requests), [format!("PATCH {STATUS_PATH}")]);
+    let daemons = &status_body(&requests)["status"]["daemons"];
+    assert_eq!(
+        daemons[3]["export"],
+        "no conditions yet (is the MCS controller running in this cluster?)"
+    );
+    // And then nothing until the exports move.
+    take_back(&mut snapshot, &requests);
+    let (_, requests) = run(&snapshot, at(2), no_lookups(), 0).await;
+    assert!(requests.is_empty(), "{:?}", paths(&requests));
+}
+
+#[tokio::test]
+async fn a_v1alpha1_cluster_gets_v1alpha1_exports() {
+    let mut snapshot = rook_cluster(1);
+    snapshot.mcs_api = McsApi::Served(McsVersion::V1Alpha1);
+    let (_, requests) = run(&snapshot, at(0), no_lookups(), 0).await;
+    let export = requests
+        .iter()
+        .find(|s| s.path.contains("serviceexports"))
+        .unwrap();
+    assert_eq!(
+        export.path,
+        "/apis/multicluster.x-k8s.io/v1alpha1/namespaces/rook-ceph/serviceexports/rook-ceph-osd-0"
+    );
+    assert_eq!(export.body["apiVersion"], "multicluster.x-k8s.io/v1alpha1");
+}
+
+#[tokio::test]
+async fn export_conditions_are_reflected_in_the_status() {
+    let mut snapshot = rook_cluster(3);
+    let (_, requests) = run(&snapshot, at(0), no_lookups(), 0).await;
+    take_back(&mut snapshot, &requests);
+
+    // osd.0 Valid=False, osd.1 Conflict=True, osd.2 exported: two lookups (a conflict does
+    // not stop the name from resolving), one status write, one Warning.
+    set_export_conditions(&mut snapshot, &exported_conditions());
+    export_mut(&mut snapshot, "rook-ceph-osd-0")
+        .status
+        .as_mut()
+        .unwrap()
+        .conditions[0] = condition_of(
+        "Valid",
+        "False",
+        "NoService",
+        "Service rook-ceph/rook-ceph-osd-0 not found",
+    );
+    export_mut(&mut snapshot, "rook-ceph-osd-1")
+        .status
+        .as_mut()
+        .unwrap()
+        .conditions[2] = condition_of(
+        "Conflict",
+        "True",
+        "PortConflict",
+        "2/3 clusters disagree on ports",
+    );
+    let (result, requests) = run(&snapshot, at(5), resolver(2, None), 0).await;
+    assert_eq!(result.unwrap(), Action::await_change());
+    assert_eq!(
+        paths(&requests),
+        [
+            format!("PATCH {STATUS_PATH}"),
+            format!("POST {EVENTS_PATH}")
+        ]
+    );
+    let status = status_body(&requests);
+    let exported = condition(status, "Exported");
+    assert_eq!(exported["status"], "False");
+    assert_eq!(exported["reason"], "ExportInvalid");
+    assert!(
+        exported["message"]
+            .as_str()
+            .unwrap()
+            .contains("Service rook-ceph/rook-ceph-osd-0 not found")
+    );
+    let daemons = status["status"]["daemons"].as_array().unwrap();
+    assert!(
+        daemons[3]["export"]
+            .as_str()
+            .unwrap()
+            .starts_with("Valid=False (NoService)")
+    );
+    assert!(
+        daemons[4]["export"]
+            .as_str()
+            .unwrap()
+            .starts_with("Conflict=True (PortConflict)")
+    );
+    assert_eq!(daemons[4]["globalIP"], "242.1.0.21");
+    assert_eq!(daemons[5]["export"], "Valid, Ready");
+    assert_eq!(daemons[5]["globalIP"], "242.1.0.22");
+    assert_eq!(
+        daemons[5]["lookup"],
+        json!({"name": "east.rook-ceph-osd-2.rook-ceph.svc.clusterset.local",
+               "exportUID": "export-rook-ceph-osd-2"})
+    );
+    assert_eq!(requests[1].body["reason"], "ExportInvalid");
+    take_back(&mut snapshot, &requests);
+
+    // All valid: osd.0 is looked up, Exported and Resolved turn True; Exported was False, so
+    // its recovery is a Normal Event (Resolved was only pending).
+    set_export_conditions(&mut snapshot, &exported_conditions());
+    let (_, requests) = run(&snapshot, at(6), resolver(1, None), 0).await;
+    assert_eq!(
+        paths(&requests),
+        [
+            format!("PATCH {STATUS_PATH}"),
+            format!("POST {EVENTS_PATH}")
+        ]
+    );
+    let status = status_body(&requests);
+    assert_eq!(condition(status, "Exported")["status"], "True");
+    assert_eq!(condition(status, "Resolved")["status"], "True");
+    assert_eq!(status["status"]["phase"], "Migrating");
+    assert_eq!(requests[1].body["type"], "Normal");
+    assert_eq!(requests[1].body["reason"], "Exported");
+}
+
+#[tokio::test]
+async fn a_dns_failure_is_reported_retried_later_and_recovers() {
+    let mut snapshot = rook_cluster(2);
+    let (_, requests) = run(&snapshot, at(0), no_lookups(), 0).await;
+    take_back(&mut snapshot, &requests);
+    set_export_conditions(&mut snapshot, &exported_conditions());
+
+    let (result, requests) = run(&snapshot, at(10), resolver(2, Some(1)), 0).await;
+    assert_eq!(result.unwrap(), Action::requeue(Duration::from_secs(5)));
+    assert_eq!(
+        paths(&requests),
+        [
+            format!("PATCH {STATUS_PATH}"),
+            format!("POST {EVENTS_PATH}")
+        ]
+    );
+    let status = status_body(&requests);
+    let resolved = condition(status, "Resolved");
+    assert_eq!(resolved["status"], "False");
+    assert_eq!(resolved["reason"], "LookupFailed");
+    assert!(
+        resolved["message"].as_str().unwrap().contains("SERVFAIL"),
+        "{resolved}"
+    );
+    let osd_1 = &status["status"]["daemons"][4];
+    assert!(osd_1.get("globalIP").is_none());
+    assert_eq!(osd_1["lookup"]["failures"], 1);
+    assert_eq!(osd_1["lookup"]["retryAt"], "2027-01-15T08:00:15Z");
+    assert_eq!(requests[1].body["type"], "Warning");
+    assert_eq!(requests[1].body["reason"], "LookupFailed");
+    take_back(&mut snapshot, &requests);
+
+    // Woken before the retry time (another object changed): no lookup, no request.
+    let (result, requests) = run(&snapshot, at(12), no_lookups(), 0).await;
+    assert_eq!(result.unwrap(), Action::requeue(Duration::from_secs(3)));
+    assert!(requests.is_empty(), "{:?}", paths(&requests));
+
+    // At the retry time only osd.1 is asked, and answers.
+    let (result, requests) = run(&snapshot, at(15), resolver(1, None), 0).await;
+    assert_eq!(result.unwrap(), Action::await_change());
+    let status = status_body(&requests);
+    assert_eq!(condition(status, "Resolved")["status"], "True");
+    assert_eq!(status["status"]["daemons"][4]["globalIP"], "242.1.0.21");
+    assert_eq!(requests[1].body["type"], "Normal");
+    assert_eq!(requests[1].body["reason"], "Resolved");
+}
+
+/// A cluster walked through the HTTP layer to where every export is Valid and Ready and every
+/// global IP known.
+async fn converged(osds: u32) -> Snapshot {
+    let mut snapshot = rook_cluster(osds);
+    let (_, requests) = run(&snapshot, at(0), no_lookups(), 0).await;
+    take_back(&mut snapshot, &requests);
+    set_export_conditions(&mut snapshot, &exported_conditions());
+    let (_, requests) = run(&snapshot, at(1), resolver(osds as usize, None), 0).await;
+    take_back(&mut snapshot, &requests);
+    snapshot
+}
+
+#[tokio::test]
+async fn the_steady_state_makes_no_request_and_no_lookup() {
+    let snapshot = converged(20).await;
+    assert_eq!(
+        snapshot
+            .prior
+            .as_ref()
+            .unwrap()
+            .status
+            .as_ref()
+            .unwrap()
+            .daemons
+            .len(),
+        23
+    );
+    for later in [2, 600, 86_400] {
+        let (result, requests) = run(&snapshot, at(later), no_lookups(), 0).await;
+        assert_eq!(result.unwrap(), Action::await_change());
+        assert!(requests.is_empty(), "{:?}", paths(&requests));
+    }
+}
+
+#[tokio::test]
+async fn mcs_disabled_makes_no_request() {
+    let mut snapshot = rook_cluster(3);
+    snapshot.cluster =
+        cluster_with(json!({"multiClusterService": {"enabled": false, "clusterID": "east"}}));
+    let (result, requests) = run(&snapshot, at(0), no_lookups(), 0).await;
+    assert_eq!(result.unwrap(), Action::await_change());
+    assert!(requests.is_empty(), "{:?}", paths(&requests));
+}
+
+#[tokio::test]
+async fn nothing_is_done_before_the_caches_have_synced() {
+    let snapshot = rook_cluster(3);
+    let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
+    let mut server = ApiServer::start(handle, 0);
+    let context = Arc::new(Context {
+        api: Arc::new(KubeApi::new(kube::Client::new(service, "default"), None)),
+        resolver: Arc::new(no_lookups()),
+        caches: caches(&snapshot, false).await,
+        config: Config::default(),
+        clock: Arc::new(|| at(0)),
+        metrics: Arc::new(Metrics::new()),
+        lookup_concurrency: 4,
+    });
+    let cluster = Arc::new(snapshot.cluster.clone());
+    let error = reconcile(Arc::clone(&cluster), Arc::clone(&context))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, ReconcileError::NotSynced(_)), "{error}");
+    assert_eq!(
+        error_policy(cluster, &error, Arc::clone(&context)),
+        Action::requeue(Duration::from_secs(1))
+    );
+    assert!(server.requests().is_empty());
+    assert!(
+        context
+            .metrics
+            .encode()
+            .contains("mcs_ceph_operator_reconciles_total{kind=\"not_synced\"} 1")
+    );
+}
+
+#[tokio::test]
+async fn a_failed_write_stops_the_reconcile_before_the_status() {
+    let snapshot = rook_cluster(2);
+    let (result, requests) = run(&snapshot, at(0), no_lookups(), 1).await;
+    let error = result.unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("apply_service of rook-ceph/rook-ceph-osd-0 failed"),
+        "{error}"
+    );
+    assert_eq!(requests.len(), 1, "{:?}", paths(&requests));
+}
+
+fn condition_of(
+    type_: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+    common::condition(type_, status, reason, message)
+}
