@@ -19,14 +19,17 @@
 //! - [`metrics`] and [`http`]: `/metrics`, `/healthz`, `/readyz`.
 #![forbid(unsafe_code)]
 
+pub mod cli;
 pub mod config;
 pub mod decide;
 pub mod guards;
+pub mod http;
 pub mod kube_io;
 pub mod metrics;
 pub mod observe;
 pub mod reconciler;
 pub mod resources;
+pub mod runtime;
 
 pub use config::{Config, FIELD_MANAGER, GlobalIpSource, RetryPolicy};
 pub use decide::{

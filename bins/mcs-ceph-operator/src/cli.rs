@@ -1,0 +1,254 @@
+//! Command-line flags (each also read from an environment variable) and their wiring into
+//! [`runtime::run`](crate::runtime::run).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ceph_address_plan::DnsNameForm;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use clusterset_dns::{HickoryClustersetResolver, ResolverSettings};
+
+use crate::config::{Config, GlobalIpSource, RetryPolicy};
+use crate::kube_io::KubeApi;
+use crate::runtime::{self, RunOptions};
+
+/// The operator that brings Rook-layout Ceph clusters onto clusterset addresses.
+#[derive(Debug, Parser)]
+#[command(name = "mcs-ceph-operator", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the operator.
+    Run(Box<RunArgs>),
+    /// Print the CephClusterAddressing CRD (install it before the operator).
+    Crd,
+}
+
+/// Which clusterset name a daemon's global IP is resolved from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NameFormArg {
+    /// `<clusterID>.<svc>.<ns>.svc.<zone>` (Rook, Submariner Lighthouse).
+    ClusterIdPrefix,
+    /// `<clusterID>-<svc>.<ns>.svc.<zone>`, exporting extra cluster-unique Services.
+    UniqueServiceName,
+}
+
+/// Where global IPs come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SourceArg {
+    /// Resolve the export's clusterset name.
+    Dns,
+    /// Read `spec.ips` of the ServiceImport of the same name.
+    ServiceImport,
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Flags of `mcs-ceph-operator run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Which clusterset name to resolve.
+    #[arg(
+        long,
+        env = "MCS_CEPH_DNS_NAME_FORM",
+        value_enum,
+        default_value = "cluster-id-prefix"
+    )]
+    pub dns_name_form: NameFormArg,
+    /// The clusterset DNS zone.
+    #[arg(long, env = "MCS_CEPH_CLUSTERSET_ZONE", default_value = mcs_types::names::DEFAULT_ZONE)]
+    pub clusterset_zone: String,
+    /// Where global IPs come from.
+    #[arg(
+        long,
+        env = "MCS_CEPH_GLOBAL_IP_SOURCE",
+        value_enum,
+        default_value = "dns"
+    )]
+    pub global_ip_source: SourceArg,
+    /// The nameserver to ask (ip:port); the pod's resolv.conf when unset.
+    #[arg(long, env = "MCS_CEPH_NAMESERVER")]
+    pub nameserver: Option<SocketAddr>,
+    /// Milliseconds per DNS attempt.
+    #[arg(long, env = "MCS_CEPH_DNS_TIMEOUT_MS", default_value_t = 1000)]
+    pub dns_timeout_ms: u64,
+    /// DNS attempts per lookup (timeouts and SERVFAIL are retried within one lookup).
+    #[arg(long, env = "MCS_CEPH_DNS_ATTEMPTS", default_value_t = 3)]
+    pub dns_attempts: u32,
+    /// Seconds before a failed lookup is tried again (doubling per failure).
+    #[arg(long, env = "MCS_CEPH_LOOKUP_RETRY_SECONDS", default_value_t = 5)]
+    pub lookup_retry_seconds: u64,
+    /// Longest wait between retries of a failed lookup, in seconds.
+    #[arg(long, env = "MCS_CEPH_LOOKUP_RETRY_MAX_SECONDS", default_value_t = 300)]
+    pub lookup_retry_max_seconds: u64,
+    /// Lookups in flight at once.
+    #[arg(long, env = "MCS_CEPH_LOOKUP_CONCURRENCY", default_value_t = 16)]
+    pub lookup_concurrency: usize,
+    /// CephClusters reconciled at once.
+    #[arg(long, env = "MCS_CEPH_RECONCILE_CONCURRENCY", default_value_t = 4)]
+    pub reconcile_concurrency: u16,
+    /// Namespace of Rook's operator (the `rook.io/operator-namespace` label of daemons).
+    #[arg(long, env = "MCS_CEPH_ROOK_OPERATOR_NAMESPACE")]
+    pub rook_operator_namespace: Option<String>,
+    /// Address of `/metrics`, `/healthz` and `/readyz`.
+    #[arg(long, env = "MCS_CEPH_LISTEN", default_value = "0.0.0.0:8080")]
+    pub listen: SocketAddr,
+    /// This instance's name in Events (the pod name).
+    #[arg(long, env = "POD_NAME")]
+    pub instance: Option<String>,
+    /// Log format.
+    #[arg(long, env = "MCS_CEPH_LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+}
+
+impl RunArgs {
+    /// The operator configuration these flags describe.
+    pub fn config(&self) -> Config {
+        Config {
+            dns_name_form: match self.dns_name_form {
+                NameFormArg::ClusterIdPrefix => DnsNameForm::ClusterIdPrefix,
+                NameFormArg::UniqueServiceName => DnsNameForm::UniqueServiceName,
+            },
+            clusterset_zone: self.clusterset_zone.clone(),
+            rook_operator_namespace: self.rook_operator_namespace.clone(),
+            global_ip_source: match self.global_ip_source {
+                SourceArg::Dns => GlobalIpSource::Dns,
+                SourceArg::ServiceImport => GlobalIpSource::ServiceImport,
+            },
+            retry: RetryPolicy {
+                first: Duration::from_secs(self.lookup_retry_seconds.max(1)),
+                max: Duration::from_secs(self.lookup_retry_max_seconds.max(1)),
+            },
+        }
+    }
+
+    /// The resolver settings these flags describe.
+    pub fn resolver_settings(&self) -> ResolverSettings {
+        ResolverSettings {
+            nameserver: self.nameserver,
+            timeout: Duration::from_millis(self.dns_timeout_ms.max(1)),
+            attempts: self.dns_attempts.max(1),
+            ..ResolverSettings::default()
+        }
+    }
+}
+
+/// Why `run` could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// No usable kubeconfig or in-cluster configuration.
+    #[error(
+        "cannot build a Kubernetes client: {0} (in a pod: is the service account mounted? outside: is KUBECONFIG set?)"
+    )]
+    Client(#[source] kube::Error),
+    /// The resolver could not be built.
+    #[error(transparent)]
+    Resolver(#[from] clusterset_dns::resolver::ResolverSetupError),
+    /// The runtime failed.
+    #[error(transparent)]
+    Run(#[from] runtime::RunError),
+    /// The CRD could not be rendered.
+    #[error("cannot render the CRD as YAML: {0}")]
+    Yaml(String),
+}
+
+/// The CRD as YAML.
+pub fn crd_yaml() -> Result<String, CliError> {
+    serde_saphyr::to_string(&crate::resources::crd()).map_err(|e| CliError::Yaml(e.to_string()))
+}
+
+/// Runs the operator until SIGTERM or Ctrl-C.
+pub async fn run(args: RunArgs) -> Result<(), CliError> {
+    let client = kube::Client::try_default()
+        .await
+        .map_err(CliError::Client)?;
+    let resolver = HickoryClustersetResolver::new(args.resolver_settings())?;
+    let options = RunOptions {
+        config: args.config(),
+        api: Arc::new(KubeApi::new(client.clone(), args.instance.clone())),
+        resolver: Arc::new(resolver),
+        listen: args.listen,
+        lookup_concurrency: args.lookup_concurrency.max(1),
+        reconcile_concurrency: args.reconcile_concurrency.max(1),
+    };
+    let shutdown = async {
+        #[cfg(unix)]
+        {
+            let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
+            match term {
+                Ok(mut term) => {
+                    tokio::select! {
+                        _ = term.recv() => {},
+                        _ = tokio::signal::ctrl_c() => {},
+                    }
+                }
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    };
+    runtime::run(client, options, shutdown).await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn flags_become_the_configuration() {
+        let cli = Cli::try_parse_from([
+            "mcs-ceph-operator",
+            "run",
+            "--dns-name-form",
+            "unique-service-name",
+            "--global-ip-source",
+            "service-import",
+            "--nameserver",
+            "10.96.0.10:53",
+            "--lookup-retry-seconds",
+            "2",
+        ])
+        .unwrap();
+        let Command::Run(args) = cli.command else {
+            panic!("run expected");
+        };
+        let config = args.config();
+        assert_eq!(config.dns_name_form, DnsNameForm::UniqueServiceName);
+        assert_eq!(config.global_ip_source, GlobalIpSource::ServiceImport);
+        assert_eq!(config.retry.first, Duration::from_secs(2));
+        assert_eq!(config.clusterset_zone, "clusterset.local");
+        let settings = args.resolver_settings();
+        assert_eq!(settings.nameserver, Some("10.96.0.10:53".parse().unwrap()));
+        assert_eq!(settings.attempts, 3);
+    }
+
+    #[test]
+    fn the_crd_renders_as_yaml() {
+        let yaml = crd_yaml().unwrap();
+        assert!(
+            yaml.contains("name: cephclusteraddressings.clusterset.io"),
+            "{yaml}"
+        );
+    }
+}

@@ -1,0 +1,319 @@
+//! The running operator: MCS API discovery, one reflector watch per resource kind, and the
+//! kube-runtime applier, started only once every cache has synced. Any change of an object in
+//! a namespace queues the CephClusters of that namespace; the applier never runs two
+//! reconciles of one cluster at once and merges queued requests.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use futures::channel::mpsc;
+use futures::{Stream, StreamExt, future, stream};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, applier, controller, watcher};
+use kube::{Api, Client, Resource, ResourceExt};
+use mcs_types::{v1alpha1, v1beta1};
+use serde::de::DeserializeOwned;
+
+use crate::config::Config;
+use crate::http::{self, Readiness};
+use crate::kube_io::{Caches, ClusterApi, McsStores, discover_mcs_api};
+use crate::metrics::Metrics;
+use crate::observe::{McsApi, McsVersion};
+use crate::reconciler::{self, Context};
+use crate::resources::{CephCluster, CephClusterAddressing};
+use clusterset_dns::ClustersetResolver;
+
+/// What [`run`] needs besides the client.
+pub struct RunOptions {
+    /// The operator's configuration.
+    pub config: Config,
+    /// Writes and Events.
+    pub api: Arc<dyn ClusterApi>,
+    /// Global IP lookups.
+    pub resolver: Arc<dyn ClustersetResolver>,
+    /// Address of `/metrics`, `/healthz`, `/readyz`.
+    pub listen: SocketAddr,
+    /// Lookups in flight at once.
+    pub lookup_concurrency: usize,
+    /// CephClusters reconciled at once.
+    pub reconcile_concurrency: u16,
+}
+
+impl std::fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("config", &self.config)
+            .field("listen", &self.listen)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why the operator stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// API discovery failed.
+    #[error(
+        "cannot ask the API server which MCS API it serves: {0} (is the kubeconfig or the service account right?)"
+    )]
+    Discovery(#[source] kube::Error),
+    /// The HTTP port cannot be bound.
+    #[error("cannot listen on {address} for /metrics, /healthz and /readyz: {source}")]
+    Listen {
+        /// The address.
+        address: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A watch ended before its cache synced (its stream was dropped).
+    #[error("a watch stopped before its cache synced")]
+    NotSynced,
+}
+
+type Trigger = mpsc::UnboundedSender<String>;
+
+/// Drives one reflector watch: keeps `writer`'s store current, sends the namespace of every
+/// touched object to `trigger`, counts failures (the watcher retries them with backoff while
+/// the store keeps its last complete list).
+fn spawn_watch<K>(
+    name: &'static str,
+    api: Api<K>,
+    config: watcher::Config,
+    writer: reflector::store::Writer<K>,
+    trigger: Trigger,
+    metrics: Arc<Metrics>,
+) where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let watch = reflector::reflector(writer, watcher(api, config).default_backoff())
+        .touched_objects()
+        .for_each(move |result| {
+            match result {
+                Ok(object) => {
+                    let _ = trigger.unbounded_send(object.namespace().unwrap_or_default());
+                }
+                Err(error) => {
+                    metrics.watch_failed(name);
+                    tracing::warn!(watch = name, "watch failed, retrying: {error}");
+                }
+            }
+            future::ready(())
+        });
+    tokio::spawn(watch);
+}
+
+fn store_for<K>() -> (Store<K>, reflector::store::Writer<K>)
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    reflector::store()
+}
+
+/// The CephClusters of the namespaces triggered.
+fn queue(
+    triggers: mpsc::UnboundedReceiver<String>,
+    clusters: Store<CephCluster>,
+) -> impl Stream<Item = Result<ObjectRef<CephCluster>, Infallible>> {
+    triggers.flat_map(move |namespace| {
+        let refs: Vec<_> = clusters
+            .state()
+            .iter()
+            .filter(|c| c.namespace().as_deref() == Some(namespace.as_str()))
+            .map(|c| Ok(ObjectRef::from_obj(c.as_ref())))
+            .collect();
+        stream::iter(refs)
+    })
+}
+
+/// Runs the operator until `shutdown` completes.
+pub async fn run(
+    client: Client,
+    options: RunOptions,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), RunError> {
+    let metrics = Arc::new(Metrics::new());
+    let readiness = Arc::new(Readiness::default());
+    let listener = tokio::net::TcpListener::bind(options.listen)
+        .await
+        .map_err(|source| RunError::Listen {
+            address: options.listen,
+            source,
+        })?;
+    tokio::spawn(http::serve(
+        listener,
+        Arc::clone(&metrics),
+        Arc::clone(&readiness),
+    ));
+
+    let mcs_api = discover_mcs_api(&client)
+        .await
+        .map_err(RunError::Discovery)?;
+    match &mcs_api {
+        McsApi::Served(version) => tracing::info!(version = version.as_str(), "MCS API served"),
+        McsApi::Missing(detail) => tracing::warn!(
+            "the MCS API is not served ({detail}): every MCS-enabled CephCluster is reported as blocked until it is installed and the operator restarted"
+        ),
+    }
+
+    let (trigger, triggers) = mpsc::unbounded();
+    let all = watcher::Config::default();
+    let (clusters, w) = store_for::<CephCluster>();
+    spawn_watch(
+        "cephclusters",
+        Api::all(client.clone()),
+        all.clone(),
+        w,
+        trigger.clone(),
+        Arc::clone(&metrics),
+    );
+    let (services, w) = store_for::<Service>();
+    spawn_watch(
+        "services",
+        Api::all(client.clone()),
+        all.clone()
+            .labels(ceph_address_plan::rook::label::ROOK_CLUSTER),
+        w,
+        trigger.clone(),
+        Arc::clone(&metrics),
+    );
+    let (deployments, w) = store_for::<Deployment>();
+    spawn_watch(
+        "deployments",
+        Api::all(client.clone()),
+        all.clone()
+            .labels(&format!("app={}", ceph_address_plan::rook::OSD_APP)),
+        w,
+        trigger.clone(),
+        Arc::clone(&metrics),
+    );
+    let (config_maps, w) = store_for::<ConfigMap>();
+    spawn_watch(
+        "configmaps",
+        Api::all(client.clone()),
+        all.clone().fields(&format!(
+            "metadata.name={}",
+            ceph_address_plan::rook::MON_ENDPOINTS_CONFIG_MAP
+        )),
+        w,
+        trigger.clone(),
+        Arc::clone(&metrics),
+    );
+    let (addressings, w) = store_for::<CephClusterAddressing>();
+    spawn_watch(
+        "cephclusteraddressings",
+        Api::all(client.clone()),
+        all.clone(),
+        w,
+        trigger.clone(),
+        Arc::clone(&metrics),
+    );
+    let mcs = match &mcs_api {
+        McsApi::Missing(_) => McsStores::None,
+        McsApi::Served(McsVersion::V1Beta1) => {
+            let (exports, w) = store_for::<v1beta1::ServiceExport>();
+            spawn_watch(
+                "serviceexports",
+                Api::all(client.clone()),
+                all.clone(),
+                w,
+                trigger.clone(),
+                Arc::clone(&metrics),
+            );
+            let (imports, w) = store_for::<v1beta1::ServiceImport>();
+            spawn_watch(
+                "serviceimports",
+                Api::all(client.clone()),
+                all.clone(),
+                w,
+                trigger.clone(),
+                Arc::clone(&metrics),
+            );
+            McsStores::V1Beta1 { exports, imports }
+        }
+        McsApi::Served(McsVersion::V1Alpha1) => {
+            let (exports, w) = store_for::<v1alpha1::ServiceExport>();
+            spawn_watch(
+                "serviceexports",
+                Api::all(client.clone()),
+                all.clone(),
+                w,
+                trigger.clone(),
+                Arc::clone(&metrics),
+            );
+            let (imports, w) = store_for::<v1alpha1::ServiceImport>();
+            spawn_watch(
+                "serviceimports",
+                Api::all(client.clone()),
+                all.clone(),
+                w,
+                trigger.clone(),
+                Arc::clone(&metrics),
+            );
+            McsStores::V1Alpha1 { exports, imports }
+        }
+    };
+    drop(trigger);
+    let caches = Arc::new(Caches::new(
+        services,
+        deployments,
+        config_maps,
+        addressings,
+        mcs,
+        mcs_api,
+    ));
+
+    // Nothing is decided before every cache holds a complete list.
+    tracing::info!("waiting for the watch caches to sync");
+    clusters
+        .wait_until_ready()
+        .await
+        .map_err(|_| RunError::NotSynced)?;
+    caches
+        .wait_synced()
+        .await
+        .map_err(|_| RunError::NotSynced)?;
+    readiness.set_synced();
+    tracing::info!(
+        clusters = clusters.state().len(),
+        "caches synced; reconciling"
+    );
+
+    let context = Arc::new(Context {
+        api: options.api,
+        resolver: options.resolver,
+        caches,
+        config: options.config,
+        clock: Arc::new(k8s_openapi::jiff::Timestamp::now),
+        metrics,
+        lookup_concurrency: options.lookup_concurrency,
+    });
+    let controller_config =
+        controller::Config::default().concurrency(options.reconcile_concurrency);
+    let reconciling = applier(
+        |cluster, context| Box::pin(reconciler::reconcile(cluster, context)),
+        reconciler::error_policy,
+        context,
+        clusters.clone(),
+        queue(triggers, clusters),
+        controller_config,
+    )
+    .for_each(|result| {
+        if let Err(error) = result {
+            tracing::debug!("applier: {error}");
+        }
+        future::ready(())
+    });
+    tokio::select! {
+        () = reconciling => tracing::warn!("the reconcile queue ended"),
+        () = shutdown => tracing::info!("shutting down"),
+    }
+    Ok(())
+}
