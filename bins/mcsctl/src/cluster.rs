@@ -38,6 +38,9 @@ pub type MaybeServed<T> = Option<Vec<T>>;
 pub trait ClusterReader: Send + Sync {
     /// Rook CephClusters (`ceph.rook.io/v1`), as JSON documents.
     async fn ceph_clusters(&self, scope: &Scope) -> anyhow::Result<MaybeServed<serde_json::Value>>;
+    /// mcs-ceph-operator's status objects (`clusterset.io/v1alpha1` CephClusterAddressing, one
+    /// per CephCluster, same name), as JSON documents.
+    async fn addressings(&self, scope: &Scope) -> anyhow::Result<MaybeServed<serde_json::Value>>;
     /// ServiceExports (`v1beta1`, else `v1alpha1` converted).
     async fn service_exports(
         &self,
@@ -182,22 +185,34 @@ pub fn ceph_cluster_resource() -> ApiResource {
     )
 }
 
-#[async_trait]
-impl ClusterReader for KubeReader {
-    async fn ceph_clusters(&self, scope: &Scope) -> anyhow::Result<MaybeServed<serde_json::Value>> {
-        let resource = ceph_cluster_resource();
+/// The API resource of mcs-ceph-operator's status object.
+pub fn addressing_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("clusterset.io", "v1alpha1", "CephClusterAddressing"),
+        "cephclusteraddressings",
+    )
+}
+
+impl KubeReader {
+    /// Every object of a custom resource type in `scope` as JSON documents (with their
+    /// `apiVersion` and `kind`); `None` when the type is not served.
+    async fn dynamic_list(
+        &self,
+        resource: &ApiResource,
+        scope: &Scope,
+    ) -> anyhow::Result<MaybeServed<serde_json::Value>> {
         let api: Api<DynamicObject> = match scope {
-            Scope::Namespace(ns) => Api::namespaced_with(self.client.clone(), ns, &resource),
-            Scope::All => Api::all_with(self.client.clone(), &resource),
+            Scope::Namespace(ns) => Api::namespaced_with(self.client.clone(), ns, resource),
+            Scope::All => Api::all_with(self.client.clone(), resource),
         };
-        let what = format!("listing cephclusters.ceph.rook.io in {scope}");
+        let what = format!("listing {}.{} in {scope}", resource.plural, resource.group);
         let Some(items) = self.list_served(api, &ListParams::default(), &what).await? else {
             return Ok(None);
         };
         let mut documents = Vec::with_capacity(items.len());
         for item in items {
             let mut document = serde_json::to_value(item)?;
-            // Items of a list may come without their type; the typed view needs it.
+            // Items of a list may come without their type; the typed views need it.
             if let Some(object) = document.as_object_mut() {
                 object
                     .entry("apiVersion")
@@ -209,6 +224,17 @@ impl ClusterReader for KubeReader {
             documents.push(document);
         }
         Ok(Some(documents))
+    }
+}
+
+#[async_trait]
+impl ClusterReader for KubeReader {
+    async fn ceph_clusters(&self, scope: &Scope) -> anyhow::Result<MaybeServed<serde_json::Value>> {
+        self.dynamic_list(&ceph_cluster_resource(), scope).await
+    }
+
+    async fn addressings(&self, scope: &Scope) -> anyhow::Result<MaybeServed<serde_json::Value>> {
+        self.dynamic_list(&addressing_resource(), scope).await
     }
 
     async fn service_exports(
@@ -286,5 +312,155 @@ impl ClusterReader for KubeReader {
                     &format!("listing deployments.apps in namespace {namespace}"),
                 )
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake_api::FakeApi;
+    use crate::test_support::{fixture, lines, mock_client};
+
+    fn reader(
+        api: FakeApi,
+    ) -> (
+        KubeReader,
+        std::sync::Arc<std::sync::Mutex<Vec<crate::fake_api::Seen>>>,
+    ) {
+        let (client, requests) = mock_client(api);
+        (
+            KubeReader::new(client, "https://api.east:6443 (context east)"),
+            requests,
+        )
+    }
+
+    #[tokio::test]
+    async fn status_reads_these_paths_in_one_namespace() {
+        let (reader, requests) = reader(FakeApi::new(fixture()));
+        let scope = Scope::Namespace("rook-ceph".to_owned());
+        let fetched = crate::status::fetch(&reader, &scope).await.unwrap();
+        assert_eq!(
+            lines(&requests),
+            [
+                "GET /api/v1/namespaces/rook-ceph/configmaps/rook-ceph-mon-endpoints",
+                "GET /api/v1/namespaces/rook-ceph/services?labelSelector=ceph_daemon_type in (mon,osd)",
+                "GET /apis/apps/v1/namespaces/rook-ceph/deployments?labelSelector=app=rook-ceph-osd",
+                "GET /apis/ceph.rook.io/v1/namespaces/rook-ceph/cephclusters",
+                "GET /apis/clusterset.io/v1alpha1/namespaces/rook-ceph/cephclusteraddressings",
+                "GET /apis/discovery.k8s.io/v1/namespaces/rook-ceph/endpointslices?labelSelector=multicluster.kubernetes.io/service-name",
+                "GET /apis/multicluster.x-k8s.io/v1beta1/namespaces/rook-ceph/serviceexports",
+                "GET /apis/multicluster.x-k8s.io/v1beta1/namespaces/rook-ceph/serviceimports",
+            ]
+        );
+        let clusters = fetched.ceph_clusters.unwrap();
+        assert_eq!(clusters.len(), 1);
+        // The typed view needs apiVersion and kind, which list items may lack.
+        assert_eq!(clusters[0]["kind"], "CephCluster");
+        let names = |items: Vec<ServiceExport>| -> Vec<String> {
+            items
+                .into_iter()
+                .map(|e| e.metadata.name.unwrap())
+                .collect()
+        };
+        assert_eq!(
+            names(fetched.exports.unwrap()),
+            ["rook-ceph-mon-a", "rook-ceph-mon-b", "rook-ceph-osd-0"]
+        );
+        assert_eq!(fetched.slices.len(), 2);
+        let ns = &fetched.ceph_namespaces["rook-ceph"];
+        // Rook's mgr Service is not a mon or OSD.
+        assert_eq!(ns.services.len(), 3);
+        assert!(ns.mon_endpoints.is_some());
+        assert_eq!(ns.osd_deployments.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn all_namespaces_lists_across_namespaces_then_reads_each_ceph_namespace() {
+        let (reader, requests) = reader(FakeApi::new(fixture()));
+        let fetched = crate::status::fetch(&reader, &Scope::All).await.unwrap();
+        let seen = lines(&requests);
+        for expected in [
+            "GET /apis/ceph.rook.io/v1/cephclusters",
+            "GET /apis/clusterset.io/v1alpha1/cephclusteraddressings",
+            "GET /apis/multicluster.x-k8s.io/v1beta1/serviceexports",
+            "GET /apis/multicluster.x-k8s.io/v1beta1/serviceimports",
+            "GET /apis/discovery.k8s.io/v1/endpointslices?labelSelector=multicluster.kubernetes.io/service-name",
+            "GET /api/v1/namespaces/rook-ceph/configmaps/rook-ceph-mon-endpoints",
+        ] {
+            assert!(
+                seen.contains(&expected.to_owned()),
+                "{expected} not in {seen:#?}"
+            );
+        }
+        // Only the namespace with a CephCluster is read for daemons.
+        assert!(
+            !seen.iter().any(|l| l.contains("namespaces/shop")),
+            "{seen:#?}"
+        );
+        assert_eq!(fetched.exports.unwrap().len(), 5);
+        assert_eq!(fetched.imports.unwrap().len(), 5);
+    }
+
+    #[tokio::test]
+    async fn a_type_that_is_not_served_reads_as_none_and_v1alpha1_is_the_fallback() {
+        // No Rook, no operator; the MCS CRDs serve only v1alpha1.
+        let objects: Vec<serde_json::Value> = fixture()
+            .into_iter()
+            .filter(|o| o["kind"] != "CephCluster" && o["kind"] != "CephClusterAddressing")
+            .map(|mut o| {
+                if o["apiVersion"] == "multicluster.x-k8s.io/v1beta1" {
+                    o["apiVersion"] = "multicluster.x-k8s.io/v1alpha1".into();
+                }
+                o
+            })
+            .collect();
+        let (reader, requests) = reader(FakeApi::new(objects));
+        let scope = Scope::Namespace("shop".to_owned());
+        assert_eq!(reader.ceph_clusters(&scope).await.unwrap(), None);
+        assert_eq!(reader.addressings(&scope).await.unwrap(), None);
+        let exports = reader
+            .service_exports(&scope, Some("web"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(exports.len(), 1);
+        assert!(exports[0].status.as_ref().unwrap().is_ready());
+        assert_eq!(
+            lines(&requests),
+            [
+                "GET /apis/ceph.rook.io/v1/namespaces/shop/cephclusters",
+                "GET /apis/clusterset.io/v1alpha1/namespaces/shop/cephclusteraddressings",
+                "GET /apis/multicluster.x-k8s.io/v1alpha1/namespaces/shop/serviceexports?fieldSelector=metadata.name=web",
+                "GET /apis/multicluster.x-k8s.io/v1beta1/namespaces/shop/serviceexports?fieldSelector=metadata.name=web",
+            ]
+        );
+        // Neither version served: None.
+        let (reader, _) = reader_without_mcs();
+        assert_eq!(reader.service_imports(&scope, None).await.unwrap(), None);
+    }
+
+    fn reader_without_mcs() -> (
+        KubeReader,
+        std::sync::Arc<std::sync::Mutex<Vec<crate::fake_api::Seen>>>,
+    ) {
+        reader(FakeApi::new(Vec::new()))
+    }
+
+    #[tokio::test]
+    async fn refusals_say_what_was_read_where_and_what_to_do() {
+        let (reader, _) =
+            reader(FakeApi::new(fixture()).forbid("/apis/discovery.k8s.io/v1/endpointslices"));
+        let scope = Scope::Namespace("shop".to_owned());
+        let error = reader
+            .endpoint_slices(&scope, "multicluster.kubernetes.io/service-name=web")
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "listing endpointslices in namespace shop: forbidden (403) at https://api.east:6443 (context east): endpointslices is forbidden: User \"me\" cannot list resource \"endpointslices\" in the namespace \"shop\": your user needs get and list on it (kubectl auth can-i list ... shows what is allowed)"
+        );
+        // A missing object of a served type is None, not an error.
+        assert!(reader.service("shop", "nope").await.unwrap().is_none());
+        assert!(reader.config_map("shop", "nope").await.unwrap().is_none());
     }
 }

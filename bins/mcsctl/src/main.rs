@@ -17,6 +17,12 @@ mod resolve;
 mod status;
 mod view;
 
+#[cfg(test)]
+#[path = "../tests/common/fake_api.rs"]
+mod fake_api;
+#[cfg(test)]
+mod test_support;
+
 use std::process::ExitCode;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
