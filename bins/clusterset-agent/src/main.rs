@@ -4,6 +4,11 @@
 use clap::Parser;
 use clusterset_agent::cli::{Cli, Command, LogFormat};
 
+/// mimalloc: zone and index updates allocate many small objects, and glibc's allocator spends
+/// a third of an update consolidating and unlinking them (docs/benchmarks.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();

@@ -9,7 +9,7 @@
 # CHURN_SERVICES (default 10000). Needs: dnsperf knot nsd unbound (Debian packages).
 #
 # For each server: peak queries/s (dnsperf, unlimited), then latency at half that peak
-# (dnsperf -Q, per-query latencies from -v), and for ours also under churn: a batch that
+# (examples/dns_latency.rs: open loop at a fixed rate, percentiles from every answer), and for ours also under churn: a batch that
 # changes all CHURN_SERVICES services every second while dnsperf runs at half load.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../../.."
@@ -36,8 +36,9 @@ cleanup() {
 trap cleanup EXIT
 
 echo "==> building the server (release)"
-cargo build --release --quiet -p clusterset-dns --example bench_server
+cargo build --release --quiet -p clusterset-dns --example bench_server --example dns_latency
 BENCH_SERVER=target/release/examples/bench_server
+LATENCY=target/release/examples/dns_latency
 
 echo "==> zone of $SERVICES services and the query file"
 "$BENCH_SERVER" --services "$SERVICES" --listen 127.0.0.1:15353 --print-zone >"$WORK/zone.db"
@@ -141,16 +142,14 @@ peak() { # port -> queries per second
     -c "$CLIENTS" -q 1000 -t 2 2>&1 | tee "$WORK/peak-$1.txt" | awk '/Queries per second/ {printf "%d", $4}'
 }
 
-latency() { # port qps -> "p50 p99 p99.9 (ms) lost"
-  taskset -c "$CLIENT_CPU" dnsperf -s 127.0.0.1 -p "$1" -d "$WORK/queries.txt" -l "$DURATION" \
-    -c "$CLIENTS" -q 1000 -t 2 -Q "$2" -v 2>/dev/null >"$WORK/lat-$1.txt" || true
-  # Verbose lines: "> NOERROR name A 0.000123" (latency in seconds, last field).
-  awk '/^> /{print $NF}' "$WORK/lat-$1.txt" | sort -g | awk '
-    { v[NR]=$1 } END {
-      if (NR == 0) { print "no-data"; exit }
-      p50=v[int(NR*0.50)>0?int(NR*0.50):1]; p99=v[int(NR*0.99)]; p999=v[int(NR*0.999)]
-      printf "p50 %.3f ms, p99 %.3f ms, p99.9 %.3f ms (%d answers)", p50*1000, p99*1000, p999*1000, NR }'
-  awk '/Queries lost/ {printf ", lost %s", $3}' "$WORK/lat-$1.txt"
+latency() { # port qps -> "p50 .. p99.9 (ms) lost"
+  # dnsperf 2.10 gives per-query latencies only with -v (a printed line per query, which costs
+  # the client core at these rates); our open-loop harness keeps them in memory instead. Same
+  # harness for every server.
+  taskset -c "$CLIENT_CPU" "$LATENCY" --server "127.0.0.1:$1" --queries "$WORK/queries.txt" \
+    --rate "$2" --duration "$DURATION" --clients "$CLIENTS" >"$WORK/lat-$1.txt" 2>&1 || true
+  awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }
+       END { printf "p50 %.3f ms, p99 %.3f ms, p99.9 %.3f ms (%d answers), lost %d", v["p50_ms"], v["p99_ms"], v["p99.9_ms"], v["answered"], v["lost"] }' "$WORK/lat-$1.txt"
 }
 
 declare -A PEAK RESULT

@@ -16,6 +16,10 @@ use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use hickory_proto::op::{Message, Query};
 use hickory_proto::rr::{Name, RecordType};
 
+/// The allocator our binaries use (`bench_server`, `clusterset-agent`, `mcsctl`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const SERVICES: usize = 10_000;
 
 fn loaded_store() -> ZoneStore {

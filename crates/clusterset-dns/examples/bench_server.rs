@@ -19,6 +19,10 @@ use std::time::{Duration, Instant};
 use clusterset_dns::synthetic::{service_import, zone_objects};
 use clusterset_dns::{DnsServer, ServerConfig, ZoneChange, ZoneConfig, ZoneObject, ZoneStore};
 
+/// The allocator of our binaries (`clusterset-agent`, `mcsctl`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 struct Options {
     services: usize,
     listen: SocketAddr,
