@@ -101,6 +101,9 @@ pub struct RunArgs {
     /// CephClusters reconciled at once.
     #[arg(long, env = "MCS_CEPH_RECONCILE_CONCURRENCY", default_value_t = 4)]
     pub reconcile_concurrency: u16,
+    /// Milliseconds a queued reconcile waits for further changes of its cluster.
+    #[arg(long, env = "MCS_CEPH_DEBOUNCE_MS", default_value_t = 1000)]
+    pub debounce_ms: u64,
     /// Namespace of Rook's operator (the `rook.io/operator-namespace` label of daemons).
     #[arg(long, env = "MCS_CEPH_ROOK_OPERATOR_NAMESPACE")]
     pub rook_operator_namespace: Option<String>,
@@ -184,6 +187,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         listen: args.listen,
         lookup_concurrency: args.lookup_concurrency.max(1),
         reconcile_concurrency: args.reconcile_concurrency.max(1),
+        debounce: Duration::from_millis(args.debounce_ms),
     };
     let shutdown = async {
         #[cfg(unix)]

@@ -8,7 +8,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clusterset_dns::{ClustersetResolver, resolve_all};
+use clusterset_dns::ClustersetResolver;
+use futures::StreamExt;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::controller::Action;
 
@@ -112,16 +113,23 @@ async fn reconcile_inner(cluster: &CephCluster, ctx: &Context) -> Result<Action,
     let requests = prepared.lookups();
     let mut results: Vec<LookupResult> = Vec::with_capacity(requests.len());
     if !requests.is_empty() {
+        // At most `lookup_concurrency` in flight, answers in request order. (Owned names and
+        // resolver, unlike clusterset_dns::resolve_all, keep this future Send.)
         let names: Vec<_> = requests.iter().map(|r| r.name.clone()).collect();
-        let started = Instant::now();
-        let answers = resolve_all(ctx.resolver.as_ref(), &names, ctx.lookup_concurrency).await;
-        // resolve_all runs the lookups concurrently; attribute the batch time evenly.
-        let each = started
-            .elapsed()
-            .checked_div(u32::try_from(names.len()).unwrap_or(u32::MAX))
-            .unwrap_or(Duration::ZERO);
-        for (request, answer) in requests.iter().zip(answers) {
-            ctx.metrics.looked_up(answer.is_ok(), each);
+        let answers: Vec<_> = futures::stream::iter(names)
+            .map(|name| {
+                let resolver = Arc::clone(&ctx.resolver);
+                async move {
+                    let started = Instant::now();
+                    let answer = resolver.resolve(&name).await;
+                    (answer, started.elapsed())
+                }
+            })
+            .buffered(ctx.lookup_concurrency.max(1))
+            .collect()
+            .await;
+        for (request, (answer, took)) in requests.iter().zip(answers) {
+            ctx.metrics.looked_up(answer.is_ok(), took);
             let answer = answer.map(|r| r.addresses).map_err(|e| e.to_string());
             if let Err(error) = &answer {
                 tracing::info!(namespace, cluster = name, daemon = %request.daemon, "lookup failed: {error}");

@@ -40,6 +40,9 @@ pub struct RunOptions {
     pub lookup_concurrency: usize,
     /// CephClusters reconciled at once.
     pub reconcile_concurrency: u16,
+    /// How long a cluster's queued reconcile waits for further changes (bursts of watch events,
+    /// such as the initial lists, become one reconcile).
+    pub debounce: std::time::Duration,
 }
 
 impl std::fmt::Debug for RunOptions {

@@ -1,0 +1,209 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers, not only #[test] fns
+//! The whole runtime against a tower-test mock API server: MCS discovery, one list per watch
+//! (paths, label and field selectors), and the first reconcile's server-side applies, made only
+//! after every list has been answered.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clusterset_dns::resolver::MockClustersetResolver;
+use common::*;
+use http::{Request, Response, StatusCode};
+use kube::client::Body;
+use mcs_ceph_operator::Config;
+use mcs_ceph_operator::kube_io::KubeApi;
+use mcs_ceph_operator::runtime::{RunOptions, run};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+use tower_test::mock::{self, Handle, SendResponse};
+
+type ApiHandle = Handle<Request<Body>, Response<Body>>;
+
+#[derive(Debug, Clone)]
+struct Seen {
+    method: String,
+    path: String,
+    query: BTreeMap<String, String>,
+}
+
+fn decode(text: &str) -> String {
+    text.replace("%3D", "=")
+        .replace("%2C", ",")
+        .replace("%2F", "/")
+}
+
+fn list(kind: &str, items: Vec<Value>) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "apiVersion": "v1", "kind": format!("{kind}List"),
+        "metadata": {"resourceVersion": "100"}, "items": items
+    }))
+    .unwrap()
+}
+
+/// The answer to a list request, by path; `None` for anything else.
+fn list_answer(path: &str) -> Option<Vec<u8>> {
+    let snapshot = rook_cluster(1);
+    let answer = match path {
+        "/apis/ceph.rook.io/v1/cephclusters" => {
+            list("CephCluster", vec![to_json(&snapshot.cluster)])
+        }
+        "/api/v1/services" => list("Service", snapshot.services.iter().map(to_json).collect()),
+        "/apis/apps/v1/deployments" => list(
+            "Deployment",
+            snapshot.deployments.iter().map(to_json).collect(),
+        ),
+        "/api/v1/configmaps" => list(
+            "ConfigMap",
+            snapshot.mon_endpoints.iter().map(to_json).collect(),
+        ),
+        "/apis/clusterset.io/v1alpha1/cephclusteraddressings" => {
+            list("CephClusterAddressing", Vec::new())
+        }
+        "/apis/multicluster.x-k8s.io/v1beta1/serviceexports" => list("ServiceExport", Vec::new()),
+        "/apis/multicluster.x-k8s.io/v1beta1/serviceimports" => list("ServiceImport", Vec::new()),
+        _ => return None,
+    };
+    Some(answer)
+}
+
+fn to_json<T: serde::Serialize>(object: &T) -> Value {
+    serde_json::to_value(object).unwrap()
+}
+
+fn respond(send: SendResponse<Response<Body>>, status: StatusCode, body: Vec<u8>) {
+    send.send_response(
+        Response::builder()
+            .status(status)
+            .body(Body::from(body))
+            .unwrap(),
+    );
+}
+
+#[tokio::test]
+async fn every_watch_lists_before_the_first_apply() {
+    let (service, mut handle): (_, ApiHandle) = mock::pair::<Request<Body>, Response<Body>>();
+    let client = kube::Client::new(service, "default");
+    let mut resolver = MockClustersetResolver::new();
+    resolver.expect_resolve().never();
+    let options = RunOptions {
+        config: Config::default(),
+        api: Arc::new(KubeApi::new(client.clone(), None)),
+        resolver: Arc::new(resolver),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        lookup_concurrency: 4,
+        reconcile_concurrency: 1,
+        debounce: Duration::ZERO,
+    };
+    let (stop, stopped) = oneshot::channel::<()>();
+    let operator = tokio::spawn(run(client, options, async {
+        let _ = stopped.await;
+    }));
+
+    let mut seen: Vec<Seen> = Vec::new();
+    let mut held_watches = Vec::new();
+    let mut applies = 0;
+    while applies < 3 {
+        let (request, send) = tokio::time::timeout(Duration::from_secs(20), handle.next_request())
+            .await
+            .unwrap_or_else(|_| panic!("the operator stopped asking after {seen:#?}"))
+            .unwrap();
+        let request_seen = Seen {
+            method: request.method().to_string(),
+            path: request.uri().path().to_owned(),
+            query: request
+                .uri()
+                .query()
+                .unwrap_or("")
+                .split('&')
+                .filter_map(|p| p.split_once('='))
+                .map(|(k, v)| (k.to_owned(), decode(v)))
+                .collect(),
+        };
+        seen.push(request_seen.clone());
+        let Seen {
+            method,
+            path,
+            query,
+        } = request_seen;
+        if path == "/apis/multicluster.x-k8s.io/v1beta1" {
+            let resources = json!({
+                "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "multicluster.x-k8s.io/v1beta1",
+                "resources": [
+                    {"name": "serviceexports", "singularName": "serviceexport", "namespaced": true, "kind": "ServiceExport", "verbs": ["get", "list", "watch", "patch"]},
+                    {"name": "serviceimports", "singularName": "serviceimport", "namespaced": true, "kind": "ServiceImport", "verbs": ["get", "list", "watch"]}
+                ]
+            });
+            respond(
+                send,
+                StatusCode::OK,
+                serde_json::to_vec(&resources).unwrap(),
+            );
+        } else if query.get("watch").map(String::as_str) == Some("true") {
+            held_watches.push(send);
+        } else if method == "GET" {
+            let answer = list_answer(&path).unwrap_or_else(|| panic!("unexpected list {path}"));
+            respond(send, StatusCode::OK, answer);
+        } else if method == "PATCH" {
+            applies += 1;
+            let body = request.into_body().collect_bytes().await.unwrap().to_vec();
+            respond(send, StatusCode::OK, body);
+        } else {
+            panic!("unexpected {method} {path}");
+        }
+    }
+    let _ = stop.send(());
+    operator.await.unwrap().unwrap();
+
+    assert_eq!(
+        seen[0].path, "/apis/multicluster.x-k8s.io/v1beta1",
+        "discovery first"
+    );
+    let first_patch = seen.iter().position(|s| s.method == "PATCH").unwrap();
+    let lists: BTreeMap<&str, Option<&str>> = seen[..first_patch]
+        .iter()
+        .filter(|s| {
+            s.method == "GET" && !s.query.contains_key("watch") && s.query.contains_key("limit")
+        })
+        .map(|s| {
+            let selector = s
+                .query
+                .get("labelSelector")
+                .or_else(|| s.query.get("fieldSelector"))
+                .map(String::as_str);
+            (s.path.as_str(), selector)
+        })
+        .collect();
+    assert_eq!(
+        lists,
+        BTreeMap::from([
+            (
+                "/api/v1/configmaps",
+                Some("metadata.name=rook-ceph-mon-endpoints")
+            ),
+            ("/api/v1/services", Some("rook_cluster")),
+            ("/apis/apps/v1/deployments", Some("app=rook-ceph-osd")),
+            ("/apis/ceph.rook.io/v1/cephclusters", None),
+            ("/apis/clusterset.io/v1alpha1/cephclusteraddressings", None),
+            ("/apis/multicluster.x-k8s.io/v1beta1/serviceexports", None),
+            ("/apis/multicluster.x-k8s.io/v1beta1/serviceimports", None),
+        ]),
+        "every watch listed before the first write"
+    );
+    let patches: Vec<&str> = seen[first_patch..]
+        .iter()
+        .filter(|s| s.method == "PATCH")
+        .map(|s| s.path.as_str())
+        .collect();
+    assert_eq!(
+        patches,
+        [
+            "/api/v1/namespaces/rook-ceph/services/rook-ceph-osd-0",
+            "/apis/multicluster.x-k8s.io/v1beta1/namespaces/rook-ceph/serviceexports/rook-ceph-osd-0",
+            "/apis/clusterset.io/v1alpha1/namespaces/rook-ceph/cephclusteraddressings/my-cluster",
+        ]
+    );
+    drop(held_watches);
+}
