@@ -24,6 +24,7 @@ use mcs_types::ServiceImportType;
 use mcs_types::labels::SERVICE_NAME_LABEL;
 use mcs_types::names::{ClustersetName, Zone};
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
+use mon_failover::{MonMap, QuorumStatus};
 use serde::Serialize;
 
 use crate::UsageError;
@@ -56,6 +57,10 @@ pub struct DiagnoseArgs {
     /// DNS attempts per name.
     #[arg(long, default_value_t = 2)]
     attempts: u32,
+    /// The monmap to compare a mon with: the output of `ceph mon dump -f json` or `ceph
+    /// quorum_status -f json` (`-` reads stdin).
+    #[arg(long, value_name = "FILE")]
+    monmap: Option<std::path::PathBuf>,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = Format::Table)]
     output: Format,
@@ -74,6 +79,8 @@ pub struct CephFacts {
     pub mon_endpoints: Option<ConfigMap>,
     /// The OSD's Deployment (OSDs).
     pub osd_deployment: Option<Deployment>,
+    /// The monmap, when given (`--monmap`); not read from Kubernetes.
+    pub monmap: Option<MonMap>,
 }
 
 /// Everything `diagnose` reads from the cluster about one service.
@@ -183,6 +190,7 @@ pub async fn gather(
                 clusters,
                 mon_endpoints,
                 osd_deployment,
+                monmap: None,
             })
         }
     };
@@ -892,44 +900,26 @@ fn ceph_checks(facts: &Facts, per_cluster: Option<&DnsAnswer>, checks: &mut Vec<
                 "{} has mon {id} at the global IP",
                 rook::MON_ENDPOINTS_CONFIG_MAP
             );
-            let Some(config_map) = &ceph.mon_endpoints else {
-                checks.push(Check::fail(
+            let entry = ceph
+                .mon_endpoints
+                .as_ref()
+                .map(|config_map| mon_endpoints(config_map).remove(id.as_str()));
+            checks.push(match entry {
+                None => Check::fail(
                     Hop::Ceph,
                     check,
                     format!("no ConfigMap {ns}/{}", rook::MON_ENDPOINTS_CONFIG_MAP),
                     "Rook has not created the cluster's mons in this namespace",
                     "check the CephCluster's status and the Rook operator's logs",
-                ));
-                return;
-            };
-            checks.push(match mon_endpoints(config_map).get(id.as_str()) {
-                None => Check::fail(
-                    Hop::Ceph,
-                    check,
-                    format!("mon {id} is not in its data"),
-                    "the mon was removed from the cluster, or is not added yet",
-                    format!("mcsctl status -n {ns} shows the mons the cluster has"),
                 ),
-                Some(Ok(address)) if global_ips.contains(&address.ip()) => {
-                    Check::pass(Hop::Ceph, check, format!("{id}={address}"))
-                }
-                Some(Ok(address)) => Check::fail(
-                    Hop::Ceph,
-                    check,
-                    format!("{id}={address}, the global IP is {}", ips_text(&global_ips)),
-                    "the mon still advertises another address: the move to global IPs has not reached it yet",
-                    format!(
-                        "the operator moves the mons one at a time while the quorum holds; follow it with mcsctl status -n {ns}, and if it does not move, read the operator's logs"
-                    ),
-                ),
-                Some(Err(text)) => Check::fail(
-                    Hop::Ceph,
-                    check,
-                    format!("{id}={text}"),
-                    "the entry is not IP:port",
-                    "the entry is written by Rook or the operator; read their logs",
-                ),
+                Some(entry) => mon_endpoints_check(check, id.as_str(), entry, &global_ips, ns),
             });
+            checks.push(monmap_check(
+                ceph.monmap.as_ref(),
+                id.as_str(),
+                &global_ips,
+                ns,
+            ));
         }
         Daemon::Osd(id) => {
             let check = format!("osd.{id} advertises the global IP (--public-addr)");
@@ -963,6 +953,105 @@ fn ceph_checks(facts: &Facts, per_cluster: Option<&DnsAnswer>, checks: &mut Vec<
                 ),
             });
         }
+    }
+}
+
+/// What `rook-ceph-mon-endpoints` says of mon `id` (`entry`: its address, `None` when absent).
+fn mon_endpoints_check(
+    check: String,
+    id: &str,
+    entry: Option<Result<SocketAddr, String>>,
+    global_ips: &[IpAddr],
+    ns: &str,
+) -> Check {
+    match entry {
+        None => Check::fail(
+            Hop::Ceph,
+            check,
+            format!("mon {id} is not in its data"),
+            "the mon was removed from the cluster, or is not added yet",
+            format!("mcsctl status -n {ns} shows the mons the cluster has"),
+        ),
+        Some(Ok(address)) if global_ips.contains(&address.ip()) => {
+            Check::pass(Hop::Ceph, check, format!("{id}={address}"))
+        }
+        Some(Ok(address)) => Check::fail(
+            Hop::Ceph,
+            check,
+            format!("{id}={address}, the global IP is {}", ips_text(global_ips)),
+            "the mon still advertises another address: the move to global IPs has not reached it yet",
+            format!(
+                "the operator moves the mons one at a time while the quorum holds; follow it with mcsctl status -n {ns}, and if it does not move, read the operator's logs"
+            ),
+        ),
+        Some(Err(text)) => Check::fail(
+            Hop::Ceph,
+            check,
+            format!("{id}={text}"),
+            "the entry is not IP:port",
+            "the entry is written by Rook or the operator; read their logs",
+        ),
+    }
+}
+
+/// What the monmap (`--monmap`) says of mon `id`.
+fn monmap_check(monmap: Option<&MonMap>, id: &str, global_ips: &[IpAddr], ns: &str) -> Check {
+    let check = format!("the monmap has mon {id} at the global IP");
+    let Some(monmap) = monmap else {
+        return Check::skip(
+            Hop::Ceph,
+            check,
+            format!(
+                "pass --monmap FILE with the output of `ceph mon dump -f json` (for example kubectl -n {ns} exec deploy/rook-ceph-tools -- ceph mon dump -f json) to compare the monmap"
+            ),
+        );
+    };
+    match monmap.mons.iter().find(|m| m.name == id) {
+        None => Check::fail(
+            Hop::Ceph,
+            check,
+            format!(
+                "mon {id} is not in monmap epoch {} (it has {})",
+                monmap.epoch,
+                monmap
+                    .mons
+                    .iter()
+                    .map(|m| m.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "the mon was removed from Ceph (a failover replaced it), or has not joined yet",
+            format!(
+                "compare with mcsctl status -n {ns}; a mon that never joins is rolled back by the operator"
+            ),
+        ),
+        Some(mon) => match mon.ip() {
+            Ok(ip) if global_ips.contains(&ip) => Check::pass(
+                Hop::Ceph,
+                check,
+                format!("{id} at {} (epoch {})", mon.public_addrs, monmap.epoch),
+            ),
+            Ok(_) => Check::fail(
+                Hop::Ceph,
+                check,
+                format!(
+                    "{id} at {}, the global IP is {}",
+                    mon.public_addrs,
+                    ips_text(global_ips)
+                ),
+                "Ceph still knows the mon by another address: a mon cannot change its address, so it must be replaced by a new mon on the global IP",
+                format!(
+                    "the operator replaces the mons one at a time while the quorum holds; follow it with mcsctl status -n {ns}"
+                ),
+            ),
+            Err(error) => Check::fail(
+                Hop::Ceph,
+                check,
+                error.to_string(),
+                "the monmap entry has no usable address",
+                "check the monmap with ceph mon dump",
+            ),
+        },
     }
 }
 
@@ -1034,6 +1123,29 @@ pub fn render_table(diagnosis: &Diagnosis) -> String {
     out
 }
 
+/// Reads a monmap from `ceph mon dump -f json` or `ceph quorum_status -f json` output.
+pub fn read_monmap(text: &str) -> Result<MonMap, String> {
+    match serde_json::from_str::<QuorumStatus>(text) {
+        Ok(status) => Ok(status.monmap),
+        Err(_) => serde_json::from_str::<MonMap>(text).map_err(|e| e.to_string()),
+    }
+}
+
+fn load_monmap(path: &std::path::Path) -> anyhow::Result<MonMap> {
+    let text = if path == std::path::Path::new("-") {
+        std::io::read_to_string(std::io::stdin()).context("reading the monmap from stdin")?
+    } else {
+        std::fs::read_to_string(path)
+            .with_context(|| format!("reading the monmap {}", path.display()))?
+    };
+    read_monmap(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "{} is not the JSON of `ceph mon dump -f json` or `ceph quorum_status -f json`: {e}",
+            path.display()
+        )
+    })
+}
+
 /// Asks DNS the `names` with `resolver`.
 pub async fn ask(resolver: &dyn ClustersetResolver, names: &[ClustersetName]) -> Vec<DnsAnswer> {
     resolve_all(resolver, names, 4)
@@ -1055,6 +1167,7 @@ pub fn run(args: &DiagnoseArgs) -> anyhow::Result<ExitCode> {
             args.service
         ))
     })?;
+    let monmap = args.monmap.as_deref().map(load_monmap).transpose()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -1064,7 +1177,10 @@ pub fn run(args: &DiagnoseArgs) -> anyhow::Result<ExitCode> {
         let namespace = connection.namespace.clone();
         let reader = KubeReader::new(connection.client, connection.origin);
         let spinner = Spinner::start(format!("reading {namespace}/{}", args.service));
-        let facts = gather(&reader, &namespace, &args.service).await?;
+        let mut facts = gather(&reader, &namespace, &args.service).await?;
+        if let Some(ceph) = facts.ceph.as_mut() {
+            ceph.monmap = monmap;
+        }
         let names = questions(&facts, &args.zone)?;
         spinner.set_message(format!(
             "asking DNS for {} (up to {} attempts)",
@@ -1148,6 +1264,7 @@ mod tests {
                         .into_iter()
                         .next(),
                     osd_deployment,
+                    monmap: None,
                 }
             });
         Facts {
@@ -1304,7 +1421,73 @@ mod tests {
                     Pass,
                     "a=242.1.0.10:6789".to_owned()
                 ),
+                (
+                    "the monmap has mon a at the global IP".to_owned(),
+                    Skip,
+                    "pass --monmap FILE with the output of `ceph mon dump -f json` (for example kubectl -n rook-ceph exec deploy/rook-ceph-tools -- ceph mon dump -f json) to compare the monmap".to_owned()
+                ),
             ]
+        );
+    }
+
+    fn mon_dump() -> MonMap {
+        read_monmap(include_str!("../tests/fixtures/mon-dump.json")).unwrap()
+    }
+
+    #[test]
+    fn the_monmap_of_ceph_mon_dump_or_quorum_status_is_compared_with_the_global_ip() {
+        let monmap = mon_dump();
+        assert_eq!(monmap.epoch, 4);
+        // `ceph quorum_status -f json` carries the same monmap.
+        let status = serde_json::json!({
+            "election_epoch": 12, "quorum": [0, 1], "quorum_names": ["a", "b"],
+            "quorum_leader_name": "a", "monmap": serde_json::to_value(&monmap).unwrap()
+        });
+        assert_eq!(read_monmap(&status.to_string()).unwrap(), monmap);
+        assert!(read_monmap("{\"epoch\": 1}").is_err());
+
+        let mut facts = facts("rook-ceph", "rook-ceph-mon-a");
+        facts.ceph.as_mut().unwrap().monmap = Some(monmap.clone());
+        let found = [Ok(&["243.0.0.10"][..]), Ok(&["242.1.0.10"][..])];
+        let diagnosis = diagnose(&facts, &answers(&facts, &found));
+        let check_ = check(&diagnosis, "the monmap has mon a at the global IP");
+        assert_eq!(
+            (check_.result, check_.detail.as_str()),
+            (
+                Pass,
+                "a at [v2:242.1.0.10:3300/0,v1:242.1.0.10:6789/0] (epoch 4)"
+            )
+        );
+
+        // Ceph still has the mon at its cluster IP.
+        let mut old = monmap.clone();
+        for a in &mut old.mons[0].public_addrs.addrvec {
+            a.addr = a.addr.replace("242.1.0.10", "10.96.12.10");
+        }
+        facts.ceph.as_mut().unwrap().monmap = Some(old);
+        let diagnosis = diagnose(&facts, &answers(&facts, &found));
+        let check_ = check(&diagnosis, "the monmap has mon a at the global IP");
+        assert_eq!(check_.result, Fail);
+        assert_eq!(
+            check_.detail,
+            "a at [v2:10.96.12.10:3300/0,v1:10.96.12.10:6789/0], the global IP is 242.1.0.10"
+        );
+        assert!(
+            check_
+                .cause
+                .as_deref()
+                .unwrap()
+                .contains("a mon cannot change its address")
+        );
+
+        // The mon is gone from Ceph.
+        let mut gone = monmap;
+        gone.mons.remove(0);
+        facts.ceph.as_mut().unwrap().monmap = Some(gone);
+        let diagnosis = diagnose(&facts, &answers(&facts, &found));
+        assert_eq!(
+            check(&diagnosis, "the monmap has mon a at the global IP").detail,
+            "mon a is not in monmap epoch 4 (it has b)"
         );
     }
 

@@ -156,7 +156,12 @@ fn a_migrated_mon_resolves_by_rooks_per_cluster_name_and_agrees_with_the_mon_end
     let setup = setup();
     let dns = Dns::start(true, |_| {});
     // The namespace comes from the current context (east: rook-ceph).
-    let out = diagnose(&setup, &dns, &["rook-ceph-mon-a", "-o", "json"]);
+    let monmap = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/mon-dump.json");
+    let out = diagnose(
+        &setup,
+        &dns,
+        &["rook-ceph-mon-a", "-o", "json", "--monmap", monmap],
+    );
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -184,7 +189,21 @@ fn a_migrated_mon_resolves_by_rooks_per_cluster_name_and_agrees_with_the_mon_end
                 "pass"
             ),
             ("rook-ceph-mon-endpoints has mon a at the global IP", "pass"),
+            ("the monmap has mon a at the global IP", "pass"),
         ]
+    );
+    // A monmap that is not one is refused before anything is read.
+    let out = diagnose(
+        &setup,
+        &dns,
+        &["rook-ceph-mon-a", "--monmap", &setup.config],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out)
+            .contains("is not the JSON of `ceph mon dump -f json` or `ceph quorum_status -f json`"),
+        "{}",
+        stderr(&out)
     );
 }
 
