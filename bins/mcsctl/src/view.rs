@@ -20,7 +20,8 @@ use serde::Serialize;
 
 use crate::output::{Cell, style};
 
-/// One condition as found: `status` is `True`, `False`, `Unknown`, or `-` when absent.
+/// One condition as found: `status` is `True`, `False`, `Unknown`, or `-` when absent (shown
+/// so in tables; YAML and JSON have `null` instead).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConditionView {
@@ -85,15 +86,30 @@ impl ConditionView {
     }
 }
 
-/// The three conditions of a ServiceExport.
+/// Serializes a condition the object does not have as `null`.
+fn absent_as_null<S: serde::Serializer>(
+    condition: &ConditionView,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    if condition.is_present() {
+        condition.serialize(serializer)
+    } else {
+        serializer.serialize_none()
+    }
+}
+
+/// The three conditions of a ServiceExport (`null` in YAML and JSON when absent).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExportView {
     /// `Valid`.
+    #[serde(serialize_with = "absent_as_null")]
     pub valid: ConditionView,
     /// `Ready`.
+    #[serde(serialize_with = "absent_as_null")]
     pub ready: ConditionView,
     /// `Conflict`.
+    #[serde(serialize_with = "absent_as_null")]
     pub conflict: ConditionView,
 }
 
@@ -149,7 +165,8 @@ pub struct ImportView {
     pub ports: Vec<String>,
     /// The exporting clusters.
     pub clusters: Vec<String>,
-    /// `Ready`.
+    /// `Ready` (`null` in YAML and JSON when absent).
+    #[serde(serialize_with = "absent_as_null")]
     pub ready: ConditionView,
 }
 

@@ -98,6 +98,12 @@ fn another_context_or_namespace_reads_there_and_a_healthy_namespace_exits_0() {
         .collect();
     assert_eq!(names, ["api", "db", "web"]);
     assert_eq!(json["services"][0]["export"], serde_json::Value::Null);
+    // A condition the object does not have is null, not a made-up value.
+    assert_eq!(
+        json["services"][0]["import"]["ready"],
+        serde_json::Value::Null
+    );
+    assert_eq!(json["services"][2]["import"]["ready"]["status"], "True");
     assert_eq!(
         json["services"][0]["import"]["clusters"],
         serde_json::json!(["west"])
