@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-/// A spinner with a message and the time spent so far.
-#[derive(Debug, Clone)]
+/// A spinner with a message and the time spent so far; removed when dropped.
+#[derive(Debug)]
 pub struct Spinner {
     bar: ProgressBar,
 }
