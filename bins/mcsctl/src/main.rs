@@ -4,6 +4,11 @@
 //! only parses and dispatches. Exit codes: 0 success, 1 failure or problems found, 2 usage error.
 #![forbid(unsafe_code)]
 
+/// mimalloc, as in `clusterset-agent`: `mcsctl dns serve` and `demo` run the DNS zone store, whose
+/// updates allocate many small objects.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod cluster;
 mod crds;
 mod demo;
