@@ -704,3 +704,54 @@ fn condition_of(
 ) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
     common::condition(type_, status, reason, message)
 }
+
+/// The scale harness of issue 6 (counts only; timings are in benches/decide.rs): a cluster with
+/// 1,000 OSDs converges in four reconciles with exactly one apply per OSD Service and per
+/// ServiceExport, one lookup per OSD, three status writes — and then costs nothing.
+#[tokio::test]
+async fn a_thousand_osds_converge_with_one_apply_and_one_lookup_each_then_cost_nothing() {
+    const OSDS: u32 = 1000;
+    let mut snapshot = rook_cluster(OSDS);
+    let mut requests_total = 0;
+
+    let (_, requests) = run(&snapshot, at(0), no_lookups(), 0).await;
+    let services = requests
+        .iter()
+        .filter(|s| s.path.contains("/services/"))
+        .count();
+    let exports = requests
+        .iter()
+        .filter(|s| s.path.contains("/serviceexports/"))
+        .count();
+    assert_eq!((services, exports, requests.len()), (1000, 1000, 2001));
+    requests_total += requests.len();
+    take_back(&mut snapshot, &requests);
+
+    // The exports exist: the status says so.
+    let (_, requests) = run(&snapshot, at(1), no_lookups(), 0).await;
+    assert_eq!(paths(&requests), [format!("PATCH {STATUS_PATH}")]);
+    requests_total += requests.len();
+    take_back(&mut snapshot, &requests);
+
+    // The MCS implementation takes them: one lookup per OSD, one status write.
+    set_export_conditions(&mut snapshot, &exported_conditions());
+    let (_, requests) = run(&snapshot, at(2), resolver(OSDS as usize, None), 0).await;
+    assert_eq!(paths(&requests), [format!("PATCH {STATUS_PATH}")]);
+    requests_total += requests.len();
+    take_back(&mut snapshot, &requests);
+    let status = &snapshot.prior.as_ref().unwrap().status.as_ref().unwrap();
+    assert_eq!(
+        status
+            .daemons
+            .iter()
+            .filter(|d| d.global_ip.is_some())
+            .count(),
+        1000
+    );
+    assert_eq!(requests_total, 2003);
+
+    // Steady state.
+    let (result, requests) = run(&snapshot, at(3), no_lookups(), 0).await;
+    assert_eq!(result.unwrap(), Action::await_change());
+    assert!(requests.is_empty(), "{:?}", paths(&requests));
+}

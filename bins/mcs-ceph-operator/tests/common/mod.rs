@@ -177,7 +177,8 @@ pub fn osd_deployment(id: u32, public_addr: Option<&str>) -> Deployment {
 
 /// The global IP the fixtures' MCS implementation gives `osd.<id>`.
 pub fn osd_global_ip(id: u32) -> std::net::IpAddr {
-    format!("242.1.0.{}", 20 + id).parse().unwrap()
+    let n = 20 + id;
+    format!("242.1.{}.{}", n / 256, n % 256).parse().unwrap()
 }
 
 /// A Rook cluster with three mons on cluster IPs and `osds` OSDs on their pod IPs.
