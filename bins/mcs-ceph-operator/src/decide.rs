@@ -154,16 +154,28 @@ struct Context {
     config: Config,
 }
 
+/// What the decision keeps of an observed ServiceExport.
+#[derive(Debug, Clone)]
+struct ObservedExport {
+    uid: Option<String>,
+    status: Option<mcs_types::ServiceExportStatus>,
+}
+
 /// The export of one exported daemon, as observed.
 #[derive(Debug, Clone)]
 struct ExportView {
     name: String,
-    observed: Option<ServiceExport>,
+    observed: Option<ObservedExport>,
 }
 
 impl ExportView {
     fn status(&self) -> Option<ExportStatus> {
-        self.observed.as_ref().map(observe::export_status)
+        self.observed.as_ref().map(|o| {
+            o.status
+                .as_ref()
+                .map(ExportStatus::from)
+                .unwrap_or_default()
+        })
     }
 
     fn condition(&self, type_: &str) -> Option<&str> {
@@ -276,13 +288,87 @@ fn managed_by_us(meta: &ObjectMeta) -> bool {
         .any(|entry| entry.manager.as_deref() == Some(FIELD_MANAGER))
 }
 
+fn labels_cover(
+    have: Option<&BTreeMap<String, String>>,
+    want: Option<&BTreeMap<String, String>>,
+) -> bool {
+    want.into_iter()
+        .flatten()
+        .all(|(k, v)| have.and_then(|h| h.get(k)) == Some(v))
+}
+
+fn owners_cover(have: &ObjectMeta, want: &ObjectMeta) -> bool {
+    want.owner_references.iter().flatten().all(|w| {
+        have.owner_references.iter().flatten().any(|h| {
+            h.api_version == w.api_version
+                && h.kind == w.kind
+                && h.name == w.name
+                && h.uid == w.uid
+                && (w.controller.is_none() || h.controller == w.controller)
+                && (w.block_owner_deletion.is_none()
+                    || h.block_owner_deletion == w.block_owner_deletion)
+        })
+    })
+}
+
+/// A typed fast path of [`covers`] for the objects the decision applies: it looks at exactly
+/// the fields the planner sets (a test checks that list against the planner's manifests), so
+/// when it says "covered" the JSON comparison would too. When it says "not covered", the JSON
+/// comparison decides.
+trait FastCover {
+    fn fast_covers(&self, desired: &Self) -> bool;
+}
+
+impl FastCover for Service {
+    fn fast_covers(&self, desired: &Self) -> bool {
+        let (have, want) = (&self.metadata, &desired.metadata);
+        let meta = have.name == want.name
+            && have.namespace == want.namespace
+            && labels_cover(have.labels.as_ref(), want.labels.as_ref())
+            && owners_cover(have, want);
+        let spec = match (&self.spec, &desired.spec) {
+            (_, None) => true,
+            (None, Some(_)) => false,
+            (Some(have), Some(want)) => {
+                labels_cover(have.selector.as_ref(), want.selector.as_ref())
+                    && want.ports.iter().flatten().all(|w| {
+                        have.ports.iter().flatten().any(|h| {
+                            h.name == w.name
+                                && h.port == w.port
+                                && (w.protocol.is_none() || h.protocol == w.protocol)
+                                && (w.target_port.is_none() || h.target_port == w.target_port)
+                        })
+                    })
+            }
+        };
+        meta && spec
+    }
+}
+
+impl FastCover for ServiceExport {
+    fn fast_covers(&self, desired: &Self) -> bool {
+        let (have, want) = (&self.metadata, &desired.metadata);
+        have.name == want.name
+            && have.namespace == want.namespace
+            && labels_cover(have.labels.as_ref(), want.labels.as_ref())
+            && owners_cover(have, want)
+            && desired.spec == mcs_types::ServiceExportSpec::default()
+    }
+}
+
 /// Whether a desired object must be applied: it is missing, or it is ours and differs. An
 /// object someone else made (Rook, a user) is left alone.
-fn needs_apply<T: serde::Serialize>(desired: &T, observed: Option<(&ObjectMeta, &T)>) -> bool {
+fn needs_apply<T: serde::Serialize + FastCover>(
+    desired: &T,
+    observed: Option<(&ObjectMeta, &T)>,
+) -> bool {
     let Some((meta, observed)) = observed else {
         return true;
     };
     if !managed_by_us(meta) {
+        return false;
+    }
+    if observed.fast_covers(desired) {
         return false;
     }
     let strip = |value: Value| {
@@ -405,11 +491,14 @@ fn active(
         let view = ExportView {
             observed: exports_by_name
                 .get(desired.name.as_str())
-                .map(|e| (*e).clone()),
+                .map(|e| ObservedExport {
+                    uid: e.metadata.uid.clone(),
+                    status: e.status.clone(),
+                }),
             name: desired.name.clone(),
         };
         let daemon = desired.daemon.clone();
-        let export_uid = view.observed.as_ref().and_then(|e| e.metadata.uid.clone());
+        let export_uid = view.observed.as_ref().and_then(|e| e.uid.clone());
         let previous = prior.get(&daemon.to_string()).copied();
         match context.config.global_ip_source {
             GlobalIpSource::ServiceImport => {
@@ -925,7 +1014,6 @@ fn active_status(
             format!("all {count} daemons advertise their planned addresses"),
         )
     };
-    let prior = context.prior.clone().unwrap_or_default();
     let status = AddressingStatus {
         observed_generation: context.generation,
         phase,
@@ -934,7 +1022,11 @@ fn active_status(
         daemon_count: u32::try_from(count).unwrap_or(u32::MAX),
         conditions,
         daemons: entries,
-        unknown_fields: prior.unknown_fields,
+        unknown_fields: context
+            .prior
+            .as_ref()
+            .map(|p| p.unknown_fields.clone())
+            .unwrap_or_default(),
     };
     (status, daemons)
 }
@@ -1014,5 +1106,137 @@ fn finish(context: &Context, status: AddressingStatus, daemons: Vec<(String, boo
         requeue_after,
         phase,
         daemons,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use ceph_address_plan::{CephVersion, ClusterSettings, Inventory, OsdInput};
+
+    /// Every leaf path of a JSON document, array indexes dropped.
+    fn leaves(value: &Value, prefix: &str, out: &mut BTreeSet<String>) {
+        match value {
+            Value::Object(map) if !map.is_empty() => {
+                for (k, v) in map {
+                    // Label and selector keys are data, not fields.
+                    let key = if prefix.ends_with("labels") || prefix.ends_with("selector") {
+                        "*"
+                    } else {
+                        k.as_str()
+                    };
+                    leaves(v, &format!("{prefix}.{key}"), out);
+                }
+            }
+            Value::Array(items) => {
+                for item in items {
+                    leaves(item, &format!("{prefix}[]"), out);
+                }
+            }
+            _ => {
+                out.insert(prefix.to_owned());
+            }
+        }
+    }
+
+    fn plan() -> Plan {
+        let mut cluster = ClusterSettings::new("c", "rook-ceph");
+        cluster.uid = Some("u".into());
+        cluster.multi_cluster_service.enabled = true;
+        cluster.multi_cluster_service.cluster_id = "east".into();
+        cluster.ceph_version = Some(CephVersion::new(18, 2, 4));
+        cluster.dns_name_form = ceph_address_plan::DnsNameForm::UniqueServiceName;
+        let mut inventory = Inventory::new_cluster(1);
+        inventory.osds.push(OsdInput::new(0, "node-0"));
+        Plan::new(PlanInput { cluster, inventory }).unwrap()
+    }
+
+    #[test]
+    fn the_fast_path_looks_at_every_field_the_planner_sets() {
+        let plan = plan();
+        let mut fields = BTreeSet::new();
+        for service in plan.services() {
+            let manifest = serde_json::to_value(plan.service_manifest(&service)).unwrap();
+            leaves(&manifest, "", &mut fields);
+        }
+        let expected: BTreeSet<String> = [
+            ".apiVersion",
+            ".kind",
+            ".metadata.name",
+            ".metadata.namespace",
+            ".metadata.labels.*",
+            ".metadata.ownerReferences[].apiVersion",
+            ".metadata.ownerReferences[].kind",
+            ".metadata.ownerReferences[].name",
+            ".metadata.ownerReferences[].uid",
+            ".spec.selector.*",
+            ".spec.ports[].name",
+            ".spec.ports[].port",
+            ".spec.ports[].protocol",
+            ".spec.ports[].targetPort",
+        ]
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+        assert_eq!(
+            fields, expected,
+            "the planner sets new Service fields: teach FastCover for Service"
+        );
+        let mut fields = BTreeSet::new();
+        for export in plan.service_exports() {
+            let manifest = serde_json::to_value(plan.service_export_manifest(&export)).unwrap();
+            leaves(&manifest, "", &mut fields);
+        }
+        let expected: BTreeSet<String> = [
+            ".apiVersion",
+            ".kind",
+            ".metadata.name",
+            ".metadata.namespace",
+            ".metadata.ownerReferences[].apiVersion",
+            ".metadata.ownerReferences[].kind",
+            ".metadata.ownerReferences[].name",
+            ".metadata.ownerReferences[].uid",
+            ".spec",
+        ]
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+        assert_eq!(
+            fields, expected,
+            "the planner sets new ServiceExport fields: teach FastCover for ServiceExport"
+        );
+    }
+
+    #[test]
+    fn the_fast_path_and_the_json_comparison_agree() {
+        let plan = plan();
+        for service in plan.services() {
+            let desired = plan.service_manifest(&service);
+            let mut observed = desired.clone();
+            observed.metadata.uid = Some("x".into());
+            if let Some(spec) = observed.spec.as_mut() {
+                spec.cluster_ip = Some("10.96.0.1".into());
+            }
+            let json = |s: &Service| serde_json::to_value(s).unwrap();
+            assert!(observed.fast_covers(&desired));
+            assert!(covers(&json(&observed), &json(&desired)));
+            let changes: [fn(&mut Service); 4] = [
+                |s| {
+                    let labels = s.metadata.labels.as_mut().unwrap();
+                    let key = labels.keys().next().unwrap().clone();
+                    labels.insert(key, "changed".into());
+                },
+                |s| s.metadata.owner_references = None,
+                |s| s.spec.as_mut().unwrap().selector.as_mut().unwrap().clear(),
+                |s| s.spec.as_mut().unwrap().ports.as_mut().unwrap()[0].port = 1,
+            ];
+            for change in changes {
+                let mut changed = observed.clone();
+                change(&mut changed);
+                assert!(!changed.fast_covers(&desired));
+                assert!(!covers(&json(&changed), &json(&desired)));
+            }
+        }
     }
 }
