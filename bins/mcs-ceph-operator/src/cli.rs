@@ -104,6 +104,10 @@ pub struct RunArgs {
     /// Milliseconds a queued reconcile waits for further changes of its cluster.
     #[arg(long, env = "MCS_CEPH_DEBOUNCE_MS", default_value_t = 1000)]
     pub debounce_ms: u64,
+    /// Seconds between checks of which MCS API is served (the operator exits to be restarted
+    /// when it changes); 0: never.
+    #[arg(long, env = "MCS_CEPH_REDISCOVER_SECONDS", default_value_t = 300)]
+    pub rediscover_seconds: u64,
     /// Namespace of Rook's operator (the `rook.io/operator-namespace` label of daemons).
     #[arg(long, env = "MCS_CEPH_ROOK_OPERATOR_NAMESPACE")]
     pub rook_operator_namespace: Option<String>,
@@ -188,6 +192,8 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         lookup_concurrency: args.lookup_concurrency.max(1),
         reconcile_concurrency: args.reconcile_concurrency.max(1),
         debounce: Duration::from_millis(args.debounce_ms),
+        rediscover_every: (args.rediscover_seconds > 0)
+            .then(|| Duration::from_secs(args.rediscover_seconds)),
     };
     let shutdown = async {
         #[cfg(unix)]

@@ -71,7 +71,7 @@ pub fn mcs_api(api: &McsApi) -> Option<GuardFailure> {
         McsApi::Missing(detail) => Some(GuardFailure {
             reason: "McsApiNotServed",
             message: format!(
-                "the Multi-Cluster Services API (ServiceExport and ServiceImport in multicluster.x-k8s.io) is not served: {detail}: install the MCS CRDs and an MCS implementation (mcsctl crds | kubectl apply --server-side -f -, then clusterset-agent or Submariner), then restart mcs-ceph-operator"
+                "the Multi-Cluster Services API (ServiceExport and ServiceImport in multicluster.x-k8s.io) is not served: {detail}: install the MCS CRDs and an MCS implementation (mcsctl crds | kubectl apply --server-side -f -, then clusterset-agent or Submariner); mcs-ceph-operator notices within its rediscovery interval (--rediscover-seconds) and restarts itself"
             ),
         }),
     }

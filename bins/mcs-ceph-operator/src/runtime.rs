@@ -43,6 +43,10 @@ pub struct RunOptions {
     /// How long a cluster's queued reconcile waits for further changes (bursts of watch events,
     /// such as the initial lists, become one reconcile).
     pub debounce: std::time::Duration,
+    /// How often to ask again which MCS API is served; when the answer changes, [`run`] returns
+    /// [`RunError::McsApiChanged`] so that the restarted operator watches what is served now.
+    /// `None`: never.
+    pub rediscover_every: Option<std::time::Duration>,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -73,6 +77,16 @@ pub enum RunError {
     /// A watch ended before its cache synced (its stream was dropped).
     #[error("a watch stopped before its cache synced")]
     NotSynced,
+    /// The served MCS API changed since the watches started.
+    #[error(
+        "the MCS API served changed from {before:?} to {after:?}: exiting so that the restarted operator watches what is served now"
+    )]
+    McsApiChanged {
+        /// What was served when the operator started.
+        before: McsApi,
+        /// What is served now.
+        after: McsApi,
+    },
 }
 
 type Trigger = mpsc::UnboundedSender<String>;
@@ -105,12 +119,52 @@ fn spawn_watch<K>(
                 }
                 Err(error) => {
                     metrics.watch_failed(name);
-                    tracing::warn!(watch = name, "watch failed, retrying: {error}");
+                    tracing::warn!(
+                        watch = name,
+                        "watch failed, retrying: {error}{}",
+                        hint(name, &error)
+                    );
                 }
             }
             future::ready(())
         });
     tokio::spawn(watch);
+}
+
+/// What to do about a watch that fails because the API server does not know the resource or
+/// the operator may not read it.
+pub fn hint(watch: &str, error: &watcher::Error) -> &'static str {
+    let code = match error {
+        watcher::Error::InitialListFailed(kube::Error::Api(status))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(status))
+        | watcher::Error::WatchFailed(kube::Error::Api(status)) => status.code,
+        watcher::Error::WatchError(status) => status.code,
+        _ => return "",
+    };
+    match (code, watch) {
+        (404, "cephclusters") => " (is Rook's CephCluster CRD installed?)",
+        (404, "cephclusteraddressings") => {
+            " (install the operator's CRD: kubectl apply --server-side -f deploy/mcs-ceph-operator/crd.yaml)"
+        }
+        (404, _) => " (the resource is not served)",
+        (403, _) => {
+            " (the operator's ClusterRole does not grant this: apply deploy/mcs-ceph-operator/operator.yaml)"
+        }
+        _ => "",
+    }
+}
+
+/// Asks again every `every` which MCS API is served; returns what is served once it differs
+/// from `known`. Discovery errors are logged and retried at the next interval.
+pub async fn watch_mcs_api(client: Client, known: McsApi, every: std::time::Duration) -> McsApi {
+    loop {
+        tokio::time::sleep(every).await;
+        match discover_mcs_api(&client).await {
+            Ok(now) if now != known => return now,
+            Ok(_) => {}
+            Err(error) => tracing::warn!("MCS API discovery failed, retrying later: {error}"),
+        }
+    }
 }
 
 fn store_for<K>() -> (Store<K>, reflector::store::Writer<K>)
@@ -159,10 +213,11 @@ pub async fn run(
     let mcs_api = discover_mcs_api(&client)
         .await
         .map_err(RunError::Discovery)?;
+    let discovery_client = client.clone();
     match &mcs_api {
         McsApi::Served(version) => tracing::info!(version = version.as_str(), "MCS API served"),
         McsApi::Missing(detail) => tracing::warn!(
-            "the MCS API is not served ({detail}): every MCS-enabled CephCluster is reported as blocked until it is installed and the operator restarted"
+            "the MCS API is not served ({detail}): every MCS-enabled CephCluster is reported as blocked until it is installed (the operator restarts itself when it notices)"
         ),
     }
 
@@ -264,6 +319,7 @@ pub async fn run(
         }
     };
     drop(trigger);
+    let started_with = mcs_api.clone();
     let caches = Arc::new(Caches::new(
         services,
         deployments,
@@ -314,9 +370,18 @@ pub async fn run(
         }
         future::ready(())
     });
+    let rediscovery = async {
+        match options.rediscover_every {
+            Some(every) => watch_mcs_api(discovery_client, started_with.clone(), every).await,
+            None => future::pending().await,
+        }
+    };
     tokio::select! {
         () = reconciling => tracing::warn!("the reconcile queue ended"),
         () = shutdown => tracing::info!("shutting down"),
+        after = rediscovery => {
+            return Err(RunError::McsApiChanged { before: started_with, after });
+        }
     }
     Ok(())
 }

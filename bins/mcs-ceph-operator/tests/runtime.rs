@@ -96,6 +96,7 @@ async fn every_watch_lists_before_the_first_apply() {
         lookup_concurrency: 4,
         reconcile_concurrency: 1,
         debounce: Duration::ZERO,
+        rediscover_every: None,
     };
     let (stop, stopped) = oneshot::channel::<()>();
     let operator = tokio::spawn(run(client, options, async {
@@ -206,4 +207,72 @@ async fn every_watch_lists_before_the_first_apply() {
         ]
     );
     drop(held_watches);
+}
+
+fn not_found() -> Vec<u8> {
+    serde_json::to_vec(
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+        "status": "Failure", "message": "the server could not find the requested resource",
+        "reason": "NotFound", "code": 404}),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_newly_served_mcs_api_is_noticed_by_rediscovery() {
+    use mcs_ceph_operator::runtime::watch_mcs_api;
+    use mcs_ceph_operator::{McsApi, McsVersion};
+    let (service, mut handle): (_, ApiHandle) = mock::pair::<Request<Body>, Response<Body>>();
+    let client = kube::Client::new(service, "default");
+    let known = McsApi::Missing(
+        "multicluster.x-k8s.io/v1beta1 is not served, multicluster.x-k8s.io/v1alpha1 is not served"
+            .into(),
+    );
+    let watching = tokio::spawn(watch_mcs_api(client, known, Duration::from_millis(1)));
+    // First round: still not served (both versions asked), so the watch goes on.
+    for version in ["v1beta1", "v1alpha1"] {
+        let (request, send) = handle.next_request().await.unwrap();
+        assert_eq!(
+            request.uri().path(),
+            format!("/apis/multicluster.x-k8s.io/{version}")
+        );
+        respond(send, StatusCode::NOT_FOUND, not_found());
+    }
+    // Second round: v1beta1 is served now.
+    let (request, send) = handle.next_request().await.unwrap();
+    assert_eq!(request.uri().path(), "/apis/multicluster.x-k8s.io/v1beta1");
+    let resources = json!({
+        "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "multicluster.x-k8s.io/v1beta1",
+        "resources": [
+            {"name": "serviceexports", "singularName": "", "namespaced": true, "kind": "ServiceExport", "verbs": ["list"]},
+            {"name": "serviceimports", "singularName": "", "namespaced": true, "kind": "ServiceImport", "verbs": ["list"]}
+        ]
+    });
+    respond(
+        send,
+        StatusCode::OK,
+        serde_json::to_vec(&resources).unwrap(),
+    );
+    assert_eq!(watching.await.unwrap(), McsApi::Served(McsVersion::V1Beta1));
+}
+
+#[test]
+fn failing_watches_say_what_to_install_or_grant() {
+    use kube::core::Status;
+    use kube::runtime::watcher;
+    use mcs_ceph_operator::runtime::hint;
+    let status = |code: u16| Status {
+        code,
+        ..Status::default()
+    };
+    let list_failed =
+        |code| watcher::Error::InitialListFailed(kube::Error::Api(Box::new(status(code))));
+    assert!(
+        hint("cephclusteraddressings", &list_failed(404))
+            .contains("deploy/mcs-ceph-operator/crd.yaml")
+    );
+    assert!(hint("cephclusters", &list_failed(404)).contains("CephCluster CRD"));
+    assert!(hint("services", &list_failed(403)).contains("ClusterRole"));
+    assert_eq!(hint("services", &list_failed(500)), "");
+    assert_eq!(hint("services", &watcher::Error::NoResourceVersion), "");
 }
