@@ -17,7 +17,7 @@ use clusterset_lab::{
 };
 use mon_failover::{
     Addressing, CephCli, CephMonAdmin, Command, CommandLine, Config, Driver, FileStateStore,
-    LocalCluster, LocalMonRuntime, Machine, MonRuntime, QuorumWatch, RunOptions, Tick,
+    LocalCluster, LocalMonRuntime, Machine, MonRuntime, QuorumWatch, RunOptions, Tick, Timestamp,
 };
 
 /// One lab at a time: the tests share namespaces, addresses and ports.
@@ -669,6 +669,183 @@ async fn mons_move_to_global_ips_and_a_client_in_the_overlapping_cluster_reaches
         record.polls,
         record.quorums,
         status_time,
+    );
+    lab.runtime.stop_all().await;
+}
+
+/// The name of the phase of the migration in flight ("Idle" without one).
+fn phase_name(state: &mon_failover::MachineState) -> String {
+    state.migration().map_or("Idle".to_owned(), |m| {
+        format!("{:?}", m.phase())
+            .split([' ', '{', '('])
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    })
+}
+
+/// Plans and executes ticks (polling while the machine waits on Ceph) until `stop` holds for
+/// a freshly planned tick; returns that tick's commands, not executed yet.
+async fn drive_until(
+    driver: &mut Driver,
+    what: &str,
+    mut stop: impl FnMut(&mon_failover::MachineState, &[Command]) -> bool,
+) -> Vec<Command> {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        let planned = driver
+            .plan(Addressing::Clusterset, Timestamp::now())
+            .await
+            .unwrap();
+        if stop(driver.state(), &planned.commands) {
+            return planned.commands;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out driving until {what}: {}",
+            driver.state()
+        );
+        if planned.commands.is_empty() {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        } else {
+            driver.execute(&planned.commands).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gateway_nat_removed_mid_migration_pauses_it_until_restored_and_quorum_holds() {
+    let lab = Lab::start().await;
+    let watch = lab.watch();
+    let mut driver = lab.driver().await;
+    // The first mon has moved (d on 242.1.0.1); the second migration is about to provision
+    // mon e's global IP when A's gateway loses its NAT.
+    let next = drive_until(&mut driver, "the second migration", |state, commands| {
+        state.history().completed == 1
+            && commands
+                .iter()
+                .any(|c| matches!(c, Command::ProvisionAddress { .. }))
+    })
+    .await;
+    lab.topology.remove_nat(Side::A).await.unwrap();
+    let outage = Instant::now();
+    // New connections to A's global IPs fail now: from B, A's DNS by its global IP is gone.
+    let err = dig(
+        &lab.topology,
+        Side::B,
+        "242.1.0.53".parse().unwrap(),
+        "x.rook-ceph.svc.clusterset.local",
+    )
+    .await
+    .unwrap_err();
+    assert!(err.contains("exit status: 9"), "{err}");
+    driver.execute(&next).await;
+    // Paused: the export cannot become valid without the gateway, so mon e's address stays
+    // pending; nothing is started or removed.
+    let mut paused_ticks = 0;
+    while paused_ticks < 12 {
+        let tick = driver
+            .tick(Addressing::Clusterset, Timestamp::now())
+            .await
+            .unwrap();
+        assert!(
+            !tick.commands.iter().any(|c| matches!(
+                c,
+                Command::StartMon { .. }
+                    | Command::RemoveFromMonmap { .. }
+                    | Command::DeleteMon { .. }
+            )),
+            "the migration went on without the gateway NAT: {:?}",
+            tick.commands
+        );
+        assert!(
+            tick.outcomes
+                .iter()
+                .all(|o| matches!(o, mon_failover::CommandOutcome::AddressPending { .. })),
+            "{:?}",
+            tick.outcomes
+        );
+        assert_eq!(
+            phase_name(&tick.state),
+            "ProvisioningAddress",
+            "{}",
+            tick.state
+        );
+        paused_ticks += 1;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let paused_for = outage.elapsed();
+    assert_eq!(driver.state().history().completed, 1);
+    // The gateway comes back: the migration resumes and finishes.
+    lab.topology.restore_nat(Side::A).await.unwrap();
+    let mut removed = Vec::new();
+    let report = driver
+        .run_until_settled(Addressing::Clusterset, options(), |tick| {
+            removals(tick, &mut removed)
+        })
+        .await
+        .unwrap();
+    let record = watch.stop().await;
+    assert!(record.never_lost(), "quorum was lost: {:?}", record.losses);
+    assert_eq!(removed, ["b", "c"]);
+    let history = driver.state().history();
+    assert_eq!(history.completed, 3);
+    assert_eq!(history.rolled_back, 0, "the pause rolled nothing back");
+    lab.assert_migrated().await;
+    eprintln!(
+        "lab NAT outage: paused {paused_ticks} ticks over {paused_for:.1?}; resumed and finished the last two mons in {:.1?}; quorum polls {} never lost",
+        report.elapsed, record.polls
+    );
+    lab.runtime.stop_all().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_old_mon_killed_during_its_failover_is_removed_and_quorum_holds() {
+    let lab = Lab::start().await;
+    let watch = lab.watch();
+    let mut driver = lab.driver().await;
+    // Mon a is being replaced: d's address is ready and d is about to start when a's process
+    // is killed (SIGKILL, as a crash).
+    let start_d = drive_until(&mut driver, "mon d's start", |_, commands| {
+        commands
+            .iter()
+            .any(|c| matches!(c, Command::StartMon { mon, .. } if mon.as_str() == "d"))
+    })
+    .await;
+    let pid = lab.runtime.pid(&id("a")).await.unwrap();
+    let killed = Instant::now();
+    CommandLine::new("kill", None)
+        .args(["-9", &pid.to_string()])
+        .output(Duration::from_secs(5))
+        .await
+        .unwrap();
+    wait_for(
+        "mon a's process to exit",
+        Duration::from_secs(10),
+        || async { lab.runtime.pid(&id("a")).await.is_none().then_some(()) },
+    )
+    .await;
+    driver.execute(&start_d).await;
+    let mut removed = Vec::new();
+    let report = driver
+        .run_until_settled(Addressing::Clusterset, options(), |tick| {
+            removals(tick, &mut removed)
+        })
+        .await
+        .unwrap();
+    let record = watch.stop().await;
+    assert!(record.never_lost(), "quorum was lost: {:?}", record.losses);
+    assert_eq!(removed, ["a", "b", "c"]);
+    let history = driver.state().history();
+    assert_eq!(history.completed, 3);
+    assert_eq!(history.rolled_back, 0);
+    lab.assert_migrated().await;
+    eprintln!(
+        "lab killed mon: a killed, migration finished {:.1?} later ({:.1?} in the driver); quorum polls {} never lost; quorums {:?}",
+        killed.elapsed(),
+        report.elapsed,
+        record.polls,
+        record.quorums
     );
     lab.runtime.stop_all().await;
 }
