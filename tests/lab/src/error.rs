@@ -1,0 +1,46 @@
+//! The lab's errors.
+
+use std::time::Duration;
+
+/// Why the lab could not be set up or could not run a step.
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    /// This machine cannot run the lab (not root, a tool missing); says how to fix it.
+    #[error("the lab cannot run here: {problem}; {fix}")]
+    Host {
+        /// What is wrong.
+        problem: String,
+        /// What to do about it.
+        fix: String,
+    },
+    /// A command (`ip`, `nft`, `sysctl`, ...) could not run or failed.
+    #[error("`{command}` failed: {detail}")]
+    Command {
+        /// The command line.
+        command: String,
+        /// Its exit status and stderr, or why it could not start.
+        detail: String,
+    },
+    /// A command did not finish in time.
+    #[error("`{command}` did not finish within {after:?}")]
+    Timeout {
+        /// The command line.
+        command: String,
+        /// The time allowed.
+        after: Duration,
+    },
+    /// A thread inside a network namespace could not start or went away.
+    #[error("network namespace thread {netns}: {detail}")]
+    Netns {
+        /// The namespace.
+        netns: String,
+        /// What went wrong.
+        detail: String,
+    },
+    /// The clusterset DNS server or resolver failed.
+    #[error("clusterset DNS: {0}")]
+    Dns(String),
+    /// An address pool ran out or refused an address.
+    #[error("address allocation: {0}")]
+    Alloc(String),
+}

@@ -1,0 +1,36 @@
+//! The end-to-end lab of clusterset: two "clusters" whose pod networks overlap, each behind its
+//! own gateway, joined by a tunnel, with Globalnet-style 1:1 NAT between each cluster's global
+//! CIDR and its pod IPs, real Ceph mons, and our clusterset DNS server.
+//!
+//! Everything lives in network namespaces this crate creates (see `docs/lab.md` for the
+//! diagram):
+//!
+//! - [`Topology`]: the namespaces, veth pairs, addresses, routes and the gateways' nftables NAT
+//!   (DNAT global -> pod, SNAT pod -> global, hairpin included), created idempotently after
+//!   removing the leftovers of a crashed run, and torn down on drop (processes in the lab's
+//!   namespaces are killed first).
+//! - [`NetnsThread`]: a thread whose sockets live in one namespace, to run async code (the
+//!   DNS server, the resolver) there.
+//! - [`LabDns`]: [`clusterset_dns::DnsServer`] serving the clusterset zone inside a cluster,
+//!   fed with ServiceImports and MCS EndpointSlices of both clusters, and resolved through
+//!   [`clusterset_dns::HickoryClustersetResolver`] from inside that cluster.
+//! - [`GlobalnetEndpoints`]: the [`mon_failover::EndpointSource`] of a cluster with MCS: a new
+//!   mon gets a pod IP, a global IP from the cluster's pool ([`mcs_controller::IpPool`]), a
+//!   NAT mapping on the gateway and a clusterset name, and its address is known once that name
+//!   resolves.
+//! - [`require_host`]: fails with the `apt-get` command to run when the lab cannot run here.
+#![forbid(unsafe_code)]
+
+mod dns;
+mod endpoints;
+mod error;
+mod host;
+mod netns;
+mod topology;
+
+pub use dns::{LabDns, NAMESPACE};
+pub use endpoints::{GlobalnetEndpoints, mon_service};
+pub use error::LabError;
+pub use host::{REQUIRED_TOOLS, require_host};
+pub use netns::NetnsThread;
+pub use topology::{ClusterNet, Side, Topology, lab_namespaces};
