@@ -6,7 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use hickory_proto::op::ResponseCode;
 use hickory_resolver::config::{
     ConnectionConfig, LookupIpStrategy, NameServerConfig, ResolverConfig as HickoryConfig,
@@ -106,15 +106,31 @@ pub trait ClustersetResolver: Send + Sync {
 
 /// Resolves `names` with at most `concurrency` lookups in flight; results come back in the
 /// order of `names`.
-pub async fn resolve_all<R: ClustersetResolver + ?Sized>(
-    resolver: &R,
-    names: &[ClustersetName],
+///
+/// The future is `Send`, so a controller can run it inside a spawned task (a plain `async fn`
+/// over a stream of borrowed names is not, because of how the compiler proves `Send` for the
+/// closure's higher-ranked lifetimes). To time each lookup, wrap the resolver in one that
+/// measures its own `resolve` calls.
+///
+/// ```
+/// use clusterset_dns::{ClustersetResolver, resolve_all};
+/// use mcs_types::names::ClustersetName;
+/// use std::sync::Arc;
+///
+/// fn spawn_lookups(resolver: Arc<dyn ClustersetResolver>, names: Vec<ClustersetName>) {
+///     tokio::spawn(async move { resolve_all(resolver.as_ref(), &names, 8).await });
+/// }
+/// ```
+pub fn resolve_all<'a, R: ClustersetResolver + ?Sized>(
+    resolver: &'a R,
+    names: &'a [ClustersetName],
     concurrency: usize,
-) -> Vec<Result<Resolution, ResolveError>> {
-    futures::stream::iter(names.iter().map(|name| resolver.resolve(name)))
+) -> futures::future::BoxFuture<'a, Vec<Result<Resolution, ResolveError>>> {
+    futures::stream::iter(names)
+        .map(move |name| resolver.resolve(name))
         .buffered(concurrency.max(1))
         .collect()
-        .await
+        .boxed()
 }
 
 /// How [`HickoryClustersetResolver`] asks.
@@ -370,6 +386,24 @@ mod tests {
             matches!(&results[1], Err(ResolveError::NxDomain { name }) if name.starts_with("rook-ceph-mon-b."))
         );
         assert_eq!(results[2].as_ref().unwrap().name, names[2]);
+    }
+
+    #[tokio::test]
+    async fn resolve_all_runs_in_a_spawned_task() {
+        let mut mock = MockClustersetResolver::new();
+        mock.expect_resolve().times(2).returning(|n| {
+            Ok(Resolution {
+                name: n.clone(),
+                addresses: vec!["242.1.0.7".parse().unwrap()],
+                valid_until: Instant::now(),
+            })
+        });
+        let resolver: std::sync::Arc<dyn ClustersetResolver> = std::sync::Arc::new(mock);
+        let names = vec![name("rook-ceph-osd-0"), name("rook-ceph-osd-1")];
+        let task = tokio::spawn(async move { resolve_all(resolver.as_ref(), &names, 2).await });
+        let results = task.await.unwrap();
+        assert_eq!(results.len(), 2);
+        assert!(results.iter().all(|r| r.as_ref().unwrap().addresses.len() == 1));
     }
 
     #[test]
