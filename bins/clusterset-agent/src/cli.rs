@@ -47,14 +47,8 @@ pub enum EndpointModeArg {
     PodAddresses,
 }
 
-/// Log output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    /// Human-readable lines.
-    Text,
-    /// One JSON object per line.
-    Json,
-}
+/// Log output format (shared by every clusterset daemon).
+pub use clusterset_daemon::LogFormat;
 
 /// Flags of `clusterset-agent run`.
 #[derive(Debug, Args)]

@@ -1,16 +1,10 @@
-//! `/metrics`, `/healthz` and `/readyz` over HTTP/1.1 (hyper).
+//! `/metrics`, `/healthz` and `/readyz`: the server every clusterset daemon shares
+//! ([`clusterset_daemon::http`]) with the agent's metrics and readiness.
 
-use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use http::{Method, Request, Response, StatusCode};
-use http_body_util::Full;
-use hyper::body::{Bytes, Incoming};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use clusterset_daemon::Endpoints;
 use tokio::net::TcpListener;
 
 use crate::metrics::Metrics;
@@ -52,65 +46,30 @@ impl Readiness {
     }
 }
 
-fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from(body)));
-    *response.status_mut() = status;
-    response
+/// The agent's HTTP endpoints: its metrics and its readiness.
+#[derive(Debug, Clone)]
+pub struct AgentEndpoints {
+    /// The agent's metrics.
+    pub metrics: Arc<Metrics>,
+    /// What `/readyz` reports.
+    pub readiness: Arc<Readiness>,
 }
 
-/// The response to one request.
-pub fn respond(
-    request: &Request<impl Sized>,
-    metrics: &Metrics,
-    readiness: &Readiness,
-) -> Response<Full<Bytes>> {
-    if request.method() != Method::GET {
-        return text(StatusCode::METHOD_NOT_ALLOWED, "use GET\n".into());
+impl Endpoints for AgentEndpoints {
+    fn metrics_text(&self) -> String {
+        self.metrics.encode()
     }
-    match request.uri().path() {
-        "/metrics" => {
-            let mut response = text(StatusCode::OK, metrics.encode());
-            response.headers_mut().insert(
-                http::header::CONTENT_TYPE,
-                http::HeaderValue::from_static(
-                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                ),
-            );
-            response
-        }
-        "/healthz" => text(StatusCode::OK, "ok\n".into()),
-        "/readyz" => match readiness.check() {
-            Ok(()) => text(StatusCode::OK, "ready\n".into()),
-            Err(waiting) => text(StatusCode::SERVICE_UNAVAILABLE, format!("{waiting}\n")),
-        },
-        other => text(
-            StatusCode::NOT_FOUND,
-            format!("{other} not found: try /metrics, /healthz or /readyz\n"),
-        ),
+
+    fn readiness(&self) -> Result<(), String> {
+        self.readiness.check()
     }
 }
 
-/// Serves until the task is dropped.
+/// Serves `/metrics`, `/healthz` and `/readyz` until the task is dropped.
 pub async fn serve(
     listener: TcpListener,
     metrics: Arc<Metrics>,
     readiness: Arc<Readiness>,
 ) -> std::io::Result<()> {
-    loop {
-        let (stream, peer): (_, SocketAddr) = listener.accept().await?;
-        let metrics = Arc::clone(&metrics);
-        let readiness = Arc::clone(&readiness);
-        tokio::spawn(async move {
-            let service = service_fn(move |request: Request<Incoming>| {
-                let response = respond(&request, &metrics, &readiness);
-                async move { Ok::<_, Infallible>(response) }
-            });
-            if let Err(e) = http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await
-            {
-                tracing::debug!(error = %e, %peer, "HTTP connection ended");
-            }
-        });
-    }
+    clusterset_daemon::serve(listener, Arc::new(AgentEndpoints { metrics, readiness })).await
 }

@@ -2,7 +2,7 @@
 #![forbid(unsafe_code)]
 
 use clap::Parser;
-use clusterset_agent::cli::{Cli, Command, LogFormat};
+use clusterset_agent::cli::{Cli, Command};
 
 /// mimalloc: zone and index updates allocate many small objects, and glibc's allocator spends
 /// a third of an update consolidating and unlinking them (docs/benchmarks.md).
@@ -18,13 +18,7 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Run(args) => {
-            let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-            let builder = tracing_subscriber::fmt().with_env_filter(filter);
-            match args.log_format {
-                LogFormat::Json => builder.json().init(),
-                LogFormat::Text => builder.init(),
-            }
+            clusterset_daemon::init_logging(args.log_format);
             clusterset_agent::cli::run(*args).await
         }
     }

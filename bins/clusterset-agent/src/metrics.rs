@@ -255,10 +255,7 @@ impl Metrics {
 
     /// The metrics in the Prometheus text format.
     pub fn encode(&self) -> String {
-        let mut text = String::new();
-        // Writing into a String cannot fail.
-        let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
-        text
+        clusterset_daemon::encode_metrics(&self.registry)
     }
 }
 

@@ -49,14 +49,8 @@ pub enum SourceArg {
     ServiceImport,
 }
 
-/// Log output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    /// Human-readable lines.
-    Text,
-    /// One JSON object per line.
-    Json,
-}
+/// Log output format (shared by every clusterset daemon).
+pub use clusterset_daemon::LogFormat;
 
 /// Flags of `mcs-ceph-operator run`.
 #[derive(Debug, Args)]

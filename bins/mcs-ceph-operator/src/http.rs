@@ -1,16 +1,10 @@
-//! `/metrics`, `/healthz` and `/readyz` over HTTP/1.1 (hyper), as the clusterset agent serves
-//! them.
+//! `/metrics`, `/healthz` and `/readyz`: the server every clusterset daemon shares
+//! ([`clusterset_daemon::http`]) with the operator's metrics and readiness.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use http::{Method, Request, Response, StatusCode};
-use http_body_util::Full;
-use hyper::body::{Bytes, Incoming};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use clusterset_daemon::Endpoints;
 use tokio::net::TcpListener;
 
 use crate::metrics::Metrics;
@@ -37,78 +31,52 @@ impl Readiness {
     }
 }
 
-fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from(body)));
-    *response.status_mut() = status;
-    response
+/// The operator's HTTP endpoints: its metrics and its readiness.
+#[derive(Debug, Clone)]
+pub struct OperatorEndpoints {
+    /// The operator's metrics.
+    pub metrics: Arc<Metrics>,
+    /// What `/readyz` reports.
+    pub readiness: Arc<Readiness>,
 }
 
-/// The response to one request.
-pub fn respond(
-    request: &Request<impl Sized>,
-    metrics: &Metrics,
-    readiness: &Readiness,
-) -> Response<Full<Bytes>> {
-    if request.method() != Method::GET {
-        return text(StatusCode::METHOD_NOT_ALLOWED, "use GET\n".into());
+impl Endpoints for OperatorEndpoints {
+    fn metrics_text(&self) -> String {
+        self.metrics.encode()
     }
-    match request.uri().path() {
-        "/metrics" => {
-            let mut response = text(StatusCode::OK, metrics.encode());
-            response.headers_mut().insert(
-                http::header::CONTENT_TYPE,
-                http::HeaderValue::from_static(
-                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                ),
-            );
-            response
-        }
-        "/healthz" => text(StatusCode::OK, "ok\n".into()),
-        "/readyz" => match readiness.check() {
-            Ok(()) => text(StatusCode::OK, "ready\n".into()),
-            Err(waiting) => text(StatusCode::SERVICE_UNAVAILABLE, format!("{waiting}\n")),
-        },
-        other => text(
-            StatusCode::NOT_FOUND,
-            format!("{other} not found: try /metrics, /healthz or /readyz\n"),
-        ),
+
+    fn readiness(&self) -> Result<(), String> {
+        self.readiness.check()
     }
 }
 
-/// Serves until the task is dropped.
+/// Serves `/metrics`, `/healthz` and `/readyz` until the task is dropped.
 pub async fn serve(
     listener: TcpListener,
     metrics: Arc<Metrics>,
     readiness: Arc<Readiness>,
 ) -> std::io::Result<()> {
-    loop {
-        let (stream, peer) = listener.accept().await?;
-        let metrics = Arc::clone(&metrics);
-        let readiness = Arc::clone(&readiness);
-        tokio::spawn(async move {
-            let service = service_fn(move |request: Request<Incoming>| {
-                let response = respond(&request, &metrics, &readiness);
-                async move { Ok::<_, Infallible>(response) }
-            });
-            if let Err(e) = http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await
-            {
-                tracing::debug!(error = %e, %peer, "HTTP connection ended");
-            }
-        });
-    }
+    clusterset_daemon::serve(listener, Arc::new(OperatorEndpoints { metrics, readiness })).await
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use http::{Request, StatusCode};
     use http_body_util::BodyExt;
 
-    async fn get(path: &str, metrics: &Metrics, readiness: &Readiness) -> (StatusCode, String) {
+    async fn get(
+        path: &str,
+        metrics: &Arc<Metrics>,
+        readiness: &Arc<Readiness>,
+    ) -> (StatusCode, String) {
         let request = Request::get(path).body(()).unwrap();
-        let response = respond(&request, metrics, readiness);
+        let endpoints = OperatorEndpoints {
+            metrics: Arc::clone(metrics),
+            readiness: Arc::clone(readiness),
+        };
+        let response = clusterset_daemon::respond(&request, &endpoints);
         let status = response.status();
         let body = response.into_body().collect().await.unwrap().to_bytes();
         (status, String::from_utf8(body.to_vec()).unwrap())
@@ -116,8 +84,8 @@ mod tests {
 
     #[tokio::test]
     async fn ready_only_after_the_caches_synced() {
-        let metrics = Metrics::new();
-        let readiness = Readiness::default();
+        let metrics = Arc::new(Metrics::new());
+        let readiness = Arc::new(Readiness::default());
         let (status, body) = get("/readyz", &metrics, &readiness).await;
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
         assert!(body.contains("watch caches"), "{body}");

@@ -2,7 +2,7 @@
 #![forbid(unsafe_code)]
 
 use clap::Parser;
-use mcs_ceph_operator::cli::{Cli, Command, LogFormat};
+use mcs_ceph_operator::cli::{Cli, Command};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -13,13 +13,7 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Run(args) => {
-            let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-            let builder = tracing_subscriber::fmt().with_env_filter(filter);
-            match args.log_format {
-                LogFormat::Json => builder.json().init(),
-                LogFormat::Text => builder.init(),
-            }
+            clusterset_daemon::init_logging(args.log_format);
             mcs_ceph_operator::cli::run(*args).await?;
             Ok(())
         }

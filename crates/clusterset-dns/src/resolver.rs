@@ -403,7 +403,11 @@ mod tests {
         let task = tokio::spawn(async move { resolve_all(resolver.as_ref(), &names, 2).await });
         let results = task.await.unwrap();
         assert_eq!(results.len(), 2);
-        assert!(results.iter().all(|r| r.as_ref().unwrap().addresses.len() == 1));
+        assert!(
+            results
+                .iter()
+                .all(|r| r.as_ref().unwrap().addresses.len() == 1)
+        );
     }
 
     #[test]
