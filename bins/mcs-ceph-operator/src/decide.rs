@@ -23,7 +23,8 @@ use std::time::Duration;
 use ceph_address_plan::{
     Daemon, DaemonStatus, ExportStatus, IpFamily, Plan, PlanInput, ServiceRole, export_problem,
 };
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, OwnerReference, Time};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use mcs_types::conditions::{ConditionStatus, DesiredCondition, remove_condition, set_condition};
@@ -37,6 +38,7 @@ use crate::observe::{self, McsApi, McsVersion, Snapshot};
 use crate::resources::{
     AddressingStatus, CephCluster, CephClusterAddressing, DaemonEntry, LookupRecord, Phase,
 };
+use crate::rook_objects::{self, MonConfigWrites};
 
 /// Condition type: every guard passed.
 pub const ACCEPTED: &str = "Accepted";
@@ -67,6 +69,20 @@ pub enum Write {
     },
     /// The operator's status object.
     ApplyStatus(Box<CephClusterAddressing>),
+    /// The address arguments, label, env entry and ports of an OSD Deployment: a partial
+    /// Deployment ([`rook_objects::osd_args_body`] says what it holds and why).
+    ApplyOsdArgs {
+        /// Namespace of the Deployment.
+        namespace: String,
+        /// Name of the Deployment.
+        name: String,
+        /// The apply body.
+        body: Box<Value>,
+    },
+    /// The keys of `rook-ceph-mon-endpoints` the plan writes.
+    ApplyMonEndpoints(Box<ConfigMap>),
+    /// `mon_host` and `mon_initial_members` of `rook-ceph-config`.
+    ApplyMonConfig(Box<Secret>),
 }
 
 impl Write {
@@ -76,6 +92,9 @@ impl Write {
             Self::ApplyService(_) => "apply_service",
             Self::ApplyServiceExport { .. } => "apply_service_export",
             Self::ApplyStatus(_) => "apply_status",
+            Self::ApplyOsdArgs { .. } => "apply_osd_args",
+            Self::ApplyMonEndpoints(_) => "apply_mon_endpoints",
+            Self::ApplyMonConfig(_) => "apply_mon_config",
         }
     }
 
@@ -85,6 +104,11 @@ impl Write {
             Self::ApplyService(s) => &s.metadata,
             Self::ApplyServiceExport { export, .. } => &export.metadata,
             Self::ApplyStatus(a) => &a.metadata,
+            Self::ApplyMonEndpoints(c) => &c.metadata,
+            Self::ApplyMonConfig(s) => &s.metadata,
+            Self::ApplyOsdArgs {
+                namespace, name, ..
+            } => return (namespace, name),
         };
         (
             meta.namespace.as_deref().unwrap_or_default(),
@@ -228,6 +252,8 @@ struct Active {
     records: BTreeMap<Daemon, LookupRecord>,
     exports: BTreeMap<Daemon, ExportView>,
     notes: Vec<String>,
+    /// The `mon_host` the operator has written to `rook-ceph-config` (this time or before).
+    mon_host: Option<String>,
 }
 
 #[derive(Debug)]
@@ -601,6 +627,19 @@ fn active(
             });
         }
     }
+    osd_args_writes(snapshot, &plan, &exports, &mut writes, &mut notes);
+    let MonConfigWrites {
+        config_map,
+        secret,
+        mon_host,
+        waiting: _,
+    } = rook_objects::mon_config_writes(
+        &plan,
+        snapshot.mon_endpoints.as_ref(),
+        context.prior.as_ref().and_then(|p| p.mon_host.as_deref()),
+    );
+    writes.extend(config_map.map(|c| Write::ApplyMonEndpoints(Box::new(c))));
+    writes.extend(secret.map(|s| Write::ApplyMonConfig(Box::new(s))));
     Active {
         plan,
         writes,
@@ -608,6 +647,83 @@ fn active(
         records,
         exports,
         notes,
+        mon_host,
+    }
+}
+
+/// The OSD Deployments to give the plan's address arguments: OSDs whose global IP is known and
+/// whose export is Ready, whose Deployment does not say it yet; one failure domain at a time,
+/// and none while an OSD Deployment is still rolling out (each apply restarts its OSD).
+fn osd_args_writes(
+    snapshot: &Snapshot,
+    plan: &Plan,
+    exports: &BTreeMap<Daemon, ExportView>,
+    writes: &mut Vec<Write>,
+    notes: &mut Vec<String>,
+) {
+    let osd_deployments = snapshot.deployments.iter().filter(|d| {
+        d.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(ceph_address_plan::rook::label::APP))
+            .is_some_and(|app| app == ceph_address_plan::rook::OSD_APP)
+    });
+    let mut by_id: BTreeMap<u32, &Deployment> = BTreeMap::new();
+    let mut rolling = Vec::new();
+    for deployment in osd_deployments {
+        if rook_objects::rollout_in_progress(deployment) {
+            rolling.push(deployment.metadata.name.clone().unwrap_or_default());
+        }
+        let id = deployment
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(ceph_address_plan::rook::label::OSD_ID))
+            .and_then(|id| id.parse::<u32>().ok());
+        if let Some(id) = id {
+            // The first Deployment of an id is the OSD (as observe reads it).
+            by_id.entry(id).or_insert(deployment);
+        }
+    }
+    let mut domain: Option<&str> = None;
+    let mut deferred = 0usize;
+    for osd in plan.osds() {
+        let daemon = Daemon::Osd(osd.id());
+        let (Some(args), Some(deployment)) = (plan.daemon_args(&daemon), by_id.get(&osd.id()))
+        else {
+            continue;
+        };
+        if !exports.get(&daemon).is_some_and(ExportView::taken) {
+            continue;
+        }
+        let ports = plan.container_ports(&daemon);
+        let Some(body) = rook_objects::osd_args_body(deployment, &args.to_args(), &ports) else {
+            continue;
+        };
+        let this_domain = rook_objects::failure_domain(deployment);
+        if !rolling.is_empty() || domain.is_some_and(|d| d != this_domain) {
+            deferred += 1;
+            continue;
+        }
+        domain = Some(this_domain);
+        writes.push(Write::ApplyOsdArgs {
+            namespace: deployment.metadata.namespace.clone().unwrap_or_default(),
+            name: deployment.metadata.name.clone().unwrap_or_default(),
+            body: Box::new(body),
+        });
+    }
+    if deferred > 0 {
+        let why = if rolling.is_empty() {
+            format!(
+                "one failure domain at a time ({})",
+                domain.unwrap_or_default()
+            )
+        } else {
+            format!("OSD Deployments still rolling out: {}", rolling.join(", "))
+        };
+        notes.push(format!(
+            "{deferred} OSD Deployments wait for their address arguments: {why}"
+        ));
     }
 }
 
@@ -708,6 +824,7 @@ fn blocked_status(context: &Context, failures: &[GuardFailure]) -> AddressingSta
         ready_daemons: prior.ready_daemons,
         daemon_count: prior.daemon_count,
         daemons: prior.daemons,
+        mon_host: prior.mon_host,
         unknown_fields: prior.unknown_fields,
     }
 }
@@ -768,6 +885,7 @@ fn active_status(
         mut plan,
         mut records,
         exports,
+        mon_host,
         ..
     } = active;
     let family = plan.settings().ip_family;
@@ -1004,7 +1122,7 @@ fn active_status(
         (
             Phase::Migrating,
             format!(
-                "{}; this operator version does not update OSD Deployments or replace mons yet (docs/operator.md)",
+                "{}; OSD Deployments are updated one failure domain at a time; this operator version does not replace mons yet (docs/operator.md)",
                 c.message
             ),
         )
@@ -1022,6 +1140,7 @@ fn active_status(
         daemon_count: u32::try_from(count).unwrap_or(u32::MAX),
         conditions,
         daemons: entries,
+        mon_host,
         unknown_fields: context
             .prior
             .as_ref()

@@ -104,8 +104,9 @@ where
 {
     let (namespace, name) = identity(object.meta())?;
     let api = Api::<K>::namespaced(client.clone(), namespace);
-    // Objects the decision applies are the operator's: force takes over fields another
-    // manager set on them (it never applies to objects someone else made).
+    // Force: the operator's own objects, and the fields of Rook's objects the plan decides
+    // (mon endpoint keys, mon_host), which Rook's manager set before; the decision applies
+    // only those fields, so nothing else of Rook's changes hands.
     let params = PatchParams::apply(FIELD_MANAGER).force();
     api.patch(name, &params, &Patch::Apply(object)).await?;
     Ok(())
@@ -124,6 +125,21 @@ impl ClusterApi for KubeApi {
                 }
             },
             Write::ApplyStatus(object) => apply_object(&self.client, object.as_ref()).await,
+            Write::ApplyMonEndpoints(object) => apply_object(&self.client, object.as_ref()).await,
+            Write::ApplyMonConfig(object) => apply_object(&self.client, object.as_ref()).await,
+            Write::ApplyOsdArgs {
+                namespace,
+                name,
+                body,
+            } => {
+                // A partial Deployment (see rook_objects): sent as built, not through the
+                // typed Deployment, whose required fields would claim the selector.
+                let api = Api::<Deployment>::namespaced(self.client.clone(), namespace);
+                let params = PatchParams::apply(FIELD_MANAGER).force();
+                api.patch(name, &params, &Patch::Apply(body.as_ref()))
+                    .await?;
+                Ok(())
+            }
         }
     }
 

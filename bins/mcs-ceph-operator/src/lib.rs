@@ -11,7 +11,9 @@
 //!
 //! - pure: [`observe`] reads Rook's objects into the planner's inventory; [`guards`] checks a
 //!   cluster; [`decide`] turns a [`observe::Snapshot`] into writes, lookups, a status and
-//!   Events, using [`ceph_address_plan`] for every name, label and address;
+//!   Events, using [`ceph_address_plan`] for every name, label and address, and
+//!   [`rook_objects`] for the Rook objects it changes (OSD arguments, mon endpoints,
+//!   `mon_host`);
 //! - shell: [`kube_io`] carries out writes with server-side apply and publishes Events;
 //!   [`reconciler`] wires a snapshot from synced caches, the decision, the writes and the
 //!   lookups ([`clusterset_dns::ClustersetResolver`]) into one reconcile; [`runtime`] runs the
@@ -29,6 +31,7 @@ pub mod metrics;
 pub mod observe;
 pub mod reconciler;
 pub mod resources;
+pub mod rook_objects;
 pub mod runtime;
 
 pub use config::{Config, FIELD_MANAGER, GlobalIpSource, RetryPolicy};

@@ -3,18 +3,15 @@
 //! OSDs from their Deployments. Pure: objects in, inventory and notes out.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 
+use crate::resources::{CephCluster, CephClusterAddressing};
+use ceph_address_plan::format::read_mon_endpoints;
 use ceph_address_plan::rook::{self, label};
-use ceph_address_plan::{
-    Daemon, ExportStatus, ExternalMon, Inventory, MonId, MonInput, NodeInfo, OsdInput,
-};
+use ceph_address_plan::{Daemon, ExportStatus, Inventory, OsdInput};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
-use serde::Deserialize;
-
-use crate::resources::{CephCluster, CephClusterAddressing};
 
 /// The MCS API version a cluster serves (v1beta1 preferred).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -75,115 +72,27 @@ pub struct ObservedInventory {
     pub notes: Vec<String>,
 }
 
-/// One `mapping` entry (Rook's `MonScheduleInfo`: capitalised keys, lower-case `zone`).
-#[derive(Debug, Default, Deserialize)]
-struct ScheduleInfo {
-    #[serde(default, rename = "Name")]
-    name: String,
-    #[serde(default, rename = "Hostname")]
-    hostname: String,
-    #[serde(default, rename = "Address")]
-    address: String,
-    #[serde(default)]
-    zone: String,
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct Mapping {
-    #[serde(default)]
-    node: BTreeMap<String, Option<ScheduleInfo>>,
-}
-
 fn labels_of(
     meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
 ) -> BTreeMap<String, String> {
     meta.labels.clone().unwrap_or_default()
 }
 
-fn split_list(text: &str) -> impl Iterator<Item = &str> {
-    text.split(',').map(str::trim).filter(|s| !s.is_empty())
-}
-
-/// Reads the mons from `rook-ceph-mon-endpoints` (`data`, `maxMonId`, `mapping`,
-/// `outOfQuorum`, `externalMons`) and their Services (cluster IP, `pvc_size` label).
+/// Reads the mons from `rook-ceph-mon-endpoints` (with ceph-address-plan's reader, the
+/// reverse of what the planner writes) and adds what their Services say (cluster IP,
+/// `pvc_size` label).
 fn read_mons(
     config_map: &ConfigMap,
     services: &BTreeMap<&str, &Service>,
     out: &mut ObservedInventory,
 ) {
-    let data = config_map.data.clone().unwrap_or_default();
-    let get = |key: &str| data.get(key).map_or("", String::as_str);
-    let where_ = rook::MON_ENDPOINTS_CONFIG_MAP;
-
-    match get(rook::KEY_MAX_MON_ID).trim() {
-        "" | "-1" => {}
-        text => match text.parse::<u32>() {
-            Ok(index) => out.inventory.max_mon_id = Some(index),
-            Err(_) => out.notes.push(format!(
-                "{where_}: maxMonId {text:?} is not a mon index; the highest listed mon is used instead"
-            )),
-        },
-    }
-    let external: BTreeSet<&str> = split_list(get(rook::KEY_EXTERNAL_MONS)).collect();
-    let out_of_quorum: BTreeSet<&str> = split_list(get(rook::KEY_OUT_OF_QUORUM)).collect();
-    let mapping: Mapping = match get(rook::KEY_MAPPING).trim() {
-        "" => Mapping::default(),
-        text => serde_json::from_str(text).unwrap_or_else(|e| {
-            out.notes.push(format!(
-                "{where_}: mapping is not Rook's placement JSON ({e}); mon placement is left out"
-            ));
-            Mapping::default()
-        }),
-    };
-
-    for entry in split_list(get(rook::KEY_DATA)) {
-        let Some((name, endpoint)) = entry.split_once('=') else {
-            out.notes.push(format!(
-                "{where_}: data entry {entry:?} is not <id>=<ip:port>; skipped"
-            ));
-            continue;
-        };
-        let endpoint = match endpoint.parse::<SocketAddr>() {
-            Ok(endpoint) => Some(endpoint),
-            Err(_) => {
-                out.notes.push(format!(
-                    "{where_}: endpoint {endpoint:?} of {name} is not ip:port; the mon is taken as not running"
-                ));
-                None
-            }
-        };
-        if external.contains(name) {
-            if let Some(endpoint) = endpoint {
-                out.inventory.external_mons.push(ExternalMon {
-                    name: name.to_owned(),
-                    endpoint,
-                });
-            }
-            continue;
-        }
-        let id: MonId = match name.parse() {
-            Ok(id) => id,
-            Err(_) => {
-                out.notes.push(format!(
-                    "{where_}: {name:?} is not a Rook mon id (a, b, ..., aa, ...) and not listed in externalMons; skipped"
-                ));
-                continue;
-            }
-        };
-        let mut mon = MonInput::new(id.clone());
-        mon.advertised = endpoint;
-        mon.out_of_quorum = out_of_quorum.contains(name);
-        if let Some(Some(info)) = mapping.node.get(name) {
-            mon.node = Some(NodeInfo {
-                name: info.name.clone(),
-                hostname: info.hostname.clone(),
-                address: info.address.parse().ok(),
-            });
-            if !info.zone.is_empty() {
-                mon.zone = Some(info.zone.clone());
-            }
-        }
-        if let Some(service) = services.get(Daemon::Mon(id).service_name().as_str()) {
+    let empty = BTreeMap::new();
+    let read = read_mon_endpoints(config_map.data.as_ref().unwrap_or(&empty));
+    out.inventory.max_mon_id = read.max_mon_id;
+    out.inventory.external_mons.extend(read.external_mons);
+    out.notes.extend(read.notes);
+    for mut mon in read.mons {
+        if let Some(service) = services.get(Daemon::Mon(mon.id.clone()).service_name().as_str()) {
             mon.cluster_ip = service
                 .spec
                 .as_ref()

@@ -271,6 +271,10 @@ pub struct AddressingStatus {
     /// One entry per daemon: mons by id, then OSDs by id.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub daemons: Vec<DaemonEntry>,
+    /// The `mon_host` the operator last wrote to the `rook-ceph-config` Secret (it does not
+    /// read Secrets: this is how it knows not to write the same again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mon_host: Option<String>,
     /// Fields this version does not know.
     #[serde(flatten)]
     pub unknown_fields: UnknownFields,
@@ -436,7 +440,8 @@ pub fn crd() -> CustomResourceDefinition {
                                     "x-kubernetes-list-map-keys": ["type"],
                                     "items": condition
                                 },
-                                "daemons": {"type": "array", "items": daemon}
+                                "daemons": {"type": "array", "items": daemon},
+                                "monHost": string
                             }
                         }
                     }

@@ -82,6 +82,20 @@ fn cond<'a>(status: &'a AddressingStatus, type_: &str) -> (&'a str, &'a str, &'a
 /// A cluster with `osds` OSDs walked to the point where every export is Valid and Ready and
 /// every global IP is known.
 fn converged(osds: u32) -> Snapshot {
+    let mut snapshot = resolved(osds);
+    // One failure domain (here: one OSD) per reconcile gets its arguments.
+    for round in 0..osds {
+        let r = step(&mut snapshot, at(11 + i64::from(round)), no_dns);
+        assert_eq!(r.writes.len(), 1, "{:?}", r.writes);
+        assert_eq!(r.writes[0].kind(), "apply_osd_args");
+    }
+    let r = step(&mut snapshot, at(11 + i64::from(osds)), no_dns);
+    assert!(r.writes.is_empty(), "{:?}", r.writes);
+    snapshot
+}
+
+/// Every export Valid and Ready and every global IP known; no OSD Deployment changed yet.
+fn resolved(osds: u32) -> Snapshot {
     let mut snapshot = rook_cluster(osds);
     step(&mut snapshot, at(0), no_dns);
     set_export_conditions(&mut snapshot, &exported_conditions());
@@ -239,7 +253,7 @@ fn first_enable_applies_osd_services_and_exports_and_leaves_mons_to_failover() {
                 assert_eq!(*version, McsVersion::V1Beta1);
                 export.metadata.owner_references.clone()
             }
-            Write::ApplyStatus(_) => unreachable!(),
+            other => panic!("unexpected write on first enable: {other:?}"),
         };
         let owner = &owners.unwrap()[0];
         assert_eq!(owner.kind, "CephCluster");
@@ -370,7 +384,7 @@ fn exports_pending_valid_and_conflicting_show_in_the_status() {
     assert_eq!(r.outcome.events[0].type_, EventType::Normal);
     assert_eq!(s.phase, Phase::Migrating, "OSDs still advertise pod IPs");
     assert!(
-        s.message.contains("does not update OSD Deployments"),
+        s.message.contains("does not replace mons yet"),
         "{}",
         s.message
     );
@@ -405,7 +419,12 @@ fn a_failed_lookup_is_retried_with_backoff_and_recovers() {
 
     // Before the retry time nothing is looked up and nothing written.
     let r = step(&mut snapshot, at(12), no_dns);
-    assert!(r.lookups.is_empty() && r.writes.is_empty());
+    assert!(r.lookups.is_empty());
+    assert!(
+        r.writes.iter().all(|w| w.kind() == "apply_osd_args"),
+        "only OSDs with a known IP get arguments: {:?}",
+        r.writes
+    );
     assert_eq!(r.outcome.status, None);
     assert_eq!(r.outcome.requeue_after, Some(Duration::from_secs(3)));
 
@@ -434,7 +453,7 @@ fn a_failed_lookup_is_retried_with_backoff_and_recovers() {
 
 #[test]
 fn steady_state_writes_nothing_and_looks_nothing_up() {
-    let mut snapshot = converged(50);
+    let snapshot = converged(50);
     for later in [20, 3600, 86_400] {
         let r = reconcile_with(&snapshot, &Config::default(), at(later), no_dns);
         assert!(r.writes.is_empty(), "{:?}", r.writes);
@@ -443,18 +462,13 @@ fn steady_state_writes_nothing_and_looks_nothing_up() {
         assert!(r.outcome.events.is_empty());
         assert_eq!(r.outcome.requeue_after, None);
     }
-    // The OSDs take their global IPs (as a later version of the operator will make them):
-    // the status says so once, then nothing again.
-    snapshot.deployments = (0..50)
-        .map(|id| osd_deployment(id, Some(&osd_global_ip(id).to_string())))
-        .collect();
-    let r = step(&mut snapshot, at(30), no_dns);
-    assert!(r.writes.is_empty() && r.lookups.is_empty());
-    assert!(r.outcome.status.is_some());
+    // Every OSD took its global IP (the mons wait for mon-failover): the status says so.
     let s = status(&snapshot);
     assert_eq!((s.ready_daemons, s.daemon_count), (50, 53));
-    let r = step(&mut snapshot, at(40), no_dns);
-    assert_eq!(r.outcome.status, None);
+    for deployment in &snapshot.deployments {
+        let labels = deployment.metadata.labels.as_ref().unwrap();
+        assert_eq!(labels["ceph.rook.io/do-not-reconcile"], "true");
+    }
 }
 
 #[test]
@@ -568,4 +582,258 @@ fn the_service_import_source_needs_no_lookups() {
     assert_eq!(s.daemons[3].global_ip.as_deref(), Some("242.1.0.20"));
     assert_eq!(s.daemons[4].global_ip, None);
     assert_eq!(cond(&s, "Resolved").1, "WaitingForExports");
+}
+
+/// The arguments of OSD `id`'s Deployment.
+fn osd_args(snapshot: &Snapshot, id: u32) -> Vec<String> {
+    snapshot.deployments[id as usize]
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .spec
+        .as_ref()
+        .unwrap()
+        .containers[0]
+        .args
+        .clone()
+        .unwrap()
+}
+
+#[test]
+fn osd_arguments_only_once_the_global_ip_is_known_and_the_export_ready_and_only_when_they_differ() {
+    let mut snapshot = rook_cluster(3);
+    // Exports applied but not taken yet: no global IP, no arguments.
+    let r = step(&mut snapshot, at(0), no_dns);
+    assert!(r.writes.iter().all(|w| w.kind() != "apply_osd_args"));
+    // osd.1's export is not Ready: it is neither looked up nor updated.
+    set_export_conditions(&mut snapshot, &exported_conditions());
+    export_mut(&mut snapshot, "rook-ceph-osd-1")
+        .status
+        .as_mut()
+        .unwrap()
+        .conditions[1] = condition("Ready", "False", "Pending", "");
+    step(&mut snapshot, at(1), dns_ok);
+    let mut updated = Vec::new();
+    for second in 2..6 {
+        let r = step(&mut snapshot, at(second), no_dns);
+        updated.extend(r.writes.iter().map(|w| (w.kind(), w.target().1.to_owned())));
+    }
+    assert_eq!(
+        updated,
+        [
+            ("apply_osd_args", "rook-ceph-osd-0".to_owned()),
+            ("apply_osd_args", "rook-ceph-osd-2".to_owned()),
+        ]
+    );
+    assert_eq!(
+        osd_args(&snapshot, 0),
+        [
+            "--foreground",
+            "--id=0",
+            "--public-addr=242.1.0.20",
+            "--public-bind-addr=$(ROOK_POD_IP)",
+            "--cluster-addr=$(ROOK_POD_IP)"
+        ]
+    );
+    assert_eq!(osd_args(&snapshot, 1), ["--foreground", "--id=1"]);
+    // An export that stops being Ready stops nothing already done, and starts nothing new.
+    export_mut(&mut snapshot, "rook-ceph-osd-1")
+        .status
+        .as_mut()
+        .unwrap()
+        .conditions[1] = condition("Ready", "True", "Exported", "");
+    let r = step(&mut snapshot, at(10), dns_ok);
+    assert_eq!(r.lookups.len(), 1);
+    let r = step(&mut snapshot, at(11), no_dns);
+    assert_eq!(r.writes.len(), 1);
+    assert_eq!(r.writes[0].target().1, "rook-ceph-osd-1");
+    let r = step(&mut snapshot, at(12), no_dns);
+    assert!(r.writes.is_empty(), "{:?}", r.writes);
+    // Rook (or a user) puts the old address back: applied again, once.
+    snapshot.deployments[2] = osd_deployment(2, Some("10.244.0.7"));
+    let r = step(&mut snapshot, at(13), no_dns);
+    let kinds: Vec<_> = r.writes.iter().map(|w| (w.kind(), w.target().1)).collect();
+    assert_eq!(kinds, [("apply_osd_args", "rook-ceph-osd-2")]);
+    assert!(osd_args(&snapshot, 2).contains(&"--public-addr=242.1.0.22".to_owned()));
+    assert!(
+        !osd_args(&snapshot, 2)
+            .iter()
+            .any(|a| a.contains("10.244.0.7"))
+    );
+}
+
+#[test]
+fn osds_of_one_failure_domain_restart_together_and_none_during_a_rollout() {
+    let mut snapshot = rook_cluster(4);
+    for (id, deployment) in snapshot.deployments.iter_mut().enumerate() {
+        let host = if id < 2 { "node-a" } else { "node-b" };
+        deployment
+            .metadata
+            .labels
+            .as_mut()
+            .unwrap()
+            .insert("failure-domain".into(), host.into());
+    }
+    step(&mut snapshot, at(0), no_dns);
+    set_export_conditions(&mut snapshot, &exported_conditions());
+    step(&mut snapshot, at(1), dns_ok);
+    let r = step(&mut snapshot, at(2), no_dns);
+    let targets: Vec<_> = r.writes.iter().map(|w| w.target().1).collect();
+    assert_eq!(targets, ["rook-ceph-osd-0", "rook-ceph-osd-1"]);
+    // osd.0's rollout has not finished: nothing else is restarted.
+    snapshot.deployments[0].status = Some(k8s_openapi::api::apps::v1::DeploymentStatus {
+        observed_generation: snapshot.deployments[0].metadata.generation,
+        replicas: Some(1),
+        updated_replicas: Some(1),
+        available_replicas: Some(0),
+        ..Default::default()
+    });
+    let r = step(&mut snapshot, at(3), no_dns);
+    assert!(r.writes.is_empty(), "{:?}", r.writes);
+    snapshot.deployments[0]
+        .status
+        .as_mut()
+        .unwrap()
+        .available_replicas = Some(1);
+    let r = step(&mut snapshot, at(4), no_dns);
+    let targets: Vec<_> = r.writes.iter().map(|w| w.target().1).collect();
+    assert_eq!(targets, ["rook-ceph-osd-2", "rook-ceph-osd-3"]);
+}
+
+/// `rook-ceph-mon-endpoints` with mons a, b, c on their global IPs.
+fn mons_on_global_ips(snapshot: &mut Snapshot, data: &str, out_of_quorum: &str) {
+    let config_map = snapshot.mon_endpoints.as_mut().unwrap();
+    let map = config_map.data.as_mut().unwrap();
+    map.insert("data".into(), data.into());
+    map.insert("outOfQuorum".into(), out_of_quorum.into());
+}
+
+fn mon_dns(daemon: &Daemon) -> Result<Vec<IpAddr>, String> {
+    match daemon {
+        Daemon::Mon(id) => Ok(vec![format!("242.1.9.{}", 1 + id.index()).parse().unwrap()]),
+        Daemon::Osd(id) => Ok(vec![osd_global_ip(*id)]),
+    }
+}
+
+fn mon_config_writes(r: &Reconciled) -> Vec<&Write> {
+    r.writes
+        .iter()
+        .filter(|w| matches!(w, Write::ApplyMonEndpoints(_) | Write::ApplyMonConfig(_)))
+        .collect()
+}
+
+#[test]
+fn mon_endpoints_and_mon_host_only_once_the_mons_advertise_their_global_ips() {
+    let mut snapshot = rook_cluster(0);
+    // The mons run on cluster IPs: they are to be replaced, nothing is written.
+    step(&mut snapshot, at(0), no_dns);
+    set_export_conditions(&mut snapshot, &exported_conditions());
+    let r = step(&mut snapshot, at(1), mon_dns);
+    assert!(mon_config_writes(&r).is_empty());
+
+    // The mons were moved to global IPs (as mon-failover will do); c is out of quorum, the
+    // CSI config still lists the cluster IPs. a and b are known, c's name still resolves.
+    mons_on_global_ips(
+        &mut snapshot,
+        "b=242.1.9.2:6789,a=242.1.9.1:6789,c=242.1.9.3:6789",
+        "c",
+    );
+    let config_map = snapshot.mon_endpoints.as_mut().unwrap();
+    config_map.data.as_mut().unwrap().insert(
+        "csi-cluster-config-json".into(),
+        r#"[{"clusterID":"rook-ceph","monitors":["10.96.0.10:6789"]}]"#.into(),
+    );
+    // Their Services are exported now (a mon on its global IP is not replaced).
+    let r = step(&mut snapshot, at(2), no_dns);
+    assert_eq!(
+        r.writes
+            .iter()
+            .filter(|w| w.kind() == "apply_service_export")
+            .count(),
+        3
+    );
+    assert!(mon_config_writes(&r).is_empty());
+    set_export_conditions(&mut snapshot, &exported_conditions());
+    let r = step(&mut snapshot, at(3), |d| match d {
+        Daemon::Mon(id) if id.as_str() == "c" => Err("SERVFAIL".into()),
+        other => mon_dns(other),
+    });
+    assert!(
+        mon_config_writes(&r).is_empty(),
+        "mon.c's global IP is not known yet"
+    );
+
+    let r = step(&mut snapshot, at(20), mon_dns);
+    assert_eq!(r.lookups.len(), 1);
+    let r = step(&mut snapshot, at(21), no_dns);
+    let writes = mon_config_writes(&r);
+    assert_eq!(writes.len(), 2, "{writes:?}");
+    let Write::ApplyMonEndpoints(config_map) = writes[0] else {
+        panic!("{writes:?}")
+    };
+    let data = config_map.data.as_ref().unwrap();
+    assert_eq!(
+        data["data"],
+        "a=242.1.9.1:6789,b=242.1.9.2:6789,c=242.1.9.3:6789"
+    );
+    assert_eq!(data["outOfQuorum"], "c");
+    assert_eq!(data["maxMonId"], "2");
+    assert!(data["csi-cluster-config-json"].starts_with(
+        r#"[{"clusterID":"rook-ceph","monitors":["242.1.9.1:6789","242.1.9.2:6789","242.1.9.3:6789"]"#
+    ));
+    assert!(
+        !data.contains_key("externalMons"),
+        "only keys the ConfigMap has"
+    );
+    let Write::ApplyMonConfig(secret) = writes[1] else {
+        panic!("{writes:?}")
+    };
+    let secret_data = secret.data.as_ref().unwrap();
+    assert_eq!(
+        String::from_utf8(secret_data["mon_host"].0.clone()).unwrap(),
+        "[v2:242.1.9.1:3300,v1:242.1.9.1:6789],[v2:242.1.9.2:3300,v1:242.1.9.2:6789]",
+        "c is out of quorum and left out, as Rook does"
+    );
+    assert_eq!(
+        String::from_utf8(secret_data["mon_initial_members"].0.clone()).unwrap(),
+        "a,b"
+    );
+    assert_eq!(secret.type_.as_deref(), Some("kubernetes.io/rook"));
+    assert_eq!(
+        status(&snapshot).mon_host.as_deref(),
+        Some("[v2:242.1.9.1:3300,v1:242.1.9.1:6789],[v2:242.1.9.2:3300,v1:242.1.9.2:6789]")
+    );
+
+    // Steady state: nothing again, even when Rook rewrites data in another order.
+    mons_on_global_ips(
+        &mut snapshot,
+        "c=242.1.9.3:6789,b=242.1.9.2:6789,a=242.1.9.1:6789",
+        "c",
+    );
+    for later in [22, 3600] {
+        let r = reconcile_with(&snapshot, &Config::default(), at(later), no_dns);
+        assert!(r.writes.is_empty(), "{:?}", r.writes);
+        assert_eq!(r.outcome.status, None);
+    }
+    // Rook marks c back in quorum in the ConfigMap: that already agrees with the plan, and
+    // mon_host follows (the Secret alone).
+    mons_on_global_ips(
+        &mut snapshot,
+        "a=242.1.9.1:6789,b=242.1.9.2:6789,c=242.1.9.3:6789",
+        "",
+    );
+    let r = step(&mut snapshot, at(30), no_dns);
+    let writes = mon_config_writes(&r);
+    assert!(
+        matches!(writes[..], [Write::ApplyMonConfig(_)]),
+        "{writes:?}"
+    );
+    assert!(
+        status(&snapshot)
+            .mon_host
+            .as_deref()
+            .unwrap()
+            .contains("242.1.9.3")
+    );
 }

@@ -261,6 +261,16 @@ fn take_back(snapshot: &mut Snapshot, requests: &[Seen]) -> usize {
             }
         } else if seen.path.contains("/cephclusteraddressings/") {
             Write::ApplyStatus(Box::new(serde_json::from_value(seen.body.clone()).unwrap()))
+        } else if seen.path.contains("/deployments/") {
+            Write::ApplyOsdArgs {
+                namespace: NAMESPACE.into(),
+                name: seen.path.rsplit('/').next().unwrap().to_owned(),
+                body: Box::new(seen.body.clone()),
+            }
+        } else if seen.path.contains("/configmaps/") {
+            Write::ApplyMonEndpoints(Box::new(serde_json::from_value(seen.body.clone()).unwrap()))
+        } else if seen.path.contains("/secrets/") {
+            Write::ApplyMonConfig(Box::new(serde_json::from_value(seen.body.clone()).unwrap()))
         } else {
             panic!("unexpected apply {}", seen.path);
         };
@@ -279,6 +289,7 @@ fn paths(requests: &[Seen]) -> Vec<String> {
 const STATUS_PATH: &str =
     "/apis/clusterset.io/v1alpha1/namespaces/rook-ceph/cephclusteraddressings/my-cluster";
 const EVENTS_PATH: &str = "/apis/events.k8s.io/v1/namespaces/rook-ceph/events";
+const DEPLOYMENTS_PATH: &str = "/apis/apps/v1/namespaces/rook-ceph/deployments";
 
 fn status_body(requests: &[Seen]) -> &Value {
     &requests
@@ -547,6 +558,8 @@ async fn export_conditions_are_reflected_in_the_status() {
     assert_eq!(
         paths(&requests),
         [
+            // osd.1's global IP was known and its export Ready: it gets its arguments.
+            format!("PATCH {DEPLOYMENTS_PATH}/rook-ceph-osd-1"),
             format!("PATCH {STATUS_PATH}"),
             format!("POST {EVENTS_PATH}")
         ]
@@ -555,8 +568,8 @@ async fn export_conditions_are_reflected_in_the_status() {
     assert_eq!(condition(status, "Exported")["status"], "True");
     assert_eq!(condition(status, "Resolved")["status"], "True");
     assert_eq!(status["status"]["phase"], "Migrating");
-    assert_eq!(requests[1].body["type"], "Normal");
-    assert_eq!(requests[1].body["reason"], "Exported");
+    assert_eq!(requests[2].body["type"], "Normal");
+    assert_eq!(requests[2].body["reason"], "Exported");
 }
 
 #[tokio::test]
@@ -591,10 +604,15 @@ async fn a_dns_failure_is_reported_retried_later_and_recovers() {
     assert_eq!(requests[1].body["reason"], "LookupFailed");
     take_back(&mut snapshot, &requests);
 
-    // Woken before the retry time (another object changed): no lookup, no request.
+    // Woken before the retry time (osd.0's new status): no lookup; osd.0, whose global IP
+    // is known, gets its arguments.
     let (result, requests) = run(&snapshot, at(12), no_lookups(), 0).await;
     assert_eq!(result.unwrap(), Action::requeue(Duration::from_secs(3)));
-    assert!(requests.is_empty(), "{:?}", paths(&requests));
+    assert_eq!(
+        paths(&requests),
+        [format!("PATCH {DEPLOYMENTS_PATH}/rook-ceph-osd-0")]
+    );
+    take_back(&mut snapshot, &requests);
 
     // At the retry time only osd.1 is asked, and answers.
     let (result, requests) = run(&snapshot, at(15), resolver(1, None), 0).await;
@@ -614,6 +632,20 @@ async fn converged(osds: u32) -> Snapshot {
     take_back(&mut snapshot, &requests);
     set_export_conditions(&mut snapshot, &exported_conditions());
     let (_, requests) = run(&snapshot, at(1), resolver(osds as usize, None), 0).await;
+    take_back(&mut snapshot, &requests);
+    // One failure domain (one OSD in these fixtures) gets its arguments per reconcile.
+    for round in 0..osds {
+        let (_, requests) = run(&snapshot, at(2 + i64::from(round)), no_lookups(), 0).await;
+        assert_eq!(
+            requests
+                .iter()
+                .filter(|s| s.path.starts_with(DEPLOYMENTS_PATH))
+                .count(),
+            1
+        );
+        take_back(&mut snapshot, &requests);
+    }
+    let (_, requests) = run(&snapshot, at(2 + i64::from(osds)), no_lookups(), 0).await;
     take_back(&mut snapshot, &requests);
     snapshot
 }
@@ -712,6 +744,11 @@ fn condition_of(
 async fn a_thousand_osds_converge_with_one_apply_and_one_lookup_each_then_cost_nothing() {
     const OSDS: u32 = 1000;
     let mut snapshot = rook_cluster(OSDS);
+    // Ten hosts of 100 OSDs: the OSD arguments go out one host at a time.
+    for (id, deployment) in snapshot.deployments.iter_mut().enumerate() {
+        let labels = deployment.metadata.labels.as_mut().unwrap();
+        labels.insert("failure-domain".into(), format!("host-{}", id / 100));
+    }
     let mut requests_total = 0;
 
     let (_, requests) = run(&snapshot, at(0), no_lookups(), 0).await;
@@ -750,8 +787,181 @@ async fn a_thousand_osds_converge_with_one_apply_and_one_lookup_each_then_cost_n
     );
     assert_eq!(requests_total, 2003);
 
+    // The OSD arguments: one host (100 OSD Deployments) per reconcile, each OSD once; the
+    // status follows the OSDs that took their arguments.
+    for host in 0..10 {
+        let (_, requests) = run(&snapshot, at(3 + host), no_lookups(), 0).await;
+        let patched: Vec<_> = requests
+            .iter()
+            .filter(|s| s.path.starts_with(DEPLOYMENTS_PATH))
+            .collect();
+        assert_eq!(patched.len(), 100, "host {host}");
+        assert!(patched.iter().all(|s| s.is_apply()));
+        requests_total += requests.len();
+        take_back(&mut snapshot, &requests);
+    }
+    let (_, requests) = run(&snapshot, at(13), no_lookups(), 0).await;
+    assert_eq!(paths(&requests), [format!("PATCH {STATUS_PATH}")]);
+    requests_total += requests.len();
+    take_back(&mut snapshot, &requests);
+    let status = &snapshot.prior.as_ref().unwrap().status.as_ref().unwrap();
+    assert_eq!(status.ready_daemons, 1000);
+    assert_eq!(requests_total, 2003 + 1000 + 10);
+
     // Steady state.
-    let (result, requests) = run(&snapshot, at(3), no_lookups(), 0).await;
+    let (result, requests) = run(&snapshot, at(14), no_lookups(), 0).await;
     assert_eq!(result.unwrap(), Action::await_change());
     assert!(requests.is_empty(), "{:?}", paths(&requests));
+}
+
+/// The OSD Deployment apply, request by request: path, field manager, force, and the exact
+/// partial Deployment (Rook's other arguments kept in order, the label, the env entry, the
+/// ports); then nothing once the Deployment says it.
+#[tokio::test]
+async fn osd_arguments_are_one_server_side_apply_of_exactly_the_planned_fields() {
+    let mut snapshot = rook_cluster(1);
+    let (_, requests) = run(&snapshot, at(0), no_lookups(), 0).await;
+    take_back(&mut snapshot, &requests);
+    set_export_conditions(&mut snapshot, &exported_conditions());
+    let (_, requests) = run(&snapshot, at(1), resolver(1, None), 0).await;
+    assert!(
+        requests
+            .iter()
+            .all(|s| !s.path.starts_with(DEPLOYMENTS_PATH))
+    );
+    take_back(&mut snapshot, &requests);
+
+    let (_, requests) = run(&snapshot, at(2), no_lookups(), 0).await;
+    assert_eq!(
+        paths(&requests),
+        [format!("PATCH {DEPLOYMENTS_PATH}/rook-ceph-osd-0")]
+    );
+    let seen = &requests[0];
+    assert!(seen.is_apply(), "{seen:?}");
+    assert_eq!(
+        seen.body,
+        json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {
+                "name": "rook-ceph-osd-0",
+                "namespace": "rook-ceph",
+                "labels": {"ceph.rook.io/do-not-reconcile": "true"}
+            },
+            "spec": {"template": {"spec": {"containers": [{
+                "name": "osd",
+                "args": [
+                    "--foreground",
+                    "--id=0",
+                    "--public-addr=242.1.0.20",
+                    "--public-bind-addr=$(ROOK_POD_IP)",
+                    "--cluster-addr=$(ROOK_POD_IP)"
+                ],
+                "env": [{"name": "ROOK_POD_IP",
+                         "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+                "ports": [
+                    {"name": "osd-port-v2", "containerPort": 6800, "protocol": "TCP"},
+                    {"name": "osd-port-v1", "containerPort": 6801, "protocol": "TCP"}
+                ]
+            }]}}}
+        })
+    );
+    take_back(&mut snapshot, &requests);
+    // The OSD is up to date: the status says so, and then nothing is written.
+    let (_, requests) = run(&snapshot, at(3), no_lookups(), 0).await;
+    assert_eq!(paths(&requests), [format!("PATCH {STATUS_PATH}")]);
+    take_back(&mut snapshot, &requests);
+    let (_, requests) = run(&snapshot, at(4), no_lookups(), 0).await;
+    assert!(requests.is_empty(), "{:?}", paths(&requests));
+}
+
+/// Mons on global IPs: the `rook-ceph-mon-endpoints` and `rook-ceph-config` applies, request
+/// by request (force, field manager, exact bodies), once; then nothing.
+#[tokio::test]
+async fn mon_endpoints_and_mon_host_are_applied_once_the_mons_advertise_global_ips() {
+    let mut snapshot = rook_cluster(0);
+    let data = snapshot
+        .mon_endpoints
+        .as_mut()
+        .unwrap()
+        .data
+        .as_mut()
+        .unwrap();
+    data.insert(
+        "data".into(),
+        "c=242.1.9.3:6789,a=242.1.9.1:6789,b=242.1.9.2:6789".into(),
+    );
+    let (_, requests) = run(&snapshot, at(0), no_lookups(), 0).await;
+    take_back(&mut snapshot, &requests);
+    set_export_conditions(&mut snapshot, &exported_conditions());
+    let mut mons = MockClustersetResolver::new();
+    mons.expect_resolve().times(3).returning(|name| {
+        let text = name.to_string();
+        let ip = match text.split('.').nth(1) {
+            Some("rook-ceph-mon-a") => "242.1.9.1",
+            Some("rook-ceph-mon-b") => "242.1.9.2",
+            Some("rook-ceph-mon-c") => "242.1.9.3",
+            _ => panic!("unexpected lookup {text}"),
+        };
+        Ok(Resolution {
+            name: name.clone(),
+            addresses: vec![ip.parse().unwrap()],
+            valid_until: Instant::now() + Duration::from_secs(30),
+        })
+    });
+    let (_, requests) = run(&snapshot, at(1), mons, 0).await;
+    assert_eq!(paths(&requests), [format!("PATCH {STATUS_PATH}")]);
+    take_back(&mut snapshot, &requests);
+
+    let (_, requests) = run(&snapshot, at(2), no_lookups(), 0).await;
+    assert_eq!(
+        paths(&requests),
+        [
+            "PATCH /api/v1/namespaces/rook-ceph/configmaps/rook-ceph-mon-endpoints".to_owned(),
+            "PATCH /api/v1/namespaces/rook-ceph/secrets/rook-ceph-config".to_owned(),
+            format!("PATCH {STATUS_PATH}"),
+        ]
+    );
+    assert!(requests.iter().all(Seen::is_apply));
+    let csi = concat!(
+        r#"[{"clusterID":"rook-ceph","monitors":["242.1.9.1:6789","242.1.9.2:6789","242.1.9.3:6789"],"#,
+        r#""cephFS":{"netNamespaceFilePath":"","subvolumeGroup":"","radosNamespace":"","kernelMountOptions":"","fuseMountOptions":""},"#,
+        r#""rbd":{"netNamespaceFilePath":"","radosNamespace":"","mirrorDaemonCount":0},"nfs":{"netNamespaceFilePath":""},"#,
+        r#""readAffinity":{"enabled":false,"crushLocationLabels":null},"namespace":""}]"#
+    );
+    assert_eq!(
+        requests[0].body,
+        json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "rook-ceph-mon-endpoints", "namespace": "rook-ceph"},
+            "data": {
+                "data": "a=242.1.9.1:6789,b=242.1.9.2:6789,c=242.1.9.3:6789",
+                // Rook's null entry for a mon without placement.
+                "mapping": r#"{"node":{"a":null,"b":null,"c":null}}"#,
+                "maxMonId": "2",
+                "outOfQuorum": "",
+                "csi-cluster-config-json": csi
+            }
+        })
+    );
+    let mon_host = "[v2:242.1.9.1:3300,v1:242.1.9.1:6789],[v2:242.1.9.2:3300,v1:242.1.9.2:6789],[v2:242.1.9.3:3300,v1:242.1.9.3:6789]";
+    let b64 = |text: &str| {
+        serde_json::to_value(k8s_openapi::ByteString(text.as_bytes().to_vec())).unwrap()
+    };
+    assert_eq!(
+        requests[1].body,
+        json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "rook-ceph-config", "namespace": "rook-ceph"},
+            "type": "kubernetes.io/rook",
+            "data": {"mon_host": b64(mon_host), "mon_initial_members": b64("a,b,c")}
+        })
+    );
+    assert_eq!(requests[2].body["status"]["monHost"], mon_host);
+    take_back(&mut snapshot, &requests);
+
+    for later in [3, 3600] {
+        let (_, requests) = run(&snapshot, at(later), no_lookups(), 0).await;
+        assert!(requests.is_empty(), "{:?}", paths(&requests));
+    }
 }

@@ -2,11 +2,14 @@
 //! `csi-cluster-config-json` JSON (as Go's `encoding/json` writes them), the peer-token
 //! `mon_host`, and the `--public-bind-addr` value.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 
-use crate::input::{IpFamily, NodeInfo};
-use crate::rook;
+use serde::Deserialize;
+
+use crate::input::{ExternalMon, IpFamily, MonInput, NodeInfo};
+use crate::{MonId, rook};
 
 /// A mon endpoint as Go's `net.JoinHostPort` writes it: `10.0.0.1:6789`, `[fd00::1]:3300`.
 ///
@@ -211,6 +214,141 @@ pub fn peer_token_mon_host<'a>(endpoints: impl IntoIterator<Item = &'a str>) -> 
     sorted.join(",")
 }
 
+/// What [`read_mon_endpoints`] found in a `rook-ceph-mon-endpoints` ConfigMap: the reverse of
+/// [`MonEndpoints`](crate::MonEndpoints), which the planner writes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadMonEndpoints {
+    /// `maxMonId`, `None` for `-1`, empty or unreadable.
+    pub max_mon_id: Option<u32>,
+    /// The mons of `data`, in its order, with what the ConfigMap says of them: the advertised
+    /// endpoint (`None` when it is not `ip:port`), `outOfQuorum`, and the `mapping` entry (node
+    /// and zone). Cluster IPs and PVC sizes are not in the ConfigMap.
+    pub mons: Vec<MonInput>,
+    /// The entries of `data` listed in `externalMons`, with a readable endpoint.
+    pub external_mons: Vec<ExternalMon>,
+    /// Entries and values that were skipped or not understood, one sentence each.
+    pub notes: Vec<String>,
+}
+
+/// One `mapping` entry (Rook's `MonScheduleInfo`: capitalised keys, lower-case `zone`).
+#[derive(Debug, Default, Deserialize)]
+struct ScheduleInfo {
+    #[serde(default, rename = "Name")]
+    name: String,
+    #[serde(default, rename = "Hostname")]
+    hostname: String,
+    #[serde(default, rename = "Address")]
+    address: String,
+    #[serde(default)]
+    zone: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Mapping {
+    #[serde(default)]
+    node: BTreeMap<String, Option<ScheduleInfo>>,
+}
+
+/// The non-empty items of a `,`-joined list (Rook's `outOfQuorum`, `externalMons`).
+pub fn split_list(text: &str) -> impl Iterator<Item = &str> {
+    text.split(',').map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// Reads the mons of a `rook-ceph-mon-endpoints` ConfigMap's data (`data`, `maxMonId`,
+/// `mapping`, `outOfQuorum`, `externalMons`) as Rook's `ParseMonEndpoints` and `loadMonConfig`
+/// do: entries without exactly one `=` are skipped, as are names that are neither Rook mon ids
+/// nor listed in `externalMons`; a mon whose endpoint is not `ip:port` is taken as not running.
+/// Every skip is noted.
+///
+/// ```
+/// use ceph_address_plan::format::read_mon_endpoints;
+/// let data = [
+///     ("data".to_owned(), "a=242.1.0.11:6789,b=242.1.0.12:6789".to_owned()),
+///     ("maxMonId".to_owned(), "1".to_owned()),
+///     ("outOfQuorum".to_owned(), "b".to_owned()),
+/// ].into();
+/// let read = read_mon_endpoints(&data);
+/// assert_eq!(read.max_mon_id, Some(1));
+/// assert_eq!(read.mons[0].advertised, Some("242.1.0.11:6789".parse()?));
+/// assert!(read.mons[1].out_of_quorum);
+/// assert!(read.notes.is_empty());
+/// # Ok::<(), std::net::AddrParseError>(())
+/// ```
+pub fn read_mon_endpoints(data: &BTreeMap<String, String>) -> ReadMonEndpoints {
+    let get = |key: &str| data.get(key).map_or("", String::as_str);
+    let where_ = rook::MON_ENDPOINTS_CONFIG_MAP;
+    let mut out = ReadMonEndpoints::default();
+
+    match get(rook::KEY_MAX_MON_ID).trim() {
+        "" | "-1" => {}
+        text => match text.parse::<u32>() {
+            Ok(index) => out.max_mon_id = Some(index),
+            Err(_) => out.notes.push(format!(
+                "{where_}: maxMonId {text:?} is not a mon index; the highest listed mon is used instead"
+            )),
+        },
+    }
+    let external: BTreeSet<&str> = split_list(get(rook::KEY_EXTERNAL_MONS)).collect();
+    let out_of_quorum: BTreeSet<&str> = split_list(get(rook::KEY_OUT_OF_QUORUM)).collect();
+    let mapping: Mapping = match get(rook::KEY_MAPPING).trim() {
+        "" => Mapping::default(),
+        text => serde_json::from_str(text).unwrap_or_else(|e| {
+            out.notes.push(format!(
+                "{where_}: mapping is not Rook's placement JSON ({e}); mon placement is left out"
+            ));
+            Mapping::default()
+        }),
+    };
+
+    for entry in split_list(get(rook::KEY_DATA)) {
+        let Some((name, endpoint)) = entry.split_once('=').filter(|(_, e)| !e.contains('=')) else {
+            out.notes.push(format!(
+                "{where_}: data entry {entry:?} is not <id>=<ip:port>; skipped"
+            ));
+            continue;
+        };
+        let endpoint = match endpoint.parse::<SocketAddr>() {
+            Ok(endpoint) => Some(endpoint),
+            Err(_) => {
+                out.notes.push(format!(
+                    "{where_}: endpoint {endpoint:?} of {name} is not ip:port; the mon is taken as not running"
+                ));
+                None
+            }
+        };
+        if external.contains(name) {
+            if let Some(endpoint) = endpoint {
+                out.external_mons.push(ExternalMon {
+                    name: name.to_owned(),
+                    endpoint,
+                });
+            }
+            continue;
+        }
+        let Ok(id) = name.parse::<MonId>() else {
+            out.notes.push(format!(
+                "{where_}: {name:?} is not a Rook mon id (a, b, ..., aa, ...) and not listed in externalMons; skipped"
+            ));
+            continue;
+        };
+        let mut mon = MonInput::new(id);
+        mon.advertised = endpoint;
+        mon.out_of_quorum = out_of_quorum.contains(name);
+        if let Some(Some(info)) = mapping.node.get(name) {
+            mon.node = Some(NodeInfo {
+                name: info.name.clone(),
+                hostname: info.hostname.clone(),
+                address: info.address.parse().ok(),
+            });
+            if !info.zone.is_empty() {
+                mon.zone = Some(info.zone.clone());
+            }
+        }
+        out.mons.push(mon);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,5 +392,90 @@ mod tests {
         );
         assert_eq!(ours, logged);
         assert!(csi_cluster_config_json("rook-ceph", []).contains(r#""monitors":[],"#));
+    }
+    #[test]
+    fn mon_endpoints_round_trip_through_the_planner_and_the_reader() {
+        use crate::{CephVersion, ClusterSettings, Inventory, Plan, PlanInput};
+        let mut cluster = ClusterSettings::new("my-cluster", "rook-ceph");
+        cluster.multi_cluster_service.enabled = true;
+        cluster.multi_cluster_service.cluster_id = "east".into();
+        cluster.ceph_version = Some(CephVersion::new(18, 2, 4));
+        let mut inventory = Inventory {
+            max_mon_id: Some(30),
+            ..Inventory::default()
+        };
+        let mons = [
+            ("d", "242.1.0.11:6789", false, Some("z1")),
+            ("e", "[fd00::12]:3300", true, None),
+            ("ab", "242.1.0.13:6789", false, None),
+        ];
+        for (id, endpoint, out_of_quorum, zone) in mons {
+            let mut mon = MonInput::new(id.parse().unwrap());
+            mon.advertised = Some(endpoint.parse().unwrap());
+            mon.out_of_quorum = out_of_quorum;
+            mon.zone = zone.map(str::to_owned);
+            if id == "d" {
+                mon.node = Some(NodeInfo {
+                    name: "node-0".into(),
+                    hostname: "host<0>".into(),
+                    address: Some("10.0.0.1".parse().unwrap()),
+                });
+            }
+            inventory.mons.push(mon);
+        }
+        inventory.external_mons.push(ExternalMon {
+            name: "peer".into(),
+            endpoint: "192.168.1.1:6789".parse().unwrap(),
+        });
+        cluster.ip_family = IpFamily::DualStack;
+        let plan = Plan::new(PlanInput {
+            cluster,
+            inventory: inventory.clone(),
+        })
+        .unwrap();
+
+        let written = plan.mon_endpoints().to_data();
+        let read = read_mon_endpoints(&written);
+        assert!(read.notes.is_empty(), "{:?}", read.notes);
+        assert_eq!(read.max_mon_id, Some(30));
+        assert_eq!(read.external_mons, inventory.external_mons);
+        let mut expected = inventory.mons.clone();
+        expected.sort_by(|a, b| a.id.cmp(&b.id));
+        assert_eq!(read.mons, expected);
+        // Reading what was read and writing it again gives the same bytes.
+        let again = Plan::new(PlanInput {
+            cluster: plan.settings().clone(),
+            inventory: Inventory {
+                max_mon_id: read.max_mon_id,
+                mons: read.mons,
+                external_mons: read.external_mons,
+                ..Inventory::default()
+            },
+        })
+        .unwrap();
+        assert_eq!(again.mon_endpoints().to_data(), written);
+    }
+
+    #[test]
+    fn the_reader_skips_and_notes_what_rook_would_ignore() {
+        let data: BTreeMap<String, String> = [
+            (
+                "data",
+                "a=10.0.0.1:6789,b=oops,c,d=1=2,Q=1.2.3.4:6789, ,ext=10.9.9.9:6789",
+            ),
+            ("maxMonId", "x"),
+            ("externalMons", "ext"),
+            ("mapping", "{not json"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let read = read_mon_endpoints(&data);
+        let ids: Vec<_> = read.mons.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(ids, ["a", "b"]);
+        assert_eq!(read.mons[1].advertised, None);
+        assert_eq!(read.external_mons[0].name, "ext");
+        assert_eq!(read.max_mon_id, None);
+        assert_eq!(read.notes.len(), 6, "{:#?}", read.notes);
     }
 }

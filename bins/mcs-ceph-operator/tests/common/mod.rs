@@ -257,9 +257,62 @@ pub fn apply(snapshot: &mut Snapshot, writes: impl IntoIterator<Item = Write>) -
                 object.metadata.managed_fields = managed_by(FIELD_MANAGER);
                 snapshot.prior = Some(object);
             }
+            Write::ApplyOsdArgs { name, body, .. } => {
+                apply_osd_args(snapshot, &name, &body);
+            }
+            Write::ApplyMonEndpoints(config_map) => {
+                let target = snapshot
+                    .mon_endpoints
+                    .as_mut()
+                    .expect("only Rook creates it");
+                let data = target.data.get_or_insert_with(BTreeMap::new);
+                data.extend(config_map.data.unwrap_or_default());
+            }
+            Write::ApplyMonConfig(_) => {}
         }
     }
     count
+}
+
+/// Merges an OSD args apply body into the Deployment `name` as the API server would: the
+/// label, the container's `args` (atomic: replaced), its `env` and `ports` (list maps: merged).
+pub fn apply_osd_args(snapshot: &mut Snapshot, name: &str, body: &serde_json::Value) {
+    let deployment = snapshot
+        .deployments
+        .iter_mut()
+        .find(|d| d.metadata.name.as_deref() == Some(name))
+        .unwrap_or_else(|| panic!("no Deployment {name}"));
+    for (k, v) in body["metadata"]["labels"].as_object().unwrap() {
+        deployment
+            .metadata
+            .labels
+            .get_or_insert_with(BTreeMap::new)
+            .insert(k.clone(), v.as_str().unwrap().to_owned());
+    }
+    let applied = &body["spec"]["template"]["spec"]["containers"][0];
+    let container: Container = serde_json::from_value(applied.clone()).unwrap();
+    let spec = deployment.spec.as_mut().unwrap();
+    let target = spec
+        .template
+        .spec
+        .as_mut()
+        .unwrap()
+        .containers
+        .iter_mut()
+        .find(|c| c.name == container.name)
+        .unwrap();
+    target.args = container.args;
+    for env in container.env.unwrap_or_default() {
+        let list = target.env.get_or_insert_with(Vec::new);
+        list.retain(|e| e.name != env.name);
+        list.push(env);
+    }
+    for port in container.ports.unwrap_or_default() {
+        let list = target.ports.get_or_insert_with(Vec::new);
+        list.retain(|p| p.container_port != port.container_port);
+        list.push(port);
+    }
+    deployment.metadata.generation = Some(deployment.metadata.generation.unwrap_or(1) + 1);
 }
 
 /// Sets the conditions of every export, as the MCS implementation would.
