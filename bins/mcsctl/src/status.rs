@@ -5,6 +5,7 @@
 //! [`fetch`] reads the objects through a [`ClusterReader`]; [`report`] is a pure function from
 //! them to a [`StatusReport`]; [`render_table`] draws it.
 
+use mcs_ceph_operator::resources::{CephClusterAddressing, Phase};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
@@ -216,28 +217,26 @@ pub struct OperatorProgress {
 }
 
 impl OperatorProgress {
-    /// Reads the `status` of a CephClusterAddressing document; `None` without a status.
-    pub fn of(document: &serde_json::Value) -> Option<Self> {
-        let status = document.get("status")?;
-        let text = |key: &str| {
-            status
-                .get(key)
-                .and_then(|v| v.as_str())
-                .unwrap_or_default()
-                .to_owned()
-        };
-        let number = |key: &str| {
-            status
-                .get(key)
-                .and_then(serde_json::Value::as_u64)
-                .unwrap_or(0)
-        };
-        Some(Self {
-            phase: text("phase"),
-            message: text("message"),
-            ready_daemons: number("readyDaemons"),
-            daemon_count: number("daemonCount"),
-        })
+    /// Reads the `status` of a CephClusterAddressing document with the operator's own types;
+    /// `Ok(None)` without a status, `Err` when the document is not a CephClusterAddressing this
+    /// version can read.
+    pub fn of(document: &serde_json::Value) -> Result<Option<Self>, String> {
+        let addressing: CephClusterAddressing =
+            serde_json::from_value(document.clone()).map_err(|e| e.to_string())?;
+        Ok(addressing.status.map(|status| Self {
+            phase: phase_name(status.phase),
+            message: status.message,
+            ready_daemons: u64::from(status.ready_daemons),
+            daemon_count: u64::from(status.daemon_count),
+        }))
+    }
+}
+
+/// The name the operator writes for `phase` (its serde form).
+fn phase_name(phase: Phase) -> String {
+    match serde_json::to_value(phase) {
+        Ok(serde_json::Value::String(name)) => name,
+        _ => format!("{phase:?}"),
     }
 }
 
@@ -277,12 +276,17 @@ fn operator_progress(
             "{NOT_REPORTED} (no CephClusterAddressing {}/{}: is mcs-ceph-operator running?)",
             view.namespace, view.name
         )),
-        Some(document) => OperatorProgress::of(document).ok_or_else(|| {
-            format!(
+        Some(document) => match OperatorProgress::of(document) {
+            Ok(Some(progress)) => Ok(progress),
+            Ok(None) => Err(format!(
                 "{NOT_REPORTED} (CephClusterAddressing {}/{} has no status yet)",
                 view.namespace, view.name
-            )
-        }),
+            )),
+            Err(e) => Err(format!(
+                "{NOT_REPORTED} (CephClusterAddressing {}/{} is unreadable: {e}; is mcsctl older than the operator?)",
+                view.namespace, view.name
+            )),
+        },
     }
 }
 
@@ -714,6 +718,40 @@ pub fn run(args: &StatusArgs) -> anyhow::Result<ExitCode> {
 mod tests {
     use super::*;
     use crate::test_support::{fixture, objects};
+
+    #[test]
+    fn operator_progress_is_read_with_the_operator_types() {
+        // Written by the operator's own types, read back by status.
+        let written = CephClusterAddressing::new(
+            "my-cluster",
+            "rook-ceph",
+            mcs_ceph_operator::resources::AddressingStatus {
+                phase: Phase::Migrating,
+                message: "2 OSDs restart with their global IPs".to_owned(),
+                ready_daemons: 4,
+                daemon_count: 6,
+                ..Default::default()
+            },
+        );
+        let document = serde_json::to_value(&written).unwrap();
+        let progress = OperatorProgress::of(&document).unwrap().unwrap();
+        assert_eq!(progress.phase, "Migrating");
+        assert_eq!(progress.message, "2 OSDs restart with their global IPs");
+        assert_eq!((progress.ready_daemons, progress.daemon_count), (4, 6));
+
+        let mut no_status = document.clone();
+        no_status.as_object_mut().unwrap().remove("status");
+        assert_eq!(OperatorProgress::of(&no_status).unwrap(), None);
+
+        let mut newer = document.clone();
+        newer["status"]["phase"] = "Rebalancing".into();
+        assert_eq!(OperatorProgress::of(&newer).unwrap().unwrap().phase, "Unknown");
+
+        let mut broken = document;
+        broken["status"]["readyDaemons"] = "four".into();
+        let error = OperatorProgress::of(&broken).unwrap_err();
+        assert!(error.contains("invalid type"), "{error}");
+    }
 
     /// What `fetch` returns for `namespace` of the recorded cluster, built without IO.
     fn fetched(namespace: &str) -> Fetched {
