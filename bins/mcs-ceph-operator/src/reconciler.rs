@@ -8,10 +8,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clusterset_dns::ClustersetResolver;
-use futures::StreamExt;
+use async_trait::async_trait;
+use clusterset_dns::{ClustersetResolver, Resolution, ResolveError, resolve_all};
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::controller::Action;
+use mcs_types::names::ClustersetName;
 
 use crate::config::Config;
 use crate::decide::{EventType, LookupResult, Write, prepare};
@@ -21,6 +22,22 @@ use crate::resources::CephCluster;
 
 /// The clock the decision reads (replaceable in tests).
 pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
+
+/// A resolver that records each lookup's outcome and duration in the metrics.
+struct TimedResolver<'a> {
+    inner: &'a dyn ClustersetResolver,
+    metrics: &'a Metrics,
+}
+
+#[async_trait]
+impl ClustersetResolver for TimedResolver<'_> {
+    async fn resolve(&self, name: &ClustersetName) -> Result<Resolution, ResolveError> {
+        let started = Instant::now();
+        let answer = self.inner.resolve(name).await;
+        self.metrics.looked_up(answer.is_ok(), started.elapsed());
+        answer
+    }
+}
 
 /// What every reconcile shares.
 pub struct Context {
@@ -113,23 +130,14 @@ async fn reconcile_inner(cluster: &CephCluster, ctx: &Context) -> Result<Action,
     let requests = prepared.lookups();
     let mut results: Vec<LookupResult> = Vec::with_capacity(requests.len());
     if !requests.is_empty() {
-        // At most `lookup_concurrency` in flight, answers in request order. (Owned names and
-        // resolver, unlike clusterset_dns::resolve_all, keep this future Send.)
+        // At most `lookup_concurrency` in flight, answers in request order, each timed.
         let names: Vec<_> = requests.iter().map(|r| r.name.clone()).collect();
-        let answers: Vec<_> = futures::stream::iter(names)
-            .map(|name| {
-                let resolver = Arc::clone(&ctx.resolver);
-                async move {
-                    let started = Instant::now();
-                    let answer = resolver.resolve(&name).await;
-                    (answer, started.elapsed())
-                }
-            })
-            .buffered(ctx.lookup_concurrency.max(1))
-            .collect()
-            .await;
-        for (request, (answer, took)) in requests.iter().zip(answers) {
-            ctx.metrics.looked_up(answer.is_ok(), took);
+        let timed = TimedResolver {
+            inner: ctx.resolver.as_ref(),
+            metrics: &ctx.metrics,
+        };
+        let answers = resolve_all(&timed, &names, ctx.lookup_concurrency).await;
+        for (request, answer) in requests.iter().zip(answers) {
             let answer = answer.map(|r| r.addresses).map_err(|e| e.to_string());
             if let Err(error) = &answer {
                 tracing::info!(namespace, cluster = name, daemon = %request.daemon, "lookup failed: {error}");
