@@ -52,6 +52,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod index;
 pub mod objects;
 pub mod records;
 pub mod resolver;
