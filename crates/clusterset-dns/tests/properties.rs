@@ -434,8 +434,11 @@ struct Expected {
     /// service -> clusterset IP (ClusterSetIP imports only) or `None` (headless).
     imports: BTreeMap<usize, Option<String>>,
     /// slice -> (service, cluster, ready (ip, hostname) pairs).
-    slices: BTreeMap<usize, (usize, usize, Vec<(String, String)>)>,
+    slices: BTreeMap<usize, ExpectedSlice>,
 }
+
+/// (service, cluster, ready (ip, hostname) pairs) of a slice.
+type ExpectedSlice = (usize, usize, Vec<(String, String)>);
 
 impl Expected {
     fn apply(&mut self, op: &Op) {
