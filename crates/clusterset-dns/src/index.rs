@@ -87,6 +87,15 @@ impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
         self.groups.get(group)?.get(shard)?.get(key)
     }
 
+    pub(crate) fn get_key_value<Q>(&self, key: &Q) -> Option<(&K, &V)>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let (group, shard) = Self::slot(key);
+        self.groups.get(group)?.get(shard)?.get_key_value(key)
+    }
+
     fn shard_mut<Q: Hash + ?Sized>(&mut self, key: &Q) -> Option<&mut Shard<K, V>> {
         let (group, shard) = Self::slot(key);
         let group = Arc::make_mut(self.groups.get_mut(group)?);
@@ -261,21 +270,22 @@ impl ZoneIndex {
         self.imports
     }
 
-    /// Replaces the service under `wire_key` with `new` (`None`: removes it), keeping the
-    /// namespaces and the reverse index in step. Returns the entry it replaced.
+    /// Replaces the service under `wire_key`, `old` (what the map holds now), with `new`
+    /// (`None`: removes it), keeping the namespaces and the reverse index in step. Returns the
+    /// new entry.
     pub(crate) fn replace(
         &mut self,
         wire_key: &Arc<[u8]>,
+        old: Option<&Arc<ServiceEntry>>,
         new: Option<ServiceEntry>,
     ) -> Option<Arc<ServiceEntry>> {
-        let old = self.services.get(&**wire_key).cloned();
         let new = new.map(Arc::new);
         let (had, has) = (
-            ServiceEntry::has_import(old.as_ref()),
+            ServiceEntry::has_import(old),
             ServiceEntry::has_import(new.as_ref()),
         );
         if had != has {
-            let key = old.as_ref().or(new.as_ref()).map(|e| Arc::clone(&e.key));
+            let key = old.or(new.as_ref()).map(|e| Arc::clone(&e.key));
             if let Some(key) = key {
                 self.count_namespace(wire_key, &key, has);
             }
@@ -286,7 +296,7 @@ impl ZoneIndex {
             }
         }
         let empty: &[IpAddr] = &[];
-        let old_ips = old.as_ref().map_or(empty, |e| &e.ptr_ips);
+        let old_ips = old.map_or(empty, |e| &e.ptr_ips);
         let new_ips = new.as_ref().map_or(empty, |e| &e.ptr_ips);
         let (mut i, mut j) = (0, 0);
         loop {
@@ -312,11 +322,13 @@ impl ZoneIndex {
             };
             self.update_reverse(ip, wire_key, present);
         }
-        match new {
-            Some(entry) => self.services.insert(Arc::clone(wire_key), entry),
+        match &new {
+            Some(entry) => self
+                .services
+                .insert(Arc::clone(wire_key), Arc::clone(entry)),
             None => self.services.remove(&**wire_key),
         }
-        old
+        new
     }
 
     fn count_namespace(&mut self, wire_key: &[u8], key: &ServiceKey, add: bool) {

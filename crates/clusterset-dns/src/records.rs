@@ -280,15 +280,18 @@ impl ClustersetZone {
         let Some(wire) = service_wire_key(key) else {
             return false;
         };
-        let current = self.index.services.get(wire.as_slice()).cloned();
+        let (wire, current): (Arc<[u8]>, _) =
+            match self.index.services.get_key_value(wire.as_slice()) {
+                // Share the key the map holds (the reverse index keeps it as the owner).
+                Some((key, entry)) => (Arc::clone(key), Some(Arc::clone(entry))),
+                None => (wire.into(), None),
+            };
         let Some(new) = make(current.as_deref()) else {
             return false;
         };
-        let wire: Arc<[u8]> = wire.into();
-        let old = self.index.replace(&wire, new);
+        let new = self.index.replace(&wire, current.as_ref(), new);
         if let Some(log) = log {
-            let new = self.index.services.get(&*wire).cloned();
-            log.push((old, new));
+            log.push((current, new));
         }
         true
     }

@@ -1,7 +1,7 @@
 //! The live store: the zone behind a lock for writers, and an atomically swapped [`Snapshot`]
 //! for the server, so queries never wait for an update.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, mpsc};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
@@ -59,6 +59,28 @@ struct Inner {
 pub struct ZoneStore {
     inner: Mutex<Inner>,
     snapshot: ArcSwap<Snapshot>,
+    /// Where replaced snapshots and zones go to be freed (a thread started on first use).
+    reaper: Mutex<Option<mpsc::Sender<Retired>>>,
+}
+
+/// Data a change replaced, freed off the writer's and the queries' paths.
+enum Retired {
+    Snapshot(Arc<Snapshot>),
+    /// Held only to be dropped on the reaper.
+    #[allow(dead_code)]
+    Zone(Box<ClustersetZone>),
+}
+
+impl Retired {
+    fn free(self) {
+        if let Self::Snapshot(old) = &self {
+            let deadline = Instant::now() + RETIRE_WAIT;
+            while Arc::strong_count(old) > 1 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        }
+        drop(self);
+    }
 }
 
 impl std::fmt::Debug for ZoneStore {
@@ -89,6 +111,7 @@ impl ZoneStore {
                 synced: false,
             }),
             snapshot: ArcSwap::from_pointee(snapshot),
+            reaper: Mutex::new(None),
         }
     }
 
@@ -215,7 +238,7 @@ impl ZoneStore {
         let snapshot = Snapshot::new(&zone, true);
         let old = std::mem::replace(&mut inner.zone, zone);
         self.swap_in(snapshot);
-        drop(old);
+        self.retire(Retired::Zone(Box::new(old)));
         Ok(count)
     }
 
@@ -226,17 +249,42 @@ impl ZoneStore {
         self.swap_in(snapshot);
     }
 
-    /// Publishes `snapshot` and frees the previous one here, on the writer: a query thread that
-    /// still holds the old snapshot would otherwise free it (a whole zone's worth of entries
-    /// after a big update) in the middle of answering. Queries hold a snapshot for one batch of
-    /// datagrams, so the wait is short; after [`RETIRE_WAIT`] the last reader frees it instead.
+    /// Publishes `snapshot` and hands the previous one to the store's reaper thread, which
+    /// waits for the queries still holding it to let go (at most [`RETIRE_WAIT`]) and frees it
+    /// there: a query thread would otherwise free it (a whole batch's worth of replaced entries)
+    /// in the middle of answering, and the writer would pay for it before the next update.
     fn swap_in(&self, snapshot: Snapshot) {
         let old = self.snapshot.swap(Arc::new(snapshot));
-        let deadline = Instant::now() + RETIRE_WAIT;
-        while Arc::strong_count(&old) > 1 && Instant::now() < deadline {
-            std::thread::yield_now();
+        self.retire(Retired::Snapshot(old));
+    }
+
+    fn retire(&self, retired: Retired) {
+        let mut reaper = self
+            .reaper
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if reaper.is_none() {
+            let (sender, receiver) = mpsc::channel::<Retired>();
+            let spawned = std::thread::Builder::new()
+                .name("dns-zone-reaper".to_owned())
+                .spawn(move || {
+                    while let Ok(retired) = receiver.recv() {
+                        retired.free();
+                    }
+                });
+            if spawned.is_ok() {
+                *reaper = Some(sender);
+            }
         }
-        drop(old);
+        match reaper.as_ref() {
+            Some(sender) => {
+                if let Err(mpsc::SendError(retired)) = sender.send(retired) {
+                    retired.free();
+                }
+            }
+            // No thread (the system refused one): free it here, as the reaper would.
+            None => retired.free(),
+        }
     }
 
     /// The answer the records model gives (the server's answers are encoded from the same
