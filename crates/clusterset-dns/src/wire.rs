@@ -1,6 +1,7 @@
-//! The query hot path: answers encoded once per (name, type) when the zone changes, and a
-//! request handler that only parses the header and question, looks the name up, and splices
-//! the precomputed bytes behind the client's own question.
+//! The query hot path: answers encoded once per (name, type), on the first query after the
+//! name's service changed, and a request handler that only parses the header and question,
+//! looks the name up in the snapshot's indexes, and splices the encoded bytes behind the
+//! client's own question.
 //!
 //! Pure and allocation-free per query once the output buffer has grown: [`answer`] is what the
 //! UDP and TCP loops call (it also tells the response code, which they count), [`respond`] what
