@@ -2,7 +2,9 @@
 //! - one service changing in a 10,000-service zone (`apply` of one change, snapshot published);
 //! - all 10,000 services changing in one batch;
 //! - loading a 10,000-service zone from scratch (`replace_all`);
-//! - `respond` for a hit and for an NXDOMAIN.
+//! - `respond` for a hit and for an NXDOMAIN;
+//! - the first query of a service that just changed: its names and the answer are computed and
+//!   encoded then (the cost that updates no longer pay).
 //!
 //! `cargo bench -p clusterset-dns --bench zone_updates`
 #![allow(clippy::panic)] // a benchmark whose set-up fails must stop loudly
@@ -98,6 +100,22 @@ fn queries(c: &mut Criterion) {
     });
     c.bench_function("respond NXDOMAIN", |b| {
         b.iter(|| respond(&snapshot, black_box(&miss), Transport::Udp, &mut out));
+    });
+
+    let mut generation = 0u8;
+    let mut i = 0usize;
+    c.bench_function("respond A, first query after the service changed", |b| {
+        b.iter_batched(
+            || {
+                i = (i + 7919) % SERVICES;
+                generation = generation.wrapping_add(1);
+                store.apply([change(i, generation)]);
+                let name = format!("svc-{i}.bench.svc.clusterset.local.");
+                (store.snapshot(), query(&name))
+            },
+            |(snapshot, hit)| respond(&snapshot, black_box(&hit), Transport::Udp, &mut out),
+            BatchSize::SmallInput,
+        );
     });
 }
 

@@ -6,12 +6,13 @@
 //!   (labelled `multicluster.kubernetes.io/service-name` and `.../source-cluster`) into answers
 //!   per (name, type) exactly as the MCS DNS specification and CoreDNS's multicluster plugin
 //!   give them, plus PTR records and an opt-in Lighthouse mode for `<clusterid>.<svc>...`.
-//!   Updates replace one service at a time and report the names they touched.
+//!   Updates replace one service's facts; its names are computed on first use.
 //! - [`store`]: [`ZoneStore`], the live store a controller feeds from its watches (per-object
 //!   upserts and deletes, a "synced" mark). Every change publishes an immutable [`wire::Snapshot`]
 //!   with an atomic swap, so queries never wait for updates.
-//! - [`wire`]: the query hot path: parse the header and question, look the name up, splice
-//!   the answer (encoded once per name and type with hickory-proto) behind the client's question.
+//! - [`wire`]: the query hot path: parse the header and question, look the name up (by service,
+//!   namespace, reverse address or zone name), splice the answer (encoded on first use per name
+//!   and type with hickory-proto) behind the client's question.
 //! - [`server`]: [`DnsServer`], UDP (batched `recvmmsg`/`sendmmsg`, one `SO_REUSEPORT` socket per
 //!   worker) and TCP; SERVFAIL until the store has synced; zone transfers and recursion refused;
 //!   answers counted by transport and response code ([`stats`], [`DnsServer::query_counter`]).
@@ -52,6 +53,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod index;
 pub mod objects;
 pub mod records;
 pub mod resolver;

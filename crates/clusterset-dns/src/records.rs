@@ -1,12 +1,12 @@
 //! The clusterset zone as records: ServiceImports and MCS EndpointSlices in, DNS answers out.
 //!
-//! Pure: no IO, no clock. [`ClustersetZone`] keeps, per service, the records that service
-//! contributes to each name, so an update recomputes one service and reports the names it
-//! touched ([`ChangedNames`]) instead of rebuilding the zone.
+//! Pure: no IO, no clock. [`ClustersetZone`] keeps, per service, the facts of its import and
+//! slices; an update replaces one service's facts, and the service's names and records are
+//! computed from them the first time one is asked for (the indexes are in `index.rs`).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::hash::BuildHasherDefault;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::rdata::{A, AAAA, NS, PTR, SOA, SRV, TXT};
@@ -15,11 +15,12 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use mcs_types::ServiceImportType;
 use mcs_types::names::{ClustersetName, Zone};
 
+use crate::index::{FastMap, Found, ServiceEntry, ServiceNames, ZoneIndex, service_wire_key};
 use crate::objects::{
     ImportFact, ObjectError, PortFact, ReadyAddress, ServiceKey, SliceFact, SliceKey, import_fact,
     slice_fact,
 };
-use crate::wire::NameHasher;
+use crate::wire::{PreparedName, wire_name};
 
 /// The TTL of every record unless configured otherwise (as CoreDNS and Lighthouse).
 pub const DEFAULT_TTL: u32 = 5;
@@ -99,23 +100,6 @@ impl NameRecords {
         }
     }
 
-    fn merge(&mut self, other: &Self) {
-        self.a.extend(other.a.iter().copied());
-        self.aaaa.extend(other.aaaa.iter().copied());
-        for srv in &other.srv {
-            if !self
-                .srv
-                .iter()
-                .any(|s| s.target == srv.target && s.port == srv.port)
-            {
-                self.srv.push(srv.clone());
-            }
-        }
-        self.ptr.extend(other.ptr.iter().cloned());
-        self.txt.extend(other.txt.iter().cloned());
-        self.apex |= other.apex;
-    }
-
     /// The record types this name has data for.
     pub fn record_types(&self) -> Vec<RecordType> {
         let mut types = Vec::new();
@@ -132,20 +116,6 @@ impl NameRecords {
         types.extend(present.iter().filter(|(p, _)| *p).map(|(_, t)| *t));
         types
     }
-}
-
-/// Who contributes records to a name.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum Owner {
-    Zone,
-    Service(ServiceKey),
-}
-
-#[derive(Debug, Default)]
-struct ServiceState {
-    import: Option<ImportFact>,
-    slices: BTreeMap<String, SliceFact>,
-    names: Vec<String>,
 }
 
 /// The names an update touched (lower case, no trailing dot). Whoever caches answers
@@ -186,6 +156,11 @@ impl Answer {
 
 /// The clusterset zone: ServiceImports and MCS EndpointSlices, and the records they make.
 ///
+/// The zone keeps facts, not records: per service its import and slices, plus the namespaces
+/// and the addresses (for PTR) its services hold. A service's names and records are computed
+/// the first time one of them is asked for, and kept until the service changes; the server's
+/// snapshots share the very same entries, so the model and the wire say the same.
+///
 /// ```
 /// use clusterset_dns::{ClustersetZone, ZoneConfig};
 /// use hickory_proto::rr::RecordType;
@@ -206,38 +181,31 @@ impl Answer {
 /// ```
 #[derive(Debug)]
 pub struct ClustersetZone {
-    config: ZoneConfig,
     serial: u32,
-    services: FastMap<ServiceKey, ServiceState>,
+    index: ZoneIndex,
+    /// The zone's own names (`zone_names` order), for [`Self::names`].
+    zone_names: Vec<String>,
     slice_owner: FastMap<SliceKey, ServiceKey>,
-    names: FastMap<String, BTreeMap<Owner, NameRecords>>,
 }
 
-/// Hash maps keyed by the zone's own names and keys: FxHash, as the server's table.
-type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<NameHasher>>;
+/// One service replaced by a change: the entry before and after (`None`: absent).
+pub(crate) type Replaced = (Option<Arc<ServiceEntry>>, Option<Arc<ServiceEntry>>);
 
 impl ClustersetZone {
     /// An empty zone: the apex, `svc`, `pod`, `dns-version` and the name server only.
     pub fn new(config: ZoneConfig) -> Self {
-        let mut zone = Self {
-            config,
+        let zone_names: Vec<String> = zone_names(&config).into_iter().map(|(n, _)| n).collect();
+        Self {
             serial: 1,
-            services: FastMap::default(),
+            index: ZoneIndex::new(config, &zone_names),
+            zone_names,
             slice_owner: FastMap::default(),
-            names: FastMap::default(),
-        };
-        for (name, records) in zone_names(&zone.config) {
-            zone.names
-                .entry(name)
-                .or_default()
-                .insert(Owner::Zone, records);
         }
-        zone
     }
 
     /// The configuration.
     pub fn config(&self) -> &ZoneConfig {
-        &self.config
+        &self.index.config
     }
 
     /// The SOA serial.
@@ -252,15 +220,17 @@ impl ClustersetZone {
 
     /// The number of services with a ServiceImport.
     pub fn service_count(&self) -> usize {
-        self.services
-            .values()
-            .filter(|s| s.import.is_some())
-            .count()
+        self.index.imports()
     }
 
     /// The name of the zone apex (lower case, no trailing dot).
     pub fn apex(&self) -> &str {
-        self.config.zone.as_str()
+        self.index.config.zone.as_str()
+    }
+
+    /// The indexes the server's snapshots share.
+    pub(crate) fn index(&self) -> &ZoneIndex {
+        &self.index
     }
 
     /// Adds or replaces a ServiceImport; returns the names whose records changed.
@@ -268,25 +238,16 @@ impl ClustersetZone {
         &mut self,
         import: &mcs_types::v1beta1::ServiceImport,
     ) -> Result<ChangedNames, ObjectError> {
-        let (key, fact) = import_fact(import)?;
-        let state = self.services.entry(key.clone()).or_default();
-        if state.import.as_ref() == Some(&fact) {
-            return Ok(ChangedNames::new());
-        }
-        state.import = Some(fact);
-        Ok(self.refresh(&key))
+        let mut replaced = Vec::new();
+        self.apply_import(import, Some(&mut replaced))?;
+        Ok(self.changed_names(&replaced))
     }
 
     /// Removes a ServiceImport (its EndpointSlices stay, waiting for it to come back).
     pub fn delete_service_import(&mut self, namespace: &str, name: &str) -> ChangedNames {
-        let key = ServiceKey::new(namespace, name);
-        match self.services.get_mut(&key) {
-            Some(state) if state.import.is_some() => {
-                state.import = None;
-                self.refresh(&key)
-            }
-            _ => ChangedNames::new(),
-        }
+        let mut replaced = Vec::new();
+        self.apply_delete_import(&ServiceKey::new(namespace, name), Some(&mut replaced));
+        self.changed_names(&replaced)
     }
 
     /// Adds or replaces an MCS EndpointSlice; returns the names whose records changed.
@@ -294,125 +255,259 @@ impl ClustersetZone {
         &mut self,
         slice: &EndpointSlice,
     ) -> Result<ChangedNames, ObjectError> {
-        let (slice_key, fact) = slice_fact(slice)?;
-        let service_key = ServiceKey::new(&slice_key.namespace, &fact.service);
-        let mut changed = ChangedNames::new();
-        // A slice relabelled to another service leaves its old one.
-        if let Some(previous) = self.slice_owner.get(&slice_key).cloned()
-            && previous != service_key
-        {
-            changed.extend(self.remove_slice(&slice_key, &previous));
-        }
-        let state = self.services.entry(service_key.clone()).or_default();
-        if state.slices.get(&slice_key.name) == Some(&fact) {
-            return Ok(changed);
-        }
-        state.slices.insert(slice_key.name.clone(), fact);
-        self.slice_owner.insert(slice_key, service_key.clone());
-        changed.extend(self.refresh(&service_key));
-        Ok(changed)
+        let mut replaced = Vec::new();
+        self.apply_slice(slice, Some(&mut replaced))?;
+        Ok(self.changed_names(&replaced))
     }
 
     /// Removes an EndpointSlice.
     pub fn delete_endpoint_slice(&mut self, namespace: &str, name: &str) -> ChangedNames {
-        let slice_key = SliceKey::new(namespace, name);
-        match self.slice_owner.get(&slice_key).cloned() {
-            Some(service_key) => self.remove_slice(&slice_key, &service_key),
-            None => ChangedNames::new(),
-        }
+        let mut replaced = Vec::new();
+        self.apply_delete_slice(&SliceKey::new(namespace, name), Some(&mut replaced));
+        self.changed_names(&replaced)
     }
 
-    fn remove_slice(&mut self, slice_key: &SliceKey, service_key: &ServiceKey) -> ChangedNames {
-        self.slice_owner.remove(slice_key);
-        let removed = self
-            .services
-            .get_mut(service_key)
-            .is_some_and(|state| state.slices.remove(&slice_key.name).is_some());
-        if removed {
-            self.refresh(service_key)
-        } else {
-            ChangedNames::new()
+    /// Replaces one service's entry; `make` builds the new one from the current one (`None`
+    /// from `make`: remove). Returns whether anything changed.
+    fn replace_service(
+        &mut self,
+        key: &ServiceKey,
+        log: Option<&mut Vec<Replaced>>,
+        make: impl FnOnce(Option<&ServiceEntry>) -> Option<Option<ServiceEntry>>,
+    ) -> bool {
+        // A service whose namespace or name is not a label never gets names (its import is
+        // rejected): its slices are not kept either.
+        let Some(wire) = service_wire_key(key) else {
+            return false;
+        };
+        let (wire, current): (Arc<[u8]>, _) =
+            match self.index.services.get_key_value(wire.as_slice()) {
+                // Share the key the map holds (the reverse index keeps it as the owner).
+                Some((key, entry)) => (Arc::clone(key), Some(Arc::clone(entry))),
+                None => (wire.into(), None),
+            };
+        let Some(new) = make(current.as_deref()) else {
+            return false;
+        };
+        let new = self.index.replace(&wire, current.as_ref(), new);
+        if let Some(log) = log {
+            log.push((current, new));
         }
+        true
     }
 
-    /// Recomputes one service's records and swaps them in; returns old ∪ new names.
-    fn refresh(&mut self, key: &ServiceKey) -> ChangedNames {
-        let owner = Owner::Service(key.clone());
-        let Some(state) = self.services.get_mut(key) else {
-            return ChangedNames::new();
-        };
-        let new_records = match &state.import {
-            Some(import) => service_records(&self.config, key, import, &state.slices),
-            None => BTreeMap::new(),
-        };
-        let old_names = std::mem::take(&mut state.names);
-        state.names = new_records.keys().cloned().collect();
-        let remove_state = state.import.is_none() && state.slices.is_empty();
-        if remove_state {
-            self.services.remove(key);
-        }
-        let mut changed = ChangedNames::new();
-        for name in old_names {
-            if new_records.contains_key(&name) {
-                continue;
+    /// Adds or replaces a ServiceImport; returns the number of services changed (0 or 1).
+    pub(crate) fn apply_import(
+        &mut self,
+        import: &mcs_types::v1beta1::ServiceImport,
+        log: Option<&mut Vec<Replaced>>,
+    ) -> Result<usize, ObjectError> {
+        let (key, fact) = import_fact(import)?;
+        let changed = self.replace_service(&key, log, |current| {
+            if current.and_then(|c| c.import.as_deref()) == Some(&fact) {
+                return None;
             }
-            if let Some(contributors) = self.names.get_mut(&name) {
-                contributors.remove(&owner);
-                if contributors.is_empty() {
-                    self.names.remove(&name);
+            let (key, slices) = match current {
+                Some(c) => (Arc::clone(&c.key), Arc::clone(&c.slices)),
+                None => (Arc::new(key.clone()), Arc::default()),
+            };
+            Some(Some(ServiceEntry::new(key, Some(Arc::new(fact)), slices)))
+        });
+        Ok(usize::from(changed))
+    }
+
+    /// Removes a ServiceImport; returns the number of services changed.
+    pub(crate) fn apply_delete_import(
+        &mut self,
+        key: &ServiceKey,
+        log: Option<&mut Vec<Replaced>>,
+    ) -> usize {
+        usize::from(self.replace_service(key, log, |current| {
+            let current = current.filter(|c| c.import.is_some())?;
+            Some((!current.slices.is_empty()).then(|| {
+                ServiceEntry::new(Arc::clone(&current.key), None, Arc::clone(&current.slices))
+            }))
+        }))
+    }
+
+    /// Adds or replaces an MCS EndpointSlice; returns the number of services changed.
+    pub(crate) fn apply_slice(
+        &mut self,
+        slice: &EndpointSlice,
+        mut log: Option<&mut Vec<Replaced>>,
+    ) -> Result<usize, ObjectError> {
+        let (slice_key, fact) = slice_fact(slice)?;
+        let service_key = ServiceKey::new(&slice_key.namespace, &fact.service);
+        let mut changed = 0;
+        // A slice relabelled to another service leaves its old one.
+        if let Some(previous) = self.slice_owner.get(&slice_key).cloned()
+            && previous != service_key
+        {
+            changed += self.remove_slice(&slice_key, &previous, log.as_deref_mut());
+        }
+        let name = slice_key.name.clone();
+        let updated = self.replace_service(&service_key, log, |current| {
+            if current.and_then(|c| c.slices.get(&name)).map(|s| &**s) == Some(&fact) {
+                return None;
+            }
+            let (key, import, mut slices) = match current {
+                Some(c) => (
+                    Arc::clone(&c.key),
+                    c.import.clone(),
+                    BTreeMap::clone(&c.slices),
+                ),
+                None => (Arc::new(service_key.clone()), None, BTreeMap::new()),
+            };
+            slices.insert(name, Arc::new(fact));
+            Some(Some(ServiceEntry::new(key, import, Arc::new(slices))))
+        });
+        if updated {
+            self.slice_owner.insert(slice_key, service_key);
+            changed += 1;
+        }
+        Ok(changed)
+    }
+
+    /// Removes an EndpointSlice; returns the number of services changed.
+    pub(crate) fn apply_delete_slice(
+        &mut self,
+        key: &SliceKey,
+        log: Option<&mut Vec<Replaced>>,
+    ) -> usize {
+        match self.slice_owner.get(key).cloned() {
+            Some(service_key) => self.remove_slice(key, &service_key, log),
+            None => 0,
+        }
+    }
+
+    fn remove_slice(
+        &mut self,
+        slice_key: &SliceKey,
+        service_key: &ServiceKey,
+        log: Option<&mut Vec<Replaced>>,
+    ) -> usize {
+        self.slice_owner.remove(slice_key);
+        usize::from(self.replace_service(service_key, log, |current| {
+            let current = current.filter(|c| c.slices.contains_key(&slice_key.name))?;
+            let mut slices = BTreeMap::clone(&current.slices);
+            slices.remove(&slice_key.name);
+            Some((current.import.is_some() || !slices.is_empty()).then(|| {
+                ServiceEntry::new(
+                    Arc::clone(&current.key),
+                    current.import.clone(),
+                    Arc::new(slices),
+                )
+            }))
+        }))
+    }
+
+    /// The names whose records differ between the entries before and after some changes (the
+    /// answer of the public update methods; the store does not need it).
+    fn changed_names(&self, replaced: &[Replaced]) -> ChangedNames {
+        let config = self.config();
+        let mut changed = ChangedNames::new();
+        for (old, new) in replaced {
+            let records = |entry: &Option<Arc<ServiceEntry>>| -> BTreeMap<String, NameRecords> {
+                entry.as_ref().map_or_else(BTreeMap::new, |e| {
+                    let names = e.names(config);
+                    let mut map: BTreeMap<String, NameRecords> = names
+                        .names
+                        .iter()
+                        .map(|(_, p)| (p.view().name.clone(), p.view().records.clone()))
+                        .collect();
+                    for (ip, targets) in &names.reverse {
+                        map.insert(
+                            reverse_name(*ip),
+                            NameRecords {
+                                ptr: targets.clone(),
+                                ..NameRecords::default()
+                            },
+                        );
+                    }
+                    map
+                })
+            };
+            let (before, after) = (records(old), records(new));
+            let mut touched = ChangedNames::new();
+            for (name, r) in &before {
+                if after.get(name) != Some(r) {
+                    touched.insert(name.clone());
                 }
             }
-            changed.insert(name);
-        }
-        let mut with_srv = Vec::new();
-        for (name, records) in new_records {
-            if !records.srv.is_empty() {
-                with_srv.push(name.clone());
+            for (name, r) in &after {
+                if before.get(name) != Some(r) {
+                    touched.insert(name.clone());
+                }
             }
-            let contributors = self.names.entry(name.clone()).or_default();
-            if contributors.get(&owner) != Some(&records) {
-                contributors.insert(owner.clone(), records);
-                changed.insert(name);
+            // SRV answers carry their targets' addresses (glue): they change with them.
+            if !touched.is_empty() {
+                touched.extend(
+                    after
+                        .iter()
+                        .filter(|(_, r)| !r.srv.is_empty())
+                        .map(|(n, _)| n.clone()),
+                );
             }
-        }
-        // SRV answers carry their targets' addresses (glue), and the targets are this
-        // service's names: when anything changed, its SRV names are recomputed too.
-        if !changed.is_empty() {
-            changed.extend(with_srv);
+            let had = old.as_ref().is_some_and(|e| e.import.is_some());
+            let has = new.as_ref().is_some_and(|e| e.import.is_some());
+            if had != has
+                && let Some(entry) = old.as_ref().or(new.as_ref())
+            {
+                let namespace = format!("{}.svc.{}", entry.key.namespace, self.apex());
+                let exists = self.view(&namespace, false).is_some();
+                // The namespace appeared (first import) or disappeared (last one gone).
+                let first = has && self.namespace_count(&entry.key) == 1;
+                if first || !exists {
+                    touched.insert(namespace);
+                }
+            }
+            changed.extend(touched);
         }
         changed
     }
 
-    /// Every name in the zone (lower case, no trailing dot), in no particular order.
+    fn namespace_count(&self, key: &ServiceKey) -> usize {
+        self.index
+            .services
+            .iter()
+            .filter(|(_, e)| e.import.is_some() && e.key.namespace == key.namespace)
+            .count()
+    }
+
+    /// Every name in the zone (lower case, no trailing dot), in no particular order, reverse
+    /// names included. Computes the names of every service that no one asked for yet.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.names.keys().map(String::as_str)
+        let index = &self.index;
+        let zone = self.zone_names.iter().map(String::as_str);
+        let namespaces = index.namespaces.iter().map(|(_, e)| &*e.name);
+        let services = index.services.iter().flat_map(move |(_, e)| {
+            e.names(&index.config)
+                .names
+                .iter()
+                .map(|(_, p)| p.view().name.as_str())
+        });
+        let reverse = index
+            .reverse
+            .iter()
+            .filter_map(move |(ip, e)| index.reverse_prepared(*ip, e))
+            .map(|p| p.view().name.as_str());
+        zone.chain(namespaces).chain(services).chain(reverse)
     }
 
     /// The merged records of a name, or `None` if the name does not exist.
     pub fn records(&self, name: &str) -> Option<NameRecords> {
-        let contributors = self.names.get(name)?;
-        if contributors.len() == 1 {
-            return contributors.values().next().cloned();
-        }
-        let mut merged = NameRecords::default();
-        for records in contributors.values() {
-            merged.merge(records);
-        }
-        Some(merged)
+        self.view(name, false).map(|v| v.records)
     }
 
     /// Whether `name` (lower case, no trailing dot) is the apex or below it.
     pub fn in_zone(&self, name: &str) -> bool {
-        let apex = self.apex();
-        name == apex
-            || name
-                .strip_suffix(apex)
-                .is_some_and(|rest| rest.ends_with('.'))
+        in_zone(self.apex(), name)
     }
 
     /// The SOA record of the zone.
     pub fn soa_record(&self) -> Record {
         let apex = fqdn(self.apex());
+        let ttl = self.config().ttl;
         let soa = SOA::new(
             fqdn(&format!("ns.dns.{}", self.apex())),
             fqdn(&format!("hostmaster.{}", self.apex())),
@@ -420,9 +515,9 @@ impl ClustersetZone {
             7200,
             1800,
             86400,
-            self.config.ttl,
+            ttl,
         );
-        Record::from_rdata(apex, self.config.ttl, RData::SOA(soa))
+        Record::from_rdata(apex, ttl, RData::SOA(soa))
     }
 
     /// The answer to `qname` (any case, trailing dot optional) and `qtype`, as the MCS DNS
@@ -446,29 +541,105 @@ impl ClustersetZone {
         }
     }
 
+    /// The view of the zone's own name number `index` (in `zone_names` order).
+    pub(crate) fn zone_view(&self, index: usize, with_soa: bool) -> Option<NameView> {
+        let (name, records) = zone_names(self.config()).into_iter().nth(index)?;
+        Some(NameView {
+            soa: (with_soa || records.apex).then(|| self.soa_record()),
+            in_zone: self.in_zone(&name),
+            name,
+            records,
+            targets: Vec::new(),
+            ttl: self.config().ttl,
+            apex: self.apex().to_owned(),
+        })
+    }
+
     /// Everything needed to answer about an existing name (lower case, no trailing dot), or
     /// `None` if it does not exist. With `with_soa` the view carries the zone's SOA, which
     /// negative answers and the apex need.
     pub fn view(&self, name: &str, with_soa: bool) -> Option<NameView> {
-        let records = self.records(name)?;
-        let mut targets: Vec<(String, NameRecords)> = Vec::new();
-        for srv in &records.srv {
-            if srv.target == name || targets.iter().any(|(t, _)| *t == srv.target) {
-                continue;
-            }
-            if let Some(target) = self.records(&srv.target) {
-                targets.push((srv.target.clone(), target));
+        // Only names made of DNS labels can exist (and have a wire form).
+        if name.len() > 253 || name.split('.').any(|l| l.is_empty() || l.len() > 63) {
+            return None;
+        }
+        let key = wire_name(name);
+        let found = self.index.lookup(&key, self.index.zone_offset(&key))?;
+        let soa = || with_soa.then(|| self.soa_record());
+        match found {
+            Found::Zone(index) => self.zone_view(index, with_soa),
+            Found::Namespace(entry) => Some(NameView {
+                name: entry.name.to_string(),
+                records: NameRecords::default(),
+                targets: Vec::new(),
+                ttl: self.config().ttl,
+                apex: self.apex().to_owned(),
+                soa: soa(),
+                in_zone: true,
+            }),
+            Found::Name(prepared) => {
+                let mut view = prepared.view().clone();
+                view.soa = soa();
+                Some(view)
             }
         }
-        Some(NameView {
-            name: name.to_owned(),
-            soa: (with_soa || records.apex).then(|| self.soa_record()),
-            records,
-            targets,
-            ttl: self.config.ttl,
-            apex: self.apex().to_owned(),
-            in_zone: self.in_zone(name),
+    }
+}
+
+/// Whether `name` is `apex` or below it (both lower case, no trailing dot).
+pub(crate) fn in_zone(apex: &str, name: &str) -> bool {
+    name == apex
+        || name
+            .strip_suffix(apex)
+            .is_some_and(|rest| rest.ends_with('.'))
+}
+
+/// A service's names with their answers, and its PTR targets per address: what
+/// [`service_records`] says, arranged for lookups.
+pub(crate) fn service_names(
+    config: &ZoneConfig,
+    key: &ServiceKey,
+    import: &ImportFact,
+    slices: &BTreeMap<String, Arc<SliceFact>>,
+) -> ServiceNames {
+    let (names, reverse) = service_records(config, key, import, slices);
+    let Ok(service) = ClustersetName::service(&key.namespace, &key.name)
+        .and_then(|n| n.in_zone(config.zone.clone()))
+    else {
+        return ServiceNames::default();
+    };
+    let suffix = wire_name(&service.to_string()).len();
+    let apex = config.zone.as_str();
+    let mut out: Vec<(Box<[u8]>, PreparedName)> = names
+        .iter()
+        .filter_map(|(name, records)| {
+            let wire = wire_name(name);
+            let labels = wire.get(..wire.len().checked_sub(suffix)?)?;
+            let mut targets: Vec<(String, NameRecords)> = Vec::new();
+            for srv in &records.srv {
+                if srv.target == *name || targets.iter().any(|(t, _)| *t == srv.target) {
+                    continue;
+                }
+                if let Some(target) = names.get(&srv.target) {
+                    targets.push((srv.target.clone(), target.clone()));
+                }
+            }
+            let view = NameView {
+                name: name.clone(),
+                records: records.clone(),
+                targets,
+                ttl: config.ttl,
+                apex: apex.to_owned(),
+                soa: None,
+                in_zone: in_zone(apex, name),
+            };
+            Some((labels.into(), PreparedName::new(view)))
         })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    ServiceNames {
+        names: out,
+        reverse: reverse.into_iter().collect(),
     }
 }
 
@@ -654,28 +825,30 @@ pub fn reverse_name(ip: IpAddr) -> String {
     }
 }
 
-/// All records one service contributes, by name: the pure heart of the zone.
+/// The records of a service's names (all below `<svc>.<ns>.svc.<zone>`), and its PTR targets
+/// per address: the pure heart of the zone. (`<ns>.svc.<zone>` exists while the service does;
+/// the zone index keeps it.)
 fn service_records(
     config: &ZoneConfig,
     key: &ServiceKey,
     import: &ImportFact,
-    slices: &BTreeMap<String, SliceFact>,
-) -> BTreeMap<String, NameRecords> {
+    slices: &BTreeMap<String, Arc<SliceFact>>,
+) -> (
+    BTreeMap<String, NameRecords>,
+    BTreeMap<IpAddr, BTreeSet<String>>,
+) {
     let mut out: BTreeMap<String, NameRecords> = BTreeMap::new();
+    let mut reverse: BTreeMap<IpAddr, BTreeSet<String>> = BTreeMap::new();
     // Validated on the way in; a failure here would be a bug, and then the service has no names.
     let Ok(service) = ClustersetName::service(&key.namespace, &key.name)
         .and_then(|n| n.in_zone(config.zone.clone()))
     else {
-        return out;
+        return (out, reverse);
     };
     let service_name = service.to_string();
-    out.insert(
-        format!("{}.svc.{}", key.namespace, config.zone),
-        NameRecords::default(),
-    );
     let ready: Vec<(&SliceFact, &ReadyAddress)> = slices
         .values()
-        .flat_map(|s| s.ready.iter().map(move |a| (s, a)))
+        .flat_map(|s| s.ready.iter().map(move |a| (&**s, a)))
         .collect();
 
     // Endpoint names <hostname>.<clusterid>.<svc>... (spec for headless; CoreDNS for both).
@@ -689,10 +862,7 @@ fn service_records(
         };
         let name = name.to_string();
         out.entry(name.clone()).or_default().add_ip(address.ip);
-        out.entry(reverse_name(address.ip))
-            .or_default()
-            .ptr
-            .insert(name.clone());
+        reverse.entry(address.ip).or_default().insert(name.clone());
         endpoint_names.insert((slice.cluster_id.clone(), address.hostname.clone()), name);
     }
     if config.lighthouse_cluster_names {
@@ -710,10 +880,7 @@ fn service_records(
             out.entry(service_name.clone()).or_default();
             for ip in &import.ips {
                 out.entry(service_name.clone()).or_default().add_ip(*ip);
-                out.entry(reverse_name(*ip))
-                    .or_default()
-                    .ptr
-                    .insert(service_name.clone());
+                reverse.entry(*ip).or_default().insert(service_name.clone());
             }
             if !import.ips.is_empty() {
                 let entries = |ports: &mut dyn Iterator<Item = &PortFact>| {
@@ -784,7 +951,7 @@ fn service_records(
             out.entry(name).or_default().srv = srv;
         }
     }
-    out
+    (out, reverse)
 }
 
 /// Distinct (name, protocol) of the named ports.

@@ -1,7 +1,7 @@
 //! The live store: the zone behind a lock for writers, and an atomically swapped [`Snapshot`]
 //! for the server, so queries never wait for an update.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, mpsc};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
@@ -9,8 +9,8 @@ use hickory_proto::rr::RecordType;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use crate::objects::{ObjectError, ServiceKey, SliceKey, ZoneObject};
-use crate::records::{Answer, ChangedNames, ClustersetZone, ZoneConfig};
-use crate::wire::{NameTable, Snapshot};
+use crate::records::{Answer, ClustersetZone, ZoneConfig};
+use crate::wire::Snapshot;
 
 /// How long a writer waits for queries to let go of the snapshot it replaced.
 const RETIRE_WAIT: Duration = Duration::from_millis(100);
@@ -33,13 +33,13 @@ pub struct ApplyReport {
     pub applied: usize,
     /// Objects rejected; for each, the last good version (if any) keeps serving.
     pub rejected: Vec<ObjectError>,
-    /// Names whose answers were recomputed.
+    /// Services whose facts changed (counted once per change). Their names are not computed
+    /// here: each service's answers are computed the first time a query asks for one of them.
     pub names_recomputed: usize,
 }
 
 struct Inner {
     zone: ClustersetZone,
-    table: NameTable,
     synced: bool,
 }
 
@@ -59,6 +59,28 @@ struct Inner {
 pub struct ZoneStore {
     inner: Mutex<Inner>,
     snapshot: ArcSwap<Snapshot>,
+    /// Where replaced snapshots and zones go to be freed (a thread started on first use).
+    reaper: Mutex<Option<mpsc::Sender<Retired>>>,
+}
+
+/// Data a change replaced, freed off the writer's and the queries' paths.
+enum Retired {
+    Snapshot(Arc<Snapshot>),
+    /// Held only to be dropped on the reaper.
+    #[allow(dead_code)]
+    Zone(Box<ClustersetZone>),
+}
+
+impl Retired {
+    fn free(self) {
+        if let Self::Snapshot(old) = &self {
+            let deadline = Instant::now() + RETIRE_WAIT;
+            while Arc::strong_count(old) > 1 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        }
+        drop(self);
+    }
 }
 
 impl std::fmt::Debug for ZoneStore {
@@ -82,17 +104,14 @@ impl ZoneStore {
     /// An empty, unsynced store.
     pub fn new(config: ZoneConfig) -> Self {
         let zone = ClustersetZone::new(config);
-        let mut table = NameTable::new();
-        let names: Vec<String> = zone.names().map(str::to_owned).collect();
-        table.update(&zone, &names);
-        let snapshot = Snapshot::new(&zone, table.clone(), false);
+        let snapshot = Snapshot::new(&zone, false);
         Self {
             inner: Mutex::new(Inner {
                 zone,
-                table,
                 synced: false,
             }),
             snapshot: ArcSwap::from_pointee(snapshot),
+            reaper: Mutex::new(None),
         }
     }
 
@@ -118,33 +137,30 @@ impl ZoneStore {
     pub fn apply(&self, changes: impl IntoIterator<Item = ZoneChange>) -> ApplyReport {
         let mut inner = self.lock();
         let mut report = ApplyReport::default();
-        let mut changed = ChangedNames::new();
+        let mut changed = 0;
         for change in changes {
+            let zone = &mut inner.zone;
             let result = match change {
                 ZoneChange::Upsert(ZoneObject::ServiceImport(import)) => {
-                    inner.zone.upsert_service_import(&import)
+                    zone.apply_import(&import, None)
                 }
                 ZoneChange::Upsert(ZoneObject::EndpointSlice(slice)) => {
-                    inner.zone.upsert_endpoint_slice(&slice)
+                    zone.apply_slice(&slice, None)
                 }
-                ZoneChange::DeleteServiceImport(key) => {
-                    Ok(inner.zone.delete_service_import(&key.namespace, &key.name))
-                }
-                ZoneChange::DeleteEndpointSlice(key) => {
-                    Ok(inner.zone.delete_endpoint_slice(&key.namespace, &key.name))
-                }
+                ZoneChange::DeleteServiceImport(key) => Ok(zone.apply_delete_import(&key, None)),
+                ZoneChange::DeleteEndpointSlice(key) => Ok(zone.apply_delete_slice(&key, None)),
             };
             match result {
-                Ok(names) => {
+                Ok(services) => {
                     report.applied += 1;
-                    changed.extend(names);
+                    changed += services;
                 }
                 Err(e) => report.rejected.push(e),
             }
         }
-        report.names_recomputed = changed.len();
-        if !changed.is_empty() {
-            self.publish(&mut inner, &changed);
+        report.names_recomputed = changed;
+        if changed > 0 {
+            self.publish(&mut inner);
         }
         report
     }
@@ -191,7 +207,7 @@ impl ZoneStore {
         let mut inner = self.lock();
         if !inner.synced {
             inner.synced = true;
-            let snapshot = Snapshot::new(&inner.zone, inner.table.clone(), true);
+            let snapshot = Snapshot::new(&inner.zone, true);
             self.swap_in(snapshot);
         }
     }
@@ -206,8 +222,8 @@ impl ZoneStore {
         let count = objects.len();
         for object in objects {
             let result = match object {
-                ZoneObject::ServiceImport(import) => zone.upsert_service_import(&import),
-                ZoneObject::EndpointSlice(slice) => zone.upsert_endpoint_slice(&slice),
+                ZoneObject::ServiceImport(import) => zone.apply_import(&import, None),
+                ZoneObject::EndpointSlice(slice) => zone.apply_slice(&slice, None),
             };
             if let Err(e) = result {
                 errors.push(e);
@@ -218,46 +234,61 @@ impl ZoneStore {
         }
         let mut inner = self.lock();
         zone.set_serial(next_serial(inner.zone.serial()));
-        let mut table = NameTable::new();
-        let names: Vec<String> = zone.names().map(str::to_owned).collect();
-        table.update(&zone, &names);
-        inner.zone = zone;
-        inner.table = table;
         inner.synced = true;
-        let snapshot = Snapshot::new(&inner.zone, inner.table.clone(), true);
+        let snapshot = Snapshot::new(&zone, true);
+        let old = std::mem::replace(&mut inner.zone, zone);
         self.swap_in(snapshot);
+        self.retire(Retired::Zone(Box::new(old)));
         Ok(count)
     }
 
-    fn publish(&self, inner: &mut Inner, changed: &ChangedNames) {
+    fn publish(&self, inner: &mut Inner) {
         let serial = next_serial(inner.zone.serial());
         inner.zone.set_serial(serial);
-        let apex = inner.zone.apex().to_owned();
-        let Inner {
-            zone,
-            table,
-            synced,
-        } = inner;
-        table.update(zone, changed.iter().chain(std::iter::once(&apex)));
-        let snapshot = Snapshot::new(zone, table.clone(), *synced);
+        let snapshot = Snapshot::new(&inner.zone, inner.synced);
         self.swap_in(snapshot);
     }
 
-    /// Publishes `snapshot` and frees the previous one here, on the writer: a query thread that
-    /// still holds the old snapshot would otherwise free it (a whole zone's worth of entries
-    /// after a big update) in the middle of answering. Queries hold a snapshot for one batch of
-    /// datagrams, so the wait is short; after [`RETIRE_WAIT`] the last reader frees it instead.
+    /// Publishes `snapshot` and hands the previous one to the store's reaper thread, which
+    /// waits for the queries still holding it to let go (at most [`RETIRE_WAIT`]) and frees it
+    /// there: a query thread would otherwise free it (a whole batch's worth of replaced entries)
+    /// in the middle of answering, and the writer would pay for it before the next update.
     fn swap_in(&self, snapshot: Snapshot) {
         let old = self.snapshot.swap(Arc::new(snapshot));
-        let deadline = Instant::now() + RETIRE_WAIT;
-        while Arc::strong_count(&old) > 1 && Instant::now() < deadline {
-            std::thread::yield_now();
-        }
-        drop(old);
+        self.retire(Retired::Snapshot(old));
     }
 
-    /// The answer the records model gives (the server's precomputed answers are encoded from
-    /// exactly this), for diagnostics and tests.
+    fn retire(&self, retired: Retired) {
+        let mut reaper = self
+            .reaper
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if reaper.is_none() {
+            let (sender, receiver) = mpsc::channel::<Retired>();
+            let spawned = std::thread::Builder::new()
+                .name("dns-zone-reaper".to_owned())
+                .spawn(move || {
+                    while let Ok(retired) = receiver.recv() {
+                        retired.free();
+                    }
+                });
+            if spawned.is_ok() {
+                *reaper = Some(sender);
+            }
+        }
+        match reaper.as_ref() {
+            Some(sender) => {
+                if let Err(mpsc::SendError(retired)) = sender.send(retired) {
+                    retired.free();
+                }
+            }
+            // No thread (the system refused one): free it here, as the reaper would.
+            None => retired.free(),
+        }
+    }
+
+    /// The answer the records model gives (the server's answers are encoded from the same
+    /// lazily computed names), for diagnostics and tests.
     pub fn answer(&self, name: &str, qtype: RecordType) -> Answer {
         self.lock().zone.answer(name, qtype)
     }

@@ -1,19 +1,20 @@
-//! The query hot path: answers encoded once per (name, type) when the zone changes, and a
-//! request handler that only parses the header and question, looks the name up, and splices
-//! the precomputed bytes behind the client's own question.
+//! The query hot path: answers encoded once per (name, type), on the first query after the
+//! name's service changed, and a request handler that only parses the header and question,
+//! looks the name up in the snapshot's indexes, and splices the encoded bytes behind the
+//! client's own question.
 //!
 //! Pure and allocation-free per query once the output buffer has grown: [`answer`] is what the
 //! UDP and TCP loops call (it also tells the response code, which they count), [`respond`] what
 //! the fuzz target calls.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::{Arc, OnceLock};
+use std::hash::Hasher;
+use std::sync::OnceLock;
 
 use hickory_proto::op::{Message, OpCode, Query};
 use hickory_proto::rr::{Record, RecordType};
 use hickory_proto::serialize::binary::{BinEncodable, BinEncoder};
 
+use crate::index::{Found, ZoneIndex};
 use crate::records::{ClustersetZone, NameView, fqdn};
 use crate::stats::Rcode;
 
@@ -66,12 +67,6 @@ impl Hasher for NameHasher {
     }
 }
 
-fn name_hash(name: &[u8]) -> u64 {
-    let mut hasher = NameHasher::default();
-    hasher.write(name);
-    hasher.finish()
-}
-
 /// One precomputed positive answer: everything after the question.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct PreparedAnswer {
@@ -94,7 +89,7 @@ pub struct PreparedName {
 }
 
 impl PreparedName {
-    fn new(view: NameView) -> Self {
+    pub(crate) fn new(view: NameView) -> Self {
         let types = view.records.record_types();
         let encoded = types.iter().map(|_| OnceLock::new()).collect();
         Self {
@@ -119,6 +114,11 @@ impl PreparedName {
                 encode_answer(&self.view.name, qtype, answer.answers, answer.additionals)
             })
             .as_ref()
+    }
+
+    /// What the name holds.
+    pub fn view(&self) -> &NameView {
+        &self.view
     }
 
     /// Encodes every answer now (the first query of each then costs nothing extra).
@@ -195,81 +195,32 @@ fn soa_without_owner(zone: &ClustersetZone) -> Vec<u8> {
         .unwrap_or_default()
 }
 
-type Shard = HashMap<Arc<[u8]>, Arc<PreparedName>, BuildHasherDefault<NameHasher>>;
-
-/// Shards of the name table; a one-service update copies the few shards its names fall in.
-const SHARDS: usize = 4096;
-
-/// The name table of a snapshot: 4,096 shards, each copied on write, so an update that touches a
-/// few names copies a few small maps instead of the whole zone.
-#[derive(Debug, Clone)]
-pub(crate) struct NameTable {
-    shards: Vec<Arc<Shard>>,
-}
-
-impl NameTable {
-    pub(crate) fn new() -> Self {
-        Self {
-            shards: (0..SHARDS).map(|_| Arc::new(Shard::default())).collect(),
-        }
-    }
-
-    fn shard_of(key: &[u8]) -> usize {
-        // The top bits of the hash pick the shard; the map inside uses all of it.
-        usize::try_from(name_hash(key) >> 52).unwrap_or(0) % SHARDS
-    }
-
-    fn get(&self, key: &[u8]) -> Option<&Arc<PreparedName>> {
-        self.shards.get(Self::shard_of(key))?.get(key)
-    }
-
-    /// Replaces the entries of `names` with what `zone` says now.
-    pub(crate) fn update<'a>(
-        &mut self,
-        zone: &ClustersetZone,
-        names: impl IntoIterator<Item = &'a String>,
-    ) {
-        for name in names {
-            let key: Arc<[u8]> = wire_name(name).into();
-            let shard_index = Self::shard_of(&key);
-            let Some(shard) = self.shards.get_mut(shard_index) else {
-                continue;
-            };
-            let shard = Arc::make_mut(shard);
-            match prepare_name(zone, name) {
-                Some(prepared) => {
-                    shard.insert(key, Arc::new(prepared));
-                }
-                None => {
-                    shard.remove(&key);
-                }
-            }
-        }
-    }
-
-    /// The number of names.
-    pub(crate) fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.len()).sum()
-    }
-}
-
 /// An immutable view of the zone that the server answers from. The store publishes a new one
 /// on every change; a query holds one for its whole handling, so updates never block queries.
+///
+/// It shares the zone's indexes (copy-on-write maps of services, namespaces and reverse
+/// names): a service's answers are computed and encoded the first time a query asks for one of
+/// its names, and kept by every later snapshot until the service changes.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     synced: bool,
-    zone_wire: Box<[u8]>,
     soa: Box<[u8]>,
-    table: NameTable,
+    index: ZoneIndex,
+    /// The zone's own names, in `zone_names` order.
+    zone_names: std::sync::Arc<[PreparedName]>,
 }
 
 impl Snapshot {
-    pub(crate) fn new(zone: &ClustersetZone, table: NameTable, synced: bool) -> Self {
+    pub(crate) fn new(zone: &ClustersetZone, synced: bool) -> Self {
+        let zone_names = (0..)
+            .map_while(|i| zone.zone_view(i, false))
+            .map(PreparedName::new)
+            .collect();
         Self {
             synced,
-            zone_wire: wire_name(zone.apex()).into(),
             soa: soa_without_owner(zone).into(),
-            table,
+            index: zone.index().clone(),
+            zone_names,
         }
     }
 
@@ -278,23 +229,21 @@ impl Snapshot {
         self.synced
     }
 
-    /// The number of names with precomputed answers.
+    /// The number of services (with or without an import) the snapshot holds; their names are
+    /// computed when first asked for.
     pub fn name_count(&self) -> usize {
-        self.table.len()
+        self.index.services.len()
     }
 
-    /// Whether the lower-case wire name is the zone or below it (on a label boundary).
-    fn zone_suffix_offset(&self, name: &[u8]) -> Option<usize> {
-        let start = name.len().checked_sub(self.zone_wire.len())?;
-        if name.get(start..)? != &*self.zone_wire {
-            return None;
-        }
-        // `start` must be a label boundary: walk the labels from the front.
-        let mut pos = 0;
-        while pos < start {
-            pos += 1 + usize::from(*name.get(pos)?);
-        }
-        (pos == start).then_some(start)
+    /// The answers of a lower-case wire name: `Ok(name)` for an existing name with data,
+    /// `Err(in_zone)` for an existing name without any (a namespace), `None` if it does not
+    /// exist.
+    fn find(&self, key: &[u8], zone_offset: Option<usize>) -> Option<Result<&PreparedName, bool>> {
+        Some(match self.index.lookup(key, zone_offset)? {
+            Found::Zone(index) => Ok(self.zone_names.get(index)?),
+            Found::Namespace(_) => Err(true),
+            Found::Name(prepared) => Ok(prepared),
+        })
     }
 }
 
@@ -568,7 +517,7 @@ pub fn answer(
     let question = &request[12..req.question_end];
     let opt_count = u16::from(req.edns.is_some());
     let key = key.as_slice();
-    let zone_offset = snapshot.zone_suffix_offset(key);
+    let zone_offset = snapshot.index.zone_offset(key);
     let in_zone = zone_offset.is_some();
 
     let simple = |out: &mut Vec<u8>, rcode: u8, authoritative: bool| {
@@ -604,9 +553,10 @@ pub fn answer(
         simple(out, rcode, false);
         return Some(Rcode::from_header(rcode));
     }
-    let entry = snapshot.table.get(key);
-    let positive = entry.and_then(|e| e.answer(req.qtype));
-    match (entry, positive) {
+    let entry = snapshot.find(key, zone_offset);
+    let positive = entry.and_then(|e| e.ok()).and_then(|e| e.answer(req.qtype));
+    let entry_in_zone = entry.map(|e| e.map_or_else(|in_zone| in_zone, |p| p.view.in_zone));
+    match (entry_in_zone, positive) {
         (_, Some(prepared)) => {
             write_header(
                 out,
@@ -624,14 +574,14 @@ pub fn answer(
             out.extend_from_slice(question);
             out.extend_from_slice(&prepared.tail);
         }
-        (Some(entry), None) => {
+        (Some(entry_in_zone), None) => {
             negative(
                 out,
                 request,
                 question,
                 snapshot,
                 RCODE_NOERROR,
-                entry.view.in_zone.then_some(zone_offset).flatten(),
+                entry_in_zone.then_some(zone_offset).flatten(),
                 opt_count,
             );
         }

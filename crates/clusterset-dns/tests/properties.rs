@@ -426,3 +426,185 @@ proptest! {
         }
     }
 }
+
+/// The PTR targets and the existence of `shop.svc.<zone>` that the live objects imply, worked
+/// out from the operations alone (not from the zone).
+#[derive(Debug, Default)]
+struct Expected {
+    /// service -> clusterset IP (ClusterSetIP imports only) or `None` (headless).
+    imports: BTreeMap<usize, Option<String>>,
+    /// slice -> (service, cluster, ready (ip, hostname) pairs).
+    slices: BTreeMap<usize, ExpectedSlice>,
+}
+
+/// (service, cluster, ready (ip, hostname) pairs) of a slice.
+type ExpectedSlice = (usize, usize, Vec<(String, String)>);
+
+impl Expected {
+    fn apply(&mut self, op: &Op) {
+        match op {
+            Op::Import {
+                svc,
+                headless,
+                ip,
+                v6,
+                ..
+            } => {
+                let ip = if *v6 {
+                    format!("fd00::{ip}")
+                } else {
+                    format!("242.0.0.{ip}")
+                };
+                self.imports.insert(*svc, (!headless).then_some(ip));
+            }
+            Op::DeleteImport { svc } => {
+                self.imports.remove(svc);
+            }
+            Op::Slice {
+                slice,
+                svc,
+                cluster,
+                addresses,
+                ..
+            } => {
+                let ready = addresses
+                    .iter()
+                    .filter(|(_, ready, _)| *ready)
+                    .map(|(last, _, host)| {
+                        let ip = format!("10.1.0.{last}");
+                        let host =
+                            host.map_or_else(|| format!("10-1-0-{last}"), |h| HOSTS[h].to_owned());
+                        (ip, host)
+                    })
+                    .collect();
+                self.slices.insert(*slice, (*svc, *cluster, ready));
+            }
+            Op::DeleteSlice { slice } => {
+                self.slices.remove(slice);
+            }
+        }
+    }
+
+    /// The PTR targets (with the trailing dot) of `ip`.
+    fn ptr(&self, ip: &str) -> Vec<String> {
+        let mut targets = std::collections::BTreeSet::new();
+        for (svc, clusterset_ip) in &self.imports {
+            if clusterset_ip.as_deref() == Some(ip) {
+                targets.insert(format!("{}.shop.svc.clusterset.local.", SERVICES[*svc]));
+            }
+        }
+        for (svc, cluster, ready) in self.slices.values() {
+            if !self.imports.contains_key(svc) {
+                continue;
+            }
+            for (address, host) in ready {
+                if address == ip {
+                    targets.insert(format!(
+                        "{host}.{}.{}.shop.svc.clusterset.local.",
+                        CLUSTERS[*cluster], SERVICES[*svc]
+                    ));
+                }
+            }
+        }
+        targets.into_iter().collect()
+    }
+}
+
+fn reverse_of(ip: &str) -> String {
+    let ip: std::net::IpAddr = ip.parse().unwrap();
+    match ip {
+        std::net::IpAddr::V4(v4) => {
+            let [a, b, c, d] = v4.octets();
+            format!("{d}.{c}.{b}.{a}.in-addr.arpa.")
+        }
+        std::net::IpAddr::V6(v6) => {
+            let mut name = String::new();
+            for byte in v6.octets().iter().rev() {
+                name.push_str(&format!("{:x}.{:x}.", byte & 0xf, byte >> 4));
+            }
+            name + "ip6.arpa."
+        }
+    }
+}
+
+/// Asks the snapshot over the wire: (response code, answer rdata).
+fn ask(
+    store: &ZoneStore,
+    name: &str,
+    qtype: RecordType,
+) -> (hickory_proto::op::ResponseCode, Vec<String>) {
+    let mut query = Message::query();
+    query.add_query(Query::query(Name::from_ascii(name).unwrap(), qtype));
+    let mut out = Vec::new();
+    assert!(respond(
+        &store.snapshot(),
+        &query.to_vec().unwrap(),
+        Transport::Udp,
+        &mut out
+    ));
+    let message = Message::from_vec(&out).unwrap();
+    let mut data: Vec<String> = message.answers.iter().map(|r| r.data.to_string()).collect();
+    data.sort();
+    (message.metadata.response_code, data)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+    /// After every change, the namespace name and every PTR name exist exactly while the live
+    /// objects say so, with exactly the targets they imply, on the wire and in the model; and a
+    /// batch of all the changes at once ends in the same answers.
+    #[test]
+    fn namespace_and_ptr_names_appear_and_disappear_with_the_objects(
+        ops in proptest::collection::vec(op(), 1..24),
+    ) {
+        use hickory_proto::op::ResponseCode;
+        let store = ZoneStore::new(ZoneConfig::default());
+        store.mark_synced();
+        let batch = ZoneStore::new(ZoneConfig::default());
+        batch.mark_synced();
+        let mut changes = Vec::new();
+        let mut expected = Expected::default();
+        let addresses: Vec<String> = (1..8)
+            .map(|i| format!("10.1.0.{i}"))
+            .chain((1..6).map(|i| format!("242.0.0.{i}")))
+            .chain((1..6).map(|i| format!("fd00::{i}")))
+            .collect();
+        for op in &ops {
+            let change = match op {
+                Op::DeleteImport { svc } => {
+                    ZoneChange::DeleteServiceImport(ServiceKey::new("shop", SERVICES[*svc]))
+                }
+                Op::DeleteSlice { slice } => {
+                    ZoneChange::DeleteEndpointSlice(SliceKey::new("shop", &format!("s{slice}")))
+                }
+                other => ZoneChange::Upsert(object_of(other).unwrap().1),
+            };
+            changes.push(change.clone());
+            store.apply([change]);
+            expected.apply(op);
+
+            let namespace = ask(&store, "shop.svc.clusterset.local.", RecordType::A);
+            let want = if expected.imports.is_empty() { ResponseCode::NXDomain } else { ResponseCode::NoError };
+            prop_assert_eq!(namespace, (want, vec![]));
+            for ip in &addresses {
+                let name = reverse_of(ip);
+                let targets = expected.ptr(ip);
+                let want = if targets.is_empty() { ResponseCode::Refused } else { ResponseCode::NoError };
+                prop_assert_eq!(ask(&store, &name, RecordType::PTR), (want, targets.clone()), "{}", name);
+                let model = store.answer(&name, RecordType::PTR);
+                let mut model_targets: Vec<String> = model.answers.iter().map(|r| r.data.to_string()).collect();
+                model_targets.sort();
+                prop_assert_eq!((model.response_code, model_targets), (want, targets), "{}", name);
+            }
+        }
+        batch.apply(changes);
+        for ip in &addresses {
+            let name = reverse_of(ip);
+            prop_assert_eq!(ask(&batch, &name, RecordType::PTR), ask(&store, &name, RecordType::PTR));
+        }
+        prop_assert_eq!(
+            ask(&batch, "shop.svc.clusterset.local.", RecordType::A),
+            ask(&store, "shop.svc.clusterset.local.", RecordType::A)
+        );
+    }
+}

@@ -276,3 +276,128 @@ fn documents_of_other_kinds_and_wrong_shapes_name_the_field() {
         "{err}"
     );
 }
+
+#[test]
+fn a_snapshot_answers_from_its_own_facts_even_when_first_asked_after_a_change() {
+    let store = ZoneStore::new(ZoneConfig::default());
+    store.mark_synced();
+    let web = |ip: &str| import("shop", "web", "ClusterSetIP", &[ip], &[("http", "TCP", 80)]);
+    store.upsert_service_import(&web("242.0.0.1")).unwrap();
+    // Nobody has asked for web yet: its answers are computed on the first query, and an old
+    // snapshot must compute them from its own facts.
+    let old = store.snapshot();
+    store.upsert_service_import(&web("242.0.0.2")).unwrap();
+    let ask = |snapshot: &clusterset_dns::wire::Snapshot, name: &str, qtype| {
+        let mut q = Message::query();
+        q.add_query(Query::query(Name::from_ascii(name).unwrap(), qtype));
+        let mut out = Vec::new();
+        assert!(respond(
+            snapshot,
+            &q.to_vec().unwrap(),
+            Transport::Udp,
+            &mut out
+        ));
+        rdata(&Message::from_vec(&out).unwrap())
+    };
+    let name = "web.shop.svc.clusterset.local.";
+    assert_eq!(ask(&old, name, RecordType::A), ["242.0.0.1"]);
+    assert_eq!(ask(&store.snapshot(), name, RecordType::A), ["242.0.0.2"]);
+    assert_eq!(
+        ask(&old, "1.0.0.242.in-addr.arpa.", RecordType::PTR),
+        ["web.shop.svc.clusterset.local."]
+    );
+    assert!(
+        ask(
+            &store.snapshot(),
+            "1.0.0.242.in-addr.arpa.",
+            RecordType::PTR
+        )
+        .is_empty()
+    );
+}
+
+#[test]
+fn unchanged_facts_publish_nothing() {
+    let store = ZoneStore::new(ZoneConfig::default());
+    store.mark_synced();
+    let web = import(
+        "shop",
+        "web",
+        "ClusterSetIP",
+        &["242.0.0.1"],
+        &[("http", "TCP", 80)],
+    );
+    let report = store.apply([ZoneChange::Upsert(ZoneObject::ServiceImport(Box::new(
+        web.clone(),
+    )))]);
+    assert_eq!((report.applied, report.names_recomputed), (1, 1));
+    let before = store.snapshot();
+    let report = store.apply([ZoneChange::Upsert(ZoneObject::ServiceImport(Box::new(web)))]);
+    assert_eq!((report.applied, report.names_recomputed), (1, 0));
+    assert!(std::sync::Arc::ptr_eq(&before, &store.snapshot()));
+    // Deleting what is not there is no change either.
+    store.delete_endpoint_slice("shop", "nope");
+    store.delete_service_import("shop", "nope");
+    assert!(std::sync::Arc::ptr_eq(&before, &store.snapshot()));
+}
+
+#[test]
+fn the_model_still_reports_the_names_a_change_touched() {
+    use clusterset_dns::ClustersetZone;
+    let mut zone = ClustersetZone::new(ZoneConfig::default());
+    let web = |ip: &str| import("shop", "web", "ClusterSetIP", &[ip], &[("http", "TCP", 80)]);
+    let mut changed: Vec<String> = zone
+        .upsert_service_import(&web("242.0.0.1"))
+        .unwrap()
+        .into_iter()
+        .collect();
+    changed.sort();
+    assert_eq!(
+        changed,
+        [
+            "1.0.0.242.in-addr.arpa",
+            "_http._tcp.web.shop.svc.clusterset.local",
+            "shop.svc.clusterset.local",
+            "web.shop.svc.clusterset.local",
+        ]
+    );
+    assert!(
+        zone.upsert_service_import(&web("242.0.0.1"))
+            .unwrap()
+            .is_empty()
+    );
+    let mut changed: Vec<String> = zone
+        .upsert_service_import(&web("242.0.0.2"))
+        .unwrap()
+        .into_iter()
+        .collect();
+    changed.sort();
+    assert_eq!(
+        changed,
+        [
+            "1.0.0.242.in-addr.arpa",
+            "2.0.0.242.in-addr.arpa",
+            "_http._tcp.web.shop.svc.clusterset.local",
+            "web.shop.svc.clusterset.local",
+        ]
+    );
+    let mut names: Vec<&str> = zone.names().collect();
+    names.sort_unstable();
+    assert!(names.contains(&"2.0.0.242.in-addr.arpa"));
+    assert!(!names.contains(&"1.0.0.242.in-addr.arpa"));
+    let mut changed: Vec<String> = zone
+        .delete_service_import("shop", "web")
+        .into_iter()
+        .collect();
+    changed.sort();
+    assert_eq!(
+        changed,
+        [
+            "2.0.0.242.in-addr.arpa",
+            "_http._tcp.web.shop.svc.clusterset.local",
+            "shop.svc.clusterset.local",
+            "web.shop.svc.clusterset.local",
+        ]
+    );
+    assert_eq!(zone.service_count(), 0);
+}

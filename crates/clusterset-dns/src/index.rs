@@ -1,0 +1,580 @@
+//! The zone's indexes, shared by the records model ([`crate::ClustersetZone`]) and the
+//! server's snapshots ([`crate::wire::Snapshot`]): the same maps, the same entries, the same
+//! lazily computed answers.
+//!
+//! - Services: a copy-on-write sharded map from the wire form of `<svc>.<ns>` to the service's
+//!   facts (import and slices) and, computed the first time one of its names is asked for, every
+//!   name below `<svc>.<ns>.svc.<zone>` with its answers. A change replaces one entry; nothing is
+//!   computed until a query (or the model) asks.
+//! - Namespaces: `<ns>.svc.<zone>` exists while a service of the namespace has an import.
+//! - Reverse names: address -> the services that may hold a PTR record for it, maintained from
+//!   the facts when they change; the PTR answer is computed from the owners on first use.
+//!
+//! Names of the zone itself (apex, `svc`, `pod`, `dns`, `ns.dns`, `dns-version`) are matched
+//! here and answered from a small table per configuration (see [`crate::records`]).
+
+use std::borrow::Borrow;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::{Arc, OnceLock};
+
+use mcs_types::ServiceImportType;
+
+use crate::objects::{ImportFact, ServiceKey, SliceFact};
+use crate::records::{NameRecords, NameView, ZoneConfig, in_zone, reverse_name, service_names};
+use crate::wire::{NameHasher, PreparedName, wire_name};
+
+/// Hash maps keyed by the zone's own names and keys: FxHash (see [`NameHasher`]).
+pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<NameHasher>>;
+
+const GROUPS: usize = 64;
+const SHARDS_PER_GROUP: usize = 64;
+
+type Shard<K, V> = FastMap<K, V>;
+type Group<K, V> = Vec<Arc<Shard<K, V>>>;
+
+/// A hash map in 64 x 64 shards, each copied on write: a clone costs 64 reference counts, and a
+/// change after a clone copies one group of 64 pointers and one small shard. Snapshots are
+/// clones; the writer keeps changing its own copy.
+#[derive(Debug)]
+pub(crate) struct CowMap<K, V> {
+    groups: Vec<Arc<Group<K, V>>>,
+    len: usize,
+}
+
+impl<K, V> Clone for CowMap<K, V> {
+    fn clone(&self) -> Self {
+        Self {
+            groups: self.groups.clone(),
+            len: self.len,
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
+    pub(crate) fn new() -> Self {
+        Self {
+            groups: (0..GROUPS)
+                .map(|_| {
+                    Arc::new(
+                        (0..SHARDS_PER_GROUP)
+                            .map(|_| Arc::new(Shard::default()))
+                            .collect(),
+                    )
+                })
+                .collect(),
+            len: 0,
+        }
+    }
+
+    /// Group and shard of a key: bits of the hash that neither the map's buckets (low bits) nor
+    /// its control bytes (top bits) use.
+    fn slot<Q: Hash + ?Sized>(key: &Q) -> (usize, usize) {
+        let mut hasher = NameHasher::default();
+        key.hash(&mut hasher);
+        let hash = hasher.finish();
+        let bits = usize::try_from((hash >> 20) & 0xfff).unwrap_or(0);
+        (bits % GROUPS, (bits / GROUPS) % SHARDS_PER_GROUP)
+    }
+
+    pub(crate) fn get<Q>(&self, key: &Q) -> Option<&V>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let (group, shard) = Self::slot(key);
+        self.groups.get(group)?.get(shard)?.get(key)
+    }
+
+    pub(crate) fn get_key_value<Q>(&self, key: &Q) -> Option<(&K, &V)>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let (group, shard) = Self::slot(key);
+        self.groups.get(group)?.get(shard)?.get_key_value(key)
+    }
+
+    fn shard_mut<Q: Hash + ?Sized>(&mut self, key: &Q) -> Option<&mut Shard<K, V>> {
+        let (group, shard) = Self::slot(key);
+        let group = Arc::make_mut(self.groups.get_mut(group)?);
+        Some(Arc::make_mut(group.get_mut(shard)?))
+    }
+
+    pub(crate) fn insert(&mut self, key: K, value: V) {
+        if let Some(shard) = self.shard_mut(&key)
+            && shard.insert(key, value).is_none()
+        {
+            self.len += 1;
+        }
+    }
+
+    pub(crate) fn remove<Q>(&mut self, key: &Q)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        if self.get(key).is_none() {
+            return;
+        }
+        if let Some(shard) = self.shard_mut(key)
+            && shard.remove(key).is_some()
+        {
+            self.len = self.len.saturating_sub(1);
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.groups
+            .iter()
+            .flat_map(|group| group.iter().flat_map(|shard| shard.iter()))
+    }
+}
+
+/// One service: its facts, the addresses it may hold PTR records for, and its names, computed
+/// on first use.
+#[derive(Debug)]
+pub(crate) struct ServiceEntry {
+    pub(crate) key: Arc<ServiceKey>,
+    pub(crate) import: Option<Arc<ImportFact>>,
+    /// Slices by name.
+    pub(crate) slices: Arc<BTreeMap<String, Arc<SliceFact>>>,
+    /// Sorted, without duplicates; empty without an import.
+    ptr_ips: Box<[IpAddr]>,
+    names: OnceLock<ServiceNames>,
+}
+
+/// Every name of one service with its answers.
+#[derive(Debug, Default)]
+pub(crate) struct ServiceNames {
+    /// (the wire labels in front of `<svc>.<ns>.svc.<zone>`, the name); sorted by the labels.
+    /// The service name itself has no labels in front.
+    pub(crate) names: Vec<(Box<[u8]>, PreparedName)>,
+    /// PTR targets per address, sorted by address.
+    pub(crate) reverse: Vec<(IpAddr, BTreeSet<String>)>,
+}
+
+impl ServiceEntry {
+    pub(crate) fn new(
+        key: Arc<ServiceKey>,
+        import: Option<Arc<ImportFact>>,
+        slices: Arc<BTreeMap<String, Arc<SliceFact>>>,
+    ) -> Self {
+        let mut ips = Vec::new();
+        if let Some(import) = &import {
+            if import.type_ == ServiceImportType::ClusterSetIP {
+                ips.extend(import.ips.iter().copied());
+            }
+            for slice in slices.values() {
+                ips.extend(slice.ready.iter().map(|a| a.ip));
+            }
+        }
+        ips.sort_unstable();
+        ips.dedup();
+        Self {
+            key,
+            import,
+            slices,
+            ptr_ips: ips.into(),
+            names: OnceLock::new(),
+        }
+    }
+
+    /// The service's names, computed now if no one asked before.
+    pub(crate) fn names(&self, config: &ZoneConfig) -> &ServiceNames {
+        self.names.get_or_init(|| match &self.import {
+            Some(import) => service_names(config, &self.key, import, &self.slices),
+            None => ServiceNames::default(),
+        })
+    }
+
+    fn has_import(entry: Option<&Arc<Self>>) -> bool {
+        entry.is_some_and(|e| e.import.is_some())
+    }
+}
+
+/// The services that may hold PTR records for one address, and the PTR answer, computed from
+/// them on first use.
+#[derive(Debug)]
+pub(crate) struct ReverseEntry {
+    owners: Box<[Arc<[u8]>]>,
+    prepared: OnceLock<Option<PreparedName>>,
+}
+
+/// A namespace with at least one imported service.
+#[derive(Debug, Clone)]
+pub(crate) struct NamespaceEntry {
+    count: usize,
+    /// `<ns>.svc.<zone>`.
+    pub(crate) name: Arc<str>,
+}
+
+/// What a name is.
+#[derive(Debug)]
+pub(crate) enum Found<'a> {
+    /// A name of the zone itself: its position in [`crate::records::zone_names`].
+    Zone(usize),
+    /// `<ns>.svc.<zone>` of a namespace with an imported service.
+    Namespace(&'a NamespaceEntry),
+    /// A service's name or a reverse name.
+    Name(&'a PreparedName),
+}
+
+/// The wire form of `<svc>.<ns>` (two labels, no terminator): the key of a service. `None` when
+/// a part is not a DNS label's length (such a service never has names).
+pub(crate) fn service_wire_key(key: &ServiceKey) -> Option<Vec<u8>> {
+    let mut wire = Vec::with_capacity(key.name.len() + key.namespace.len() + 2);
+    for label in [&key.name, &key.namespace] {
+        let len = u8::try_from(label.len())
+            .ok()
+            .filter(|l| (1..=63).contains(l))?;
+        wire.push(len);
+        wire.extend_from_slice(label.as_bytes());
+    }
+    Some(wire)
+}
+
+/// The services, namespaces and reverse names of a zone (see the module docs).
+#[derive(Debug, Clone)]
+pub(crate) struct ZoneIndex {
+    pub(crate) config: Arc<ZoneConfig>,
+    zone_wire: Arc<[u8]>,
+    /// Wire forms of the zone's own names, in [`crate::records::zone_names`] order.
+    zone_names: Arc<[Box<[u8]>]>,
+    pub(crate) services: CowMap<Arc<[u8]>, Arc<ServiceEntry>>,
+    pub(crate) reverse: CowMap<IpAddr, Arc<ReverseEntry>>,
+    pub(crate) namespaces: CowMap<Arc<[u8]>, NamespaceEntry>,
+    imports: usize,
+}
+
+impl ZoneIndex {
+    pub(crate) fn new(config: ZoneConfig, zone_names: &[String]) -> Self {
+        Self {
+            zone_wire: wire_name(config.zone.as_str()).into(),
+            zone_names: zone_names.iter().map(|n| wire_name(n).into()).collect(),
+            config: Arc::new(config),
+            services: CowMap::new(),
+            reverse: CowMap::new(),
+            namespaces: CowMap::new(),
+            imports: 0,
+        }
+    }
+
+    /// The number of services with an import.
+    pub(crate) fn imports(&self) -> usize {
+        self.imports
+    }
+
+    /// Replaces the service under `wire_key`, `old` (what the map holds now), with `new`
+    /// (`None`: removes it), keeping the namespaces and the reverse index in step. Returns the
+    /// new entry.
+    pub(crate) fn replace(
+        &mut self,
+        wire_key: &Arc<[u8]>,
+        old: Option<&Arc<ServiceEntry>>,
+        new: Option<ServiceEntry>,
+    ) -> Option<Arc<ServiceEntry>> {
+        let new = new.map(Arc::new);
+        let (had, has) = (
+            ServiceEntry::has_import(old),
+            ServiceEntry::has_import(new.as_ref()),
+        );
+        if had != has {
+            let key = old.or(new.as_ref()).map(|e| Arc::clone(&e.key));
+            if let Some(key) = key {
+                self.count_namespace(wire_key, &key, has);
+            }
+            if has {
+                self.imports += 1;
+            } else {
+                self.imports = self.imports.saturating_sub(1);
+            }
+        }
+        let empty: &[IpAddr] = &[];
+        let old_ips = old.map_or(empty, |e| &e.ptr_ips);
+        let new_ips = new.as_ref().map_or(empty, |e| &e.ptr_ips);
+        let (mut i, mut j) = (0, 0);
+        loop {
+            let (ip, present) = match (old_ips.get(i), new_ips.get(j)) {
+                (Some(a), Some(b)) if a == b => {
+                    i += 1;
+                    j += 1;
+                    (*a, true)
+                }
+                (Some(a), Some(b)) if a < b => {
+                    i += 1;
+                    (*a, false)
+                }
+                (Some(a), None) => {
+                    i += 1;
+                    (*a, false)
+                }
+                (_, Some(b)) => {
+                    j += 1;
+                    (*b, true)
+                }
+                (None, None) => break,
+            };
+            self.update_reverse(ip, wire_key, present);
+        }
+        match &new {
+            Some(entry) => self
+                .services
+                .insert(Arc::clone(wire_key), Arc::clone(entry)),
+            None => self.services.remove(&**wire_key),
+        }
+        new
+    }
+
+    fn count_namespace(&mut self, wire_key: &[u8], key: &ServiceKey, add: bool) {
+        // The namespace label follows the service label.
+        let Some(ns) = wire_key
+            .first()
+            .and_then(|len| wire_key.get(1 + usize::from(*len)..))
+        else {
+            return;
+        };
+        match (self.namespaces.get(ns).cloned(), add) {
+            (Some(mut entry), true) => {
+                entry.count += 1;
+                self.namespaces.insert(ns.into(), entry);
+            }
+            (None, true) => {
+                let name = format!("{}.svc.{}", key.namespace, self.config.zone);
+                self.namespaces.insert(
+                    ns.into(),
+                    NamespaceEntry {
+                        count: 1,
+                        name: name.into(),
+                    },
+                );
+            }
+            (Some(mut entry), false) if entry.count > 1 => {
+                entry.count -= 1;
+                self.namespaces.insert(ns.into(), entry);
+            }
+            (Some(_), false) => self.namespaces.remove(ns),
+            (None, false) => {}
+        }
+    }
+
+    fn update_reverse(&mut self, ip: IpAddr, owner: &Arc<[u8]>, present: bool) {
+        let mut owners: Vec<Arc<[u8]>> = self
+            .reverse
+            .get(&ip)
+            .map(|e| e.owners.iter().filter(|o| *o != owner).cloned().collect())
+            .unwrap_or_default();
+        if present {
+            owners.push(Arc::clone(owner));
+            owners.sort_unstable();
+        }
+        if owners.is_empty() {
+            self.reverse.remove(&ip);
+        } else {
+            self.reverse.insert(
+                ip,
+                Arc::new(ReverseEntry {
+                    owners: owners.into(),
+                    prepared: OnceLock::new(),
+                }),
+            );
+        }
+    }
+
+    /// Where the zone starts in a lower-case wire name (on a label boundary), if it is in the
+    /// zone.
+    pub(crate) fn zone_offset(&self, name: &[u8]) -> Option<usize> {
+        let start = name.len().checked_sub(self.zone_wire.len())?;
+        if name.get(start..)? != &*self.zone_wire {
+            return None;
+        }
+        let mut pos = 0;
+        while pos < start {
+            pos += 1 + usize::from(*name.get(pos)?);
+        }
+        (pos == start).then_some(start)
+    }
+
+    /// What the lower-case wire name `key` is; `zone_offset` is [`Self::zone_offset`] of it.
+    pub(crate) fn lookup(&self, key: &[u8], zone_offset: Option<usize>) -> Option<Found<'_>> {
+        match zone_offset {
+            Some(offset) => self.lookup_in_zone(key, offset),
+            None => {
+                let ip = parse_reverse(key)?;
+                let entry = self.reverse.get(&ip)?;
+                self.reverse_prepared(ip, entry).map(Found::Name)
+            }
+        }
+    }
+
+    fn lookup_in_zone(&self, key: &[u8], offset: usize) -> Option<Found<'_>> {
+        // Count the labels in front of the zone and keep where the last three start.
+        let (mut count, mut last) = (0usize, [0usize; 3]);
+        let mut pos = 0;
+        while pos < offset {
+            last = [last[1], last[2], pos];
+            count += 1;
+            pos += 1 + usize::from(*key.get(pos)?);
+        }
+        if count <= 2
+            && let Some(index) = self.zone_names.iter().position(|n| **n == *key)
+        {
+            return Some(Found::Zone(index));
+        }
+        let [svc_start, ns_start, last_start] = last;
+        if count < 2 || key.get(last_start..offset)? != b"\x03svc" {
+            return None;
+        }
+        if count == 2 {
+            return self
+                .namespaces
+                .get(key.get(ns_start..last_start)?)
+                .map(Found::Namespace);
+        }
+        let entry = self.services.get(key.get(svc_start..last_start)?)?;
+        let names = &entry.names(&self.config).names;
+        let prefix = key.get(..svc_start)?;
+        let index = names
+            .binary_search_by(|(labels, _)| (**labels).cmp(prefix))
+            .ok()?;
+        names.get(index).map(|(_, prepared)| Found::Name(prepared))
+    }
+
+    /// The PTR name of `ip`, from its owners' names, computed on first use.
+    pub(crate) fn reverse_prepared<'a>(
+        &'a self,
+        ip: IpAddr,
+        entry: &'a ReverseEntry,
+    ) -> Option<&'a PreparedName> {
+        entry
+            .prepared
+            .get_or_init(|| {
+                let mut ptr = BTreeSet::new();
+                for owner in &entry.owners {
+                    let Some(service) = self.services.get(&**owner) else {
+                        continue;
+                    };
+                    let reverse = &service.names(&self.config).reverse;
+                    if let Ok(i) = reverse.binary_search_by_key(&ip, |(a, _)| *a)
+                        && let Some((_, targets)) = reverse.get(i)
+                    {
+                        ptr.extend(targets.iter().cloned());
+                    }
+                }
+                if ptr.is_empty() {
+                    return None;
+                }
+                let name = reverse_name(ip);
+                let apex = self.config.zone.as_str();
+                Some(PreparedName::new(NameView {
+                    in_zone: in_zone(apex, &name),
+                    name,
+                    records: NameRecords {
+                        ptr,
+                        ..NameRecords::default()
+                    },
+                    targets: Vec::new(),
+                    ttl: self.config.ttl,
+                    apex: apex.to_owned(),
+                    soa: None,
+                }))
+            })
+            .as_ref()
+    }
+}
+
+/// The address of a canonical reverse name (as [`reverse_name`] writes it), in wire form.
+fn parse_reverse(key: &[u8]) -> Option<IpAddr> {
+    if let Some(body) = key.strip_suffix(b"\x07in-addr\x04arpa\x00") {
+        let mut octets = [0u8; 4];
+        let mut pos = 0;
+        for i in 0..4 {
+            let len = usize::from(*body.get(pos)?);
+            let label = body.get(pos + 1..pos + 1 + len)?;
+            *octets.get_mut(3 - i)? = parse_octet(label)?;
+            pos += 1 + len;
+        }
+        return (pos == body.len()).then_some(IpAddr::V4(Ipv4Addr::from(octets)));
+    }
+    let body = key.strip_suffix(b"\x03ip6\x04arpa\x00")?;
+    if body.len() != 64 {
+        return None;
+    }
+    let mut octets = [0u8; 16];
+    for (i, label) in body.chunks_exact(2).enumerate() {
+        let [1, digit] = label else { return None };
+        let nibble = match digit {
+            b'0'..=b'9' => digit - b'0',
+            b'a'..=b'f' => digit - b'a' + 10,
+            _ => return None,
+        };
+        let byte = octets.get_mut(15 - i / 2)?;
+        *byte |= if i % 2 == 0 { nibble } else { nibble << 4 };
+    }
+    Some(IpAddr::V6(Ipv6Addr::from(octets)))
+}
+
+/// A decimal octet without leading zeros.
+fn parse_octet(label: &[u8]) -> Option<u8> {
+    if label.is_empty() || label.len() > 3 || (label.len() > 1 && label.first() == Some(&b'0')) {
+        return None;
+    }
+    let mut value = 0u16;
+    for digit in label {
+        if !digit.is_ascii_digit() {
+            return None;
+        }
+        value = value * 10 + u16::from(digit - b'0');
+    }
+    u8::try_from(value).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reverse_names_parse_back_to_their_address() {
+        for ip in [
+            "10.0.0.1",
+            "255.0.10.100",
+            "0.0.0.0",
+            "fd00::1",
+            "2001:db8::ab:cdef",
+        ] {
+            let ip: IpAddr = ip.parse().unwrap();
+            assert_eq!(parse_reverse(&wire_name(&reverse_name(ip))), Some(ip));
+        }
+        for bad in [
+            "01.0.0.10.in-addr.arpa",
+            "256.0.0.10.in-addr.arpa",
+            "0.0.10.in-addr.arpa",
+            "1.0.0.0.10.in-addr.arpa",
+            "x.0.0.10.in-addr.arpa",
+            "1.ip6.arpa",
+        ] {
+            assert_eq!(parse_reverse(&wire_name(bad)), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn cow_map_clones_do_not_see_later_changes() {
+        let mut map: CowMap<u32, u32> = CowMap::new();
+        for i in 0..1000 {
+            map.insert(i, i);
+        }
+        let before = map.clone();
+        map.insert(5, 50);
+        map.remove(&6);
+        map.remove(&6000);
+        assert_eq!((map.len(), before.len()), (999, 1000));
+        assert_eq!((map.get(&5), before.get(&5)), (Some(&50), Some(&5)));
+        assert_eq!((map.get(&6), before.get(&6)), (None, Some(&6)));
+        assert_eq!(map.iter().count(), 999);
+    }
+}
