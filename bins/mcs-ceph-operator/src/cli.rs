@@ -11,6 +11,7 @@ use clusterset_dns::{HickoryClustersetResolver, ResolverSettings};
 
 use crate::config::{Config, GlobalIpSource, RetryPolicy};
 use crate::kube_io::KubeApi;
+use crate::lease::LeaseSettings;
 use crate::runtime::{self, RunOptions};
 
 /// The operator that brings Rook-layout Ceph clusters onto clusterset addresses.
@@ -108,9 +109,33 @@ pub struct RunArgs {
     /// Address of `/metrics`, `/healthz` and `/readyz`.
     #[arg(long, env = "MCS_CEPH_LISTEN", default_value = "0.0.0.0:8080")]
     pub listen: SocketAddr,
-    /// This instance's name in Events (the pod name).
+    /// This instance's name in Events and its identity in the leader Lease (the pod name;
+    /// default: the host name).
     #[arg(long, env = "POD_NAME")]
     pub instance: Option<String>,
+    /// Leader election: every replica watches, only the holder of the Lease writes. Turn it off
+    /// only for a single replica.
+    #[arg(long, env = "MCS_CEPH_LEADER_ELECTION", default_value_t = true, action = clap::ArgAction::Set)]
+    pub leader_election: bool,
+    /// Name of the leader Lease.
+    #[arg(long, env = "MCS_CEPH_LEASE_NAME", default_value = "mcs-ceph-operator")]
+    pub lease_name: String,
+    /// Namespace of the leader Lease (default: the pod's namespace).
+    #[arg(long, env = "POD_NAMESPACE")]
+    pub lease_namespace: Option<String>,
+    /// Seconds the followers wait after the last renewal they saw before taking the Lease.
+    #[arg(long, env = "MCS_CEPH_LEASE_DURATION_SECONDS", default_value_t = 15)]
+    pub lease_duration_seconds: u64,
+    /// Seconds the leader keeps trying to renew before it stops (less than the duration).
+    #[arg(
+        long,
+        env = "MCS_CEPH_LEASE_RENEW_DEADLINE_SECONDS",
+        default_value_t = 10
+    )]
+    pub lease_renew_deadline_seconds: u64,
+    /// Seconds between renewals (and between the followers' checks).
+    #[arg(long, env = "MCS_CEPH_LEASE_RETRY_SECONDS", default_value_t = 2)]
+    pub lease_retry_seconds: u64,
     /// Log format.
     #[arg(long, env = "MCS_CEPH_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -135,6 +160,36 @@ impl RunArgs {
                 max: Duration::from_secs(self.lookup_retry_max_seconds.max(1)),
             },
         }
+    }
+
+    /// The leader election these flags describe: `None` without election, else the Lease in
+    /// `--lease-namespace` (or `default_namespace`, the client's) held as `--instance` (or the
+    /// host name).
+    pub fn lease_settings(
+        &self,
+        default_namespace: &str,
+    ) -> Result<Option<LeaseSettings>, CliError> {
+        if !self.leader_election {
+            return Ok(None);
+        }
+        let (duration, renew, retry) = (
+            self.lease_duration_seconds,
+            self.lease_renew_deadline_seconds,
+            self.lease_retry_seconds,
+        );
+        if !(0 < retry && retry < renew && renew < duration) {
+            return Err(CliError::LeaseTiming(format!(
+                "retry {retry} s, renew deadline {renew} s, duration {duration} s"
+            )));
+        }
+        let identity = self.instance.clone().unwrap_or_else(host_name);
+        let namespace = self.lease_namespace.as_deref().unwrap_or(default_namespace);
+        Ok(Some(LeaseSettings {
+            duration: Duration::from_secs(duration),
+            renew_deadline: Duration::from_secs(renew),
+            retry_period: Duration::from_secs(retry),
+            ..LeaseSettings::new(&self.lease_name, namespace, &identity)
+        }))
     }
 
     /// The resolver settings these flags describe.
@@ -162,9 +217,24 @@ pub enum CliError {
     /// The runtime failed.
     #[error(transparent)]
     Run(#[from] runtime::RunError),
+    /// The leader election timings do not nest.
+    #[error(
+        "leader election needs 0 < --lease-retry-seconds < --lease-renew-deadline-seconds < --lease-duration-seconds, got {0}"
+    )]
+    LeaseTiming(String),
     /// The CRD could not be rendered.
     #[error("cannot render the CRD as YAML: {0}")]
     Yaml(String),
+}
+
+/// The host name (`HOSTNAME`, else the kernel's), for the Lease identity outside a pod.
+fn host_name() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| format!("mcs-ceph-operator-{}", std::process::id()))
 }
 
 /// The CRD as YAML.
@@ -178,6 +248,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         .await
         .map_err(CliError::Client)?;
     let resolver = HickoryClustersetResolver::new(args.resolver_settings())?;
+    let election = args.lease_settings(client.default_namespace())?;
     let options = RunOptions {
         config: args.config(),
         api: Arc::new(KubeApi::new(client.clone(), args.instance.clone())),
@@ -210,7 +281,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
             let _ = tokio::signal::ctrl_c().await;
         }
     };
-    runtime::run(client, options, shutdown).await?;
+    runtime::run_with_election(client, options, election, shutdown).await?;
     Ok(())
 }
 
@@ -245,6 +316,45 @@ mod tests {
         let settings = args.resolver_settings();
         assert_eq!(settings.nameserver, Some("10.96.0.10:53".parse().unwrap()));
         assert_eq!(settings.attempts, 3);
+    }
+
+    #[test]
+    fn leader_election_is_on_by_default_in_the_pod_namespace() {
+        let parse = |extra: &[&str]| {
+            let cli = Cli::try_parse_from(
+                ["mcs-ceph-operator", "run", "--instance", "op-0"]
+                    .iter()
+                    .chain(extra),
+            )
+            .unwrap();
+            let Command::Run(args) = cli.command else {
+                panic!("run expected");
+            };
+            args
+        };
+        let settings = parse(&[]).lease_settings("ops").unwrap().unwrap();
+        assert_eq!(
+            settings,
+            LeaseSettings::new("mcs-ceph-operator", "ops", "op-0")
+        );
+        let settings = parse(&["--lease-name", "l", "--lease-namespace", "other"])
+            .lease_settings("ops")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (settings.name.as_str(), settings.namespace.as_str()),
+            ("l", "other")
+        );
+        assert_eq!(
+            parse(&["--leader-election=false"])
+                .lease_settings("ops")
+                .unwrap(),
+            None
+        );
+        assert!(matches!(
+            parse(&["--lease-renew-deadline-seconds", "20"]).lease_settings("ops"),
+            Err(CliError::LeaseTiming(_))
+        ));
     }
 
     #[test]

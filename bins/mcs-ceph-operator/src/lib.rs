@@ -18,6 +18,8 @@
 //!   [`reconciler`] wires a snapshot from synced caches, the decision, the writes and the
 //!   lookups ([`clusterset_dns::ClustersetResolver`]) into one reconcile; [`runtime`] runs the
 //!   watches and the kube-runtime applier;
+//! - [`lease`]: leader election over a `coordination.k8s.io/v1` Lease; every replica watches,
+//!   only the holder runs the applier;
 //! - [`metrics`] and [`http`]: `/metrics`, `/healthz`, `/readyz`.
 #![forbid(unsafe_code)]
 
@@ -27,6 +29,7 @@ pub mod decide;
 pub mod guards;
 pub mod http;
 pub mod kube_io;
+pub mod lease;
 pub mod metrics;
 pub mod observe;
 pub mod reconciler;

@@ -50,6 +50,8 @@ pub struct Metrics {
     pub watch_errors: Family<KindLabels, Counter>,
     /// 1 when a daemon advertises its planned address, else 0.
     pub daemon_up_to_date: Family<DaemonLabels, Gauge>,
+    /// 1 while this replica holds the leader Lease (and so may write), else 0.
+    pub leader: Gauge,
 }
 
 impl Default for Metrics {
@@ -80,6 +82,7 @@ impl Metrics {
             lookup_duration: Histogram::new(exponential_buckets(0.001, 2.0, 14)),
             watch_errors: Family::default(),
             daemon_up_to_date: Family::default(),
+            leader: Gauge::default(),
         };
         registry.register(
             "reconciles",
@@ -121,6 +124,11 @@ impl Metrics {
             "daemon_up_to_date",
             "1 when a daemon advertises its planned address, else 0",
             metrics.daemon_up_to_date.clone(),
+        );
+        registry.register(
+            "leader",
+            "1 while this replica holds the leader Lease and writes, else 0",
+            metrics.leader.clone(),
         );
         Self {
             registry: root,
@@ -195,6 +203,7 @@ mod tests {
             "my-cluster",
             &[("osd.0".into(), true), ("mon.a".into(), false)],
         );
+        metrics.leader.set(1);
         let text = metrics.encode();
         for line in [
             "mcs_ceph_operator_reconciles_total{kind=\"ok\"} 1",
@@ -207,6 +216,7 @@ mod tests {
             "mcs_ceph_operator_watch_errors_total{kind=\"services\"} 1",
             "mcs_ceph_operator_daemon_up_to_date{namespace=\"rook-ceph\",cluster=\"my-cluster\",daemon=\"osd.0\"} 1",
             "mcs_ceph_operator_daemon_up_to_date{namespace=\"rook-ceph\",cluster=\"my-cluster\",daemon=\"mon.a\"} 0",
+            "mcs_ceph_operator_leader 1",
         ] {
             assert!(text.contains(line), "missing {line:?} in\n{text}");
         }

@@ -2,6 +2,11 @@
 //! kube-runtime applier, started only once every cache has synced. Any change of an object in
 //! a namespace queues the CephClusters of that namespace; the applier never runs two
 //! reconciles of one cluster at once and merges queued requests.
+//!
+//! With leader election ([`run_with_election`]) every replica watches and keeps its caches
+//! warm, but only the holder of the Lease runs the applier; a leader that stops leading makes
+//! [`run_with_election`] return [`RunError::LeadershipLost`] at once, so the process exits and
+//! Kubernetes restarts it as a follower.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -20,6 +25,7 @@ use serde::de::DeserializeOwned;
 use crate::config::Config;
 use crate::http::{self, Readiness};
 use crate::kube_io::{Caches, ClusterApi, McsStores, discover_mcs_api};
+use crate::lease::{Elector, Leadership, LeaseSettings};
 use crate::metrics::Metrics;
 use crate::observe::{McsApi, McsVersion};
 use crate::reconciler::{self, Context};
@@ -87,6 +93,11 @@ pub enum RunError {
         /// What is served now.
         after: McsApi,
     },
+    /// This replica held the leader Lease and stopped holding it; it must not write any more.
+    #[error(
+        "leadership lost ({0}): exiting so that nothing more is written; the restarted operator follows the new leader"
+    )]
+    LeadershipLost(String),
 }
 
 type Trigger = mpsc::UnboundedSender<String>;
@@ -190,12 +201,26 @@ fn queue(
     })
 }
 
-/// Runs the operator until `shutdown` completes.
+/// Runs the operator without leader election (it always writes) until `shutdown` completes.
 pub async fn run(
     client: Client,
     options: RunOptions,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), RunError> {
+    run_with_election(client, options, None, shutdown).await
+}
+
+/// Runs the operator until `shutdown` completes. With `election`, the applier starts only once
+/// this replica holds the Lease (the watches start at once either way), and the run ends with
+/// [`RunError::LeadershipLost`] as soon as it stops holding it; on shutdown the Lease is handed
+/// back after the applier has stopped.
+pub async fn run_with_election(
+    client: Client,
+    options: RunOptions,
+    election: Option<LeaseSettings>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), RunError> {
+    let mut shutdown = std::pin::pin!(shutdown);
     let metrics = Arc::new(Metrics::new());
     let readiness = Arc::new(Readiness::default());
     let listener = tokio::net::TcpListener::bind(options.listen)
@@ -209,6 +234,18 @@ pub async fn run(
         Arc::clone(&metrics),
         Arc::clone(&readiness),
     ));
+
+    let mut leadership = match election {
+        Some(settings) => Leadership::spawn(
+            Elector::new(
+                client.clone(),
+                settings,
+                Arc::new(k8s_openapi::jiff::Timestamp::now),
+            ),
+            Arc::clone(&metrics),
+        ),
+        None => Leadership::always(&metrics),
+    };
 
     let mcs_api = discover_mcs_api(&client)
         .await
@@ -340,6 +377,17 @@ pub async fn run(
         .await
         .map_err(|_| RunError::NotSynced)?;
     readiness.set_synced();
+    if !leadership.is_leading() {
+        tracing::info!("caches synced; waiting for the leader Lease before writing");
+        tokio::select! {
+            () = leadership.acquired() => {}
+            () = &mut shutdown => {
+                tracing::info!("shutting down");
+                leadership.stop().await;
+                return Ok(());
+            }
+        }
+    }
     tracing::info!(
         clusters = clusters.state().len(),
         "caches synced; reconciling"
@@ -376,12 +424,19 @@ pub async fn run(
             None => future::pending().await,
         }
     };
-    tokio::select! {
-        () = reconciling => tracing::warn!("the reconcile queue ended"),
-        () = shutdown => tracing::info!("shutting down"),
-        after = rediscovery => {
-            return Err(RunError::McsApiChanged { before: started_with, after });
+    // The applier is dropped when the select ends, before the Lease is handed back.
+    let ended = tokio::select! {
+        () = reconciling => {
+            tracing::warn!("the reconcile queue ended");
+            Ok(())
         }
-    }
-    Ok(())
+        () = &mut shutdown => {
+            tracing::info!("shutting down");
+            Ok(())
+        }
+        after = rediscovery => Err(RunError::McsApiChanged { before: started_with, after }),
+        reason = leadership.lost() => return Err(RunError::LeadershipLost(reason)),
+    };
+    leadership.stop().await;
+    ended
 }
