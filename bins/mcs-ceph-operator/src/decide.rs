@@ -825,6 +825,7 @@ fn blocked_status(context: &Context, failures: &[GuardFailure]) -> AddressingSta
         daemon_count: prior.daemon_count,
         daemons: prior.daemons,
         mon_host: prior.mon_host,
+        mon_failover: None,
         unknown_fields: prior.unknown_fields,
     }
 }
@@ -1141,6 +1142,7 @@ fn active_status(
         conditions,
         daemons: entries,
         mon_host,
+        mon_failover: None,
         unknown_fields: context
             .prior
             .as_ref()
@@ -1213,7 +1215,13 @@ fn finish(context: &Context, status: AddressingStatus, daemons: Vec<(String, boo
         })
         .filter(|_| status.phase != Phase::Blocked);
     let phase = status.phase;
-    let changed = context.prior.as_ref() != Some(&status);
+    // The mon-failover state is the mon migration's (its own field manager): never written
+    // here, and not a reason to write.
+    let prior = context.prior.clone().map(|mut prior| {
+        prior.mon_failover = None;
+        prior
+    });
+    let changed = prior.as_ref() != Some(&status);
     let write = changed.then(|| {
         let mut object = CephClusterAddressing::new(&context.name, &context.namespace, status);
         object.metadata.owner_references = context.owner.clone().map(|o| vec![o]);

@@ -20,6 +20,8 @@
 //!   watches and the kube-runtime applier;
 //! - [`lease`]: leader election over a `coordination.k8s.io/v1` Lease; every replica watches,
 //!   only the holder runs the applier;
+//! - [`mon_migration`]: the ports of [`mon_failover`] on Kubernetes (mon runtime, state in the
+//!   status object, `ceph` CLI with the admin keyring) and the gate of a migration step;
 //! - [`metrics`] and [`http`]: `/metrics`, `/healthz`, `/readyz`.
 #![forbid(unsafe_code)]
 
@@ -31,6 +33,7 @@ pub mod http;
 pub mod kube_io;
 pub mod lease;
 pub mod metrics;
+pub mod mon_migration;
 pub mod observe;
 pub mod reconciler;
 pub mod resources;

@@ -275,6 +275,13 @@ pub struct AddressingStatus {
     /// read Secrets: this is how it knows not to write the same again).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mon_host: Option<String>,
+    /// The mon-failover machine's state ([`mon_failover::MachineState`] as JSON), written only
+    /// by the mon migration under its own field manager
+    /// ([`MON_FAILOVER_FIELD_MANAGER`](crate::mon_migration::MON_FAILOVER_FIELD_MANAGER)) and
+    /// read back from the API server, never from the cache, before the machine acts. The
+    /// decision never writes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mon_failover: Option<Value>,
     /// Fields this version does not know.
     #[serde(flatten)]
     pub unknown_fields: UnknownFields,

@@ -1,0 +1,869 @@
+//! Mon migration: the operator's ports for [`mon_failover`] — a Kubernetes [`MonRuntime`]
+//! ([`KubeMonRuntime`]: Rook-layout canary and mon Deployments, the mon's entry in
+//! `rook-ceph-mon-endpoints`), a [`StateStore`] in the operator's own status object
+//! ([`StatusStateStore`]), the `ceph` CLI with the admin keyring from the cluster's Secret
+//! ([`ceph_cli_from_secret`]) — and the [`gate`] that says when the machine may act.
+//!
+//! The mon-failover machine decides every step (one mon at a time, only with full quorum);
+//! nothing here re-implements its rules. The new mon's Service and ServiceExport are the
+//! plan's: once the runtime lists the new mon in `rook-ceph-mon-endpoints` (without an
+//! endpoint, as Rook does while a mon is being placed), the decision exports its Service and
+//! resolves its global IP on the same path as every OSD's, and the runtime reads that IP back
+//! from the status.
+//!
+//! Rook reads the same `multiClusterService` field; the operator migrates mons only for a
+//! CephCluster that opts in with the annotation [`MIGRATION_ANNOTATION`]` = "enabled"`, set
+//! once Rook's own mon health check (and with it Rook's MCS failover) is off.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::{Mutex, PoisonError};
+
+use async_trait::async_trait;
+use ceph_address_plan::labels::{mon_labels, mon_selector};
+use ceph_address_plan::{ClusterSettings, DaemonArgs, MonId, MonInput, format, rook};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::{Client, Resource};
+use mcs_types::v1beta1::ServiceExport;
+use mon_failover::{
+    Addressing, CephCli, MachineState, MonRuntime, Placement, RuntimeError, StateStore, StoreError,
+    judge_placement,
+};
+use serde_json::{Value, json};
+
+use crate::config::FIELD_MANAGER;
+use crate::resources::{AddressingStatus, CephCluster, CephClusterAddressing, Phase};
+use crate::rook_objects::{DO_NOT_RECONCILE_LABEL, DO_NOT_RECONCILE_VALUE};
+
+/// The CephCluster annotation that hands mon migration to this operator.
+pub const MIGRATION_ANNOTATION: &str = "clusterset.io/mon-migration";
+/// The value of [`MIGRATION_ANNOTATION`] that enables mon migration.
+pub const MIGRATION_ENABLED: &str = "enabled";
+/// The field manager of the writes that belong to the mon migration alone: the machine's state
+/// in the status object and the mon keys of `rook-ceph-mon-endpoints` it changes between two
+/// plans. Distinct from [`FIELD_MANAGER`], so that neither's apply drops the other's fields.
+pub const MON_FAILOVER_FIELD_MANAGER: &str = "mcs-ceph-operator-mon-failover";
+/// Label of Rook's mon canary pods.
+pub const MON_CANARY_LABEL: &str = "mon_canary";
+/// The Secret with the cluster's admin key.
+pub const MON_SECRET: &str = "rook-ceph-mon";
+
+/// A failure of the operator's mon-migration ports.
+#[derive(Debug, thiserror::Error)]
+pub enum MigrationError {
+    /// A Kubernetes request failed.
+    #[error("{action}: {source}")]
+    Api {
+        /// What was being done.
+        action: String,
+        /// The kube error.
+        source: Box<kube::Error>,
+    },
+    /// An object does not have the shape the migration needs.
+    #[error("{0}")]
+    Shape(String),
+    /// Writing the admin keyring or configuration failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+impl From<MigrationError> for RuntimeError {
+    fn from(error: MigrationError) -> Self {
+        RuntimeError::Other(Box::new(error))
+    }
+}
+
+impl From<MigrationError> for StoreError {
+    fn from(error: MigrationError) -> Self {
+        StoreError::Other(Box::new(error))
+    }
+}
+
+fn api(action: impl Into<String>) -> impl FnOnce(kube::Error) -> MigrationError {
+    let action = action.into();
+    move |source| MigrationError::Api {
+        action,
+        source: Box::new(source),
+    }
+}
+
+fn not_found(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 404)
+}
+
+/// Whether the CephCluster opts in to mon migration by this operator.
+pub fn opted_in(cluster: &CephCluster) -> bool {
+    cluster
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(MIGRATION_ANNOTATION))
+        .is_some_and(|v| v == MIGRATION_ENABLED)
+}
+
+/// What the status says of one mon: its global IP, once known, and whether it sits on an
+/// address of the other kind (the plan wants it replaced).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MonAddress {
+    /// The global IP of its export, once resolved.
+    pub global_ip: Option<IpAddr>,
+    /// The plan says `Replace`: it advertises an address that is not its global IP.
+    pub replace: bool,
+}
+
+/// The mons of a status, by id.
+pub fn mon_addresses(status: &AddressingStatus) -> BTreeMap<MonId, MonAddress> {
+    status
+        .daemons
+        .iter()
+        .filter_map(|entry| {
+            let id: MonId = entry.name.strip_prefix("mon.")?.parse().ok()?;
+            let address = MonAddress {
+                global_ip: entry.global_ip.as_deref().and_then(|ip| ip.parse().ok()),
+                replace: entry.state == "Replace",
+            };
+            Some((id, address))
+        })
+        .collect()
+}
+
+/// The machine state stored in a status, if any (an unreadable one is an error, never
+/// silently replaced).
+pub fn stored_state(status: &AddressingStatus) -> Result<Option<MachineState>, StoreError> {
+    status
+        .mon_failover
+        .clone()
+        .map(serde_json::from_value)
+        .transpose()
+        .map_err(|e| {
+            StoreError::Other(
+                format!(
+                    "status.monFailover does not hold a mon failover state ({e}); it is left untouched"
+                )
+                .into(),
+            )
+        })
+}
+
+/// Whether the machine may act for a cluster, and why not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gate {
+    /// Run one driver tick.
+    Go,
+    /// Nothing to do: no mon to replace and no migration in flight.
+    Idle,
+    /// Not now, for this reason.
+    Wait(String),
+}
+
+/// The gate: the annotation is set, the guards pass, every mon's export (but the migration's
+/// new mon's) is Valid and Ready with its global IP known, and there is a mon to replace or a
+/// migration in flight. Reads the status of this reconcile; the machine's own rules (one mon
+/// at a time, full quorum, majorities) are the machine's.
+pub fn gate(cluster: &CephCluster, status: &AddressingStatus) -> Gate {
+    if !cluster.mcs_requested() {
+        return Gate::Idle;
+    }
+    if !opted_in(cluster) {
+        return Gate::Wait(format!(
+            "mon migration is not enabled for this cluster: annotate the CephCluster {MIGRATION_ANNOTATION}={MIGRATION_ENABLED} once Rook's mon health check is off (docs/operator.md)"
+        ));
+    }
+    if matches!(
+        status.phase,
+        Phase::Blocked | Phase::Disabled | Phase::Unknown
+    ) {
+        return Gate::Wait(format!(
+            "the cluster is {:?}: no mon migration",
+            status.phase
+        ));
+    }
+    let in_flight = match stored_state(status) {
+        Ok(state) => state.and_then(|s| s.migration().map(|m| m.new_mon().clone())),
+        Err(error) => return Gate::Wait(error.to_string()),
+    };
+    let mut to_replace = false;
+    for entry in &status.daemons {
+        let Some(id) = entry.name.strip_prefix("mon.") else {
+            continue;
+        };
+        if in_flight.as_ref().is_some_and(|m| m.as_str() == id) {
+            continue;
+        }
+        if entry.state == "Replace" {
+            to_replace = true;
+            continue;
+        }
+        if !entry.exported || entry.export.as_deref() != Some("Valid, Ready") {
+            return Gate::Wait(format!(
+                "the export of {} is not Valid and Ready yet",
+                entry.name
+            ));
+        }
+        if entry.global_ip.is_none() {
+            return Gate::Wait(format!("the global IP of {} is not known yet", entry.name));
+        }
+    }
+    if to_replace || in_flight.is_some() {
+        Gate::Go
+    } else {
+        Gate::Idle
+    }
+}
+
+/// The machine's state in `status.monFailover` of the operator's `CephClusterAddressing`.
+///
+/// `load` reads the object from the API server (not the watch cache, which may lag behind the
+/// last save) once, and then answers from what it read or last saved; `save` is a server-side
+/// apply of `status.monFailover` alone under [`MON_FAILOVER_FIELD_MANAGER`].
+pub struct StatusStateStore {
+    api: Api<CephClusterAddressing>,
+    namespace: String,
+    name: String,
+    known: Mutex<Option<Option<MachineState>>>,
+}
+
+impl std::fmt::Debug for StatusStateStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StatusStateStore")
+            .field("namespace", &self.namespace)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StatusStateStore {
+    /// The store of the status object `name` in `namespace`.
+    pub fn new(client: Client, namespace: &str, name: &str) -> Self {
+        Self {
+            api: Api::namespaced(client, namespace),
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            known: Mutex::new(None),
+        }
+    }
+
+    fn known(&self) -> Option<Option<MachineState>> {
+        self.known
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn remember(&self, state: Option<MachineState>) {
+        *self.known.lock().unwrap_or_else(PoisonError::into_inner) = Some(state);
+    }
+}
+
+#[async_trait]
+impl StateStore for StatusStateStore {
+    async fn load(&self) -> Result<Option<MachineState>, StoreError> {
+        if let Some(known) = self.known() {
+            return Ok(known);
+        }
+        let object = self.api.get_opt(&self.name).await.map_err(api(format!(
+            "reading CephClusterAddressing {}/{}",
+            self.namespace, self.name
+        )))?;
+        let state = match object.and_then(|o| o.status) {
+            Some(status) => stored_state(&status)?,
+            None => None,
+        };
+        self.remember(state.clone());
+        Ok(state)
+    }
+
+    async fn save(&self, state: &MachineState) -> Result<(), StoreError> {
+        let value = serde_json::to_value(state).map_err(|e| StoreError::Other(Box::new(e)))?;
+        let body = json!({
+            "apiVersion": format!("{}/{}", crate::resources::GROUP, crate::resources::VERSION),
+            "kind": crate::resources::KIND,
+            "metadata": {"name": self.name, "namespace": self.namespace},
+            "status": {"monFailover": value},
+        });
+        let params = PatchParams::apply(MON_FAILOVER_FIELD_MANAGER).force();
+        self.api
+            .patch(&self.name, &params, &Patch::Apply(&body))
+            .await
+            .map_err(api(format!(
+                "saving the mon failover state in CephClusterAddressing {}/{}",
+                self.namespace, self.name
+            )))?;
+        self.remember(Some(state.clone()));
+        Ok(())
+    }
+}
+
+/// The `rook-ceph-mon-endpoints` keys the runtime changes: `data` with `mon` set to `endpoint`
+/// (empty while the mon has no address) or removed (`None`), and `maxMonId` raised to the new
+/// mon's index. Other entries keep their order.
+///
+/// ```
+/// use mcs_ceph_operator::mon_migration::edit_mon_data;
+/// let data = "a=10.96.0.10:6789,b=10.96.0.11:6789";
+/// assert_eq!(edit_mon_data(data, "d", Some(":6789")), "a=10.96.0.10:6789,b=10.96.0.11:6789,d=:6789");
+/// assert_eq!(edit_mon_data("a=1.1.1.1:6789,d=:6789", "d", Some("242.1.0.4:6789")), "a=1.1.1.1:6789,d=242.1.0.4:6789");
+/// assert_eq!(edit_mon_data("a=1.1.1.1:6789,d=242.1.0.4:6789", "a", None), "d=242.1.0.4:6789");
+/// ```
+pub fn edit_mon_data(data: &str, mon: &str, endpoint: Option<&str>) -> String {
+    let mut entries: Vec<String> = format::split_list(data)
+        .filter(|entry| entry.split_once('=').map(|(name, _)| name) != Some(mon))
+        .map(str::to_owned)
+        .collect();
+    let position = format::split_list(data)
+        .position(|entry| entry.split_once('=').map(|(name, _)| name) == Some(mon));
+    if let Some(endpoint) = endpoint {
+        let entry = format!("{mon}={endpoint}");
+        match position {
+            Some(at) if at <= entries.len() => entries.insert(at, entry),
+            _ => entries.push(entry),
+        }
+    }
+    entries.join(",")
+}
+
+/// [`MonRuntime`] on Kubernetes, the Rook way, for one CephCluster and one reconcile:
+///
+/// - `provision_address`: the canary Deployment `rook-ceph-mon-<id>-canary` (the mon's labels
+///   plus `mon_canary=true`, a sleep loop: a ready endpoint for the new mon's Service, so its
+///   export resolves before the mon exists) and the mon's entry in `rook-ceph-mon-endpoints`
+///   (`<id>=:<port>`, `maxMonId` raised); the plan then exports the mon's Service and the
+///   operator resolves its global IP, which this answers from the status once known;
+/// - `start`: the mon Deployment `rook-ceph-mon-<id>`, derived from the Deployment of the mon
+///   it replaces (same image, volumes, security) with the new id, Rook's mon labels and
+///   selector, `--public-addr=<global>` and `--public-bind-addr=$(ROOK_POD_IP)`, labelled
+///   `ceph.rook.io/do-not-reconcile`; its endpoint in `rook-ceph-mon-endpoints`; the canary
+///   deleted;
+/// - `stop`: the mon Deployment scaled to 0;
+/// - `delete`: the mon Deployment, canary, Service and ServiceExport deleted (absent is fine),
+///   the mon's entry removed from `rook-ceph-mon-endpoints`.
+///
+/// Every write is a server-side apply (force) or a delete; every method is idempotent.
+pub struct KubeMonRuntime {
+    client: Client,
+    settings: ClusterSettings,
+    mons: BTreeMap<MonId, MonAddress>,
+    template: Option<MonId>,
+    canary_image: String,
+}
+
+impl std::fmt::Debug for KubeMonRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeMonRuntime")
+            .field("namespace", &self.settings.namespace)
+            .field("mons", &self.mons)
+            .field("template", &self.template)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KubeMonRuntime {
+    /// A runtime for the cluster of `settings`, knowing the mons of this reconcile's status
+    /// (`mons`), deriving new mon Deployments from `template`'s (the mon being replaced) and
+    /// running canaries on `canary_image` (the cluster's Ceph image).
+    pub fn new(
+        client: Client,
+        settings: ClusterSettings,
+        mons: BTreeMap<MonId, MonAddress>,
+        template: Option<MonId>,
+        canary_image: String,
+    ) -> Self {
+        Self {
+            client,
+            settings,
+            mons,
+            template,
+            canary_image,
+        }
+    }
+
+    fn namespace(&self) -> &str {
+        &self.settings.namespace
+    }
+
+    fn deployments(&self) -> Api<Deployment> {
+        Api::namespaced(self.client.clone(), self.namespace())
+    }
+
+    fn apply_params() -> PatchParams {
+        PatchParams::apply(FIELD_MANAGER).force()
+    }
+
+    fn owner(&self) -> Option<Value> {
+        let uid = self.settings.uid.as_ref()?;
+        Some(json!([{
+            "apiVersion": rook::CEPH_CLUSTER_API_VERSION,
+            "kind": rook::CEPH_CLUSTER_KIND,
+            "name": self.settings.name,
+            "uid": uid,
+            "blockOwnerDeletion": true,
+        }]))
+    }
+
+    fn port(&self) -> u16 {
+        self.settings.new_mon_port()
+    }
+
+    /// The canary Deployment of a new mon.
+    pub fn canary(&self, mon: &MonId) -> Value {
+        let input = MonInput::new(mon.clone());
+        let mut labels = mon_labels(&self.settings, &input);
+        labels.remove(rook::label::MON_DAEMON);
+        labels.insert(MON_CANARY_LABEL.to_owned(), "true".to_owned());
+        let mut selector = mon_selector(&self.settings, &input);
+        selector.insert(MON_CANARY_LABEL.to_owned(), "true".to_owned());
+        let mut body = json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {
+                "name": format!("{}{mon}-canary", rook::MON_NAME_PREFIX),
+                "namespace": self.namespace(),
+                "labels": labels,
+            },
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": selector},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "containers": [{
+                            "name": "mon",
+                            "image": self.canary_image,
+                            "command": ["sleep"],
+                            "args": ["3600"],
+                            "ports": format_ports(self.port()),
+                        }],
+                        "terminationGracePeriodSeconds": 0,
+                    }
+                }
+            }
+        });
+        if let (Some(owner), Some(meta)) = (self.owner(), body["metadata"].as_object_mut()) {
+            meta.insert("ownerReferences".to_owned(), owner);
+        }
+        body
+    }
+
+    /// The mon Deployment of `mon` advertising `address`, derived from `template` (the
+    /// Deployment of the mon it replaces).
+    pub fn mon_deployment(
+        &self,
+        template: &Deployment,
+        mon: &MonId,
+        address: IpAddr,
+    ) -> Result<Deployment, MigrationError> {
+        let old = template
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(rook::label::MON))
+            .cloned()
+            .ok_or_else(|| {
+                MigrationError::Shape(format!(
+                    "the template mon Deployment {} has no {:?} label",
+                    template.metadata.name.as_deref().unwrap_or_default(),
+                    rook::label::MON
+                ))
+            })?;
+        let mut spec = template.spec.clone().ok_or_else(|| {
+            MigrationError::Shape("the template mon Deployment has no spec".to_owned())
+        })?;
+        let pod = spec.template.spec.as_mut().ok_or_else(|| {
+            MigrationError::Shape("the template mon Deployment has no pod spec".to_owned())
+        })?;
+        if pod
+            .volumes
+            .iter()
+            .flatten()
+            .any(|v| v.persistent_volume_claim.is_some())
+        {
+            return Err(MigrationError::Shape(
+                "PVC-backed mons are not migrated by this version (a new mon needs its own PVC)"
+                    .to_owned(),
+            ));
+        }
+        let input = MonInput::new(mon.clone());
+        let labels = mon_labels(&self.settings, &input);
+        let args = DaemonArgs {
+            public_addr: address,
+            msgr1_off: self.port() == rook::MON_MSGR2_PORT,
+            public_bind_addr: Some(format::mon_bind_addr(self.port(), self.settings.ip_family)),
+            cluster_addr: None,
+        }
+        .to_args();
+        let rename = |text: &str| {
+            text.replace(&format!("ceph-{old}/"), &format!("ceph-{mon}/"))
+                .replace(&format!("mon-{old}/"), &format!("mon-{mon}/"))
+                .replace(&format!("ceph-{old}"), &format!("ceph-{mon}"))
+        };
+        for container in pod
+            .containers
+            .iter_mut()
+            .chain(pod.init_containers.iter_mut().flatten())
+        {
+            let Some(current) = container.args.take() else {
+                continue;
+            };
+            let mut new_args: Vec<String> = current
+                .iter()
+                .filter(|a| {
+                    !a.starts_with("--public-addr=")
+                        && !a.starts_with("--public-bind-addr=")
+                        && !a.starts_with("--ms-bind-msgr1=")
+                })
+                .map(|a| {
+                    if a == &format!("--id={old}") {
+                        format!("--id={mon}")
+                    } else {
+                        rename(a)
+                    }
+                })
+                .collect();
+            if current.iter().any(|a| a.starts_with("--public-addr=")) {
+                new_args.extend(args.iter().cloned());
+            }
+            container.args = Some(new_args);
+        }
+        for volume in pod.volumes.iter_mut().flatten() {
+            if let Some(host_path) = volume.host_path.as_mut() {
+                host_path.path = host_path
+                    .path
+                    .replace(&format!("/mon-{old}/"), &format!("/mon-{mon}/"))
+                    .replace(&format!("/mon-{old}"), &format!("/mon-{mon}"));
+            }
+        }
+        spec.replicas = Some(1);
+        spec.selector.match_labels = Some(mon_selector(&self.settings, &input));
+        let pod_meta = spec.template.metadata.get_or_insert_with(Default::default);
+        pod_meta.labels = Some(labels.clone());
+        let mut deployment_labels = labels;
+        deployment_labels.insert(
+            DO_NOT_RECONCILE_LABEL.to_owned(),
+            DO_NOT_RECONCILE_VALUE.to_owned(),
+        );
+        Ok(Deployment {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                name: Some(format!("{}{mon}", rook::MON_NAME_PREFIX)),
+                namespace: Some(self.namespace().to_owned()),
+                labels: Some(deployment_labels),
+                owner_references: template.metadata.owner_references.clone(),
+                ..Default::default()
+            },
+            spec: Some(spec),
+            status: None,
+        })
+    }
+
+    /// Sets (or with `None` removes) `mon`'s entry in `rook-ceph-mon-endpoints`, raising
+    /// `maxMonId` to the mon's index: read from the API server, applied under
+    /// [`MON_FAILOVER_FIELD_MANAGER`] with the same keys every time.
+    async fn set_endpoint(
+        &self,
+        mon: &MonId,
+        endpoint: Option<&str>,
+    ) -> Result<(), MigrationError> {
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), self.namespace());
+        let name = rook::MON_ENDPOINTS_CONFIG_MAP;
+        let current = api
+            .get(name)
+            .await
+            .map_err(api_err(format!("reading {}/{name}", self.namespace())))?;
+        let data = current.data.unwrap_or_default();
+        let get = |key: &str| data.get(key).cloned().unwrap_or_default();
+        let new_data = edit_mon_data(&get(rook::KEY_DATA), mon.as_str(), endpoint);
+        let stored: Option<u32> = get(rook::KEY_MAX_MON_ID).trim().parse().ok();
+        let max = stored.map_or(mon.index(), |m| m.max(mon.index()));
+        let mut mapping: Value =
+            serde_json::from_str(&get(rook::KEY_MAPPING)).unwrap_or_else(|_| json!({"node": {}}));
+        if endpoint.is_none()
+            && let Some(nodes) = mapping.get_mut("node").and_then(Value::as_object_mut)
+        {
+            nodes.remove(mon.as_str());
+        }
+        let body = json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": self.namespace()},
+            "data": {
+                rook::KEY_DATA: new_data,
+                rook::KEY_MAX_MON_ID: max.to_string(),
+                rook::KEY_MAPPING: mapping.to_string(),
+            }
+        });
+        let params = PatchParams::apply(MON_FAILOVER_FIELD_MANAGER).force();
+        api.patch(name, &params, &Patch::Apply(&body))
+            .await
+            .map_err(api_err(format!("applying {}/{name}", self.namespace())))?;
+        Ok(())
+    }
+
+    async fn delete_if_present<K>(&self, name: &str) -> Result<(), MigrationError>
+    where
+        K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+            + Clone
+            + std::fmt::Debug
+            + serde::de::DeserializeOwned,
+    {
+        let api: Api<K> = Api::namespaced(self.client.clone(), self.namespace());
+        match api.delete(name, &DeleteParams::foreground()).await {
+            Ok(_) => Ok(()),
+            Err(error) if not_found(&error) => Ok(()),
+            Err(error) => Err(api_err(format!(
+                "deleting {} {}/{name}",
+                K::kind(&()),
+                self.namespace()
+            ))(error)),
+        }
+    }
+}
+
+fn api_err(action: String) -> impl FnOnce(kube::Error) -> MigrationError {
+    api(action)
+}
+
+fn format_ports(mon_port: u16) -> Value {
+    ceph_address_plan::mon_ports(mon_port)
+        .iter()
+        .map(|p| json!({"name": p.name, "containerPort": p.port, "protocol": "TCP"}))
+        .collect()
+}
+
+#[async_trait]
+impl MonRuntime for KubeMonRuntime {
+    async fn provision_address(
+        &self,
+        mon: &MonId,
+        addressing: Addressing,
+    ) -> Result<Option<IpAddr>, RuntimeError> {
+        if addressing != Addressing::Clusterset {
+            return Err(RuntimeError::NoAddress {
+                mon: mon.clone(),
+                addressing,
+                fix: "moving mons back to cluster IPs is not automated by this operator yet"
+                    .to_owned(),
+            });
+        }
+        let canary = self.canary(mon);
+        let name = format!("{}{mon}-canary", rook::MON_NAME_PREFIX);
+        self.deployments()
+            .patch(&name, &Self::apply_params(), &Patch::Apply(&canary))
+            .await
+            .map_err(api_err(format!("applying {}/{name}", self.namespace())))?;
+        let known = self.mons.get(mon).and_then(|m| m.global_ip);
+        if known.is_none() {
+            // Listed without an endpoint, the plan exports the mon's Service and resolves it.
+            self.set_endpoint(mon, Some(&format!(":{}", self.port())))
+                .await?;
+        }
+        Ok(known)
+    }
+
+    async fn placement(
+        &self,
+        mon: &MonId,
+        advertised: IpAddr,
+        addressing: Addressing,
+    ) -> Result<Placement, RuntimeError> {
+        if addressing != Addressing::Clusterset {
+            return Ok(Placement::Unknown);
+        }
+        Ok(match self.mons.get(mon) {
+            Some(known) => judge_placement(advertised, known.global_ip, known.replace),
+            None => Placement::Unknown,
+        })
+    }
+
+    async fn start(&self, mon: &MonId, address: IpAddr) -> Result<(), RuntimeError> {
+        let template_id = self.template.as_ref().ok_or_else(|| {
+            MigrationError::Shape(format!(
+                "no mon Deployment to derive mon {mon}'s from: no mon is being replaced"
+            ))
+        })?;
+        let template_name = format!("{}{template_id}", rook::MON_NAME_PREFIX);
+        let name = format!("{}{mon}", rook::MON_NAME_PREFIX);
+        let deployments = self.deployments();
+        let existing = deployments
+            .get_opt(&name)
+            .await
+            .map_err(api_err(format!("reading {}/{name}", self.namespace())))?;
+        if existing.is_none() {
+            let template = deployments
+                .get(&template_name)
+                .await
+                .map_err(api_err(format!(
+                    "reading the template mon Deployment {}/{template_name}",
+                    self.namespace()
+                )))?;
+            let deployment = self.mon_deployment(&template, mon, address)?;
+            deployments
+                .patch(&name, &Self::apply_params(), &Patch::Apply(&deployment))
+                .await
+                .map_err(api_err(format!("applying {}/{name}", self.namespace())))?;
+        } else {
+            let scale = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": name, "namespace": self.namespace()},
+                "spec": {"replicas": 1}});
+            let params = PatchParams::apply(MON_FAILOVER_FIELD_MANAGER).force();
+            deployments
+                .patch(&name, &params, &Patch::Apply(&scale))
+                .await
+                .map_err(api_err(format!("scaling {}/{name} to 1", self.namespace())))?;
+        }
+        let endpoint = format::endpoint(address, self.port());
+        self.set_endpoint(mon, Some(&endpoint)).await?;
+        self.delete_if_present::<Deployment>(&format!("{name}-canary"))
+            .await?;
+        Ok(())
+    }
+
+    async fn stop(&self, mon: &MonId) -> Result<(), RuntimeError> {
+        let name = format!("{}{mon}", rook::MON_NAME_PREFIX);
+        let scale = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": self.namespace()},
+            "spec": {"replicas": 0}});
+        let params = PatchParams::apply(MON_FAILOVER_FIELD_MANAGER).force();
+        match self
+            .deployments()
+            .patch(&name, &params, &Patch::Apply(&scale))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(error) if not_found(&error) => Ok(()),
+            Err(error) => {
+                Err(api_err(format!("scaling {}/{name} to 0", self.namespace()))(error).into())
+            }
+        }
+    }
+
+    async fn delete(&self, mon: &MonId) -> Result<(), RuntimeError> {
+        let name = format!("{}{mon}", rook::MON_NAME_PREFIX);
+        self.delete_if_present::<Deployment>(&name).await?;
+        self.delete_if_present::<Deployment>(&format!("{name}-canary"))
+            .await?;
+        self.delete_if_present::<Service>(&name).await?;
+        self.delete_if_present::<ServiceExport>(&name).await?;
+        self.set_endpoint(mon, None).await?;
+        Ok(())
+    }
+}
+
+/// A private directory holding the admin keyring and a `ceph.conf`, removed when dropped.
+#[derive(Debug)]
+pub struct AdminFiles {
+    dir: tempfile::TempDir,
+}
+
+impl AdminFiles {
+    /// The `ceph.conf`.
+    pub fn conf(&self) -> PathBuf {
+        self.dir.path().join("ceph.conf")
+    }
+
+    /// The keyring.
+    pub fn keyring(&self) -> PathBuf {
+        self.dir.path().join("keyring")
+    }
+}
+
+fn secret_value(secret: &Secret, key: &str) -> Option<String> {
+    let bytes = secret.data.as_ref()?.get(key)?;
+    String::from_utf8(bytes.0.clone())
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+}
+
+/// The client name and key of the cluster's admin in Rook's `rook-ceph-mon` Secret:
+/// `ceph-username`/`ceph-secret` when present (Rook's current keys), else `client.admin` with
+/// `admin-secret` (older Rook).
+pub fn admin_key(secret: &Secret) -> Result<(String, String), MigrationError> {
+    if let Some(key) = secret_value(secret, "ceph-secret") {
+        let name =
+            secret_value(secret, "ceph-username").unwrap_or_else(|| "client.admin".to_owned());
+        return Ok((name, key));
+    }
+    if let Some(key) = secret_value(secret, "admin-secret") {
+        return Ok(("client.admin".to_owned(), key));
+    }
+    Err(MigrationError::Shape(format!(
+        "the Secret {MON_SECRET} has neither ceph-secret nor admin-secret"
+    )))
+}
+
+fn write_private(path: &std::path::Path, text: &str) -> Result<(), MigrationError> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let io = |source| MigrationError::Io {
+        context: format!("writing {}", path.display()),
+        source,
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(io)?;
+    file.write_all(text.as_bytes()).map_err(io)
+}
+
+/// The `ceph` CLI as the cluster's admin: reads the key from the `rook-ceph-mon` Secret of
+/// `namespace`, writes it as a keyring (mode 0600, in a private temporary directory, with a
+/// `ceph.conf` naming `mon_host`) and returns the adapter with the files, which live as long
+/// as the returned [`AdminFiles`].
+pub async fn ceph_cli_from_secret(
+    client: Client,
+    namespace: &str,
+    mon_host: &str,
+) -> Result<(CephCli, AdminFiles), MigrationError> {
+    let secrets: Api<Secret> = Api::namespaced(client, namespace);
+    let secret = secrets
+        .get(MON_SECRET)
+        .await
+        .map_err(api_err(format!("reading Secret {namespace}/{MON_SECRET}")))?;
+    let (name, key) = admin_key(&secret)?;
+    let dir = tempfile::Builder::new()
+        .prefix("mcs-ceph-admin-")
+        .tempdir()
+        .map_err(|source| MigrationError::Io {
+            context: "creating a private directory for the admin keyring".to_owned(),
+            source,
+        })?;
+    let files = AdminFiles { dir };
+    write_private(&files.keyring(), &format!("[{name}]\n\tkey = {key}\n"))?;
+    write_private(
+        &files.conf(),
+        &format!("[global]\n\tmon_host = {mon_host}\n"),
+    )?;
+    let cli = CephCli::new(files.conf())
+        .keyring(files.keyring())
+        .client_name(name);
+    Ok((cli, files))
+}
+
+/// Runs driver ticks until one executes no command (the machine waits on Ceph or is done), at
+/// most `max_ticks`: the outcome of a command is observed in the same reconcile, as
+/// [`mon_failover::Driver::run_until_settled`] does, without waiting between ticks.
+pub async fn run_ticks(
+    driver: &mut mon_failover::Driver,
+    now: mon_failover::Timestamp,
+    max_ticks: usize,
+) -> Result<Vec<mon_failover::Tick>, mon_failover::DriverError> {
+    let mut ticks = Vec::new();
+    for _ in 0..max_ticks {
+        let tick = driver.tick(Addressing::Clusterset, now).await?;
+        let idle = tick.commands.is_empty();
+        ticks.push(tick);
+        if idle {
+            break;
+        }
+    }
+    Ok(ticks)
+}

@@ -1,0 +1,657 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers, not only #[test] fns
+//! The operator's mon-failover ports against a tower-test mock API server: the Kubernetes mon
+//! runtime's requests (paths, field managers, bodies), the driver replacing the first mon with
+//! a mock `CephMonAdmin` while the quorum holds, a restart mid-migration resuming from the
+//! state in the status object without a second new mon, and the gate (no migration without the
+//! opt-in annotation).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use ceph_address_plan::{ClusterSettings, MonId};
+use http::{Request, Response, StatusCode};
+use kube::client::Body;
+use mcs_ceph_operator::FIELD_MANAGER;
+use mcs_ceph_operator::mon_migration::{
+    Gate, KubeMonRuntime, MIGRATION_ANNOTATION, MON_FAILOVER_FIELD_MANAGER, MonAddress,
+    StatusStateStore, admin_key, gate, mon_addresses, run_ticks,
+};
+use mcs_ceph_operator::resources::{AddressingStatus, CephCluster, DaemonEntry, Phase};
+use mon_failover::{
+    Command, Config, Driver, Machine, MockCephMonAdmin, MonRuntime, Phase as MigrationPhase,
+    QuorumStatus, Timestamp,
+};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tower_test::mock::{self, Handle};
+
+const NS: &str = "rook-ceph";
+const APPLY: &str = "application/apply-patch+yaml";
+const STATUS_PATH: &str =
+    "/apis/clusterset.io/v1alpha1/namespaces/rook-ceph/cephclusteraddressings/rook-ceph";
+const CM_PATH: &str = "/api/v1/namespaces/rook-ceph/configmaps/rook-ceph-mon-endpoints";
+const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/rook-ceph/deployments/";
+
+#[derive(Debug, Clone)]
+struct Seen {
+    method: String,
+    path: String,
+    query: BTreeMap<String, String>,
+    content_type: String,
+    body: Value,
+}
+
+impl Seen {
+    fn applied_by(&self, manager: &str) -> bool {
+        self.method == "PATCH"
+            && self.content_type == APPLY
+            && self.query.get("fieldManager").map(String::as_str) == Some(manager)
+            && self.query.get("force").map(String::as_str) == Some("true")
+    }
+}
+
+/// A mock API server: GETs answer from `objects` by path (404 otherwise), applies echo their
+/// body (and are stored, so a later GET sees them), deletes answer 200.
+struct ApiServer {
+    seen: mpsc::UnboundedReceiver<Seen>,
+}
+
+fn not_found() -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+           "message": "not found", "reason": "NotFound", "code": 404})
+}
+
+impl ApiServer {
+    fn start(
+        mut handle: Handle<Request<Body>, Response<Body>>,
+        objects: BTreeMap<String, Value>,
+    ) -> Self {
+        let (report, seen) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            let mut objects = objects;
+            while let Some((request, send)) = handle.next_request().await {
+                let (parts, body) = request.into_parts();
+                let bytes = body.collect_bytes().await.unwrap();
+                let body: Value = if bytes.is_empty() {
+                    Value::Null
+                } else {
+                    serde_json::from_slice(&bytes).unwrap()
+                };
+                let seen = Seen {
+                    method: parts.method.to_string(),
+                    path: parts.uri.path().to_owned(),
+                    query: parts
+                        .uri
+                        .query()
+                        .unwrap_or("")
+                        .split('&')
+                        .filter_map(|p| p.split_once('='))
+                        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                        .collect(),
+                    content_type: parts
+                        .headers
+                        .get(http::header::CONTENT_TYPE)
+                        .map(|v| v.to_str().unwrap().to_owned())
+                        .unwrap_or_default(),
+                    body: body.clone(),
+                };
+                let _ = report.send(seen.clone());
+                let (status, answer) = match seen.method.as_str() {
+                    "GET" => match objects.get(&seen.path) {
+                        Some(object) => (StatusCode::OK, object.clone()),
+                        None => (StatusCode::NOT_FOUND, not_found()),
+                    },
+                    "PATCH" => {
+                        objects.insert(seen.path.clone(), body.clone());
+                        (StatusCode::OK, body)
+                    }
+                    "DELETE" => match objects.remove(&seen.path) {
+                        Some(object) => (StatusCode::OK, object),
+                        None => (StatusCode::NOT_FOUND, not_found()),
+                    },
+                    _ => (StatusCode::OK, body),
+                };
+                send.send_response(
+                    Response::builder()
+                        .status(status)
+                        .body(Body::from(serde_json::to_vec(&answer).unwrap()))
+                        .unwrap(),
+                );
+            }
+        });
+        Self { seen }
+    }
+
+    fn requests(&mut self) -> Vec<Seen> {
+        let mut all = Vec::new();
+        while let Ok(seen) = self.seen.try_recv() {
+            all.push(seen);
+        }
+        all
+    }
+}
+
+fn id(text: &str) -> MonId {
+    text.parse().unwrap()
+}
+
+fn settings() -> ClusterSettings {
+    let mut settings = ClusterSettings::new("rook-ceph", NS);
+    settings.uid = Some("cluster-uid".into());
+    settings.multi_cluster_service.enabled = true;
+    settings.multi_cluster_service.cluster_id = "east".into();
+    settings
+}
+
+fn mon_endpoints() -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "rook-ceph-mon-endpoints", "namespace": NS},
+        "data": {"data": "a=10.96.0.10:6789,b=10.96.0.11:6789,c=10.96.0.12:6789",
+                 "maxMonId": "2",
+                 "mapping": r#"{"node":{"a":null,"b":null,"c":null}}"#,
+                 "outOfQuorum": ""}})
+}
+
+/// Rook's mon Deployment `rook-ceph-mon-a`, cut down to what the derivation touches.
+fn rook_mon_a() -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment",
+    "metadata": {"name": "rook-ceph-mon-a", "namespace": NS,
+        "labels": {"app": "rook-ceph-mon", "mon": "a", "ceph_daemon_id": "a"},
+        "ownerReferences": [{"apiVersion": "ceph.rook.io/v1", "kind": "CephCluster",
+            "name": "rook-ceph", "uid": "cluster-uid", "controller": true}]},
+    "spec": {
+        "replicas": 1,
+        "selector": {"matchLabels": {"app": "rook-ceph-mon", "mon": "a"}},
+        "template": {
+            "metadata": {"labels": {"app": "rook-ceph-mon", "mon": "a"}},
+            "spec": {
+                "initContainers": [{"name": "init-mon-fs", "image": "quay.io/ceph/ceph:v18.2.4",
+                    "args": ["--fsid=f", "--id=a", "--public-addr=10.96.0.10", "--mkfs"]}],
+                "containers": [{"name": "mon", "image": "quay.io/ceph/ceph:v18.2.4",
+                    "args": ["--fsid=f", "--id=a", "--foreground", "--public-addr=10.96.0.10",
+                             "--setuser-match-path=/var/lib/ceph/mon/ceph-a/store.db",
+                             "--public-bind-addr=$(ROOK_POD_IP)"]}],
+                "volumes": [{"name": "ceph-daemon-data",
+                             "hostPath": {"path": "/var/lib/rook/mon-a/data"}}]
+            }
+        }
+    }})
+}
+
+fn base_objects(stored_state: Option<Value>) -> BTreeMap<String, Value> {
+    let mut status = json!({"phase": "Migrating"});
+    if let Some(state) = stored_state {
+        status["monFailover"] = state;
+    }
+    [
+        (CM_PATH.to_owned(), mon_endpoints()),
+        (format!("{DEPLOYMENTS}rook-ceph-mon-a"), rook_mon_a()),
+        (
+            STATUS_PATH.to_owned(),
+            json!({"apiVersion": "clusterset.io/v1alpha1", "kind": "CephClusterAddressing",
+                   "metadata": {"name": "rook-ceph", "namespace": NS}, "status": status}),
+        ),
+    ]
+    .into()
+}
+
+fn api_client(objects: BTreeMap<String, Value>) -> (kube::Client, ApiServer) {
+    let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
+    let server = ApiServer::start(handle, objects);
+    (kube::Client::new(service, "default"), server)
+}
+
+/// Mons a, b, c on cluster IPs (to replace), plus `d` when its global IP is known.
+fn table(d_global: Option<&str>) -> BTreeMap<MonId, MonAddress> {
+    let replace = MonAddress {
+        global_ip: None,
+        replace: true,
+    };
+    let mut mons: BTreeMap<MonId, MonAddress> = ["a", "b", "c"]
+        .into_iter()
+        .map(|m| (id(m), replace.clone()))
+        .collect();
+    if let Some(ip) = d_global {
+        mons.insert(
+            id("d"),
+            MonAddress {
+                global_ip: Some(ip.parse().unwrap()),
+                replace: false,
+            },
+        );
+    }
+    mons
+}
+
+fn runtime(client: &kube::Client, d_global: Option<&str>) -> KubeMonRuntime {
+    KubeMonRuntime::new(
+        client.clone(),
+        settings(),
+        table(d_global),
+        Some(id("a")),
+        "quay.io/ceph/ceph:v18.2.4".into(),
+    )
+}
+
+fn quorum(mons: &[(&str, &str)], in_quorum: &[&str]) -> QuorumStatus {
+    let mons: Vec<Value> = mons
+        .iter()
+        .enumerate()
+        .map(|(rank, (name, ip))| {
+            json!({"rank": rank, "name": name,
+                   "public_addrs": {"addrvec": [{"type": "v1", "addr": format!("{ip}:6789")}]}})
+        })
+        .collect();
+    serde_json::from_value(json!({"election_epoch": 4, "quorum_names": in_quorum,
+        "monmap": {"epoch": 1, "fsid": "f", "mons": mons}}))
+    .unwrap()
+}
+
+/// A mock admin over a shared monmap; `remove_mon` takes the mon out of it and is recorded.
+fn admin(
+    monmap: Arc<Mutex<Vec<(String, String, bool)>>>,
+    removed: Arc<Mutex<Vec<String>>>,
+) -> MockCephMonAdmin {
+    let mut admin = MockCephMonAdmin::new();
+    let view = Arc::clone(&monmap);
+    admin.expect_quorum_status().returning(move || {
+        let mons = view.lock().unwrap().clone();
+        let pairs: Vec<(&str, &str)> = mons
+            .iter()
+            .map(|(n, ip, _)| (n.as_str(), ip.as_str()))
+            .collect();
+        let in_quorum: Vec<&str> = mons.iter().filter(|m| m.2).map(|m| m.0.as_str()).collect();
+        Ok(quorum(&pairs, &in_quorum))
+    });
+    admin.expect_remove_mon().returning(move |mon| {
+        let mut mons = monmap.lock().unwrap();
+        // The quorum must hold without the removed mon: every other mon is in quorum.
+        assert!(
+            mons.iter().filter(|m| m.0 != mon.as_str()).all(|m| m.2),
+            "removal without quorum"
+        );
+        mons.retain(|m| m.0 != mon.as_str());
+        removed.lock().unwrap().push(mon.to_string());
+        Ok(())
+    });
+    admin
+}
+
+fn abc() -> Vec<(String, String, bool)> {
+    [
+        ("a", "10.96.0.10"),
+        ("b", "10.96.0.11"),
+        ("c", "10.96.0.12"),
+    ]
+    .into_iter()
+    .map(|(n, ip)| (n.to_owned(), ip.to_owned(), true))
+    .collect()
+}
+
+async fn driver(client: &kube::Client, admin: MockCephMonAdmin, d_global: Option<&str>) -> Driver {
+    Driver::resume(
+        Machine::new(Config::default()).unwrap(),
+        Arc::new(admin),
+        Arc::new(runtime(client, d_global)),
+        Arc::new(StatusStateStore::new(client.clone(), NS, "rook-ceph")),
+        Some(2),
+    )
+    .await
+    .unwrap()
+}
+
+/// The state the last save wrote into the status object, as the next GET returns it.
+fn saved_state(requests: &[Seen]) -> Value {
+    requests
+        .iter()
+        .rev()
+        .find(|r| r.path == STATUS_PATH && r.method == "PATCH")
+        .map(|r| {
+            assert!(r.applied_by(MON_FAILOVER_FIELD_MANAGER), "{r:?}");
+            assert_eq!(
+                r.body["status"].as_object().unwrap().len(),
+                1,
+                "only monFailover"
+            );
+            r.body["status"]["monFailover"].clone()
+        })
+        .expect("the state was saved")
+}
+
+#[tokio::test]
+async fn provisioning_applies_the_canary_and_lists_the_new_mon_without_an_endpoint() {
+    let (client, mut server) = api_client(base_objects(None));
+    let address = runtime(&client, None)
+        .provision_address(&id("d"), mon_failover::Addressing::Clusterset)
+        .await
+        .unwrap();
+    assert_eq!(address, None, "the global IP is not known yet");
+    let requests = server.requests();
+    let canary = &requests[0];
+    assert_eq!(canary.path, format!("{DEPLOYMENTS}rook-ceph-mon-d-canary"));
+    assert!(canary.applied_by(FIELD_MANAGER), "{canary:?}");
+    let labels = &canary.body["spec"]["template"]["metadata"]["labels"];
+    assert_eq!(labels["mon_canary"], "true");
+    assert_eq!(labels["mon"], "d");
+    assert_eq!(labels["app"], "rook-ceph-mon");
+    assert!(labels.get("mon_daemon").is_none(), "a canary is not a mon");
+    assert_eq!(
+        canary.body["metadata"]["ownerReferences"][0]["uid"],
+        "cluster-uid"
+    );
+    assert_eq!(
+        canary.body["spec"]["template"]["spec"]["containers"][0]["image"],
+        "quay.io/ceph/ceph:v18.2.4"
+    );
+    assert_eq!(
+        (requests[1].method.as_str(), requests[1].path.as_str()),
+        ("GET", CM_PATH)
+    );
+    let cm = &requests[2];
+    assert_eq!(cm.path, CM_PATH);
+    assert!(cm.applied_by(MON_FAILOVER_FIELD_MANAGER), "{cm:?}");
+    assert_eq!(
+        cm.body["data"]["data"],
+        "a=10.96.0.10:6789,b=10.96.0.11:6789,c=10.96.0.12:6789,d=:6789"
+    );
+    assert_eq!(cm.body["data"]["maxMonId"], "3");
+    assert_eq!(requests.len(), 3);
+}
+
+#[tokio::test]
+async fn start_derives_the_mon_deployment_from_the_replaced_mon() {
+    let (client, mut server) = api_client(base_objects(None));
+    runtime(&client, Some("242.1.0.4"))
+        .start(&id("d"), "242.1.0.4".parse().unwrap())
+        .await
+        .unwrap();
+    let requests = server.requests();
+    let paths: Vec<(&str, &str)> = requests
+        .iter()
+        .map(|r| (r.method.as_str(), r.path.as_str()))
+        .collect();
+    let d = format!("{DEPLOYMENTS}rook-ceph-mon-d");
+    let a = format!("{DEPLOYMENTS}rook-ceph-mon-a");
+    let canary = format!("{DEPLOYMENTS}rook-ceph-mon-d-canary");
+    assert_eq!(
+        paths,
+        [
+            ("GET", d.as_str()),
+            ("GET", a.as_str()),
+            ("PATCH", d.as_str()),
+            ("GET", CM_PATH),
+            ("PATCH", CM_PATH),
+            ("DELETE", canary.as_str()),
+        ]
+    );
+    let apply = &requests[2];
+    assert!(apply.applied_by(FIELD_MANAGER));
+    let body = &apply.body;
+    assert_eq!(body["metadata"]["name"], "rook-ceph-mon-d");
+    assert_eq!(
+        body["metadata"]["labels"]["ceph.rook.io/do-not-reconcile"],
+        "true"
+    );
+    assert_eq!(body["metadata"]["labels"]["mon_daemon"], "true");
+    assert_eq!(body["spec"]["selector"]["matchLabels"]["mon"], "d");
+    assert_eq!(
+        body["spec"]["template"]["metadata"]["labels"]["ceph_daemon_id"],
+        "d"
+    );
+    let pod = &body["spec"]["template"]["spec"];
+    assert_eq!(
+        pod["containers"][0]["args"],
+        json!([
+            "--fsid=f",
+            "--id=d",
+            "--foreground",
+            "--setuser-match-path=/var/lib/ceph/mon/ceph-d/store.db",
+            "--public-addr=242.1.0.4",
+            "--public-bind-addr=$(ROOK_POD_IP)"
+        ])
+    );
+    assert_eq!(
+        pod["initContainers"][0]["args"],
+        json!([
+            "--fsid=f",
+            "--id=d",
+            "--mkfs",
+            "--public-addr=242.1.0.4",
+            "--public-bind-addr=$(ROOK_POD_IP)"
+        ])
+    );
+    assert_eq!(
+        pod["volumes"][0]["hostPath"]["path"],
+        "/var/lib/rook/mon-d/data"
+    );
+    assert_eq!(
+        requests[4].body["data"]["data"],
+        "a=10.96.0.10:6789,b=10.96.0.11:6789,c=10.96.0.12:6789,d=242.1.0.4:6789"
+    );
+}
+
+#[tokio::test]
+async fn the_driver_replaces_the_first_mon_keeping_quorum_and_resumes_after_a_restart() {
+    let monmap = Arc::new(Mutex::new(abc()));
+    let removed = Arc::new(Mutex::new(Vec::new()));
+    let now = Timestamp::from_millis(1_000);
+
+    // Reconcile 1: mon d is allocated and provisioned; its global IP is not known yet.
+    let (client, mut server) = api_client(base_objects(None));
+    let mut first = driver(
+        &client,
+        admin(Arc::clone(&monmap), Arc::clone(&removed)),
+        None,
+    )
+    .await;
+    let ticks = run_ticks(&mut first, now, 6).await.unwrap();
+    assert!(matches!(
+        &ticks[0].commands[..],
+        [Command::ProvisionAddress { mon, .. }] if mon.as_str() == "d"
+    ));
+    let migration = first.state().migration().unwrap();
+    assert_eq!(migration.old().as_str(), "a");
+    assert_eq!(migration.new_mon().as_str(), "d");
+    let requests = server.requests();
+    let state = saved_state(&requests);
+    drop(first);
+
+    // Restart: a new driver reads the state back from the status object and continues with
+    // mon d (no second new mon), now that the plan resolved d's global IP.
+    let (client, mut server) = api_client(base_objects(Some(state)));
+    let mut second = driver(
+        &client,
+        admin(Arc::clone(&monmap), Arc::clone(&removed)),
+        Some("242.1.0.4"),
+    )
+    .await;
+    assert_eq!(second.state().migration().unwrap().new_mon().as_str(), "d");
+    let ticks = run_ticks(&mut second, now, 6).await.unwrap();
+    let commands: Vec<&Command> = ticks.iter().flat_map(|t| &t.commands).collect();
+    assert!(
+        commands
+            .iter()
+            .any(|c| matches!(c, Command::StartMon { mon, address }
+            if mon.as_str() == "d" && address.to_string() == "242.1.0.4")),
+        "{commands:?}"
+    );
+    assert!(
+        commands.iter().all(|c| c.mon().as_str() == "d"),
+        "only mon d is worked on: {commands:?}"
+    );
+    assert!(matches!(
+        second.state().migration().unwrap().phase(),
+        MigrationPhase::Joining { .. }
+    ));
+    let requests = server.requests();
+    assert_eq!(
+        requests[0].path, STATUS_PATH,
+        "the state is read from the API server first"
+    );
+    assert!(
+        requests
+            .iter()
+            .all(|r| !r.path.ends_with("rook-ceph-mon-e-canary")
+                && !r.path.ends_with("rook-ceph-mon-e")),
+        "no second new mon"
+    );
+    assert!(
+        removed.lock().unwrap().is_empty(),
+        "nothing removed while d joins"
+    );
+    let state = saved_state(&requests);
+
+    // Mon d joins the quorum at its global IP; the next reconcile removes mon a from the
+    // monmap and deletes its objects.
+    monmap
+        .lock()
+        .unwrap()
+        .push(("d".into(), "242.1.0.4".into(), true));
+    let (client, mut server) = api_client(base_objects(Some(state)));
+    let mut third = driver(
+        &client,
+        admin(Arc::clone(&monmap), Arc::clone(&removed)),
+        Some("242.1.0.4"),
+    )
+    .await;
+    run_ticks(&mut third, now, 3).await.unwrap();
+    assert_eq!(*removed.lock().unwrap(), ["a"]);
+    let names: Vec<String> = monmap.lock().unwrap().iter().map(|m| m.0.clone()).collect();
+    assert_eq!(
+        names,
+        ["b", "c", "d"],
+        "three mons, all in quorum, throughout"
+    );
+    let requests = server.requests();
+    let deletes: Vec<&str> = requests
+        .iter()
+        .filter(|r| r.method == "DELETE")
+        .map(|r| r.path.as_str())
+        .collect();
+    assert!(
+        deletes.contains(&format!("{DEPLOYMENTS}rook-ceph-mon-a").as_str()),
+        "{deletes:?}"
+    );
+    assert!(
+        deletes.contains(&"/api/v1/namespaces/rook-ceph/services/rook-ceph-mon-a"),
+        "{deletes:?}"
+    );
+    let cm = requests
+        .iter()
+        .rev()
+        .find(|r| r.path == CM_PATH && r.method == "PATCH")
+        .unwrap();
+    assert!(
+        !cm.body["data"]["data"].as_str().unwrap().contains("a="),
+        "mon a left the mon endpoints: {}",
+        cm.body["data"]["data"]
+    );
+}
+
+fn cluster(annotated: bool) -> CephCluster {
+    let mut cluster = CephCluster::new(
+        "rook-ceph",
+        NS,
+        json!({"network": {"multiClusterService": {"enabled": true, "clusterID": "east"}}}),
+    );
+    if annotated {
+        cluster.metadata.annotations =
+            Some([(MIGRATION_ANNOTATION.to_owned(), "enabled".to_owned())].into());
+    }
+    cluster
+}
+
+fn entry(name: &str, state: &str, export: Option<&str>, global_ip: Option<&str>) -> DaemonEntry {
+    DaemonEntry {
+        name: name.into(),
+        service: format!("rook-ceph-{}", name.replace('.', "-")),
+        exported: export.is_some(),
+        export: export.map(Into::into),
+        global_ip: global_ip.map(Into::into),
+        state: state.into(),
+        ..DaemonEntry::default()
+    }
+}
+
+fn migrating_status() -> AddressingStatus {
+    AddressingStatus {
+        phase: Phase::Migrating,
+        daemons: vec![
+            entry("mon.a", "Replace", None, None),
+            entry(
+                "mon.b",
+                "UpToDate",
+                Some("Valid, Ready"),
+                Some("242.1.0.11"),
+            ),
+            entry("osd.0", "UpdateArgs", Some("Valid"), None),
+        ],
+        ..AddressingStatus::default()
+    }
+}
+
+#[test]
+fn no_migration_without_the_annotation() {
+    let status = migrating_status();
+    assert!(
+        matches!(gate(&cluster(false), &status), Gate::Wait(reason) if reason.contains(MIGRATION_ANNOTATION))
+    );
+    assert_eq!(
+        gate(&cluster(true), &status),
+        Gate::Go,
+        "OSD exports do not hold mons back"
+    );
+}
+
+#[test]
+fn the_gate_waits_for_every_mon_export_and_global_ip() {
+    let mut status = migrating_status();
+    status.daemons[1].export = Some("Valid".into());
+    assert!(
+        matches!(gate(&cluster(true), &status), Gate::Wait(reason) if reason.contains("mon.b"))
+    );
+    let mut status = migrating_status();
+    status.daemons[1].global_ip = None;
+    assert!(
+        matches!(gate(&cluster(true), &status), Gate::Wait(reason) if reason.contains("global IP"))
+    );
+    let mut status = migrating_status();
+    status.phase = Phase::Blocked;
+    assert!(matches!(gate(&cluster(true), &status), Gate::Wait(_)));
+    let mut status = migrating_status();
+    status.daemons.remove(0);
+    assert_eq!(
+        gate(&cluster(true), &status),
+        Gate::Idle,
+        "nothing to replace"
+    );
+    assert!(mon_addresses(&migrating_status())[&id("a")].replace);
+}
+
+#[test]
+fn the_admin_key_comes_from_rooks_secret() {
+    use k8s_openapi::ByteString;
+    use k8s_openapi::api::core::v1::Secret;
+    let secret = |pairs: &[(&str, &str)]| Secret {
+        data: Some(
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), ByteString(v.as_bytes().to_vec())))
+                .collect(),
+        ),
+        ..Secret::default()
+    };
+    assert_eq!(
+        admin_key(&secret(&[
+            ("ceph-username", "client.admin"),
+            ("ceph-secret", "AQB==")
+        ]))
+        .unwrap(),
+        ("client.admin".to_owned(), "AQB==".to_owned())
+    );
+    assert_eq!(
+        admin_key(&secret(&[("admin-secret", "AQC==\n"), ("fsid", "f")])).unwrap(),
+        ("client.admin".to_owned(), "AQC==".to_owned())
+    );
+    assert!(admin_key(&secret(&[("fsid", "f")])).is_err());
+}
