@@ -745,7 +745,10 @@ mod tests {
 
         let mut newer = document.clone();
         newer["status"]["phase"] = "Rebalancing".into();
-        assert_eq!(OperatorProgress::of(&newer).unwrap().unwrap().phase, "Unknown");
+        assert_eq!(
+            OperatorProgress::of(&newer).unwrap().unwrap().phase,
+            "Unknown"
+        );
 
         let mut broken = document;
         broken["status"]["readyDaemons"] = "four".into();
