@@ -1,8 +1,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers, not only #[test] fns
 //! The plain manifests in deploy/mcs-ceph-operator: the CRD is exactly what the binary prints,
 //! the RBAC grants exactly what the operator reads and writes (no wildcards), and the
-//! Deployment runs one non-root replica with a read-only root file system and probes on the
-//! operator's HTTP endpoints.
+//! Deployment runs two non-root replicas with leader election, a read-only root file system and
+//! probes on the operator's HTTP endpoints. The Helm chart in deploy/helm/mcs-ceph-operator
+//! renders, with its default values, exactly these objects (Helm is not installed here: a
+//! small renderer that knows only the template expressions the chart uses stands in for it).
+//! The Dockerfile builds and runs this binary as a non-root user.
 
 use std::collections::BTreeSet;
 
@@ -99,10 +102,39 @@ fn rbac_grants_exactly_what_the_operator_uses_and_no_wildcard() {
 }
 
 #[test]
-fn the_deployment_is_one_locked_down_replica_with_probes() {
+fn the_lease_role_grants_the_leader_lease_only() {
+    let docs = documents("operator.yaml");
+    let role = of_kind(&docs, "Role");
+    assert_eq!(role["metadata"]["namespace"], "mcs-ceph-operator");
+    assert_eq!(
+        role["rules"],
+        serde_json::json!([
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+             "resourceNames": ["mcs-ceph-operator"], "verbs": ["get", "update"]},
+        ])
+    );
+    let binding = of_kind(&docs, "RoleBinding");
+    assert_eq!(binding["roleRef"]["kind"], "Role");
+    assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
+    assert_eq!(binding["subjects"][0]["name"], "mcs-ceph-operator");
+    assert_eq!(binding["subjects"][0]["namespace"], "mcs-ceph-operator");
+}
+
+fn env<'a>(container: &'a Value, name: &str) -> &'a Value {
+    container["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {container}"))
+}
+
+#[test]
+fn the_deployment_is_two_locked_down_replicas_with_leader_election_and_probes() {
     let docs = documents("operator.yaml");
     let deployment = of_kind(&docs, "Deployment");
-    assert_eq!(deployment["spec"]["replicas"], 1, "no leader election yet");
+    assert_eq!(deployment["spec"]["replicas"], 2);
     let pod = &deployment["spec"]["template"]["spec"];
     assert_eq!(pod["serviceAccountName"], "mcs-ceph-operator");
     assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
@@ -114,13 +146,19 @@ fn the_deployment_is_one_locked_down_replica_with_probes() {
     assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
     assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
     assert_eq!(container["ports"][0]["containerPort"], 8080);
-    let listen = container["env"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["name"] == "MCS_CEPH_LISTEN")
-        .unwrap();
-    assert_eq!(listen["value"], "0.0.0.0:8080");
+    assert_eq!(env(container, "MCS_CEPH_LISTEN")["value"], "0.0.0.0:8080");
+    assert_eq!(env(container, "MCS_CEPH_LEADER_ELECTION")["value"], "true");
+    assert_eq!(
+        env(container, "POD_NAME")["valueFrom"]["fieldRef"]["fieldPath"],
+        "metadata.name"
+    );
+    assert_eq!(
+        env(container, "POD_NAMESPACE")["valueFrom"]["fieldRef"]["fieldPath"],
+        "metadata.namespace"
+    );
+    // A writable /tmp beside the read-only root file system.
+    assert_eq!(container["volumeMounts"][0]["mountPath"], "/tmp");
+    assert!(pod["volumes"][0]["emptyDir"].is_object());
     // The arguments parse.
     let args: Vec<String> = std::iter::once("mcs-ceph-operator".to_owned())
         .chain(
@@ -132,5 +170,265 @@ fn the_deployment_is_one_locked_down_replica_with_probes() {
         )
         .collect();
     use clap::Parser;
-    mcs_ceph_operator::cli::Cli::try_parse_from(args).unwrap();
+    let cli = mcs_ceph_operator::cli::Cli::try_parse_from(args).unwrap();
+    let mcs_ceph_operator::cli::Command::Run(args) = cli.command else {
+        panic!("the container runs the operator");
+    };
+    // The Lease namespace is the pod's (POD_NAMESPACE; the client's namespace stands in here).
+    let lease = args.lease_settings("mcs-ceph-operator").unwrap().unwrap();
+    assert_eq!(lease.name, "mcs-ceph-operator", "the name the Role grants");
+}
+
+// ---- the Helm chart ----
+
+const CHART: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../deploy/helm/mcs-ceph-operator"
+);
+
+fn chart_file(path: &str) -> String {
+    std::fs::read_to_string(format!("{CHART}/{path}")).unwrap()
+}
+
+fn lookup<'a>(values: &'a Value, path: &str) -> &'a Value {
+    let keys = path
+        .strip_prefix(".Values.")
+        .unwrap_or_else(|| panic!("{path:?} is not a value"));
+    let value = keys.split('.').fold(values, |value, key| &value[key]);
+    assert!(!value.is_null(), "{path} is not in values.yaml");
+    value
+}
+
+fn scalar(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Number(_) | Value::Bool(_) => value.to_string(),
+        other => panic!("{other} is not a scalar"),
+    }
+}
+
+/// One template expression, of the few forms the chart may use.
+fn evaluate(expression: &str, values: &Value, namespace: &str, app_version: &str) -> String {
+    let parts: Vec<&str> = expression.split('|').map(str::trim).collect();
+    match parts.as_slice() {
+        [".Release.Namespace"] => namespace.to_owned(),
+        [path, "quote"] => Value::String(scalar(lookup(values, path))).to_string(),
+        [path, "default .Chart.AppVersion"] => {
+            let value = scalar(lookup(values, path));
+            if value.is_empty() {
+                app_version.to_owned()
+            } else {
+                value
+            }
+        }
+        [to_yaml, nindent] if to_yaml.starts_with("toYaml ") && nindent.starts_with("nindent ") => {
+            let value = lookup(values, &to_yaml["toYaml ".len()..]);
+            let pad = " ".repeat(nindent["nindent ".len()..].parse().unwrap());
+            serde_saphyr::to_string(value)
+                .unwrap()
+                .lines()
+                .map(|line| format!("\n{pad}{line}"))
+                .collect()
+        }
+        [path] if path.starts_with(".Values.") => scalar(lookup(values, path)),
+        _ => panic!("template expression {{{{ {expression} }}}} is not one of the known forms"),
+    }
+}
+
+/// Renders a template as Helm would for the expressions [`evaluate`] knows (with `{{-`/`-}}`
+/// trimming); anything else fails the test.
+fn render(template: &str, values: &Value, namespace: &str, app_version: &str) -> String {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        let (before, after) = rest.split_at(start);
+        let end = after.find("}}").expect("unclosed template expression");
+        let mut inner = &after[2..end];
+        if let Some(trimmed) = inner.strip_prefix('-') {
+            inner = trimmed;
+            out.push_str(before.trim_end());
+        } else {
+            out.push_str(before);
+        }
+        rest = &after[end + 2..];
+        if let Some(trimmed) = inner.strip_suffix('-') {
+            inner = trimmed;
+            rest = rest.trim_start();
+        }
+        out.push_str(&evaluate(inner.trim(), values, namespace, app_version));
+    }
+    out.push_str(rest);
+    out
+}
+
+type Objects = std::collections::BTreeMap<(String, String), Value>;
+
+fn by_kind_and_name(documents: Vec<Value>) -> Objects {
+    documents
+        .into_iter()
+        .filter(|d| !d.is_null())
+        .map(|d| {
+            let key = (
+                d["kind"].as_str().unwrap().to_owned(),
+                d["metadata"]["name"].as_str().unwrap().to_owned(),
+            );
+            (key, d)
+        })
+        .collect()
+}
+
+#[test]
+fn the_chart_with_default_values_renders_the_plain_manifests() {
+    let chart: Value = serde_saphyr::from_str(&chart_file("Chart.yaml")).unwrap();
+    let values: Value = serde_saphyr::from_str(&chart_file("values.yaml")).unwrap();
+    let app_version = chart["appVersion"].as_str().unwrap();
+    assert_eq!(app_version, env!("CARGO_PKG_VERSION"));
+    assert_eq!(chart["version"], env!("CARGO_PKG_VERSION"));
+
+    let mut rendered = Vec::new();
+    let mut templates: Vec<_> = std::fs::read_dir(format!("{CHART}/templates"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    templates.sort();
+    for name in &templates {
+        let text = chart_file(&format!("templates/{name}"));
+        if name == "crd.yaml" {
+            assert_eq!(
+                text,
+                mcs_ceph_operator::cli::crd_yaml().unwrap(),
+                "regenerate with: cargo run -p mcs-ceph-operator -- crd > deploy/helm/mcs-ceph-operator/templates/crd.yaml"
+            );
+            continue;
+        }
+        let text = render(&text, &values, "mcs-ceph-operator", app_version);
+        rendered.extend(serde_saphyr::from_multiple::<Value>(&text).unwrap());
+    }
+    let chart_objects = by_kind_and_name(rendered);
+    let mut plain = by_kind_and_name(documents("operator.yaml"));
+    // The chart leaves the namespace to `helm install --create-namespace`.
+    plain.retain(|(kind, _), _| kind != "Namespace");
+    assert_eq!(
+        chart_objects.keys().collect::<Vec<_>>(),
+        plain.keys().collect::<Vec<_>>()
+    );
+    for (key, object) in &plain {
+        assert_eq!(&chart_objects[key], object, "{key:?} differs");
+    }
+}
+
+#[test]
+fn the_chart_renders_its_values_where_they_belong() {
+    let mut values: Value = serde_saphyr::from_str(&chart_file("values.yaml")).unwrap();
+    values["replicas"] = 1.into();
+    values["leaderElection"] = false.into();
+    values["image"]["tag"] = "v9".into();
+    values["resources"] = serde_json::json!({"limits": {"memory": "1Gi"}});
+    let text = render(
+        &chart_file("templates/deployment.yaml"),
+        &values,
+        "ceph-ops",
+        "0.1.0",
+    );
+    let deployment: Value = serde_saphyr::from_str(&text).unwrap();
+    assert_eq!(deployment["metadata"]["namespace"], "ceph-ops");
+    assert_eq!(deployment["spec"]["replicas"], 1);
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["image"], "mcs-ceph-operator:v9");
+    assert_eq!(env(container, "MCS_CEPH_LEADER_ELECTION")["value"], "false");
+    assert_eq!(
+        container["resources"],
+        serde_json::json!({"limits": {"memory": "1Gi"}})
+    );
+}
+
+// ---- the Dockerfile ----
+
+/// The Dockerfile's instructions (comments dropped, continuation lines joined), by stage.
+fn dockerfile_stages() -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(format!("{DIR}/Dockerfile")).unwrap();
+    let mut instructions: Vec<String> = Vec::new();
+    let mut continued = false;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (body, continues) = match line.strip_suffix('\\') {
+            Some(body) => (body.trim(), true),
+            None => (line, false),
+        };
+        match instructions.last_mut() {
+            Some(last) if continued => {
+                last.push(' ');
+                last.push_str(body);
+            }
+            _ => instructions.push(body.to_owned()),
+        }
+        continued = continues;
+    }
+    let mut stages: Vec<Vec<String>> = Vec::new();
+    for instruction in instructions {
+        if instruction.starts_with("FROM ") {
+            stages.push(Vec::new());
+        }
+        stages.last_mut().expect("FROM first").push(instruction);
+    }
+    stages
+}
+
+#[test]
+fn the_dockerfile_builds_this_binary_and_runs_it_as_non_root() {
+    let binary = std::path::Path::new(env!("CARGO_BIN_EXE_mcs-ceph-operator"))
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let stages = dockerfile_stages();
+    assert_eq!(stages.len(), 2, "{stages:#?}");
+    let (builder, runtime) = (&stages[0], &stages[1]);
+
+    let toolchain = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../rust-toolchain.toml"
+    ))
+    .unwrap();
+    assert!(toolchain.contains("\"1.95"), "{toolchain}");
+    assert!(builder[0].starts_with("FROM rust:1.95-") && builder[0].ends_with(" AS builder"));
+    assert!(
+        builder
+            .iter()
+            .any(|i| i == &format!("RUN cargo build --release --locked -p {binary}")),
+        "{builder:#?}"
+    );
+
+    assert!(runtime[0].starts_with("FROM debian:") && runtime[0].ends_with("-slim"));
+    let install = runtime
+        .iter()
+        .find(|i| i.contains("apt-get install"))
+        .unwrap();
+    assert!(install.contains(" ceph-common"), "{install}");
+    assert!(runtime.contains(&format!(
+        "COPY --from=builder /src/target/release/{binary} /usr/local/bin/{binary}"
+    )));
+    assert_eq!(
+        runtime
+            .iter()
+            .find(|i| i.starts_with("ENTRYPOINT"))
+            .unwrap(),
+        &format!("ENTRYPOINT [\"/usr/local/bin/{binary}\"]")
+    );
+    let user = runtime.iter().rfind(|i| i.starts_with("USER ")).unwrap();
+    let uid: u32 = user["USER ".len()..]
+        .split(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap_or_else(|_| panic!("{user}: numeric, so that runAsNonRoot can check it"));
+    assert_ne!(uid, 0);
+    let docs = documents("operator.yaml");
+    let pod = &of_kind(&docs, "Deployment")["spec"]["template"]["spec"];
+    assert_eq!(pod["securityContext"]["runAsUser"], uid);
+    assert_eq!(runtime.last().unwrap(), "CMD [\"run\"]");
 }
