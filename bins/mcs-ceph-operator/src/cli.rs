@@ -136,6 +136,12 @@ pub struct RunArgs {
     /// Seconds between renewals (and between the followers' checks).
     #[arg(long, env = "MCS_CEPH_LEASE_RETRY_SECONDS", default_value_t = 2)]
     pub lease_retry_seconds: u64,
+    /// Replace mons that advertise cluster IPs with mons on their global IPs, one at a time
+    /// with full quorum, for the CephClusters annotated `clusterset.io/mon-migration=enabled`
+    /// (once Rook's mon health check is off). Needs read access to Rook's `rook-ceph-mon`
+    /// Secret (the admin key). Off by default: mons are never replaced.
+    #[arg(long, env = "MCS_CEPH_MON_MIGRATION", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub mon_migration: bool,
     /// Log format.
     #[arg(long, env = "MCS_CEPH_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -259,6 +265,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         debounce: Duration::from_millis(args.debounce_ms),
         rediscover_every: (args.rediscover_seconds > 0)
             .then(|| Duration::from_secs(args.rediscover_seconds)),
+        mon_migration: args.mon_migration,
     };
     let shutdown = async {
         #[cfg(unix)]

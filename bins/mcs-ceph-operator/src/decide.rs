@@ -1123,7 +1123,7 @@ fn active_status(
         (
             Phase::Migrating,
             format!(
-                "{}; OSD Deployments are updated one failure domain at a time; this operator version does not replace mons yet (docs/operator.md)",
+                "{}; OSD Deployments are updated one failure domain at a time; mons are replaced only by the mon migration (--mon-migration and the CephCluster annotation clusterset.io/mon-migration=enabled, docs/operator.md)",
                 c.message
             ),
         )

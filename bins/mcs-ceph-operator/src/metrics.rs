@@ -28,6 +28,16 @@ pub struct DaemonLabels {
     pub daemon: String,
 }
 
+/// Labels of the failover step count.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StepLabels {
+    /// `provision_address`, `start_mon`, `remove_from_monmap`, `delete_mon`, or `tick` (a
+    /// reconcile's run of the machine as a whole).
+    pub step: String,
+    /// `done`, `address_ready`, `address_pending`, `failed` (or `error` for a `tick`).
+    pub outcome: String,
+}
+
 /// Every metric of the operator.
 #[derive(Debug)]
 pub struct Metrics {
@@ -52,6 +62,8 @@ pub struct Metrics {
     pub daemon_up_to_date: Family<DaemonLabels, Gauge>,
     /// 1 while this replica holds the leader Lease (and so may write), else 0.
     pub leader: Gauge,
+    /// Mon failover steps executed, by step and outcome.
+    pub failover_steps: Family<StepLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -83,6 +95,7 @@ impl Metrics {
             watch_errors: Family::default(),
             daemon_up_to_date: Family::default(),
             leader: Gauge::default(),
+            failover_steps: Family::default(),
         };
         registry.register(
             "reconciles",
@@ -130,6 +143,11 @@ impl Metrics {
             "1 while this replica holds the leader Lease and writes, else 0",
             metrics.leader.clone(),
         );
+        registry.register(
+            "failover_steps",
+            "Mon failover steps executed by step and outcome",
+            metrics.failover_steps.clone(),
+        );
         Self {
             registry: root,
             ..metrics
@@ -164,6 +182,16 @@ impl Metrics {
     /// Counts a failed watch request.
     pub fn watch_failed(&self, watch: &str) {
         self.watch_errors.get_or_create(&labels(watch)).inc();
+    }
+
+    /// Counts a mon failover step and its outcome.
+    pub fn failover_step(&self, step: &str, outcome: &str) {
+        self.failover_steps
+            .get_or_create(&StepLabels {
+                step: step.to_owned(),
+                outcome: outcome.to_owned(),
+            })
+            .inc();
     }
 
     /// Sets the per-daemon readiness of one cluster.
@@ -204,6 +232,7 @@ mod tests {
             &[("osd.0".into(), true), ("mon.a".into(), false)],
         );
         metrics.leader.set(1);
+        metrics.failover_step("provision_address", "address_pending");
         let text = metrics.encode();
         for line in [
             "mcs_ceph_operator_reconciles_total{kind=\"ok\"} 1",
@@ -217,6 +246,7 @@ mod tests {
             "mcs_ceph_operator_daemon_up_to_date{namespace=\"rook-ceph\",cluster=\"my-cluster\",daemon=\"osd.0\"} 1",
             "mcs_ceph_operator_daemon_up_to_date{namespace=\"rook-ceph\",cluster=\"my-cluster\",daemon=\"mon.a\"} 0",
             "mcs_ceph_operator_leader 1",
+            "mcs_ceph_operator_failover_steps_total{step=\"provision_address\",outcome=\"address_pending\"} 1",
         ] {
             assert!(text.contains(line), "missing {line:?} in\n{text}");
         }

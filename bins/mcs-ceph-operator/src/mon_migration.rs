@@ -18,7 +18,7 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::PathBuf;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use ceph_address_plan::labels::{mon_labels, mon_selector};
@@ -29,7 +29,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::{Client, Resource};
 use mcs_types::v1beta1::ServiceExport;
 use mon_failover::{
-    Addressing, CephCli, MachineState, MonRuntime, Placement, RuntimeError, StateStore, StoreError,
+    Addressing, CephCli, CephMonAdmin, MachineState, MonRuntime, Placement, RuntimeError, StateStore, StoreError,
     judge_placement,
 };
 use serde_json::{Value, json};
@@ -866,4 +866,240 @@ pub async fn run_ticks(
         }
     }
     Ok(ticks)
+}
+
+/// How soon a cluster is reconciled again while its mon migration is in flight (instead of
+/// waiting for a watch event or the long steady-state interval).
+pub const MIGRATION_REQUEUE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Driver ticks per reconcile at most (each tick that executes commands is followed by one
+/// that observes their outcome).
+pub const MAX_TICKS_PER_RECONCILE: usize = 6;
+
+/// Where the migration's mon admin (`ceph quorum_status`, `ceph mon remove`) comes from.
+#[derive(Clone)]
+pub enum AdminSource {
+    /// The `ceph` CLI as the cluster's admin, with the key of Rook's `rook-ceph-mon` Secret
+    /// ([`ceph_cli_from_secret`]), reaching the mons listed in `rook-ceph-mon-endpoints`.
+    RookSecret,
+    /// This admin for every cluster (tests, or a caller that brings its own).
+    Fixed(Arc<dyn CephMonAdmin>),
+}
+
+impl std::fmt::Debug for AdminSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::RookSecret => f.write_str("RookSecret"),
+            Self::Fixed(_) => f.write_str("Fixed(..)"),
+        }
+    }
+}
+
+/// What one reconcile hands the mon migration.
+#[derive(Debug)]
+pub struct MigrationInput<'a> {
+    /// The CephCluster (its opt-in annotation and Ceph image).
+    pub cluster: &'a CephCluster,
+    /// The cluster's settings, as the plan read them.
+    pub settings: ClusterSettings,
+    /// The status this reconcile decided, with `monFailover` as last observed.
+    pub status: &'a AddressingStatus,
+    /// `rook-ceph-mon-endpoints` as observed (its `maxMonId` and the mons' endpoints).
+    pub mon_endpoints: Option<&'a ConfigMap>,
+    /// The time.
+    pub now: mon_failover::Timestamp,
+}
+
+/// One executed failover step and what became of it (the `step`/`outcome` labels of the
+/// failover step metric).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepOutcome {
+    /// `provision_address`, `start_mon`, `remove_from_monmap` or `delete_mon`.
+    pub step: &'static str,
+    /// `done`, `address_ready`, `address_pending` or `failed`.
+    pub outcome: &'static str,
+}
+
+/// What the mon migration did in one reconcile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigrationReport {
+    /// The machine's state (or why it waits) in one line, for the status message.
+    pub line: String,
+    /// A migration is in flight: reconcile again soon.
+    pub in_progress: bool,
+    /// The steps executed.
+    pub steps: Vec<StepOutcome>,
+}
+
+fn step_name(command: &mon_failover::Command) -> &'static str {
+    use mon_failover::Command;
+    match command {
+        Command::ProvisionAddress { .. } => "provision_address",
+        Command::StartMon { .. } => "start_mon",
+        Command::RemoveFromMonmap { .. } => "remove_from_monmap",
+        Command::DeleteMon { .. } => "delete_mon",
+    }
+}
+
+fn step_outcome(outcome: &mon_failover::CommandOutcome) -> StepOutcome {
+    use mon_failover::CommandOutcome;
+    match outcome {
+        CommandOutcome::Done(command) => StepOutcome {
+            step: step_name(command),
+            outcome: "done",
+        },
+        CommandOutcome::AddressReady { .. } => StepOutcome {
+            step: "provision_address",
+            outcome: "address_ready",
+        },
+        CommandOutcome::AddressPending { .. } => StepOutcome {
+            step: "provision_address",
+            outcome: "address_pending",
+        },
+        CommandOutcome::Failed { command, .. } => StepOutcome {
+            step: step_name(command),
+            outcome: "failed",
+        },
+    }
+}
+
+/// `maxMonId` and the `mon_host` of the mons with an endpoint, from `rook-ceph-mon-endpoints`.
+fn endpoints_view(config_map: Option<&ConfigMap>) -> (Option<u32>, String) {
+    let data = config_map.and_then(|c| c.data.as_ref());
+    let get = |key: &str| data.and_then(|d| d.get(key)).cloned().unwrap_or_default();
+    let max = get(rook::KEY_MAX_MON_ID).trim().parse().ok();
+    let hosts: Vec<String> = format::split_list(&get(rook::KEY_DATA))
+        .filter_map(|entry| entry.split_once('=').map(|(_, endpoint)| endpoint))
+        .filter(|endpoint| !endpoint.is_empty() && !endpoint.starts_with(':'))
+        .map(str::to_owned)
+        .collect();
+    (max, hosts.join(","))
+}
+
+/// The mon migration as the reconcile runs it: the [`gate`], then at most
+/// [`MAX_TICKS_PER_RECONCILE`] ticks of a [`mon_failover::Driver`] over [`KubeMonRuntime`],
+/// [`StatusStateStore`] and the admin of [`AdminSource`]. Runs inside the reconcile, which only
+/// the holder of the leader Lease runs.
+#[derive(Clone)]
+pub struct MonMigration {
+    client: Client,
+    admin: AdminSource,
+    machine: mon_failover::Config,
+}
+
+impl std::fmt::Debug for MonMigration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MonMigration")
+            .field("admin", &self.admin)
+            .field("machine", &self.machine)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MonMigration {
+    /// The migration writing through `client`, asking Ceph through `admin`, with the
+    /// machine's default configuration.
+    pub fn new(client: Client, admin: AdminSource) -> Self {
+        Self {
+            client,
+            admin,
+            machine: mon_failover::Config::default(),
+        }
+    }
+
+    /// One reconcile's share of the migration: `None` when there is nothing to say (no mon to
+    /// replace, nothing in flight), else the state line, whether a migration is in flight and
+    /// the steps executed.
+    pub async fn run(
+        &self,
+        input: MigrationInput<'_>,
+    ) -> Result<Option<MigrationReport>, MigrationError> {
+        let stored = stored_state(input.status).ok().flatten();
+        let in_flight = stored.as_ref().and_then(|s| s.migration());
+        match gate(input.cluster, input.status) {
+            Gate::Idle => return Ok(None),
+            Gate::Wait(reason) => {
+                let to_replace = input
+                    .status
+                    .daemons
+                    .iter()
+                    .any(|d| d.name.starts_with("mon.") && d.state == "Replace");
+                if in_flight.is_none() && !to_replace {
+                    return Ok(None);
+                }
+                return Ok(Some(MigrationReport {
+                    line: format!("waiting: {reason}"),
+                    in_progress: in_flight.is_some(),
+                    steps: Vec::new(),
+                }));
+            }
+            Gate::Go => {}
+        }
+        let mons = mon_addresses(input.status);
+        let template = in_flight.map(|m| m.old().clone()).or_else(|| {
+            mons.iter()
+                .find(|(_, address)| address.replace)
+                .map(|(id, _)| id.clone())
+        });
+        let canary_image = input
+            .cluster
+            .spec
+            .pointer("/cephVersion/image")
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                MigrationError::Shape(
+                    "spec.cephVersion.image is not set: no image for the mon canary".to_owned(),
+                )
+            })?
+            .to_owned();
+        let (max_mon_id, mon_host) = endpoints_view(input.mon_endpoints);
+        let namespace = input.settings.namespace.clone();
+        let name = input.settings.name.clone();
+        let (admin, files): (Arc<dyn CephMonAdmin>, Option<AdminFiles>) = match &self.admin {
+            AdminSource::Fixed(admin) => (Arc::clone(admin), None),
+            AdminSource::RookSecret => {
+                if mon_host.is_empty() {
+                    return Err(MigrationError::Shape(format!(
+                        "{} lists no mon endpoint to reach Ceph at",
+                        rook::MON_ENDPOINTS_CONFIG_MAP
+                    )));
+                }
+                let (cli, files) =
+                    ceph_cli_from_secret(self.client.clone(), &namespace, &mon_host).await?;
+                (Arc::new(cli), Some(files))
+            }
+        };
+        let failover = |e: &dyn std::fmt::Display| MigrationError::Shape(format!("mon failover: {e}"));
+        let machine = mon_failover::Machine::new(self.machine.clone()).map_err(|e| failover(&e))?;
+        let runtime = KubeMonRuntime::new(
+            self.client.clone(),
+            input.settings,
+            mons,
+            template,
+            canary_image,
+        );
+        let store = StatusStateStore::new(self.client.clone(), &namespace, &name);
+        let mut driver = mon_failover::Driver::resume(
+            machine,
+            admin,
+            Arc::new(runtime),
+            Arc::new(store),
+            max_mon_id,
+        )
+        .await
+        .map_err(|e| failover(&e))?;
+        let ticks = run_ticks(&mut driver, input.now, MAX_TICKS_PER_RECONCILE)
+            .await
+            .map_err(|e| failover(&e))?;
+        drop(files);
+        let state = driver.state();
+        Ok(Some(MigrationReport {
+            line: state.to_string(),
+            in_progress: state.migration().is_some(),
+            steps: ticks
+                .iter()
+                .flat_map(|t| t.outcomes.iter().map(step_outcome))
+                .collect(),
+        }))
+    }
 }

@@ -18,7 +18,9 @@ use crate::config::Config;
 use crate::decide::{EventType, LookupResult, Write, prepare};
 use crate::kube_io::{ApiError, Caches, ClusterApi, NotSynced, cluster_reference};
 use crate::metrics::Metrics;
-use crate::resources::CephCluster;
+use crate::mon_migration::{MIGRATION_REQUEUE, MigrationInput, MigrationReport, MonMigration};
+use crate::observe::Snapshot;
+use crate::resources::{AddressingStatus, CephCluster, CephClusterAddressing};
 
 /// The clock the decision reads (replaceable in tests).
 pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
@@ -55,6 +57,10 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// Lookups in flight at once.
     pub lookup_concurrency: usize,
+    /// The mon migration (`--mon-migration`); `None`: mons are never replaced. Gated per
+    /// cluster by the opt-in annotation, and run only here, inside the reconcile, which only
+    /// the holder of the leader Lease runs.
+    pub mon_migration: Option<Arc<MonMigration>>,
 }
 
 impl std::fmt::Debug for Context {
@@ -145,7 +151,15 @@ async fn reconcile_inner(cluster: &CephCluster, ctx: &Context) -> Result<Action,
             results.push((request.daemon.clone(), answer));
         }
     }
-    let outcome = prepared.complete(results);
+    let mut outcome = prepared.complete(results);
+    let mut requeue_after = outcome.requeue_after;
+    if let Some(migration) = &ctx.mon_migration {
+        let report = migrate(ctx, migration, cluster, &snapshot, &outcome.status).await;
+        if report.as_ref().is_some_and(|r| r.in_progress) {
+            requeue_after = Some(requeue_after.map_or(MIGRATION_REQUEUE, |r| r.min(MIGRATION_REQUEUE)));
+        }
+        outcome.status = with_migration_line(&snapshot, outcome.status.take(), report.as_ref());
+    }
     if let Some(status) = &outcome.status {
         write(ctx, status).await?;
     }
@@ -165,10 +179,98 @@ async fn reconcile_inner(cluster: &CephCluster, ctx: &Context) -> Result<Action,
     }
     ctx.metrics.set_daemons(namespace, name, &outcome.daemons);
     tracing::debug!(namespace, cluster = name, phase = ?outcome.phase, "reconciled");
-    Ok(match outcome.requeue_after {
+    Ok(match requeue_after {
         Some(after) => Action::requeue(after),
         None => Action::await_change(),
     })
+}
+
+/// The status this reconcile decided (`planned`, or the prior one when unchanged) with the
+/// prior `monFailover`, as the migration gate reads it.
+fn decided_status(snapshot: &Snapshot, planned: &Option<Write>) -> Option<AddressingStatus> {
+    let prior = snapshot.prior.as_ref().and_then(|p| p.status.as_ref());
+    let mut status = match planned {
+        Some(Write::ApplyStatus(object)) => object.status.clone(),
+        _ => prior.cloned(),
+    }?;
+    status.mon_failover = prior.and_then(|p| p.mon_failover.clone());
+    Some(status)
+}
+
+/// Runs the mon migration after the plan's writes and lookups; its failures are reported in
+/// the status line (and counted), not as a failed reconcile, so that the plan's status is
+/// still published.
+async fn migrate(
+    ctx: &Context,
+    migration: &MonMigration,
+    cluster: &CephCluster,
+    snapshot: &Snapshot,
+    planned: &Option<Write>,
+) -> Option<MigrationReport> {
+    let status = decided_status(snapshot, planned)?;
+    let settings = crate::guards::settings(cluster, &ctx.config).ok()?;
+    let millis = u64::try_from((ctx.clock)().as_millisecond()).unwrap_or(0);
+    let now = mon_failover::Timestamp::from_millis(millis);
+    let input = MigrationInput {
+        cluster,
+        settings,
+        status: &status,
+        mon_endpoints: snapshot.mon_endpoints.as_ref(),
+        now,
+    };
+    match migration.run(input).await {
+        Ok(report) => {
+            for step in report.iter().flat_map(|r| &r.steps) {
+                ctx.metrics.failover_step(step.step, step.outcome);
+            }
+            report
+        }
+        Err(error) => {
+            ctx.metrics.failover_step("tick", "error");
+            tracing::warn!(
+                namespace = cluster.metadata.namespace.as_deref().unwrap_or_default(),
+                cluster = cluster.metadata.name.as_deref().unwrap_or_default(),
+                "mon migration failed, retrying soon: {error}"
+            );
+            Some(MigrationReport {
+                line: format!("failed, retrying: {error}"),
+                in_progress: true,
+                steps: Vec::new(),
+            })
+        }
+    }
+}
+
+/// The status write with the migration's line appended to the message; `None` when the
+/// result equals what is published (the decision compares without the line).
+fn with_migration_line(
+    snapshot: &Snapshot,
+    planned: Option<Write>,
+    report: Option<&MigrationReport>,
+) -> Option<Write> {
+    let prior = snapshot.prior.as_ref();
+    let published = prior.and_then(|p| p.status.clone()).map(|mut s| {
+        s.mon_failover = None;
+        s
+    });
+    let mut object = match planned {
+        Some(Write::ApplyStatus(object)) => object,
+        Some(other) => return Some(other),
+        None => {
+            let prior = prior?;
+            let mut object = CephClusterAddressing::new(
+                prior.metadata.name.as_deref().unwrap_or_default(),
+                prior.metadata.namespace.as_deref().unwrap_or_default(),
+                published.clone()?,
+            );
+            object.metadata.owner_references = prior.metadata.owner_references.clone();
+            Box::new(object)
+        }
+    };
+    if let (Some(report), Some(status)) = (report, object.status.as_mut()) {
+        status.message = format!("{}; mon migration: {}", status.message, report.line);
+    }
+    (object.status != published).then(|| Write::ApplyStatus(object))
 }
 
 /// What the applier does after a failed reconcile: try again soon (not synced) or after a

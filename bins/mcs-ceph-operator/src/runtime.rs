@@ -27,6 +27,7 @@ use crate::http::{self, Readiness};
 use crate::kube_io::{Caches, ClusterApi, McsStores, discover_mcs_api};
 use crate::lease::{Elector, Leadership, LeaseSettings};
 use crate::metrics::Metrics;
+use crate::mon_migration::{AdminSource, MonMigration};
 use crate::observe::{McsApi, McsVersion};
 use crate::reconciler::{self, Context};
 use crate::resources::{CephCluster, CephClusterAddressing};
@@ -53,6 +54,10 @@ pub struct RunOptions {
     /// [`RunError::McsApiChanged`] so that the restarted operator watches what is served now.
     /// `None`: never.
     pub rediscover_every: Option<std::time::Duration>,
+    /// Replace mons (`--mon-migration`) of the CephClusters that opt in with the annotation
+    /// [`MIGRATION_ANNOTATION`](crate::mon_migration::MIGRATION_ANNOTATION), with the `ceph`
+    /// CLI and the admin key of Rook's Secret. Off: mons are never replaced.
+    pub mon_migration: bool,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -401,6 +406,9 @@ pub async fn run_with_election(
         clock: Arc::new(k8s_openapi::jiff::Timestamp::now),
         metrics,
         lookup_concurrency: options.lookup_concurrency,
+        mon_migration: options
+            .mon_migration
+            .then(|| Arc::new(MonMigration::new(client.clone(), AdminSource::RookSecret))),
     });
     let controller_config =
         controller::Config::default().concurrency(options.reconcile_concurrency);

@@ -205,6 +205,7 @@ async fn run(
         clock: Arc::new(move || now),
         metrics: Arc::new(Metrics::new()),
         lookup_concurrency: 4,
+        mon_migration: None,
     });
     let result = reconcile(Arc::new(snapshot.cluster.clone()), context).await;
     (result, server.requests())
@@ -695,6 +696,7 @@ async fn nothing_is_done_before_the_caches_have_synced() {
         clock: Arc::new(|| at(0)),
         metrics: Arc::new(Metrics::new()),
         lookup_concurrency: 4,
+        mon_migration: None,
     });
     let cluster = Arc::new(snapshot.cluster.clone());
     let error = reconcile(Arc::clone(&cluster), Arc::clone(&context))

@@ -97,6 +97,7 @@ async fn every_watch_lists_before_the_first_apply() {
         reconcile_concurrency: 1,
         debounce: Duration::ZERO,
         rediscover_every: None,
+        mon_migration: false,
     };
     let (stop, stopped) = oneshot::channel::<()>();
     let operator = tokio::spawn(run(client, options, async {
