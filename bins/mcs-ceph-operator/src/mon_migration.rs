@@ -29,8 +29,8 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::{Client, Resource};
 use mcs_types::v1beta1::ServiceExport;
 use mon_failover::{
-    Addressing, CephCli, CephMonAdmin, MachineState, MonRuntime, Placement, RuntimeError, StateStore, StoreError,
-    judge_placement,
+    Addressing, CephCli, CephMonAdmin, MachineState, MonRuntime, Placement, RuntimeError,
+    StateStore, StoreError, judge_placement,
 };
 use serde_json::{Value, json};
 
@@ -848,20 +848,31 @@ pub async fn ceph_cli_from_secret(
     Ok((cli, files))
 }
 
-/// Runs driver ticks until one executes no command (the machine waits on Ceph or is done), at
-/// most `max_ticks`: the outcome of a command is observed in the same reconcile, as
-/// [`mon_failover::Driver::run_until_settled`] does, without waiting between ticks.
+/// Runs driver ticks until one executes no command (the machine waits on Ceph or is done),
+/// one only waits for a new mon's address (the plan resolves it, in a later reconcile), or
+/// one repeats the previous tick's commands from the same state (nothing changes within this
+/// reconcile) — at most `max_ticks`: the outcome of a command is observed in the same
+/// reconcile, as [`mon_failover::Driver::run_until_settled`] does, without waiting between
+/// ticks.
 pub async fn run_ticks(
     driver: &mut mon_failover::Driver,
     now: mon_failover::Timestamp,
     max_ticks: usize,
 ) -> Result<Vec<mon_failover::Tick>, mon_failover::DriverError> {
-    let mut ticks = Vec::new();
+    let mut ticks: Vec<mon_failover::Tick> = Vec::new();
     for _ in 0..max_ticks {
         let tick = driver.tick(Addressing::Clusterset, now).await?;
         let idle = tick.commands.is_empty();
+        let address_pending = !tick.outcomes.is_empty()
+            && tick
+                .outcomes
+                .iter()
+                .all(|o| matches!(o, mon_failover::CommandOutcome::AddressPending { .. }));
+        let repeated = ticks
+            .last()
+            .is_some_and(|last| last.state == tick.state && last.commands == tick.commands);
         ticks.push(tick);
-        if idle {
+        if idle || address_pending || repeated {
             break;
         }
     }
@@ -1069,7 +1080,8 @@ impl MonMigration {
                 (Arc::new(cli), Some(files))
             }
         };
-        let failover = |e: &dyn std::fmt::Display| MigrationError::Shape(format!("mon failover: {e}"));
+        let failover =
+            |e: &dyn std::fmt::Display| MigrationError::Shape(format!("mon failover: {e}"));
         let machine = mon_failover::Machine::new(self.machine.clone()).map_err(|e| failover(&e))?;
         let runtime = KubeMonRuntime::new(
             self.client.clone(),

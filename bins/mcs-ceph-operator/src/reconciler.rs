@@ -156,7 +156,8 @@ async fn reconcile_inner(cluster: &CephCluster, ctx: &Context) -> Result<Action,
     if let Some(migration) = &ctx.mon_migration {
         let report = migrate(ctx, migration, cluster, &snapshot, &outcome.status).await;
         if report.as_ref().is_some_and(|r| r.in_progress) {
-            requeue_after = Some(requeue_after.map_or(MIGRATION_REQUEUE, |r| r.min(MIGRATION_REQUEUE)));
+            requeue_after =
+                Some(requeue_after.map_or(MIGRATION_REQUEUE, |r| r.min(MIGRATION_REQUEUE)));
         }
         outcome.status = with_migration_line(&snapshot, outcome.status.take(), report.as_ref());
     }

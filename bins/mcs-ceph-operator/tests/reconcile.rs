@@ -27,11 +27,16 @@ use kube::runtime::watcher::Event;
 use mcs_ceph_operator::decide::Write;
 use mcs_ceph_operator::kube_io::{Caches, KubeApi, McsStores};
 use mcs_ceph_operator::metrics::Metrics;
+use mcs_ceph_operator::mon_migration::{
+    AdminSource, MIGRATION_ANNOTATION, MIGRATION_ENABLED, MIGRATION_REQUEUE,
+    MON_FAILOVER_FIELD_MANAGER, MonMigration,
+};
 use mcs_ceph_operator::reconciler::{Context, ReconcileError, error_policy, reconcile};
 use mcs_ceph_operator::{
     CephClusterAddressing, Config, FIELD_MANAGER, McsApi, McsVersion, Snapshot,
 };
 use mcs_types::v1alpha1;
+use mon_failover::{MockCephMonAdmin, QuorumStatus};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tower_test::mock::{self, Handle};
@@ -60,13 +65,22 @@ impl Seen {
 }
 
 /// A mock API server that answers every request: applies echo their body (200), Event
-/// creations echo theirs (201); `fail_first` requests get a 500 instead.
+/// creations echo theirs (201), GETs answer from `objects` by path (404 otherwise);
+/// `fail_first` requests get a 500 instead.
 struct ApiServer {
     seen: mpsc::UnboundedReceiver<Seen>,
 }
 
 impl ApiServer {
-    fn start(mut handle: ApiHandle, fail_first: usize) -> Self {
+    fn start(handle: ApiHandle, fail_first: usize) -> Self {
+        Self::start_with(handle, fail_first, BTreeMap::new())
+    }
+
+    fn start_with(
+        mut handle: ApiHandle,
+        fail_first: usize,
+        objects: BTreeMap<String, Value>,
+    ) -> Self {
         let (report, seen) = mpsc::unbounded_channel();
         tokio::spawn(async move {
             let mut failures = fail_first;
@@ -108,6 +122,16 @@ impl ApiServer {
                     )
                 } else if seen.method == "POST" {
                     (StatusCode::CREATED, body)
+                } else if seen.method == "GET" {
+                    match objects.get(&seen.path) {
+                        Some(object) => (StatusCode::OK, object.clone()),
+                        None => (
+                            StatusCode::NOT_FOUND,
+                            json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                   "status": "Failure", "message": "not found",
+                                   "reason": "NotFound", "code": 404}),
+                        ),
+                    }
                 } else {
                     (StatusCode::OK, body)
                 };
@@ -194,21 +218,45 @@ async fn run(
     resolver: MockClustersetResolver,
     fail_first: usize,
 ) -> (Result<Action, ReconcileError>, Vec<Seen>) {
+    let (result, requests, _) =
+        run_with(snapshot, now, resolver, fail_first, None, BTreeMap::new()).await;
+    (result, requests)
+}
+
+/// [`run`] with the mon migration (`--mon-migration`) on when `admin` is given, and GETs
+/// answered from `objects`; also returns the metrics.
+async fn run_with(
+    snapshot: &Snapshot,
+    now: Timestamp,
+    resolver: MockClustersetResolver,
+    fail_first: usize,
+    admin: Option<MockCephMonAdmin>,
+    objects: BTreeMap<String, Value>,
+) -> (Result<Action, ReconcileError>, Vec<Seen>, Arc<Metrics>) {
     let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
-    let mut server = ApiServer::start(handle, fail_first);
+    let mut server = ApiServer::start_with(handle, fail_first, objects);
     let client = kube::Client::new(service, "default");
+    let metrics = Arc::new(Metrics::new());
     let context = Arc::new(Context {
-        api: Arc::new(KubeApi::new(client, Some("mcs-ceph-operator-0".into()))),
+        api: Arc::new(KubeApi::new(
+            client.clone(),
+            Some("mcs-ceph-operator-0".into()),
+        )),
         resolver: Arc::new(resolver),
         caches: caches(snapshot, true).await,
         config: Config::default(),
         clock: Arc::new(move || now),
-        metrics: Arc::new(Metrics::new()),
+        metrics: Arc::clone(&metrics),
         lookup_concurrency: 4,
-        mon_migration: None,
+        mon_migration: admin.map(|admin| {
+            Arc::new(MonMigration::new(
+                client,
+                AdminSource::Fixed(Arc::new(admin)),
+            ))
+        }),
     });
     let result = reconcile(Arc::new(snapshot.cluster.clone()), context).await;
-    (result, server.requests())
+    (result, server.requests(), metrics)
 }
 
 fn no_lookups() -> MockClustersetResolver {
@@ -966,4 +1014,227 @@ async fn mon_endpoints_and_mon_host_are_applied_once_the_mons_advertise_global_i
         let (_, requests) = run(&snapshot, at(later), no_lookups(), 0).await;
         assert!(requests.is_empty(), "{:?}", paths(&requests));
     }
+}
+
+/// Mons a, b, c on their cluster IPs, all in quorum.
+fn quorum_on_cluster_ips() -> QuorumStatus {
+    let mons: Vec<Value> = ["a", "b", "c"]
+        .iter()
+        .enumerate()
+        .map(|(rank, name)| {
+            json!({"rank": rank, "name": name, "public_addrs": {"addrvec": [
+                {"type": "v1", "addr": format!("10.96.0.{}:6789", 10 + rank)}]}})
+        })
+        .collect();
+    serde_json::from_value(json!({"election_epoch": 4, "quorum_names": ["a", "b", "c"],
+        "monmap": {"epoch": 1, "fsid": "f", "mons": mons}}))
+    .unwrap()
+}
+
+/// An admin that must never be asked anything.
+fn silent_admin() -> MockCephMonAdmin {
+    let mut admin = MockCephMonAdmin::new();
+    admin.expect_quorum_status().never();
+    admin.expect_remove_mon().never();
+    admin
+}
+
+fn annotate(snapshot: &mut Snapshot) {
+    snapshot.cluster.metadata.annotations = Some(
+        [(
+            MIGRATION_ANNOTATION.to_owned(),
+            MIGRATION_ENABLED.to_owned(),
+        )]
+        .into(),
+    );
+}
+
+const CM_PATH: &str = "/api/v1/namespaces/rook-ceph/configmaps/rook-ceph-mon-endpoints";
+
+fn is_migration_request(seen: &Seen) -> bool {
+    seen.path.starts_with(DEPLOYMENTS_PATH)
+        || seen.path.contains("/configmaps/")
+        || seen.path.contains("/secrets/")
+        || seen.method == "GET"
+        || seen.method == "DELETE"
+        || seen.query.get("fieldManager").map(String::as_str) == Some(MON_FAILOVER_FIELD_MANAGER)
+}
+
+/// The mons of the converged fixture advertise cluster IPs: the plan wants them replaced.
+#[tokio::test]
+async fn the_converged_fixture_has_mons_to_replace() {
+    let snapshot = converged(2).await;
+    let status = snapshot.prior.as_ref().unwrap().status.as_ref().unwrap();
+    let states: Vec<(&str, &str)> = status
+        .daemons
+        .iter()
+        .filter(|d| d.name.starts_with("mon."))
+        .map(|d| (d.name.as_str(), d.state.as_str()))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("mon.a", "Replace"),
+            ("mon.b", "Replace"),
+            ("mon.c", "Replace")
+        ]
+    );
+}
+
+/// Flag off (annotation or not), or flag on without the annotation: the reconcile makes no
+/// migration request and asks Ceph nothing; without the annotation the status says how to
+/// opt in, once.
+#[tokio::test]
+async fn no_migration_without_the_flag_or_the_annotation() {
+    let converged = converged(2).await;
+    let mut annotated = converged.clone();
+    annotate(&mut annotated);
+    for snapshot in [&converged, &annotated] {
+        let (result, requests, metrics) =
+            run_with(snapshot, at(100), no_lookups(), 0, None, BTreeMap::new()).await;
+        assert_eq!(result.unwrap(), Action::await_change());
+        assert!(requests.is_empty(), "{:?}", paths(&requests));
+        assert!(!metrics.encode().contains("failover_steps_total{"));
+    }
+
+    let mut snapshot = converged.clone();
+    let (result, requests, metrics) = run_with(
+        &snapshot,
+        at(100),
+        no_lookups(),
+        0,
+        Some(silent_admin()),
+        BTreeMap::new(),
+    )
+    .await;
+    assert_eq!(result.unwrap(), Action::await_change(), "no short requeue");
+    assert_eq!(paths(&requests), [format!("PATCH {STATUS_PATH}")]);
+    assert!(requests[0].is_apply());
+    let message = requests[0].body["status"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!(
+            "mon migration: waiting: mon migration is not enabled for this cluster: annotate the CephCluster {MIGRATION_ANNOTATION}={MIGRATION_ENABLED}"
+        )),
+        "{message}"
+    );
+    assert!(requests[0].body["status"].get("monFailover").is_none());
+    assert!(!requests.iter().any(is_migration_request));
+    assert!(!metrics.encode().contains("failover_steps_total{"));
+    take_back(&mut snapshot, &requests);
+    let (result, requests, _) = run_with(
+        &snapshot,
+        at(200),
+        no_lookups(),
+        0,
+        Some(silent_admin()),
+        BTreeMap::new(),
+    )
+    .await;
+    assert_eq!(result.unwrap(), Action::await_change());
+    assert!(
+        requests.is_empty(),
+        "the line is published once: {:?}",
+        paths(&requests)
+    );
+}
+
+/// Flag on, annotation set, mons on cluster IPs: the reconcile runs the first step of the
+/// migration — the state read from and saved to the status object, the canary of the new mon
+/// d applied, d listed without an endpoint in rook-ceph-mon-endpoints — publishes the
+/// machine's line in the status message, counts the step and requeues soon.
+#[tokio::test]
+async fn with_the_flag_and_the_annotation_the_reconcile_starts_the_first_mon_migration() {
+    let mut snapshot = converged(2).await;
+    annotate(&mut snapshot);
+    let mut admin = MockCephMonAdmin::new();
+    admin
+        .expect_quorum_status()
+        .returning(|| Ok(quorum_on_cluster_ips()));
+    admin.expect_remove_mon().never();
+    let objects: BTreeMap<String, Value> = [(
+        CM_PATH.to_owned(),
+        serde_json::to_value(mon_endpoints()).unwrap(),
+    )]
+    .into();
+    let (result, requests, metrics) =
+        run_with(&snapshot, at(100), no_lookups(), 0, Some(admin), objects).await;
+    assert_eq!(result.unwrap(), Action::requeue(MIGRATION_REQUEUE));
+    let canary = format!("{DEPLOYMENTS_PATH}/rook-ceph-mon-d-canary");
+    let seen = paths(&requests);
+    let position = |wanted: &str| {
+        seen.iter()
+            .position(|p| p == wanted)
+            .unwrap_or_else(|| panic!("no {wanted} in {seen:?}"))
+    };
+    // The state is read from the API server, saved before the command runs (write-ahead),
+    // then the canary and the mon's entry; the plan's status last.
+    let load = position(&format!("GET {STATUS_PATH}"));
+    let save = seen
+        .iter()
+        .position(|p| p == &format!("PATCH {STATUS_PATH}"))
+        .unwrap();
+    let apply_canary = position(&format!("PATCH {canary}"));
+    let read_cm = position(&format!("GET {CM_PATH}"));
+    let apply_cm = position(&format!("PATCH {CM_PATH}"));
+    assert!(load < save && save < apply_canary && apply_canary < read_cm && read_cm < apply_cm);
+    assert_eq!(
+        seen.iter()
+            .filter(|p| **p == format!("PATCH {canary}"))
+            .count(),
+        1,
+        "one canary apply: the address comes from the plan in a later reconcile: {seen:?}"
+    );
+    assert_eq!(
+        requests[save].query.get("fieldManager").map(String::as_str),
+        Some(MON_FAILOVER_FIELD_MANAGER)
+    );
+    let state = &requests[save].body["status"]["monFailover"];
+    assert!(state.to_string().contains("\"d\""), "{state}");
+    let canary_body = &requests[apply_canary].body;
+    assert!(requests[apply_canary].is_apply());
+    assert_eq!(
+        canary_body["spec"]["template"]["metadata"]["labels"]["mon_canary"],
+        "true"
+    );
+    assert_eq!(
+        canary_body["spec"]["template"]["spec"]["containers"][0]["image"],
+        "quay.io/ceph/ceph:v18.2.4"
+    );
+    assert_eq!(
+        requests[apply_cm]
+            .query
+            .get("fieldManager")
+            .map(String::as_str),
+        Some(MON_FAILOVER_FIELD_MANAGER)
+    );
+    assert_eq!(
+        requests[apply_cm].body["data"]["data"],
+        "a=10.96.0.10:6789,b=10.96.0.11:6789,c=10.96.0.12:6789,d=:6789"
+    );
+    assert_eq!(requests[apply_cm].body["data"]["maxMonId"], "3");
+    // Nothing is deleted or removed in the first step.
+    assert!(!requests.iter().any(|r| r.method == "DELETE"), "{seen:?}");
+    let status = requests
+        .iter()
+        .rev()
+        .find(|r| r.path == STATUS_PATH && r.is_apply())
+        .expect("the plan's status with the migration line");
+    let message = status.body["status"]["message"].as_str().unwrap();
+    assert!(
+        message.ends_with(
+            "; mon migration: mon a (10.96.0.10, misplaced) -> mon d: provisioning the new mon's address"
+        ),
+        "{message}"
+    );
+    assert!(
+        status.body["status"].get("monFailover").is_none(),
+        "not the decision's field"
+    );
+    let text = metrics.encode();
+    assert!(
+        text.contains(
+            "mcs_ceph_operator_failover_steps_total{step=\"provision_address\",outcome=\"address_pending\"} 1"
+        ),
+        "{text}"
+    );
 }
