@@ -384,7 +384,8 @@ fn exports_pending_valid_and_conflicting_show_in_the_status() {
     assert_eq!(r.outcome.events[0].type_, EventType::Normal);
     assert_eq!(s.phase, Phase::Migrating, "OSDs still advertise pod IPs");
     assert!(
-        s.message.contains("mons are replaced only by the mon migration"),
+        s.message
+            .contains("mons are replaced only by the mon migration"),
         "{}",
         s.message
     );
