@@ -326,6 +326,22 @@ mod tests {
     }
 
     #[test]
+    fn mon_migration_is_off_unless_asked_for() {
+        let parse = |extra: &[&str]| {
+            let cli =
+                Cli::try_parse_from(["mcs-ceph-operator", "run"].iter().chain(extra)).unwrap();
+            let Command::Run(args) = cli.command else {
+                panic!("run expected");
+            };
+            args.mon_migration
+        };
+        assert!(!parse(&[]));
+        assert!(parse(&["--mon-migration"]));
+        assert!(parse(&["--mon-migration=true"]));
+        assert!(!parse(&["--mon-migration=false"]));
+    }
+
+    #[test]
     fn leader_election_is_on_by_default_in_the_pod_namespace() {
         let parse = |extra: &[&str]| {
             let cli = Cli::try_parse_from(

@@ -271,7 +271,7 @@ fn with_migration_line(
     if let (Some(report), Some(status)) = (report, object.status.as_mut()) {
         status.message = format!("{}; mon migration: {}", status.message, report.line);
     }
-    (object.status != published).then(|| Write::ApplyStatus(object))
+    (object.status != published).then_some(Write::ApplyStatus(object))
 }
 
 /// What the applier does after a failed reconcile: try again soon (not synced) or after a

@@ -53,12 +53,22 @@ fn rbac_grants_exactly_what_the_operator_uses_and_no_wildcard() {
         for group in rule["apiGroups"].as_array().unwrap() {
             for resource in rule["resources"].as_array().unwrap() {
                 for verb in rule["verbs"].as_array().unwrap() {
-                    granted.insert(format!(
+                    let grant = format!(
                         "{}/{} {}",
                         group.as_str().unwrap(),
                         resource.as_str().unwrap(),
                         verb.as_str().unwrap()
-                    ));
+                    );
+                    match rule["resourceNames"].as_array() {
+                        Some(names) => {
+                            for name in names {
+                                granted.insert(format!("{grant} {}", name.as_str().unwrap()));
+                            }
+                        }
+                        None => {
+                            granted.insert(grant);
+                        }
+                    }
                 }
             }
         }
@@ -95,6 +105,18 @@ fn rbac_grants_exactly_what_the_operator_uses_and_no_wildcard() {
     for resource in ["apps/deployments", "/configmaps", "/secrets"] {
         needed.insert(format!("{resource} patch"));
     }
+    // The mon migration (mon_migration.rs): mon and canary Deployments applied (create),
+    // scaled and deleted; the replaced mon's Service and ServiceExport deleted; the admin key
+    // read from the rook-ceph-mon Secret, by name only.
+    needed.insert("apps/deployments create".to_owned());
+    for resource in [
+        "apps/deployments",
+        "/services",
+        "multicluster.x-k8s.io/serviceexports",
+    ] {
+        needed.insert(format!("{resource} delete"));
+    }
+    needed.insert("/secrets get rook-ceph-mon".to_owned());
     assert_eq!(granted, needed);
     let binding = of_kind(&docs, "ClusterRoleBinding");
     assert_eq!(binding["roleRef"]["name"], "mcs-ceph-operator");
