@@ -1,6 +1,9 @@
 //! The server the dnsperf benchmark runs (`benches/dnsperf.sh`): a synthetic zone of
 //! `--services N` services on `--listen ADDR` with `--workers W` UDP threads.
 //!
+//! `--writer-nice N` runs every thread but the UDP workers (the churn writer on the main thread,
+//! the store's reaper) at nice N, as a deployment that gives the query threads priority would.
+//!
 //! `--print-zone` prints the zone as a master file (for the peer servers) and exits.
 //! `--churn-ms MS` changes every service's clusterset IP in one batch every MS milliseconds
 //! while serving, and prints each batch's apply time, so the benchmark can show that updates do
@@ -29,6 +32,7 @@ struct Options {
     workers: usize,
     print_zone: bool,
     churn: Option<Duration>,
+    writer_nice: Option<i32>,
 }
 
 fn options() -> Result<Options, String> {
@@ -38,6 +42,7 @@ fn options() -> Result<Options, String> {
         workers: 1,
         print_zone: false,
         churn: None,
+        writer_nice: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -51,6 +56,13 @@ fn options() -> Result<Options, String> {
             "--churn-ms" => {
                 let ms: u64 = value()?.parse().map_err(|e| format!("--churn-ms: {e}"))?;
                 o.churn = Some(Duration::from_millis(ms));
+            }
+            "--writer-nice" => {
+                o.writer_nice = Some(
+                    value()?
+                        .parse()
+                        .map_err(|e| format!("--writer-nice: {e}"))?,
+                )
             }
             "--print-zone" => o.print_zone = true,
             other => return Err(format!("unknown option {other}")),
@@ -102,6 +114,12 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        if let Some(nice) = o.writer_nice
+            && let Err(e) = renice_all_but_udp_workers(nice)
+        {
+            eprintln!("error: --writer-nice: {e}");
+            return ExitCode::FAILURE;
+        }
         println!(
             "serving {} services ({} names, loaded in {loaded_in:?}) on {}",
             o.services,
@@ -140,4 +158,30 @@ fn main() -> ExitCode {
         server.shutdown().await;
         ExitCode::SUCCESS
     })
+}
+
+/// Sets nice `nice` on every thread of this process except the UDP workers (`dns-udp-*`), with
+/// util-linux `renice` (per-thread on Linux), so that the zone writer and the reaper never
+/// delay a query thread that shares their core.
+fn renice_all_but_udp_workers(nice: i32) -> Result<(), String> {
+    let tasks =
+        std::fs::read_dir("/proc/self/task").map_err(|e| format!("/proc/self/task: {e}"))?;
+    for task in tasks {
+        let task = task.map_err(|e| format!("/proc/self/task: {e}"))?;
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.starts_with("dns-udp") {
+            continue;
+        }
+        let tid = task.file_name().to_string_lossy().into_owned();
+        let status = std::process::Command::new("renice")
+            .args(["-n", &nice.to_string(), "-p", &tid])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .map_err(|e| format!("renice: {e}"))?;
+        if !status.success() {
+            return Err(format!("renice -n {nice} -p {tid} failed ({status})"));
+        }
+        println!("thread {tid} ({}) at nice {nice}", comm.trim());
+    }
+    Ok(())
 }

@@ -193,6 +193,19 @@ impl ServiceEntry {
         })
     }
 
+    /// Computes the names and encodes every answer now.
+    fn warm(&self, config: &ZoneConfig) {
+        for (_, name) in &self.names(config).names {
+            name.encode_all();
+        }
+    }
+
+    /// Whether the names were computed (someone asked, or the entry was warmed).
+    #[cfg(test)]
+    pub(crate) fn is_prepared(&self) -> bool {
+        self.names.get().is_some()
+    }
+
     fn has_import(entry: Option<&Arc<Self>>) -> bool {
         entry.is_some_and(|e| e.import.is_some())
     }
@@ -280,6 +293,14 @@ impl ZoneIndex {
         new: Option<ServiceEntry>,
     ) -> Option<Arc<ServiceEntry>> {
         let new = new.map(Arc::new);
+        // A service someone asked about gets its names and answers ready here, before the new
+        // snapshot is published, so its queries do not pay for the change; services nobody
+        // asked about stay lazy, which keeps big batches cheap.
+        if let (Some(old), Some(new)) = (old, new.as_ref())
+            && old.names.get().is_some()
+        {
+            new.warm(&self.config);
+        }
         let (had, has) = (
             ServiceEntry::has_import(old),
             ServiceEntry::has_import(new.as_ref()),
@@ -560,6 +581,41 @@ mod tests {
         ] {
             assert_eq!(parse_reverse(&wire_name(bad)), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn a_changed_service_someone_asked_about_is_prepared_before_it_is_published() {
+        use crate::records::ClustersetZone;
+        use crate::synthetic::service_import;
+        use hickory_proto::rr::RecordType;
+
+        let mut zone = ClustersetZone::new(ZoneConfig::default());
+        for i in 0..2 {
+            zone.apply_import(&service_import(i, 0), None).unwrap();
+        }
+        // svc-0 is asked about; svc-1 is not.
+        let answer = zone.answer("svc-0.bench.svc.clusterset.local", RecordType::A);
+        assert_eq!(answer.answers.len(), 1);
+        for i in 0..2 {
+            zone.apply_import(&service_import(i, 1), None).unwrap();
+        }
+        let prepared = |i: usize| {
+            let key = ServiceKey::new("bench", &crate::synthetic::service_name(i));
+            let wire = service_wire_key(&key).unwrap();
+            zone.index()
+                .services
+                .get(wire.as_slice())
+                .unwrap()
+                .is_prepared()
+        };
+        assert!(
+            prepared(0),
+            "the queried service is ready before its first query"
+        );
+        assert!(!prepared(1), "a service nobody asked about stays lazy");
+        // And the prepared answer is the new one.
+        let answer = zone.answer("svc-0.bench.svc.clusterset.local", RecordType::A);
+        assert_eq!(answer.answers[0].data.to_string(), "242.1.0.0");
     }
 
     #[test]
