@@ -132,28 +132,8 @@ pub fn broker_watches(client: &Client, namespace: &str) -> Vec<BoxStream<'static
     ]
 }
 
-/// A failed write.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum WriteError {
-    /// 409: another field manager owns the fields (apply without force), or the object changed
-    /// since it was read (replace with `resourceVersion`), or it already exists (create).
-    #[error("conflict (409): {0}")]
-    Conflict(String),
-    /// Any other API error or transport failure.
-    #[error("{0}")]
-    Failed(String),
-}
-
-impl From<kube::Error> for WriteError {
-    fn from(error: kube::Error) -> Self {
-        match &error {
-            kube::Error::Api(status) if status.code == 409 => {
-                Self::Conflict(status.message.clone())
-            }
-            _ => Self::Failed(error.to_string()),
-        }
-    }
-}
+/// A failed write: 409 conflict or anything else (shared with the operator).
+pub type WriteError = clusterset_daemon::ApiError;
 
 /// Carries out the core's writes.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]

@@ -23,27 +23,8 @@ use crate::resources::{CephCluster, CephClusterAddressing};
 /// The MCS API group.
 pub const MCS_GROUP: &str = "multicluster.x-k8s.io";
 
-/// A failed API call.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ApiError {
-    /// 409: another field manager owns the fields.
-    #[error("conflict (409): {0}")]
-    Conflict(String),
-    /// Any other API error or transport failure.
-    #[error("{0}")]
-    Failed(String),
-}
-
-impl From<kube::Error> for ApiError {
-    fn from(error: kube::Error) -> Self {
-        match &error {
-            kube::Error::Api(status) if status.code == 409 => {
-                Self::Conflict(status.message.clone())
-            }
-            _ => Self::Failed(error.to_string()),
-        }
-    }
-}
+/// A failed API call: 409 conflict or anything else (shared with the agent).
+pub use clusterset_daemon::ApiError;
 
 /// What the reconciler does to the cluster: writes and Events.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
