@@ -107,9 +107,43 @@ pub enum RunError {
 
 type Trigger = mpsc::UnboundedSender<String>;
 
-/// Drives one reflector watch: keeps `writer`'s store current, sends the namespace of every
-/// touched object to `trigger`, counts failures (the watcher retries them with backoff while
-/// the store keeps its last complete list).
+/// Starts the operator's reflector watches: every one shares the client, the trigger that
+/// queues the namespaces of touched objects, and the metrics that count watch failures.
+struct Watches {
+    client: Client,
+    trigger: Trigger,
+    metrics: Arc<Metrics>,
+}
+
+impl Watches {
+    /// Watches every `K` matching `config` in all namespaces and returns its store, kept current
+    /// by a spawned reflector; the namespace of every touched object goes to the trigger, and
+    /// failures are counted (the watcher retries them with backoff while the store keeps its
+    /// last complete list).
+    fn watch<K>(&self, name: &'static str, config: watcher::Config) -> Store<K>
+    where
+        K: Resource<DynamicType = ()>
+            + Clone
+            + DeserializeOwned
+            + std::fmt::Debug
+            + Send
+            + Sync
+            + 'static,
+    {
+        let (store, writer) = reflector::store();
+        spawn_watch(
+            name,
+            Api::all(self.client.clone()),
+            config,
+            writer,
+            self.trigger.clone(),
+            Arc::clone(&self.metrics),
+        );
+        store
+    }
+}
+
+/// Drives one reflector watch (see [`Watches::watch`]).
 fn spawn_watch<K>(
     name: &'static str,
     api: Api<K>,
@@ -181,13 +215,6 @@ pub async fn watch_mcs_api(client: Client, known: McsApi, every: std::time::Dura
             Err(error) => tracing::warn!("MCS API discovery failed, retrying later: {error}"),
         }
     }
-}
-
-fn store_for<K>() -> (Store<K>, reflector::store::Writer<K>)
-where
-    K: Resource<DynamicType = ()> + Clone + 'static,
-{
-    reflector::store()
 }
 
 /// The CephClusters of the namespaces triggered.
@@ -264,103 +291,51 @@ pub async fn run_with_election(
     }
 
     let (trigger, triggers) = mpsc::unbounded();
+    let watches = Watches {
+        client: client.clone(),
+        trigger,
+        metrics: Arc::clone(&metrics),
+    };
     let all = watcher::Config::default();
-    let (clusters, w) = store_for::<CephCluster>();
-    spawn_watch(
-        "cephclusters",
-        Api::all(client.clone()),
-        all.clone(),
-        w,
-        trigger.clone(),
-        Arc::clone(&metrics),
-    );
-    let (services, w) = store_for::<Service>();
-    spawn_watch(
+    let clusters: Store<CephCluster> = watches.watch("cephclusters", all.clone());
+    let services: Store<Service> = watches.watch(
         "services",
-        Api::all(client.clone()),
         all.clone()
             .labels(ceph_address_plan::rook::label::ROOK_CLUSTER),
-        w,
-        trigger.clone(),
-        Arc::clone(&metrics),
     );
-    let (deployments, w) = store_for::<Deployment>();
-    spawn_watch(
+    let deployments: Store<Deployment> = watches.watch(
         "deployments",
-        Api::all(client.clone()),
         all.clone()
             .labels(&format!("app={}", ceph_address_plan::rook::OSD_APP)),
-        w,
-        trigger.clone(),
-        Arc::clone(&metrics),
     );
-    let (config_maps, w) = store_for::<ConfigMap>();
-    spawn_watch(
+    let config_maps: Store<ConfigMap> = watches.watch(
         "configmaps",
-        Api::all(client.clone()),
         all.clone().fields(&format!(
             "metadata.name={}",
             ceph_address_plan::rook::MON_ENDPOINTS_CONFIG_MAP
         )),
-        w,
-        trigger.clone(),
-        Arc::clone(&metrics),
     );
-    let (addressings, w) = store_for::<CephClusterAddressing>();
-    spawn_watch(
-        "cephclusteraddressings",
-        Api::all(client.clone()),
-        all.clone(),
-        w,
-        trigger.clone(),
-        Arc::clone(&metrics),
-    );
+    let addressings: Store<CephClusterAddressing> =
+        watches.watch("cephclusteraddressings", all.clone());
     let mcs = match &mcs_api {
         McsApi::Missing(_) => McsStores::None,
         McsApi::Served(McsVersion::V1Beta1) => {
-            let (exports, w) = store_for::<v1beta1::ServiceExport>();
-            spawn_watch(
-                "serviceexports",
-                Api::all(client.clone()),
-                all.clone(),
-                w,
-                trigger.clone(),
-                Arc::clone(&metrics),
-            );
-            let (imports, w) = store_for::<v1beta1::ServiceImport>();
-            spawn_watch(
-                "serviceimports",
-                Api::all(client.clone()),
-                all.clone(),
-                w,
-                trigger.clone(),
-                Arc::clone(&metrics),
-            );
+            let exports: Store<v1beta1::ServiceExport> =
+                watches.watch("serviceexports", all.clone());
+            let imports: Store<v1beta1::ServiceImport> =
+                watches.watch("serviceimports", all.clone());
             McsStores::V1Beta1 { exports, imports }
         }
         McsApi::Served(McsVersion::V1Alpha1) => {
-            let (exports, w) = store_for::<v1alpha1::ServiceExport>();
-            spawn_watch(
-                "serviceexports",
-                Api::all(client.clone()),
-                all.clone(),
-                w,
-                trigger.clone(),
-                Arc::clone(&metrics),
-            );
-            let (imports, w) = store_for::<v1alpha1::ServiceImport>();
-            spawn_watch(
-                "serviceimports",
-                Api::all(client.clone()),
-                all.clone(),
-                w,
-                trigger.clone(),
-                Arc::clone(&metrics),
-            );
+            let exports: Store<v1alpha1::ServiceExport> =
+                watches.watch("serviceexports", all.clone());
+            let imports: Store<v1alpha1::ServiceImport> =
+                watches.watch("serviceimports", all.clone());
             McsStores::V1Alpha1 { exports, imports }
         }
     };
-    drop(trigger);
+    // The queue ends only when every watch has ended.
+    drop(watches);
     let started_with = mcs_api.clone();
     let caches = Arc::new(Caches::new(
         services,
