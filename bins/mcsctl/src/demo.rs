@@ -155,11 +155,13 @@ async fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         say(format!("  started mon {mon} at {address}"));
     }
     spinner.set_message("waiting for mons a, b and c to form a quorum");
-    let quorum_wait = Instant::now();
-    wait_for_quorum(admin.as_ref(), 3, Duration::from_secs(120)).await?;
+    let formed = mon_runtime
+        .wait_for_quorum(admin.as_ref(), 3, Duration::from_secs(120))
+        .await
+        .context("mons a, b and c formed no quorum")?;
     say(format!(
         "  quorum a,b,c formed in {:.1} s",
-        quorum_wait.elapsed().as_secs_f64()
+        formed.as_secs_f64()
     ));
 
     say("Step 3/4: MCS enabled: each mon is replaced by one advertising its global IP".to_owned());
@@ -302,29 +304,6 @@ fn narrate(tick: &Tick, since: Instant, spinner: &Spinner) {
         ),
         None => format!("moving the mons to their global IPs ({done} of 3 moved)"),
     });
-}
-
-async fn wait_for_quorum(
-    admin: &dyn CephMonAdmin,
-    n: usize,
-    within: Duration,
-) -> anyhow::Result<()> {
-    let deadline = Instant::now() + within;
-    loop {
-        match admin.quorum_status().await {
-            Ok(status) if status.quorum_names.len() >= n => return Ok(()),
-            Ok(_) | Err(_) if Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-            Ok(status) => anyhow::bail!(
-                "only {} of {n} mons formed a quorum within {within:?}",
-                status.quorum_names.len()
-            ),
-            Err(error) => {
-                anyhow::bail!("the mons formed no quorum within {within:?}: {error}")
-            }
-        }
-    }
 }
 
 /// Mon endpoints whose global IPs are published in the clusterset DNS server (as a

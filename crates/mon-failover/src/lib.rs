@@ -75,7 +75,10 @@ pub use admin::{
 };
 pub use cli::CephCli;
 pub use driver::{Driver, DriverError, Planned, RunOptions, RunReport, Tick, is_settled};
-pub use local::{EndpointSource, EndpointTable, LocalCluster, LocalMonRuntime, MonEndpoint};
+pub use local::{
+    EndpointSource, EndpointTable, ExitedMon, LocalCluster, LocalMonRuntime, MonEndpoint,
+    QuorumWaitError, ceph_log_errors,
+};
 pub use machine::quorum;
 pub use machine::{
     Addressing, AttemptResult, Blocker, ClusterView, Command, CommandOutcome, Config, ConfigError,

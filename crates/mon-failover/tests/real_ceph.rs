@@ -92,8 +92,14 @@ impl Cluster {
         for (mon, address) in &abc {
             runtime.start(mon, *address).await.unwrap();
         }
+        if let Err(error) = runtime
+            .wait_for_quorum(admin.as_ref(), 3, Duration::from_secs(60))
+            .await
+        {
+            panic!("the mons of 127.0.{net}.x formed no quorum: {error}");
+        }
         let store = Arc::new(FileStateStore::new(dir.path().join("failover.json")));
-        let c = Cluster {
+        Cluster {
             _serial: serial,
             _dir: dir,
             net,
@@ -101,25 +107,7 @@ impl Cluster {
             runtime,
             admin,
             store,
-        };
-        c.wait_for_quorum_of(3).await;
-        c
-    }
-
-    /// Waits (polling Ceph, bounded) until `n` mons are in quorum.
-    async fn wait_for_quorum_of(&self, n: usize) {
-        for _ in 0..120 {
-            if let Ok(status) = self.admin.quorum_status().await
-                && status.quorum_names.len() == n
-            {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
         }
-        panic!(
-            "the mons of 127.0.{}.x did not form a quorum of {n}",
-            self.net
-        );
     }
 
     fn watch(&self) -> QuorumWatch {
@@ -508,5 +496,54 @@ async fn a_mon_killed_mid_migration_blocks_removals_until_quorum_is_back() {
     assert_eq!(
         history.last.as_ref().map(|l| &l.result),
         Some(&AttemptResult::Completed)
+    );
+}
+
+/// A mon that cannot start (here its store is corrupt) is reported at once, with the reason
+/// from its log, instead of a quorum wait that runs out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mon_that_exits_at_start_is_reported_with_its_logs_reason() {
+    require_ceph();
+    let _serial = ONE_CLUSTER_AT_A_TIME.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let a = (id("a"), ip(65, 11));
+    let cluster = LocalCluster::create(
+        dir.path().join("ceph"),
+        "6d2f3e1a-0000-4000-8000-000000000065",
+        std::slice::from_ref(&a),
+    )
+    .await
+    .unwrap();
+    std::fs::write(
+        cluster.mon_data(&a.0).join("store.db").join("CURRENT"),
+        "not a manifest\n",
+    )
+    .unwrap();
+    let runtime = LocalMonRuntime::new(
+        cluster.clone(),
+        Arc::new(
+            EndpointTable::new().with_mons_at(Addressing::ClusterLocal, std::slice::from_ref(&a)),
+        ),
+        cluster.admin(None).timeout(Duration::from_secs(5)),
+    );
+    let admin = cluster.admin(None).timeout(Duration::from_secs(5));
+    runtime.start(&a.0, a.1).await.unwrap();
+    let error = runtime
+        .wait_for_quorum(&admin, 1, Duration::from_secs(60))
+        .await
+        .unwrap_err();
+    let mon_failover::QuorumWaitError::MonExited { exited } = &error else {
+        panic!("the mon's exit is the error, not a timeout: {error}");
+    };
+    assert_eq!(exited.len(), 1, "{error}");
+    assert_eq!(exited[0].mon, a.0);
+    assert!(!exited[0].status.success(), "{error}");
+    assert!(
+        !exited[0].errors.is_empty() && error.to_string().contains(&exited[0].errors[0]),
+        "the reason from the log is in the error: {error}"
+    );
+    assert!(
+        error.to_string().contains("ceph-mon.a.log"),
+        "the error names the log: {error}"
     );
 }

@@ -261,18 +261,12 @@ impl Lab {
         for (mon, ip) in &mons {
             runtime.start(mon, *ip).await.unwrap();
         }
-        let admin_ref = admin.clone();
-        wait_for("a quorum of a, b, c", Duration::from_secs(90), || {
-            let admin = admin_ref.clone();
-            async move {
-                admin
-                    .quorum_status()
-                    .await
-                    .ok()
-                    .filter(|s| s.quorum_names.len() == 3)
-            }
-        })
-        .await;
+        if let Err(error) = runtime
+            .wait_for_quorum(admin.as_ref(), 3, Duration::from_secs(90))
+            .await
+        {
+            panic!("mons a, b, c formed no quorum: {error}");
+        }
         let store = Arc::new(FileStateStore::new(dir.path().join("failover.json")));
         Lab {
             runtime,
