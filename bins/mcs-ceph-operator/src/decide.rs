@@ -139,6 +139,18 @@ pub struct EventNote {
     pub action: &'static str,
 }
 
+impl EventNote {
+    /// A Warning Event; the note is cut to the 1 kB an Event holds.
+    pub fn warning(reason: &str, note: String, action: &'static str) -> Self {
+        Self {
+            type_: EventType::Warning,
+            reason: reason.to_owned(),
+            note: truncate(note, MAX_NOTE),
+            action,
+        }
+    }
+}
+
 /// A clusterset name to resolve now, for one daemon.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LookupRequest {

@@ -940,6 +940,9 @@ pub struct MigrationReport {
     pub in_progress: bool,
     /// The steps executed.
     pub steps: Vec<StepOutcome>,
+    /// Why the migration failed in this reconcile (an error, or the machine's last failed
+    /// step, which it retries); the line says it too.
+    pub failure: Option<String>,
 }
 
 fn step_name(command: &mon_failover::Command) -> &'static str {
@@ -1042,6 +1045,7 @@ impl MonMigration {
                     line: format!("waiting: {reason}"),
                     in_progress: in_flight.is_some(),
                     steps: Vec::new(),
+                    failure: None,
                 }));
             }
             Gate::Go => {}
@@ -1105,8 +1109,14 @@ impl MonMigration {
             .map_err(|e| failover(&e))?;
         drop(files);
         let state = driver.state();
+        let failure = state.last_error().map(str::to_owned);
+        let line = match &failure {
+            Some(error) => format!("{state}; last step failed, retrying: {error}"),
+            None => state.to_string(),
+        };
         Ok(Some(MigrationReport {
-            line: state.to_string(),
+            line,
+            failure,
             in_progress: state.migration().is_some(),
             steps: ticks
                 .iter()

@@ -15,7 +15,7 @@ use kube::runtime::controller::Action;
 use mcs_types::names::ClustersetName;
 
 use crate::config::Config;
-use crate::decide::{EventType, LookupResult, Write, prepare};
+use crate::decide::{EventNote, EventType, LookupResult, Write, prepare};
 use crate::kube_io::{ApiError, Caches, ClusterApi, NotSynced, cluster_reference};
 use crate::metrics::Metrics;
 use crate::mon_migration::{MIGRATION_REQUEUE, MigrationInput, MigrationReport, MonMigration};
@@ -160,6 +160,9 @@ async fn reconcile_inner(cluster: &CephCluster, ctx: &Context) -> Result<Action,
                 Some(requeue_after.map_or(MIGRATION_REQUEUE, |r| r.min(MIGRATION_REQUEUE)));
         }
         outcome.status = with_migration_line(&snapshot, outcome.status.take(), report.as_ref());
+        outcome
+            .events
+            .extend(migration_failure_event(&snapshot, report.as_ref()));
     }
     if let Some(status) = &outcome.status {
         write(ctx, status).await?;
@@ -237,6 +240,7 @@ async fn migrate(
                 line: format!("failed, retrying: {error}"),
                 in_progress: true,
                 steps: Vec::new(),
+                failure: Some(error.to_string()),
             })
         }
     }
@@ -269,9 +273,39 @@ fn with_migration_line(
         }
     };
     if let (Some(report), Some(status)) = (report, object.status.as_mut()) {
-        status.message = format!("{}; mon migration: {}", status.message, report.line);
+        status.message.push_str(&migration_suffix(&report.line));
     }
     (object.status != published).then_some(Write::ApplyStatus(object))
+}
+
+/// How the migration's line ends the status message.
+fn migration_suffix(line: &str) -> String {
+    format!("; mon migration: {line}")
+}
+
+/// A Warning Event for a failed mon migration, unless the published status already ends with
+/// this same failure (its Event was sent then): one Event per failure, not one per retry.
+fn migration_failure_event(
+    snapshot: &Snapshot,
+    report: Option<&MigrationReport>,
+) -> Option<EventNote> {
+    let report = report?;
+    let failure = report.failure.as_deref()?;
+    let published = snapshot
+        .prior
+        .as_ref()
+        .and_then(|p| p.status.as_ref())
+        .is_some_and(|s| s.message.ends_with(&migration_suffix(&report.line)));
+    (!published).then(|| {
+        EventNote::warning(
+            "MonMigrationFailed",
+            format!(
+                "the mon migration failed and is retried every {}s: {failure}; `kubectl get cephclusteraddressing -o yaml` shows its state (status.monFailover), the operator's log the details",
+                MIGRATION_REQUEUE.as_secs()
+            ),
+            "MigrateMons",
+        )
+    })
 }
 
 /// What the applier does after a failed reconcile: try again soon (not synced) or after a

@@ -1238,3 +1238,93 @@ async fn with_the_flag_and_the_annotation_the_reconcile_starts_the_first_mon_mig
         "{text}"
     );
 }
+
+/// A migration that fails is one Warning Event with the reason (and the status line says it);
+/// the retry that fails the same way sends no second Event.
+#[tokio::test]
+async fn a_failed_migration_is_one_warning_event_not_one_per_retry() {
+    let mut snapshot = converged(2).await;
+    annotate(&mut snapshot);
+    // The stored state is not a mon failover state (edited by hand, say): the migration stops
+    // with an error rather than replace it.
+    let mut stored = serde_json::to_value(snapshot.prior.as_ref().unwrap()).unwrap();
+    stored["status"]["monFailover"] = json!(["not", "a", "state"]);
+    let objects = || -> BTreeMap<String, Value> {
+        [
+            (
+                CM_PATH.to_owned(),
+                serde_json::to_value(mon_endpoints()).unwrap(),
+            ),
+            (STATUS_PATH.to_owned(), stored.clone()),
+        ]
+        .into()
+    };
+    // Ceph is asked for its quorum only: nothing changes in it.
+    let admin = || {
+        let mut admin = MockCephMonAdmin::new();
+        admin
+            .expect_quorum_status()
+            .returning(|| Ok(quorum_on_cluster_ips()));
+        admin.expect_remove_mon().never();
+        admin
+    };
+    let (result, requests, metrics) = run_with(
+        &snapshot,
+        at(100),
+        no_lookups(),
+        0,
+        Some(admin()),
+        objects(),
+    )
+    .await;
+    assert_eq!(result.unwrap(), Action::requeue(MIGRATION_REQUEUE));
+    let events: Vec<&Seen> = requests.iter().filter(|r| r.path == EVENTS_PATH).collect();
+    assert_eq!(events.len(), 1, "{:?}", paths(&requests));
+    assert_eq!(events[0].body["type"], "Warning");
+    assert_eq!(events[0].body["reason"], "MonMigrationFailed");
+    assert_eq!(events[0].body["action"], "MigrateMons");
+    let note = events[0].body["note"].as_str().unwrap();
+    assert!(
+        note.contains("status.monFailover does not hold a mon failover state")
+            && note.contains("retried every 10s"),
+        "{note}"
+    );
+    let status = requests
+        .iter()
+        .find(|r| r.path == STATUS_PATH && r.is_apply())
+        .expect("the status with the failure");
+    let message = status.body["status"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        message.contains("; mon migration: failed, retrying: ")
+            && message.contains("it is left untouched"),
+        "{message}"
+    );
+    assert!(
+        metrics
+            .encode()
+            .contains("mcs_ceph_operator_failover_steps_total{step=\"tick\",outcome=\"error\"} 1")
+    );
+
+    // The retry fails the same way: the status already says so, no write, no Event.
+    take_back(&mut snapshot, &requests);
+    let (result, requests, _) = run_with(
+        &snapshot,
+        at(110),
+        no_lookups(),
+        0,
+        Some(admin()),
+        objects(),
+    )
+    .await;
+    assert_eq!(result.unwrap(), Action::requeue(MIGRATION_REQUEUE));
+    assert!(
+        !requests
+            .iter()
+            .any(|r| r.path == EVENTS_PATH || r.is_apply()),
+        "{:?}",
+        paths(&requests)
+    );
+}

@@ -213,10 +213,15 @@ impl ServiceEntry {
 
 /// The services that may hold PTR records for one address, and the PTR answer, computed from
 /// them on first use.
+///
+/// The answer depends on the owners' entries, not only on their keys, so an entry is replaced
+/// (sharing the owner list, with an empty answer) whenever an owner changes: an entry is shared
+/// by the snapshots that hold it, and its answer must be that of every one of them. The answer
+/// is boxed: most entries are never asked for, and a zone holds one entry per address.
 #[derive(Debug)]
 pub(crate) struct ReverseEntry {
-    owners: Box<[Arc<[u8]>]>,
-    prepared: OnceLock<Option<PreparedName>>,
+    owners: Arc<[Arc<[u8]>]>,
+    prepared: OnceLock<Option<Box<PreparedName>>>,
 }
 
 /// A namespace with at least one imported service.
@@ -385,9 +390,24 @@ impl ZoneIndex {
     }
 
     fn update_reverse(&mut self, ip: IpAddr, owner: &Arc<[u8]>, present: bool) {
-        let mut owners: Vec<Arc<[u8]>> = self
-            .reverse
-            .get(&ip)
+        let current = self.reverse.get(&ip);
+        // Still an owner (its entry changed, the address did not): the same owners, a fresh
+        // answer.
+        if present
+            && let Some(current) = current
+            && current.owners.contains(owner)
+        {
+            let owners = Arc::clone(&current.owners);
+            self.reverse.insert(
+                ip,
+                Arc::new(ReverseEntry {
+                    owners,
+                    prepared: OnceLock::new(),
+                }),
+            );
+            return;
+        }
+        let mut owners: Vec<Arc<[u8]>> = current
             .map(|e| e.owners.iter().filter(|o| *o != owner).cloned().collect())
             .unwrap_or_default();
         if present {
@@ -476,7 +496,7 @@ impl ZoneIndex {
             .prepared
             .get_or_init(|| {
                 let mut ptr = BTreeSet::new();
-                for owner in &entry.owners {
+                for owner in entry.owners.iter() {
                     let Some(service) = self.services.get(&**owner) else {
                         continue;
                     };
@@ -492,7 +512,7 @@ impl ZoneIndex {
                 }
                 let name = reverse_name(ip);
                 let apex = self.config.zone.as_str();
-                Some(PreparedName::new(NameView {
+                Some(Box::new(PreparedName::new(NameView {
                     in_zone: in_zone(apex, &name),
                     name,
                     records: NameRecords {
@@ -503,9 +523,9 @@ impl ZoneIndex {
                     ttl: self.config.ttl,
                     apex: apex.to_owned(),
                     soa: None,
-                }))
+                })))
             })
-            .as_ref()
+            .as_deref()
     }
 }
 

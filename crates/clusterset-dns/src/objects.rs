@@ -1,10 +1,11 @@
 //! The Kubernetes objects a clusterset zone is built from, validated into the small facts DNS
 //! needs. Every rejection names the object and the field at fault.
 
-use std::fmt;
+use std::fmt::{self, Display};
 use std::net::IpAddr;
 
 use k8s_openapi::api::discovery::v1::{EndpointPort, EndpointSlice};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use mcs_types::labels::{SERVICE_NAME_LABEL, SOURCE_CLUSTER_LABEL};
 use mcs_types::names::{SrvProtocol, dashed_ip, dns_label_problem};
 use mcs_types::{ServiceImportType, ServicePort};
@@ -226,17 +227,32 @@ fn typed<T: DeserializeOwned>(
     })
 }
 
+/// The object being validated; its error is built (and its strings formatted) only when a
+/// field is at fault, so a valid object costs no formatting.
 struct Fault<'a> {
     kind: ObjectKind,
-    object: &'a str,
+    namespace: Option<&'a str>,
+    name: Option<&'a str>,
 }
 
-impl Fault<'_> {
-    fn at(&self, field: impl Into<String>, problem: impl Into<String>) -> ObjectError {
+impl<'a> Fault<'a> {
+    fn new(kind: ObjectKind, meta: &'a ObjectMeta) -> Self {
+        Fault {
+            kind,
+            namespace: meta.namespace.as_deref(),
+            name: meta.name.as_deref(),
+        }
+    }
+
+    fn at(&self, field: impl ToString, problem: impl Into<String>) -> ObjectError {
         ObjectError {
             kind: self.kind,
-            object: self.object.to_owned(),
-            field: field.into(),
+            object: format!(
+                "{}/{}",
+                self.namespace.unwrap_or("<unnamed>"),
+                self.name.unwrap_or("<unnamed>")
+            ),
+            field: field.to_string(),
             problem: problem.into(),
         }
     }
@@ -259,7 +275,7 @@ fn metadata_key(
     Ok((namespace.to_owned(), name.to_owned()))
 }
 
-fn port_number(fault: &Fault<'_>, field: &str, port: i32) -> Result<u16, ObjectError> {
+fn port_number(fault: &Fault<'_>, field: &dyn Display, port: i32) -> Result<u16, ObjectError> {
     u16::try_from(port)
         .ok()
         .filter(|p| *p != 0)
@@ -268,7 +284,7 @@ fn port_number(fault: &Fault<'_>, field: &str, port: i32) -> Result<u16, ObjectE
 
 fn protocol(
     fault: &Fault<'_>,
-    field: &str,
+    field: &dyn Display,
     value: Option<&str>,
 ) -> Result<SrvProtocol, ObjectError> {
     match value {
@@ -284,7 +300,7 @@ fn protocol(
 
 fn port_name(
     fault: &Fault<'_>,
-    field: &str,
+    field: &dyn Display,
     name: Option<&str>,
 ) -> Result<Option<String>, ObjectError> {
     match name.filter(|n| !n.is_empty()) {
@@ -300,15 +316,7 @@ fn port_name(
 pub(crate) fn import_fact(
     import: &mcs_types::v1beta1::ServiceImport,
 ) -> Result<(ServiceKey, ImportFact), ObjectError> {
-    let object = format!(
-        "{}/{}",
-        import.metadata.namespace.as_deref().unwrap_or("<unnamed>"),
-        import.metadata.name.as_deref().unwrap_or("<unnamed>")
-    );
-    let fault = Fault {
-        kind: ObjectKind::ServiceImport,
-        object: &object,
-    };
+    let fault = Fault::new(ObjectKind::ServiceImport, &import.metadata);
     let (namespace, name) = metadata_key(
         &fault,
         import.metadata.namespace.as_deref(),
@@ -334,13 +342,17 @@ pub(crate) fn import_fact(
         .enumerate()
         .map(|(i, p): (usize, &ServicePort)| {
             Ok(PortFact {
-                name: port_name(&fault, &format!("spec.ports[{i}].name"), p.name.as_deref())?,
+                name: port_name(
+                    &fault,
+                    &format_args!("spec.ports[{i}].name"),
+                    p.name.as_deref(),
+                )?,
                 protocol: protocol(
                     &fault,
-                    &format!("spec.ports[{i}].protocol"),
+                    &format_args!("spec.ports[{i}].protocol"),
                     p.protocol.as_deref(),
                 )?,
-                port: port_number(&fault, &format!("spec.ports[{i}].port"), p.port)?,
+                port: port_number(&fault, &format_args!("spec.ports[{i}].port"), p.port)?,
             })
         })
         .collect::<Result<Vec<_>, ObjectError>>()?;
@@ -356,15 +368,7 @@ pub(crate) fn import_fact(
 
 /// Validates an MCS EndpointSlice into what DNS serves.
 pub(crate) fn slice_fact(slice: &EndpointSlice) -> Result<(SliceKey, SliceFact), ObjectError> {
-    let object = format!(
-        "{}/{}",
-        slice.metadata.namespace.as_deref().unwrap_or("<unnamed>"),
-        slice.metadata.name.as_deref().unwrap_or("<unnamed>")
-    );
-    let fault = Fault {
-        kind: ObjectKind::EndpointSlice,
-        object: &object,
-    };
+    let fault = Fault::new(ObjectKind::EndpointSlice, &slice.metadata);
     let (namespace, name) = metadata_key(
         &fault,
         slice.metadata.namespace.as_deref(),
@@ -424,9 +428,13 @@ pub(crate) fn slice_fact(slice: &EndpointSlice) -> Result<(SliceKey, SliceFact),
         // A port without a number means "all ports": nothing for SRV.
         let Some(port) = port else { continue };
         ports.push(PortFact {
-            name: port_name(&fault, &format!("ports[{i}].name"), name.as_deref())?,
-            protocol: protocol(&fault, &format!("ports[{i}].protocol"), proto.as_deref())?,
-            port: port_number(&fault, &format!("ports[{i}].port"), *port)?,
+            name: port_name(&fault, &format_args!("ports[{i}].name"), name.as_deref())?,
+            protocol: protocol(
+                &fault,
+                &format_args!("ports[{i}].protocol"),
+                proto.as_deref(),
+            )?,
+            port: port_number(&fault, &format_args!("ports[{i}].port"), *port)?,
         });
     }
     let mut ready = Vec::new();
