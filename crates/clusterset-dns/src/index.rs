@@ -22,7 +22,7 @@ use std::sync::{Arc, OnceLock};
 use mcs_types::ServiceImportType;
 
 use crate::objects::{ImportFact, ServiceKey, SliceFact};
-use crate::records::{NameRecords, NameView, ZoneConfig, in_zone, reverse_name, service_names};
+use crate::records::{ZoneConfig, ptr_name, service_names};
 use crate::wire::{NameHasher, PreparedName, wire_name};
 
 /// Hash maps keyed by the zone's own names and keys: FxHash (see [`NameHasher`]).
@@ -155,8 +155,9 @@ pub(crate) struct ServiceNames {
     /// (the wire labels in front of `<svc>.<ns>.svc.<zone>`, the name); sorted by the labels.
     /// The service name itself has no labels in front.
     pub(crate) names: Vec<(Box<[u8]>, PreparedName)>,
-    /// PTR targets per address, sorted by address.
-    pub(crate) reverse: Vec<(IpAddr, BTreeSet<String>)>,
+    /// The PTR name of each address the service has PTR targets for, sorted by address:
+    /// the answer of an address only this service holds.
+    pub(crate) reverse: Vec<(IpAddr, PreparedName)>,
 }
 
 impl ServiceEntry {
@@ -211,13 +212,14 @@ impl ServiceEntry {
     }
 }
 
-/// The services that may hold PTR records for one address, and the PTR answer, computed from
-/// them on first use.
+/// The services that may hold PTR records for one address.
 ///
-/// The answer depends on the owners' entries, not only on their keys, so an entry is replaced
-/// (sharing the owner list, with an empty answer) whenever an owner changes: an entry is shared
-/// by the snapshots that hold it, and its answer must be that of every one of them. The answer
-/// is boxed: most entries are never asked for, and a zone holds one entry per address.
+/// With one owner (the usual case) the answer is the owner's own (its [`ServiceNames`]), so a
+/// change of the owner that keeps the address leaves this entry alone. With several, the
+/// merged answer is computed here on first use; it depends on the owners' entries, not only on
+/// their keys, so such an entry is replaced (sharing the owner list, with an empty answer)
+/// whenever an owner changes: an entry is shared by the snapshots that hold it, and its answer
+/// must be that of every one of them. The merged answer is boxed: most entries never have one.
 #[derive(Debug)]
 pub(crate) struct ReverseEntry {
     owners: Arc<[Arc<[u8]>]>,
@@ -397,6 +399,9 @@ impl ZoneIndex {
             && let Some(current) = current
             && current.owners.contains(owner)
         {
+            if current.owners.len() == 1 {
+                return;
+            }
             let owners = Arc::clone(&current.owners);
             self.reverse.insert(
                 ip,
@@ -486,50 +491,39 @@ impl ZoneIndex {
         names.get(index).map(|(_, prepared)| Found::Name(prepared))
     }
 
-    /// The PTR name of `ip`, from its owners' names, computed on first use.
+    /// The PTR name of `ip`: its one owner's, or merged from its owners' names on first use.
     pub(crate) fn reverse_prepared<'a>(
         &'a self,
         ip: IpAddr,
         entry: &'a ReverseEntry,
     ) -> Option<&'a PreparedName> {
+        let owner_names = |owner: &Arc<[u8]>| {
+            self.services
+                .get(&**owner)
+                .map(|service| &service.names(&self.config).reverse)
+                .and_then(|reverse| {
+                    let i = reverse.binary_search_by_key(&ip, |(a, _)| *a).ok()?;
+                    reverse.get(i).map(|(_, prepared)| prepared)
+                })
+        };
+        if let [owner] = &*entry.owners {
+            return owner_names(owner);
+        }
         entry
             .prepared
             .get_or_init(|| {
                 let mut ptr = BTreeSet::new();
-                for owner in entry.owners.iter() {
-                    let Some(service) = self.services.get(&**owner) else {
-                        continue;
-                    };
-                    let reverse = &service.names(&self.config).reverse;
-                    if let Ok(i) = reverse.binary_search_by_key(&ip, |(a, _)| *a)
-                        && let Some((_, targets)) = reverse.get(i)
-                    {
-                        ptr.extend(targets.iter().cloned());
-                    }
+                for prepared in entry.owners.iter().filter_map(owner_names) {
+                    ptr.extend(prepared.view().records.ptr.iter().cloned());
                 }
-                if ptr.is_empty() {
-                    return None;
-                }
-                let name = reverse_name(ip);
-                let apex = self.config.zone.as_str();
-                Some(Box::new(PreparedName::new(NameView {
-                    in_zone: in_zone(apex, &name),
-                    name,
-                    records: NameRecords {
-                        ptr,
-                        ..NameRecords::default()
-                    },
-                    targets: Vec::new(),
-                    ttl: self.config.ttl,
-                    apex: apex.to_owned(),
-                    soa: None,
-                })))
+                (!ptr.is_empty()).then(|| Box::new(ptr_name(&self.config, ip, ptr)))
             })
             .as_deref()
     }
 }
 
-/// The address of a canonical reverse name (as [`reverse_name`] writes it), in wire form.
+/// The address of a canonical reverse name (as [`crate::records::reverse_name`] writes it), in
+/// wire form.
 fn parse_reverse(key: &[u8]) -> Option<IpAddr> {
     if let Some(body) = key.strip_suffix(b"\x07in-addr\x04arpa\x00") {
         let mut octets = [0u8; 4];
@@ -581,6 +575,7 @@ mod tests {
 
     #[test]
     fn reverse_names_parse_back_to_their_address() {
+        use crate::records::reverse_name;
         for ip in [
             "10.0.0.1",
             "255.0.10.100",

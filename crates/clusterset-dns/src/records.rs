@@ -415,14 +415,8 @@ impl ClustersetZone {
                         .iter()
                         .map(|(_, p)| (p.view().name.clone(), p.view().records.clone()))
                         .collect();
-                    for (ip, targets) in &names.reverse {
-                        map.insert(
-                            reverse_name(*ip),
-                            NameRecords {
-                                ptr: targets.clone(),
-                                ..NameRecords::default()
-                            },
-                        );
+                    for (_, ptr) in &names.reverse {
+                        map.insert(ptr.view().name.clone(), ptr.view().records.clone());
                     }
                     map
                 })
@@ -639,8 +633,30 @@ pub(crate) fn service_names(
     out.sort_by(|a, b| a.0.cmp(&b.0));
     ServiceNames {
         names: out,
-        reverse: reverse.into_iter().collect(),
+        reverse: reverse
+            .into_iter()
+            .filter(|(_, targets)| !targets.is_empty())
+            .map(|(ip, targets)| (ip, ptr_name(config, ip, targets)))
+            .collect(),
     }
+}
+
+/// The PTR name of `ip` with these targets (at least one).
+pub(crate) fn ptr_name(config: &ZoneConfig, ip: IpAddr, ptr: BTreeSet<String>) -> PreparedName {
+    let name = reverse_name(ip);
+    let apex = config.zone.as_str();
+    PreparedName::new(NameView {
+        in_zone: in_zone(apex, &name),
+        name,
+        records: NameRecords {
+            ptr,
+            ..NameRecords::default()
+        },
+        targets: Vec::new(),
+        ttl: config.ttl,
+        apex: apex.to_owned(),
+        soa: None,
+    })
 }
 
 /// One existing name with everything its answers need: its records, the records of its SRV
