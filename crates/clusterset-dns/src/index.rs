@@ -21,7 +21,7 @@ use std::sync::{Arc, OnceLock};
 
 use mcs_types::ServiceImportType;
 
-use crate::objects::{ImportFact, ServiceKey, SliceFact};
+use crate::objects::{ImportFact, ServiceKey, ServiceRef, SliceFact};
 use crate::records::{ZoneConfig, ptr_name, service_names};
 use crate::wire::{NameHasher, PreparedName, wire_name};
 
@@ -245,16 +245,37 @@ pub(crate) enum Found<'a> {
     Name(&'a PreparedName),
 }
 
-/// The wire form of `<svc>.<ns>` (two labels, no terminator): the key of a service. `None` when
-/// a part is not a DNS label's length (such a service never has names).
-pub(crate) fn service_wire_key(key: &ServiceKey) -> Option<Vec<u8>> {
-    let mut wire = Vec::with_capacity(key.name.len() + key.namespace.len() + 2);
-    for label in [&key.name, &key.namespace] {
+/// The wire form of `<svc>.<ns>` (two labels, no terminator), the key of a service, built on
+/// the stack: looking a service up allocates nothing.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ServiceWireKey {
+    bytes: [u8; 128],
+    len: usize,
+}
+
+impl ServiceWireKey {
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        self.bytes.get(..self.len).unwrap_or_default()
+    }
+}
+
+/// The key of a service. `None` when a part is not a DNS label's length (such a service never
+/// has names).
+pub(crate) fn service_wire_key(key: ServiceRef<'_>) -> Option<ServiceWireKey> {
+    let mut wire = ServiceWireKey {
+        bytes: [0; 128],
+        len: 0,
+    };
+    for label in [key.name, key.namespace] {
         let len = u8::try_from(label.len())
             .ok()
             .filter(|l| (1..=63).contains(l))?;
-        wire.push(len);
-        wire.extend_from_slice(label.as_bytes());
+        let end = wire.len + 1 + label.len();
+        *wire.bytes.get_mut(wire.len)? = len;
+        wire.bytes
+            .get_mut(wire.len + 1..end)?
+            .copy_from_slice(label.as_bytes());
+        wire.len = end;
     }
     Some(wire)
 }
@@ -616,7 +637,7 @@ mod tests {
         }
         let prepared = |i: usize| {
             let key = ServiceKey::new("bench", &crate::synthetic::service_name(i));
-            let wire = service_wire_key(&key).unwrap();
+            let wire = service_wire_key(key.as_ref()).unwrap();
             zone.index()
                 .services
                 .get(wire.as_slice())

@@ -65,6 +65,33 @@ impl ServiceKey {
     }
 }
 
+impl ServiceKey {
+    /// The key, borrowed.
+    pub(crate) fn as_ref(&self) -> ServiceRef<'_> {
+        ServiceRef {
+            namespace: &self.namespace,
+            name: &self.name,
+        }
+    }
+}
+
+/// A service's namespace and name, borrowed: how a change finds its service (the owned
+/// [`ServiceKey`] is made only for a service that is new).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ServiceRef<'a> {
+    /// The namespace.
+    pub(crate) namespace: &'a str,
+    /// The ServiceImport name.
+    pub(crate) name: &'a str,
+}
+
+impl ServiceRef<'_> {
+    /// The owned key.
+    pub(crate) fn to_key(self) -> ServiceKey {
+        ServiceKey::new(self.namespace, self.name)
+    }
+}
+
 impl fmt::Display for ServiceKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.namespace, self.name)
@@ -258,11 +285,11 @@ impl<'a> Fault<'a> {
     }
 }
 
-fn metadata_key(
+fn metadata_key<'a>(
     fault: &Fault<'_>,
-    namespace: Option<&str>,
-    name: Option<&str>,
-) -> Result<(String, String), ObjectError> {
+    namespace: Option<&'a str>,
+    name: Option<&'a str>,
+) -> Result<(&'a str, &'a str), ObjectError> {
     let namespace = namespace.filter(|n| !n.is_empty()).ok_or_else(|| {
         fault.at(
             "metadata.namespace",
@@ -272,7 +299,7 @@ fn metadata_key(
     let name = name
         .filter(|n| !n.is_empty())
         .ok_or_else(|| fault.at("metadata.name", "is missing"))?;
-    Ok((namespace.to_owned(), name.to_owned()))
+    Ok((namespace, name))
 }
 
 fn port_number(fault: &Fault<'_>, field: &dyn Display, port: i32) -> Result<u16, ObjectError> {
@@ -315,7 +342,7 @@ fn port_name(
 /// Validates a ServiceImport into what DNS serves.
 pub(crate) fn import_fact(
     import: &mcs_types::v1beta1::ServiceImport,
-) -> Result<(ServiceKey, ImportFact), ObjectError> {
+) -> Result<(ServiceRef<'_>, ImportFact), ObjectError> {
     let fault = Fault::new(ObjectKind::ServiceImport, &import.metadata);
     let (namespace, name) = metadata_key(
         &fault,
@@ -323,7 +350,7 @@ pub(crate) fn import_fact(
         import.metadata.name.as_deref(),
     )?;
     // The name must make a valid clusterset name.
-    mcs_types::names::ClustersetName::service(&namespace, &name)
+    mcs_types::names::ClustersetName::check_service(namespace, name)
         .map_err(|e| fault.at("metadata", e.to_string()))?;
     let spec = &import.spec;
     let mut ips = Vec::with_capacity(spec.ips.len());
@@ -357,7 +384,7 @@ pub(crate) fn import_fact(
         })
         .collect::<Result<Vec<_>, ObjectError>>()?;
     Ok((
-        ServiceKey { namespace, name },
+        ServiceRef { namespace, name },
         ImportFact {
             type_: spec.type_,
             ips,
@@ -475,7 +502,7 @@ pub(crate) fn slice_fact(slice: &EndpointSlice) -> Result<(SliceKey, SliceFact),
         }
     }
     Ok((
-        SliceKey { namespace, name },
+        SliceKey::new(namespace, name),
         SliceFact {
             service: service.to_owned(),
             cluster_id: cluster_id.to_owned(),

@@ -17,8 +17,8 @@ use mcs_types::names::{ClustersetName, Zone};
 
 use crate::index::{FastMap, Found, ServiceEntry, ServiceNames, ZoneIndex, service_wire_key};
 use crate::objects::{
-    ImportFact, ObjectError, PortFact, ReadyAddress, ServiceKey, SliceFact, SliceKey, import_fact,
-    slice_fact,
+    ImportFact, ObjectError, PortFact, ReadyAddress, ServiceKey, ServiceRef, SliceFact, SliceKey,
+    import_fact, slice_fact,
 };
 use crate::wire::{PreparedName, wire_name};
 
@@ -271,7 +271,7 @@ impl ClustersetZone {
     /// from `make`: remove). Returns whether anything changed.
     fn replace_service(
         &mut self,
-        key: &ServiceKey,
+        key: ServiceRef<'_>,
         log: Option<&mut Vec<Replaced>>,
         make: impl FnOnce(Option<&ServiceEntry>) -> Option<Option<ServiceEntry>>,
     ) -> bool {
@@ -284,7 +284,7 @@ impl ClustersetZone {
             match self.index.services.get_key_value(wire.as_slice()) {
                 // Share the key the map holds (the reverse index keeps it as the owner).
                 Some((key, entry)) => (Arc::clone(key), Some(Arc::clone(entry))),
-                None => (wire.into(), None),
+                None => (wire.as_slice().into(), None),
             };
         let Some(new) = make(current.as_deref()) else {
             return false;
@@ -303,13 +303,13 @@ impl ClustersetZone {
         log: Option<&mut Vec<Replaced>>,
     ) -> Result<usize, ObjectError> {
         let (key, fact) = import_fact(import)?;
-        let changed = self.replace_service(&key, log, |current| {
+        let changed = self.replace_service(key, log, |current| {
             if current.and_then(|c| c.import.as_deref()) == Some(&fact) {
                 return None;
             }
             let (key, slices) = match current {
                 Some(c) => (Arc::clone(&c.key), Arc::clone(&c.slices)),
-                None => (Arc::new(key.clone()), Arc::default()),
+                None => (Arc::new(key.to_key()), Arc::default()),
             };
             Some(Some(ServiceEntry::new(key, Some(Arc::new(fact)), slices)))
         });
@@ -322,7 +322,7 @@ impl ClustersetZone {
         key: &ServiceKey,
         log: Option<&mut Vec<Replaced>>,
     ) -> usize {
-        usize::from(self.replace_service(key, log, |current| {
+        usize::from(self.replace_service(key.as_ref(), log, |current| {
             let current = current.filter(|c| c.import.is_some())?;
             Some((!current.slices.is_empty()).then(|| {
                 ServiceEntry::new(Arc::clone(&current.key), None, Arc::clone(&current.slices))
@@ -346,7 +346,7 @@ impl ClustersetZone {
             changed += self.remove_slice(&slice_key, &previous, log.as_deref_mut());
         }
         let name = slice_key.name.clone();
-        let updated = self.replace_service(&service_key, log, |current| {
+        let updated = self.replace_service(service_key.as_ref(), log, |current| {
             if current.and_then(|c| c.slices.get(&name)).map(|s| &**s) == Some(&fact) {
                 return None;
             }
@@ -387,7 +387,7 @@ impl ClustersetZone {
         log: Option<&mut Vec<Replaced>>,
     ) -> usize {
         self.slice_owner.remove(slice_key);
-        usize::from(self.replace_service(service_key, log, |current| {
+        usize::from(self.replace_service(service_key.as_ref(), log, |current| {
             let current = current.filter(|c| c.slices.contains_key(&slice_key.name))?;
             let mut slices = BTreeMap::clone(&current.slices);
             slices.remove(&slice_key.name);

@@ -69,6 +69,9 @@ enum Retired {
     /// Held only to be dropped on the reaper.
     #[allow(dead_code)]
     Zone(Box<ClustersetZone>),
+    /// Applied changes (their objects), held only to be dropped on the reaper.
+    #[allow(dead_code)]
+    Changes(Vec<ZoneChange>),
 }
 
 impl Retired {
@@ -138,18 +141,21 @@ impl ZoneStore {
         let mut inner = self.lock();
         let mut report = ApplyReport::default();
         let mut changed = 0;
+        let changes = changes.into_iter();
+        let mut applied = Vec::with_capacity(changes.size_hint().0);
         for change in changes {
             let zone = &mut inner.zone;
-            let result = match change {
+            let result = match &change {
                 ZoneChange::Upsert(ZoneObject::ServiceImport(import)) => {
-                    zone.apply_import(&import, None)
+                    zone.apply_import(import, None)
                 }
                 ZoneChange::Upsert(ZoneObject::EndpointSlice(slice)) => {
-                    zone.apply_slice(&slice, None)
+                    zone.apply_slice(slice, None)
                 }
-                ZoneChange::DeleteServiceImport(key) => Ok(zone.apply_delete_import(&key, None)),
-                ZoneChange::DeleteEndpointSlice(key) => Ok(zone.apply_delete_slice(&key, None)),
+                ZoneChange::DeleteServiceImport(key) => Ok(zone.apply_delete_import(key, None)),
+                ZoneChange::DeleteEndpointSlice(key) => Ok(zone.apply_delete_slice(key, None)),
             };
+            applied.push(change);
             match result {
                 Ok(services) => {
                     report.applied += 1;
@@ -162,6 +168,9 @@ impl ZoneStore {
         if changed > 0 {
             self.publish(&mut inner);
         }
+        drop(inner);
+        // The objects are done with; freeing a big batch's is the reaper's work too.
+        self.retire(Retired::Changes(applied));
         report
     }
 

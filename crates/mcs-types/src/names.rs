@@ -340,10 +340,23 @@ pub struct ClustersetName {
 }
 
 impl ClustersetName {
+    /// Checks that `<service>.<namespace>.svc.clusterset.local` is a valid name, without
+    /// building it: what [`ClustersetName::service`] checks. (Two valid labels always make a
+    /// name short enough in the default zone.)
+    ///
+    /// ```
+    /// use mcs_types::names::ClustersetName;
+    /// assert!(ClustersetName::check_service("rook-ceph", "rook-ceph-mon-a").is_ok());
+    /// assert!(ClustersetName::check_service("rook-ceph", "1-mon").is_err());
+    /// ```
+    pub fn check_service(namespace: &str, service: &str) -> Result<(), NameError> {
+        check_label(NamePart::Namespace, namespace)?;
+        check_label(NamePart::Service, service)
+    }
+
     /// `<service>.<namespace>.svc.clusterset.local`, validating both labels.
     pub fn service(namespace: &str, service: &str) -> Result<Self, NameError> {
-        check_label(NamePart::Namespace, namespace)?;
-        check_label(NamePart::Service, service)?;
+        Self::check_service(namespace, service)?;
         let name = Self {
             zone: Zone::default(),
             namespace: namespace.to_owned(),
