@@ -614,7 +614,8 @@ fn active(
 
     let mut writes = Vec::new();
     for service in plan.services() {
-        // Rook makes and owns the mon Services; the operator adds OSD and export Services.
+        // Rook makes and owns the mon Services (the mon migration's runtime makes a new mon's);
+        // the decision adds OSD and export Services.
         let ours = service.role == ServiceRole::Export || matches!(service.daemon, Daemon::Osd(_));
         if !ours {
             continue;

@@ -1,15 +1,15 @@
 //! Mon migration: the operator's ports for [`mon_failover`] — a Kubernetes [`MonRuntime`]
-//! ([`KubeMonRuntime`]: Rook-layout canary and mon Deployments, the mon's entry in
-//! `rook-ceph-mon-endpoints`), a [`StateStore`] in the operator's own status object
+//! ([`KubeMonRuntime`]: a new mon's Rook-layout Service, canary and mon Deployments, its entry
+//! in `rook-ceph-mon-endpoints`), a [`StateStore`] in the operator's own status object
 //! ([`StatusStateStore`]), the `ceph` CLI with the admin keyring from the cluster's Secret
 //! ([`ceph_cli_from_secret`]) — and the [`gate`] that says when the machine may act.
 //!
 //! The mon-failover machine decides every step (one mon at a time, only with full quorum);
-//! nothing here re-implements its rules. The new mon's Service and ServiceExport are the
-//! plan's: once the runtime lists the new mon in `rook-ceph-mon-endpoints` (without an
-//! endpoint, as Rook does while a mon is being placed), the decision exports its Service and
-//! resolves its global IP on the same path as every OSD's, and the runtime reads that IP back
-//! from the status.
+//! nothing here re-implements its rules. The runtime makes the new mon's Service (as Rook
+//! does for the mons it places); its ServiceExport is the plan's: once the runtime lists the
+//! new mon in `rook-ceph-mon-endpoints` (without an endpoint, as Rook does while a mon is
+//! being placed), the decision exports its Service and resolves its global IP on the same
+//! path as every OSD's, and the runtime reads that IP back from the status.
 //!
 //! Rook reads the same `multiClusterService` field; the operator migrates mons only for a
 //! CephCluster that opts in with the annotation [`MIGRATION_ANNOTATION`]` = "enabled"`, set
@@ -332,8 +332,9 @@ pub fn edit_mon_data(data: &str, mon: &str, endpoint: Option<&str>) -> String {
 
 /// [`MonRuntime`] on Kubernetes, the Rook way, for one CephCluster and one reconcile:
 ///
-/// - `provision_address`: the canary Deployment `rook-ceph-mon-<id>-canary` (the mon's labels
-///   plus `mon_canary=true`, a sleep loop: a ready endpoint for the new mon's Service, so its
+/// - `provision_address`: the mon's Service `rook-ceph-mon-<id>` (Rook's labels, selector and
+///   ports), the canary Deployment `rook-ceph-mon-<id>-canary` (the mon's labels plus
+///   `mon_canary=true`, a sleep loop: a ready endpoint for the new mon's Service, so its
 ///   export resolves before the mon exists) and the mon's entry in `rook-ceph-mon-endpoints`
 ///   (`<id>=:<port>`, `maxMonId` raised); the plan then exports the mon's Service and the
 ///   operator resolves its global IP, which this answers from the status once known;
@@ -410,6 +411,38 @@ impl KubeMonRuntime {
 
     fn port(&self) -> u16 {
         self.settings.new_mon_port()
+    }
+
+    /// The Service of a new mon, as Rook makes a mon's (`createService`): the mon's labels, the
+    /// selector its canary and its pods match, the mon ports (target port = port), owned by the
+    /// CephCluster. The plan exports it; the canary's endpoint lets the export resolve before the
+    /// mon runs.
+    pub fn service(&self, mon: &MonId) -> Value {
+        let input = MonInput::new(mon.clone());
+        let ports: Vec<Value> = ceph_address_plan::mon_ports(self.port())
+            .iter()
+            .map(|p| {
+                json!({"name": p.name, "port": p.port, "protocol": "TCP",
+                       "targetPort": p.port})
+            })
+            .collect();
+        let mut body = json!({
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {
+                "name": format!("{}{mon}", rook::MON_NAME_PREFIX),
+                "namespace": self.namespace(),
+                "labels": mon_labels(&self.settings, &input),
+            },
+            "spec": {
+                "selector": mon_selector(&self.settings, &input),
+                "ports": ports,
+            }
+        });
+        if let (Some(owner), Some(meta)) = (self.owner(), body["metadata"].as_object_mut()) {
+            meta.insert("ownerReferences".to_owned(), owner);
+        }
+        body
     }
 
     /// The canary Deployment of a new mon.
@@ -651,6 +684,22 @@ impl MonRuntime for KubeMonRuntime {
                     .to_owned(),
             });
         }
+        // The mon's Service first: Rook makes mon Services, but not for a mon it did not place,
+        // and an export without its Service never becomes valid (MCS: `Valid=False`,
+        // `NoService`), so the new mon's address would never be known.
+        let service = self.service(mon);
+        let service_name = format!("{}{mon}", rook::MON_NAME_PREFIX);
+        Api::<Service>::namespaced(self.client.clone(), self.namespace())
+            .patch(
+                &service_name,
+                &Self::apply_params(),
+                &Patch::Apply(&service),
+            )
+            .await
+            .map_err(api_err(format!(
+                "applying Service {}/{service_name}",
+                self.namespace()
+            )))?;
         let canary = self.canary(mon);
         let name = format!("{}{mon}-canary", rook::MON_NAME_PREFIX);
         self.deployments()

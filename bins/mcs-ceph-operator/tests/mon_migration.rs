@@ -319,7 +319,7 @@ fn saved_state(requests: &[Seen]) -> Value {
 }
 
 #[tokio::test]
-async fn provisioning_applies_the_canary_and_lists_the_new_mon_without_an_endpoint() {
+async fn provisioning_applies_the_service_and_canary_and_lists_the_new_mon_without_an_endpoint() {
     let (client, mut server) = api_client(base_objects(None));
     let address = runtime(&client, None)
         .provision_address(&id("d"), mon_failover::Addressing::Clusterset)
@@ -327,10 +327,43 @@ async fn provisioning_applies_the_canary_and_lists_the_new_mon_without_an_endpoi
         .unwrap();
     assert_eq!(address, None, "the global IP is not known yet");
     let requests = server.requests();
-    let canary = &requests[0];
+    // The mon's Service, as Rook makes one: without it the plan's export of it would never be
+    // valid (NoService), and the new mon's global IP never known.
+    let service = &requests[0];
+    assert_eq!(
+        service.path,
+        "/api/v1/namespaces/rook-ceph/services/rook-ceph-mon-d"
+    );
+    assert!(service.applied_by(FIELD_MANAGER), "{service:?}");
+    assert_eq!(service.body["kind"], "Service");
+    let labels = &service.body["metadata"]["labels"];
+    assert_eq!(labels["app"], "rook-ceph-mon");
+    assert_eq!(labels["mon"], "d");
+    assert_eq!(labels["mon_daemon"], "true");
+    assert_eq!(
+        service.body["spec"],
+        json!({
+            "selector": {"app": "rook-ceph-mon", "ceph_daemon_id": "d", "mon": "d",
+                         "mon_cluster": NS, "rook_cluster": NS},
+            "ports": [
+                {"name": "tcp-msgr1", "port": 6789, "protocol": "TCP", "targetPort": 6789},
+                {"name": "tcp-msgr2", "port": 3300, "protocol": "TCP", "targetPort": 3300}
+            ]
+        })
+    );
+    assert_eq!(
+        service.body["metadata"]["ownerReferences"],
+        json!([{"apiVersion": "ceph.rook.io/v1", "kind": "CephCluster", "name": "rook-ceph",
+                "uid": "cluster-uid", "blockOwnerDeletion": true}])
+    );
+    let canary = &requests[1];
     assert_eq!(canary.path, format!("{DEPLOYMENTS}rook-ceph-mon-d-canary"));
     assert!(canary.applied_by(FIELD_MANAGER), "{canary:?}");
+    let selector = &service.body["spec"]["selector"];
     let labels = &canary.body["spec"]["template"]["metadata"]["labels"];
+    for (key, value) in selector.as_object().unwrap() {
+        assert_eq!(&labels[key], value, "the Service selects the canary's pod");
+    }
     assert_eq!(labels["mon_canary"], "true");
     assert_eq!(labels["mon"], "d");
     assert_eq!(labels["app"], "rook-ceph-mon");
@@ -344,10 +377,10 @@ async fn provisioning_applies_the_canary_and_lists_the_new_mon_without_an_endpoi
         "quay.io/ceph/ceph:v18.2.4"
     );
     assert_eq!(
-        (requests[1].method.as_str(), requests[1].path.as_str()),
+        (requests[2].method.as_str(), requests[2].path.as_str()),
         ("GET", CM_PATH)
     );
-    let cm = &requests[2];
+    let cm = &requests[3];
     assert_eq!(cm.path, CM_PATH);
     assert!(cm.applied_by(MON_FAILOVER_FIELD_MANAGER), "{cm:?}");
     assert_eq!(
@@ -355,7 +388,7 @@ async fn provisioning_applies_the_canary_and_lists_the_new_mon_without_an_endpoi
         "a=10.96.0.10:6789,b=10.96.0.11:6789,c=10.96.0.12:6789,d=:6789"
     );
     assert_eq!(cm.body["data"]["maxMonId"], "3");
-    assert_eq!(requests.len(), 3);
+    assert_eq!(requests.len(), 4);
 }
 
 #[tokio::test]

@@ -5,12 +5,15 @@
 //! a DNS failure and its recovery (mockall resolver), the steady state, MCS disabled, unsynced
 //! caches and a failed write. The caches are real kube reflector stores filled from a
 //! snapshot; the objects the operator applies are read back from the request bodies into the
-//! next snapshot, so each test walks a cluster through the real HTTP layer.
+//! next snapshot, so each test walks a cluster through the real HTTP layer. With the mon
+//! migration on, one test walks a whole replacement of mons a, b, c by d, e, f on global IPs,
+//! reconcile by reconcile, against a model of Ceph's monmap and quorum.
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clusterset_dns::resolver::MockClustersetResolver;
@@ -19,6 +22,7 @@ use common::*;
 use http::{Request, Response, StatusCode};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
 use kube::client::Body;
 use kube::runtime::controller::Action;
@@ -29,7 +33,7 @@ use mcs_ceph_operator::kube_io::{Caches, KubeApi, McsStores};
 use mcs_ceph_operator::metrics::Metrics;
 use mcs_ceph_operator::mon_migration::{
     AdminSource, MIGRATION_ANNOTATION, MIGRATION_ENABLED, MIGRATION_REQUEUE,
-    MON_FAILOVER_FIELD_MANAGER, MonMigration,
+    MON_FAILOVER_FIELD_MANAGER, MonMigration, stored_state,
 };
 use mcs_ceph_operator::reconciler::{Context, ReconcileError, error_policy, reconcile};
 use mcs_ceph_operator::{
@@ -62,28 +66,58 @@ impl Seen {
             && self.query.get("fieldManager").map(String::as_str) == Some(FIELD_MANAGER)
             && self.query.get("force").map(String::as_str) == Some("true")
     }
+
+    /// A forced apply under the mon migration's own field manager.
+    fn is_migration_apply(&self) -> bool {
+        self.method == "PATCH"
+            && self.content_type == APPLY
+            && self.query.get("fieldManager").map(String::as_str)
+                == Some(MON_FAILOVER_FIELD_MANAGER)
+            && self.query.get("force").map(String::as_str) == Some("true")
+    }
 }
 
-/// A mock API server that answers every request: applies echo their body (200), Event
-/// creations echo theirs (201), GETs answer from `objects` by path (404 otherwise);
-/// `fail_first` requests get a 500 instead.
+/// Server-side apply, as far as these tests need it: maps merge key by key, anything else
+/// (lists included) is replaced by what was applied.
+fn merge(stored: &mut Value, applied: &Value) {
+    match (stored, applied) {
+        (Value::Object(stored), Value::Object(applied)) => {
+            for (key, value) in applied {
+                merge(stored.entry(key.clone()).or_insert(Value::Null), value);
+            }
+        }
+        (stored, applied) => *stored = applied.clone(),
+    }
+}
+
+/// What happened, in order, across the mock API server and the mocks of Ceph and DNS (one
+/// line per request, lookup or monmap change).
+type Journal = Arc<Mutex<Vec<String>>>;
+
+/// A mock API server that answers every request: applies echo their body (200) and are
+/// merged into `objects`, Event creations echo theirs (201), GETs and DELETEs answer from
+/// `objects` by path (404 otherwise; a DELETE removes the object); `fail_first` requests get a
+/// 500 instead. Each request is also written to the `journal`, when given, as `METHOD path` at
+/// the moment it arrives.
 struct ApiServer {
     seen: mpsc::UnboundedReceiver<Seen>,
 }
 
 impl ApiServer {
     fn start(handle: ApiHandle, fail_first: usize) -> Self {
-        Self::start_with(handle, fail_first, BTreeMap::new())
+        Self::start_with(handle, fail_first, BTreeMap::new(), None)
     }
 
     fn start_with(
         mut handle: ApiHandle,
         fail_first: usize,
         objects: BTreeMap<String, Value>,
+        journal: Option<Journal>,
     ) -> Self {
         let (report, seen) = mpsc::unbounded_channel();
         tokio::spawn(async move {
             let mut failures = fail_first;
+            let mut objects = objects;
             while let Some((request, send)) = handle.next_request().await {
                 let (parts, body) = request.into_parts();
                 let bytes = body.collect_bytes().await.unwrap();
@@ -111,6 +145,12 @@ impl ApiServer {
                         .unwrap_or_default(),
                     body: body.clone(),
                 };
+                if let Some(journal) = &journal {
+                    journal
+                        .lock()
+                        .unwrap()
+                        .push(format!("{} {}", seen.method, seen.path));
+                }
                 let _ = report.send(seen.clone());
                 let (status, answer) = if failures > 0 {
                     failures -= 1;
@@ -122,9 +162,14 @@ impl ApiServer {
                     )
                 } else if seen.method == "POST" {
                     (StatusCode::CREATED, body)
-                } else if seen.method == "GET" {
-                    match objects.get(&seen.path) {
-                        Some(object) => (StatusCode::OK, object.clone()),
+                } else if seen.method == "GET" || seen.method == "DELETE" {
+                    let found = if seen.method == "GET" {
+                        objects.get(&seen.path).cloned()
+                    } else {
+                        objects.remove(&seen.path)
+                    };
+                    match found {
+                        Some(object) => (StatusCode::OK, object),
                         None => (
                             StatusCode::NOT_FOUND,
                             json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
@@ -133,6 +178,12 @@ impl ApiServer {
                         ),
                     }
                 } else {
+                    if seen.content_type == APPLY {
+                        merge(
+                            objects.entry(seen.path.clone()).or_insert(Value::Null),
+                            &body,
+                        );
+                    }
                     (StatusCode::OK, body)
                 };
                 send.send_response(
@@ -233,8 +284,21 @@ async fn run_with(
     admin: Option<MockCephMonAdmin>,
     objects: BTreeMap<String, Value>,
 ) -> (Result<Action, ReconcileError>, Vec<Seen>, Arc<Metrics>) {
+    run_journaled(snapshot, now, resolver, fail_first, admin, objects, None).await
+}
+
+/// [`run_with`], writing every request to `journal` as it arrives.
+async fn run_journaled(
+    snapshot: &Snapshot,
+    now: Timestamp,
+    resolver: MockClustersetResolver,
+    fail_first: usize,
+    admin: Option<MockCephMonAdmin>,
+    objects: BTreeMap<String, Value>,
+    journal: Option<Journal>,
+) -> (Result<Action, ReconcileError>, Vec<Seen>, Arc<Metrics>) {
     let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
-    let mut server = ApiServer::start_with(handle, fail_first, objects);
+    let mut server = ApiServer::start_with(handle, fail_first, objects, journal);
     let client = kube::Client::new(service, "default");
     let metrics = Arc::new(Metrics::new());
     let context = Arc::new(Context {
@@ -296,11 +360,52 @@ fn resolver(expected: usize, failing: Option<u32>) -> MockClustersetResolver {
     resolver
 }
 
-/// Reads the applied objects back from the requests into the snapshot (what the API server
-/// would now hold) and returns the number of apply requests.
+/// Reads the writes back from the requests into the snapshot (what the API server, and so the
+/// watch caches, would now hold) and returns the number of applies under the operator's field
+/// manager. The mon migration's own applies (its state in the status object, its keys of
+/// `rook-ceph-mon-endpoints`) are merged in too, deleted Services and ServiceExports leave the
+/// snapshot, and a status apply keeps `status.monFailover` (another manager's field); mon and
+/// canary Deployments are not in the snapshot (the caches hold OSD Deployments only).
 fn take_back(snapshot: &mut Snapshot, requests: &[Seen]) -> usize {
-    let mut writes = Vec::new();
-    for seen in requests.iter().filter(|s| s.is_apply()) {
+    let mut count = 0;
+    for seen in requests {
+        let name = seen.path.rsplit('/').next().unwrap().to_owned();
+        let other = |meta: &ObjectMeta| meta.name.as_deref() != Some(name.as_str());
+        if seen.method == "DELETE" {
+            if seen.path.contains("/services/") {
+                snapshot.services.retain(|s| other(&s.metadata));
+            } else if seen.path.contains("/serviceexports/") {
+                snapshot.exports.retain(|e| other(&e.metadata));
+            }
+            continue;
+        }
+        if seen.is_migration_apply() {
+            if seen.path == STATUS_PATH {
+                let state = seen.body["status"]["monFailover"].clone();
+                match snapshot.prior.as_mut() {
+                    Some(prior) => {
+                        prior
+                            .status
+                            .get_or_insert_with(Default::default)
+                            .mon_failover = Some(state);
+                    }
+                    None => {
+                        snapshot.prior = Some(serde_json::from_value(seen.body.clone()).unwrap())
+                    }
+                }
+            } else if seen.path.contains("/configmaps/") {
+                apply(
+                    snapshot,
+                    [Write::ApplyMonEndpoints(Box::new(
+                        serde_json::from_value(seen.body.clone()).unwrap(),
+                    ))],
+                );
+            }
+            continue;
+        }
+        if !seen.is_apply() {
+            continue;
+        }
         let write = if seen.path.contains("/services/") {
             Write::ApplyService(Box::new(serde_json::from_value(seen.body.clone()).unwrap()))
         } else if seen.path.contains("/serviceexports/") {
@@ -309,11 +414,25 @@ fn take_back(snapshot: &mut Snapshot, requests: &[Seen]) -> usize {
                 version: McsVersion::V1Beta1,
             }
         } else if seen.path.contains("/cephclusteraddressings/") {
-            Write::ApplyStatus(Box::new(serde_json::from_value(seen.body.clone()).unwrap()))
+            let mut object: CephClusterAddressing =
+                serde_json::from_value(seen.body.clone()).unwrap();
+            let state = snapshot
+                .prior
+                .as_ref()
+                .and_then(|p| p.status.as_ref())
+                .and_then(|s| s.mon_failover.clone());
+            if let Some(status) = object.status.as_mut() {
+                status.mon_failover = state;
+            }
+            Write::ApplyStatus(Box::new(object))
         } else if seen.path.contains("/deployments/") {
+            if !name.starts_with("rook-ceph-osd-") {
+                // A mon or canary Deployment: not watched.
+                continue;
+            }
             Write::ApplyOsdArgs {
                 namespace: NAMESPACE.into(),
-                name: seen.path.rsplit('/').next().unwrap().to_owned(),
+                name,
                 body: Box::new(seen.body.clone()),
             }
         } else if seen.path.contains("/configmaps/") {
@@ -323,9 +442,9 @@ fn take_back(snapshot: &mut Snapshot, requests: &[Seen]) -> usize {
         } else {
             panic!("unexpected apply {}", seen.path);
         };
-        writes.push(write);
+        count += apply(snapshot, [write]);
     }
-    apply(snapshot, writes)
+    count
 }
 
 fn paths(requests: &[Seen]) -> Vec<String> {
@@ -339,6 +458,9 @@ const STATUS_PATH: &str =
     "/apis/clusterset.io/v1alpha1/namespaces/rook-ceph/cephclusteraddressings/my-cluster";
 const EVENTS_PATH: &str = "/apis/events.k8s.io/v1/namespaces/rook-ceph/events";
 const DEPLOYMENTS_PATH: &str = "/apis/apps/v1/namespaces/rook-ceph/deployments";
+const SERVICES_PATH: &str = "/api/v1/namespaces/rook-ceph/services";
+const EXPORTS_PATH: &str =
+    "/apis/multicluster.x-k8s.io/v1beta1/namespaces/rook-ceph/serviceexports";
 
 fn status_body(requests: &[Seen]) -> &Value {
     &requests
@@ -1139,9 +1261,9 @@ async fn no_migration_without_the_flag_or_the_annotation() {
 }
 
 /// Flag on, annotation set, mons on cluster IPs: the reconcile runs the first step of the
-/// migration — the state read from and saved to the status object, the canary of the new mon
-/// d applied, d listed without an endpoint in rook-ceph-mon-endpoints — publishes the
-/// machine's line in the status message, counts the step and requeues soon.
+/// migration — the state read from and saved to the status object, the Service and canary of
+/// the new mon d applied, d listed without an endpoint in rook-ceph-mon-endpoints — publishes
+/// the machine's line in the status message, counts the step and requeues soon.
 #[tokio::test]
 async fn with_the_flag_and_the_annotation_the_reconcile_starts_the_first_mon_migration() {
     let mut snapshot = converged(2).await;
@@ -1167,16 +1289,24 @@ async fn with_the_flag_and_the_annotation_the_reconcile_starts_the_first_mon_mig
             .unwrap_or_else(|| panic!("no {wanted} in {seen:?}"))
     };
     // The state is read from the API server, saved before the command runs (write-ahead),
-    // then the canary and the mon's entry; the plan's status last.
+    // then the Service, the canary and the mon's entry; the plan's status last.
     let load = position(&format!("GET {STATUS_PATH}"));
     let save = seen
         .iter()
         .position(|p| p == &format!("PATCH {STATUS_PATH}"))
         .unwrap();
+    let apply_service = position(&format!("PATCH {SERVICES_PATH}/rook-ceph-mon-d"));
     let apply_canary = position(&format!("PATCH {canary}"));
     let read_cm = position(&format!("GET {CM_PATH}"));
     let apply_cm = position(&format!("PATCH {CM_PATH}"));
-    assert!(load < save && save < apply_canary && apply_canary < read_cm && read_cm < apply_cm);
+    assert!(
+        load < save
+            && save < apply_service
+            && apply_service < apply_canary
+            && apply_canary < read_cm
+            && read_cm < apply_cm
+    );
+    assert!(requests[apply_service].is_apply());
     assert_eq!(
         seen.iter()
             .filter(|p| **p == format!("PATCH {canary}"))
@@ -1327,4 +1457,662 @@ async fn a_failed_migration_is_one_warning_event_not_one_per_retry() {
         "{:?}",
         paths(&requests)
     );
+}
+
+/// The global IP the walk's MCS implementation gives the new mons d, e and f (the old mons
+/// are never exported, so never looked up).
+fn mon_global_ip(mon: &str) -> IpAddr {
+    match mon {
+        "d" => "242.1.9.4",
+        "e" => "242.1.9.5",
+        "f" => "242.1.9.6",
+        _ => panic!("mon {mon} has no global IP in this walk: only the new mons are looked up"),
+    }
+    .parse()
+    .unwrap()
+}
+
+/// The Ceph cluster of the walk, shared by the mock admins of every reconcile: the monmap (by
+/// rank), the mon daemons that run (at the `--public-addr` of their Deployment) and, from the
+/// two, the quorum.
+#[derive(Debug)]
+struct Ceph {
+    monmap: Vec<(String, IpAddr)>,
+    running: BTreeMap<String, IpAddr>,
+    removed: BTreeSet<String>,
+    epoch: u64,
+    largest_monmap: usize,
+}
+
+impl Ceph {
+    /// Mons a, b and c on their cluster IPs, running and in quorum.
+    fn on_cluster_ips() -> Self {
+        let monmap: Vec<(String, IpAddr)> = ["a", "b", "c"]
+            .iter()
+            .enumerate()
+            .map(|(i, mon)| {
+                (
+                    (*mon).to_owned(),
+                    format!("10.96.0.{}", 10 + i).parse().unwrap(),
+                )
+            })
+            .collect();
+        Ceph {
+            running: monmap.iter().cloned().collect(),
+            monmap,
+            removed: BTreeSet::new(),
+            epoch: 1,
+            largest_monmap: 3,
+        }
+    }
+
+    /// The mons of the monmap whose daemon runs at their monmap address.
+    fn quorum(&self) -> Vec<String> {
+        self.monmap
+            .iter()
+            .filter(|(name, ip)| self.running.get(name) == Some(ip))
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// `ceph quorum_status`. A mon whose daemon was started and that is not in the monmap (and
+    /// was never removed from it) has joined by now, at the address it advertises.
+    fn quorum_status(&mut self, journal: &Journal) -> QuorumStatus {
+        let joining: Vec<(String, IpAddr)> = self
+            .running
+            .iter()
+            .filter(|(name, _)| {
+                !self.removed.contains(*name) && !self.monmap.iter().any(|(m, _)| m == *name)
+            })
+            .map(|(name, ip)| (name.clone(), *ip))
+            .collect();
+        for (name, ip) in joining {
+            journal.lock().unwrap().push(format!("join {name}"));
+            self.monmap.push((name, ip));
+            self.epoch += 1;
+        }
+        self.largest_monmap = self.largest_monmap.max(self.monmap.len());
+        let mons: Vec<Value> = self
+            .monmap
+            .iter()
+            .enumerate()
+            .map(|(rank, (name, ip))| {
+                json!({"rank": rank, "name": name, "public_addrs": {"addrvec": [
+                    {"type": "v2", "addr": format!("{ip}:3300")},
+                    {"type": "v1", "addr": format!("{ip}:6789")}]}})
+            })
+            .collect();
+        serde_json::from_value(
+            json!({"election_epoch": self.epoch, "quorum_names": self.quorum(),
+            "monmap": {"epoch": self.epoch, "fsid": "f", "mons": mons}}),
+        )
+        .unwrap()
+    }
+
+    /// `ceph mon add`: in the monmap, in quorum once its daemon runs there.
+    fn add(&mut self, mon: &str, ip: IpAddr, journal: &Journal) {
+        if !self.monmap.iter().any(|(m, _)| m == mon) {
+            journal.lock().unwrap().push(format!("add {mon}"));
+            self.monmap.push((mon.to_owned(), ip));
+            self.epoch += 1;
+            self.largest_monmap = self.largest_monmap.max(self.monmap.len());
+        }
+    }
+
+    /// `ceph mon remove`, asserting the safety property of a move: every other mon is in
+    /// quorum. The removed mon's daemon shuts down and never rejoins.
+    fn remove(&mut self, mon: &str, journal: &Journal) {
+        let quorum = self.quorum();
+        let out: Vec<&str> = self
+            .monmap
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .filter(|name| *name != mon && !quorum.iter().any(|q| q == name))
+            .collect();
+        assert!(
+            out.is_empty(),
+            "mon {mon} removed while {out:?} are out of quorum (monmap {:?})",
+            self.monmap
+        );
+        journal.lock().unwrap().push(format!("remove {mon}"));
+        self.monmap.retain(|(name, _)| name != mon);
+        self.running.remove(mon);
+        self.removed.insert(mon.to_owned());
+        self.epoch += 1;
+    }
+}
+
+/// A mock admin of the shared Ceph (one per reconcile: `run_journaled` takes it).
+fn ceph_admin(ceph: &Arc<Mutex<Ceph>>, journal: &Journal) -> MockCephMonAdmin {
+    let mut admin = MockCephMonAdmin::new();
+    let (c, j) = (Arc::clone(ceph), Arc::clone(journal));
+    admin
+        .expect_quorum_status()
+        .returning(move || Ok(c.lock().unwrap().quorum_status(&j)));
+    let (c, j) = (Arc::clone(ceph), Arc::clone(journal));
+    admin.expect_add_mon().returning(move |mon, ip| {
+        c.lock().unwrap().add(mon.as_str(), ip, &j);
+        Ok(())
+    });
+    let (c, j) = (Arc::clone(ceph), Arc::clone(journal));
+    admin.expect_remove_mon().returning(move |mon| {
+        c.lock().unwrap().remove(mon.as_str(), &j);
+        Ok(())
+    });
+    admin
+}
+
+/// Clusterset DNS: the new mons' names answer with their global IPs; any other lookup fails
+/// the test (the OSDs' IPs are known from the converged fixture).
+fn clusterset_dns(journal: &Journal) -> MockClustersetResolver {
+    let journal = Arc::clone(journal);
+    let mut resolver = MockClustersetResolver::new();
+    resolver.expect_resolve().returning(move |name| {
+        let text = name.to_string();
+        let mon = text
+            .strip_prefix("east.rook-ceph-mon-")
+            .and_then(|rest| rest.strip_suffix(".rook-ceph.svc.clusterset.local"))
+            .unwrap_or_else(|| panic!("unexpected lookup {text}"))
+            .to_owned();
+        journal.lock().unwrap().push(format!("lookup {mon}"));
+        Ok(Resolution {
+            name: name.clone(),
+            addresses: vec![mon_global_ip(&mon)],
+            valid_until: Instant::now() + Duration::from_secs(30),
+        })
+    });
+    resolver
+}
+
+/// Rook's mon Deployment `rook-ceph-mon-<id>` advertising `ip`, cut down to what the new mon's
+/// derivation reads.
+fn rook_mon_deployment(id: &str, ip: &str) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment",
+    "metadata": {"name": format!("rook-ceph-mon-{id}"), "namespace": NAMESPACE,
+        "labels": {"app": "rook-ceph-mon", "mon": id, "ceph_daemon_id": id},
+        "ownerReferences": [{"apiVersion": "ceph.rook.io/v1", "kind": "CephCluster",
+            "name": CLUSTER, "uid": CLUSTER_UID, "controller": true}]},
+    "spec": {
+        "replicas": 1,
+        "selector": {"matchLabels": {"app": "rook-ceph-mon", "mon": id}},
+        "template": {
+            "metadata": {"labels": {"app": "rook-ceph-mon", "mon": id}},
+            "spec": {
+                "initContainers": [{"name": "init-mon-fs", "image": "quay.io/ceph/ceph:v18.2.4",
+                    "args": ["--fsid=f", format!("--id={id}"), format!("--public-addr={ip}"),
+                             "--mkfs"]}],
+                "containers": [{"name": "mon", "image": "quay.io/ceph/ceph:v18.2.4",
+                    "args": ["--fsid=f", format!("--id={id}"), "--foreground",
+                             format!("--public-addr={ip}"),
+                             format!("--setuser-match-path=/var/lib/ceph/mon/ceph-{id}/store.db"),
+                             "--public-bind-addr=$(ROOK_POD_IP)"]}],
+                "volumes": [{"name": "ceph-daemon-data",
+                             "hostPath": {"path": format!("/var/lib/rook/mon-{id}/data")}}]
+            }
+        }
+    }})
+}
+
+/// The mons whose Deployment runs a pod (replicas not 0), at the `--public-addr` of its mon
+/// container.
+fn running_mons(deployments: &BTreeMap<String, Value>) -> BTreeMap<String, IpAddr> {
+    deployments
+        .iter()
+        .filter_map(|(name, deployment)| {
+            let id = name
+                .strip_prefix("rook-ceph-mon-")
+                .filter(|id| !id.ends_with("-canary"))?;
+            if deployment["spec"]["replicas"] == 0 {
+                return None;
+            }
+            let containers = deployment["spec"]["template"]["spec"]["containers"].as_array()?;
+            let mon = containers.iter().find(|c| c["name"] == "mon")?;
+            let ip = mon["args"]
+                .as_array()?
+                .iter()
+                .filter_map(Value::as_str)
+                .find_map(|arg| arg.strip_prefix("--public-addr="))?
+                .parse()
+                .ok()?;
+            Some((id.to_owned(), ip))
+        })
+        .collect()
+}
+
+/// `data` of `rook-ceph-mon-endpoints` in the snapshot.
+fn mon_data(snapshot: &Snapshot) -> String {
+    snapshot
+        .mon_endpoints
+        .as_ref()
+        .and_then(|c| c.data.as_ref())
+        .and_then(|d| d.get("data"))
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// A cluster walked through successive reconciles. The snapshot is both the watch caches and
+/// what the API server holds (every request is folded back into it); the mon and canary
+/// Deployments, which the caches do not hold but the migration reads and writes, are kept
+/// beside it; Ceph's running mons follow their Deployments; the MCS implementation takes an
+/// export once its Service exists. The journal records, in order, every request, lookup and
+/// monmap change; the history one line per reconcile, for failure messages.
+struct Walk {
+    snapshot: Snapshot,
+    deployments: BTreeMap<String, Value>,
+    ceph: Arc<Mutex<Ceph>>,
+    journal: Journal,
+    history: Vec<String>,
+}
+
+impl Walk {
+    /// What the mock API server answers GETs and DELETEs from.
+    fn objects(&self) -> BTreeMap<String, Value> {
+        let mut objects = BTreeMap::new();
+        if let Some(prior) = &self.snapshot.prior {
+            objects.insert(STATUS_PATH.to_owned(), serde_json::to_value(prior).unwrap());
+        }
+        if let Some(config_map) = &self.snapshot.mon_endpoints {
+            objects.insert(
+                CM_PATH.to_owned(),
+                serde_json::to_value(config_map).unwrap(),
+            );
+        }
+        for service in &self.snapshot.services {
+            let name = service.metadata.name.as_deref().unwrap();
+            objects.insert(
+                format!("{SERVICES_PATH}/{name}"),
+                serde_json::to_value(service).unwrap(),
+            );
+        }
+        for export in &self.snapshot.exports {
+            let name = export.metadata.name.as_deref().unwrap();
+            objects.insert(
+                format!("{EXPORTS_PATH}/{name}"),
+                serde_json::to_value(export).unwrap(),
+            );
+        }
+        for (name, deployment) in &self.deployments {
+            objects.insert(format!("{DEPLOYMENTS_PATH}/{name}"), deployment.clone());
+        }
+        objects
+    }
+
+    /// One reconcile at `at(t)`, its requests folded back.
+    async fn reconcile(&mut self, t: i64) -> (Action, Vec<Seen>) {
+        let mark = self.journal.lock().unwrap().len();
+        let (result, requests, _) = run_journaled(
+            &self.snapshot,
+            at(t),
+            clusterset_dns(&self.journal),
+            0,
+            Some(ceph_admin(&self.ceph, &self.journal)),
+            self.objects(),
+            Some(Arc::clone(&self.journal)),
+        )
+        .await;
+        let action = result.unwrap_or_else(|error| {
+            panic!(
+                "the reconcile at t={t} failed: {error}\n{}",
+                self.history.join("\n")
+            )
+        });
+        take_back(&mut self.snapshot, &requests);
+        for seen in &requests {
+            let Some(name) = seen
+                .path
+                .strip_prefix(&format!("{DEPLOYMENTS_PATH}/"))
+                .filter(|name| name.starts_with("rook-ceph-mon-"))
+            else {
+                continue;
+            };
+            match seen.method.as_str() {
+                "DELETE" => {
+                    self.deployments.remove(name);
+                }
+                // A whole Deployment, or the migration's scale apply (`spec.replicas` only).
+                "PATCH" => merge(
+                    self.deployments
+                        .entry(name.to_owned())
+                        .or_insert(Value::Null),
+                    &seen.body,
+                ),
+                _ => {}
+            }
+        }
+        self.ceph.lock().unwrap().running = running_mons(&self.deployments);
+        let services: BTreeSet<String> = self
+            .snapshot
+            .services
+            .iter()
+            .filter_map(|s| s.metadata.name.clone())
+            .collect();
+        for export in &mut self.snapshot.exports {
+            let name = export.metadata.name.clone().unwrap();
+            if export.status.is_none() && services.contains(&name) {
+                export.status = Some(mcs_types::ServiceExportStatus {
+                    conditions: exported_conditions(),
+                    ..Default::default()
+                });
+            }
+        }
+        let message = self
+            .snapshot
+            .prior
+            .as_ref()
+            .and_then(|p| p.status.as_ref())
+            .map(|s| s.message.clone())
+            .unwrap_or_default();
+        let journal = self.journal.lock().unwrap()[mark..].to_vec();
+        self.history.push(format!(
+            "t={t} -> {action:?}\n  {}\n  status: {message}",
+            journal.join("\n  ")
+        ));
+        (action, requests)
+    }
+
+    /// The machine's state in the status object.
+    fn machine_state(&self) -> Option<mon_failover::MachineState> {
+        let status = self.snapshot.prior.as_ref()?.status.as_ref()?;
+        stored_state(status).unwrap()
+    }
+}
+
+/// A journal line as a milestone of the walk (`provision d`, `export d`, `lookup d`,
+/// `start d`, `join d`, `remove a`, `delete a`, ...), or `None` for the other requests.
+fn milestone(entry: &str) -> Option<String> {
+    let (verb, rest) = entry.split_once(' ')?;
+    if matches!(verb, "lookup" | "join" | "add" | "remove") {
+        return Some(entry.to_owned());
+    }
+    if let Some(name) = rest.strip_prefix(&format!("{DEPLOYMENTS_PATH}/rook-ceph-mon-")) {
+        return match (verb, name.strip_suffix("-canary")) {
+            ("PATCH", Some(id)) => Some(format!("provision {id}")),
+            ("PATCH", None) => Some(format!("start {name}")),
+            ("DELETE", None) => Some(format!("delete {name}")),
+            _ => None,
+        };
+    }
+    if let Some(id) = rest.strip_prefix(&format!("{SERVICES_PATH}/rook-ceph-mon-")) {
+        return (verb == "PATCH").then(|| format!("service {id}"));
+    }
+    if let Some(id) = rest.strip_prefix(&format!("{EXPORTS_PATH}/rook-ceph-mon-")) {
+        return (verb == "PATCH").then(|| format!("export {id}"));
+    }
+    None
+}
+
+/// The whole migration through successive reconciles: mons a, b, c on cluster IPs are replaced
+/// one at a time by d, e, f on their global IPs. For each: the new mon provisioned (its Service,
+/// canary, and its entry without an endpoint in rook-ceph-mon-endpoints), its export applied by
+/// the plan and its name resolved, the new mon started with --public-addr=<global>, joining the
+/// quorum, the old mon removed from the monmap only then (the mock Ceph asserts every other mon
+/// is in quorum at each removal) and its objects deleted. Then the mon endpoints and mon_host
+/// are written, once, and nothing more.
+#[tokio::test]
+async fn the_reconcile_walks_a_whole_mon_migration_from_cluster_ips_to_global_ips() {
+    let mut snapshot = converged(2).await;
+    annotate(&mut snapshot);
+    let mut walk = Walk {
+        snapshot,
+        deployments: [
+            ("a", "10.96.0.10"),
+            ("b", "10.96.0.11"),
+            ("c", "10.96.0.12"),
+        ]
+        .into_iter()
+        .map(|(id, ip)| (format!("rook-ceph-mon-{id}"), rook_mon_deployment(id, ip)))
+        .collect(),
+        ceph: Arc::new(Mutex::new(Ceph::on_cluster_ips())),
+        journal: Journal::default(),
+        history: Vec::new(),
+    };
+
+    let mut t = 100;
+    let mut steady = false;
+    // Reconciles that wrote the plan's mon endpoints or mon_host, and whether every mon
+    // listed in rook-ceph-mon-endpoints advertised its global IP before.
+    let mut mon_config_writes = Vec::new();
+    let mut mon_host_body = Value::Null;
+    for _ in 0..60 {
+        let all_global = mon_data(&walk.snapshot).split(',').all(|entry| {
+            entry
+                .split_once('=')
+                .is_some_and(|(_, e)| e.starts_with("242."))
+        });
+        let (action, requests) = walk.reconcile(t).await;
+        if walk
+            .machine_state()
+            .is_some_and(|s| s.migration().is_some())
+        {
+            assert_eq!(
+                action,
+                Action::requeue(MIGRATION_REQUEUE),
+                "{}",
+                walk.history.join("\n")
+            );
+        }
+        let config_writes: Vec<&Seen> = requests
+            .iter()
+            .filter(|r| r.is_apply() && (r.path == CM_PATH || r.path.contains("/secrets/")))
+            .collect();
+        if !config_writes.is_empty() {
+            mon_config_writes.push((t, all_global));
+        }
+        if let Some(secret) = config_writes.iter().find(|r| r.path.contains("/secrets/")) {
+            mon_host_body = secret.body.clone();
+        }
+        if requests.is_empty() {
+            assert_eq!(
+                action,
+                Action::await_change(),
+                "{}",
+                walk.history.join("\n")
+            );
+            steady = true;
+            break;
+        }
+        t += 10;
+    }
+    let history = walk.history.join("\n");
+    assert!(steady, "no steady state after 60 reconciles:\n{history}");
+
+    // The order: a -> d, then b -> e, then c -> f, each step in turn.
+    let journal = walk.journal.lock().unwrap().clone();
+    let mut milestones: Vec<String> = Vec::new();
+    for entry in journal.iter().filter_map(|e| milestone(e)) {
+        if !milestones.contains(&entry) {
+            milestones.push(entry);
+        }
+    }
+    let pairs = [("a", "d"), ("b", "e"), ("c", "f")];
+    let expected: Vec<String> = pairs
+        .iter()
+        .flat_map(|(old, new)| {
+            [
+                format!("service {new}"),
+                format!("provision {new}"),
+                format!("export {new}"),
+                format!("lookup {new}"),
+                format!("start {new}"),
+                format!("join {new}"),
+                format!("remove {old}"),
+                format!("delete {old}"),
+            ]
+        })
+        .collect();
+    assert_eq!(milestones, expected, "{history}");
+    // One at a time: nothing of a replacement happens before the previous one has ended.
+    let concerns = |entry: &String, (old, new): (&str, &str)| {
+        milestone(entry)
+            .is_some_and(|m| m.ends_with(&format!(" {old}")) || m.ends_with(&format!(" {new}")))
+    };
+    for window in pairs.windows(2) {
+        let last = journal
+            .iter()
+            .rposition(|e| concerns(e, window[0]))
+            .unwrap();
+        let first = journal.iter().position(|e| concerns(e, window[1])).unwrap();
+        assert!(last < first, "{window:?} overlap:\n{history}");
+    }
+    let lookups: Vec<&String> = journal
+        .iter()
+        .filter(|e| e.starts_with("lookup "))
+        .collect();
+    assert_eq!(
+        lookups,
+        ["lookup d", "lookup e", "lookup f"],
+        "each new mon resolved once"
+    );
+    assert!(
+        !journal.iter().any(|e| e.starts_with("add ")),
+        "a new mon joins by itself: {journal:?}"
+    );
+
+    // Each old mon's objects are deleted after its removal from the monmap; the new mons'
+    // are kept (but for their canaries).
+    for (old, new) in pairs {
+        let removed = journal
+            .iter()
+            .position(|e| *e == format!("remove {old}"))
+            .unwrap();
+        for path in [
+            format!("{DEPLOYMENTS_PATH}/rook-ceph-mon-{old}"),
+            format!("{DEPLOYMENTS_PATH}/rook-ceph-mon-{old}-canary"),
+            format!("{SERVICES_PATH}/rook-ceph-mon-{old}"),
+            format!("{EXPORTS_PATH}/rook-ceph-mon-{old}"),
+        ] {
+            let deleted = journal
+                .iter()
+                .position(|e| *e == format!("DELETE {path}"))
+                .unwrap_or_else(|| panic!("{path} was not deleted:\n{history}"));
+            assert!(
+                removed < deleted,
+                "{path} deleted before mon {old} left the monmap"
+            );
+        }
+        assert!(journal.contains(&format!(
+            "DELETE {DEPLOYMENTS_PATH}/rook-ceph-mon-{new}-canary"
+        )));
+        for path in [
+            format!("{DEPLOYMENTS_PATH}/rook-ceph-mon-{new}"),
+            format!("{SERVICES_PATH}/rook-ceph-mon-{new}"),
+            format!("{EXPORTS_PATH}/rook-ceph-mon-{new}"),
+        ] {
+            assert!(
+                !journal.contains(&format!("DELETE {path}")),
+                "{path} deleted"
+            );
+        }
+        let deployment = &walk.deployments[&format!("rook-ceph-mon-{new}")];
+        let args = deployment
+            .pointer("/spec/template/spec/containers/0/args")
+            .and_then(Value::as_array)
+            .unwrap();
+        for arg in [
+            format!("--id={new}"),
+            format!("--public-addr={}", mon_global_ip(new)),
+            "--public-bind-addr=$(ROOK_POD_IP)".to_owned(),
+        ] {
+            assert!(args.contains(&json!(arg)), "{arg} not in {args:?}");
+        }
+    }
+    assert_eq!(
+        walk.deployments.keys().collect::<Vec<_>>(),
+        ["rook-ceph-mon-d", "rook-ceph-mon-e", "rook-ceph-mon-f"]
+    );
+
+    // Ceph: d, e, f at their global IPs, all in quorum; never more than four mons.
+    {
+        let ceph = walk.ceph.lock().unwrap();
+        let monmap: Vec<(&str, String)> = ceph
+            .monmap
+            .iter()
+            .map(|(name, ip)| (name.as_str(), ip.to_string()))
+            .collect();
+        assert_eq!(
+            monmap,
+            [
+                ("d", "242.1.9.4".to_owned()),
+                ("e", "242.1.9.5".to_owned()),
+                ("f", "242.1.9.6".to_owned())
+            ]
+        );
+        assert_eq!(ceph.quorum(), ["d", "e", "f"]);
+        assert_eq!(ceph.largest_monmap, 4, "one new mon at a time");
+    }
+
+    // The status: every mon up to date on its global IP, none to replace, the machine idle.
+    let status = walk
+        .snapshot
+        .prior
+        .as_ref()
+        .unwrap()
+        .status
+        .as_ref()
+        .unwrap();
+    let mons: Vec<(&str, &str, Option<&str>)> = status
+        .daemons
+        .iter()
+        .filter(|d| d.name.starts_with("mon."))
+        .map(|d| (d.name.as_str(), d.state.as_str(), d.global_ip.as_deref()))
+        .collect();
+    assert_eq!(
+        mons,
+        [
+            ("mon.d", "UpToDate", Some("242.1.9.4")),
+            ("mon.e", "UpToDate", Some("242.1.9.5")),
+            ("mon.f", "UpToDate", Some("242.1.9.6"))
+        ],
+        "{history}"
+    );
+    assert_eq!(
+        status.phase,
+        mcs_ceph_operator::resources::Phase::Ready,
+        "{}",
+        status.message
+    );
+    assert_eq!(status.ready_daemons, status.daemon_count);
+    assert!(
+        !status.message.contains("mon migration"),
+        "{}",
+        status.message
+    );
+    let state = walk.machine_state().expect("the machine's state");
+    assert!(state.migration().is_none(), "{state}");
+    assert_eq!(state.to_string(), "idle");
+    assert_eq!(
+        (state.history().completed, state.history().rolled_back),
+        (3, 0)
+    );
+    assert!(
+        history.contains("mon migration: mon b (10.96.0.11, misplaced) -> mon e"),
+        "{history}"
+    );
+
+    // rook-ceph-mon-endpoints and mon_host: written once, after every mon advertised its
+    // global IP.
+    assert_eq!(
+        mon_config_writes.len(),
+        1,
+        "{mon_config_writes:?}\n{history}"
+    );
+    assert!(
+        mon_config_writes[0].1,
+        "written before every mon advertised its global IP"
+    );
+    assert_eq!(
+        mon_data(&walk.snapshot),
+        "d=242.1.9.4:6789,e=242.1.9.5:6789,f=242.1.9.6:6789"
+    );
+    let mon_host = "[v2:242.1.9.4:3300,v1:242.1.9.4:6789],[v2:242.1.9.5:3300,v1:242.1.9.5:6789],[v2:242.1.9.6:3300,v1:242.1.9.6:6789]";
+    assert_eq!(status.mon_host.as_deref(), Some(mon_host));
+    assert_eq!(
+        mon_host_body["data"]["mon_host"],
+        serde_json::to_value(k8s_openapi::ByteString(mon_host.as_bytes().to_vec())).unwrap()
+    );
+
+    // Steady state: a later reconcile asks nothing and writes nothing.
+    let (action, requests) = walk.reconcile(t + 86_400).await;
+    assert_eq!(action, Action::await_change());
+    assert!(requests.is_empty(), "{:?}", paths(&requests));
 }
