@@ -166,7 +166,9 @@ impl ServiceEntry {
         import: Option<Arc<ImportFact>>,
         slices: Arc<BTreeMap<String, Arc<SliceFact>>>,
     ) -> Self {
-        let mut ips = Vec::new();
+        let mut ips = Vec::with_capacity(import.as_ref().map_or(0, |import| {
+            import.ips.len() + slices.values().map(|s| s.ready.len()).sum::<usize>()
+        }));
         if let Some(import) = &import {
             if import.type_ == ServiceImportType::ClusterSetIP {
                 ips.extend(import.ips.iter().copied());
@@ -214,16 +216,52 @@ impl ServiceEntry {
 
 /// The services that may hold PTR records for one address.
 ///
-/// With one owner (the usual case) the answer is the owner's own (its [`ServiceNames`]), so a
-/// change of the owner that keeps the address leaves this entry alone. With several, the
-/// merged answer is computed here on first use; it depends on the owners' entries, not only on
-/// their keys, so such an entry is replaced (sharing the owner list, with an empty answer)
-/// whenever an owner changes: an entry is shared by the snapshots that hold it, and its answer
-/// must be that of every one of them. The merged answer is boxed: most entries never have one.
+/// With one owner (the usual case) the answer is the owner's own (its [`ServiceNames`]): the
+/// entry is the owner's key, and a change of the owner that keeps the address leaves it alone.
+/// With several, the merged answer is computed on first use; it depends on the owners' entries,
+/// not only on their keys, so such an entry is replaced (sharing the owner list, with an empty
+/// answer) whenever an owner changes: an entry is shared by the snapshots that hold it, and its
+/// answer must be that of every one of them.
+#[derive(Debug, Clone)]
+pub(crate) enum ReverseEntry {
+    /// The key of the one service that holds the address.
+    One(Arc<[u8]>),
+    /// Several services hold it.
+    Many(Arc<SharedReverse>),
+}
+
+/// Whether two service keys are the same: the reverse index holds the services map's own key
+/// objects, so pointer equality decides without reading the bytes, which are compared only
+/// when the pointers differ.
+fn same_key(a: &Arc<[u8]>, b: &Arc<[u8]>) -> bool {
+    Arc::ptr_eq(a, b) || a == b
+}
+
+/// An address several services hold: their keys (sorted) and the merged PTR answer.
 #[derive(Debug)]
-pub(crate) struct ReverseEntry {
+pub(crate) struct SharedReverse {
     owners: Arc<[Arc<[u8]>]>,
-    prepared: OnceLock<Option<Box<PreparedName>>>,
+    prepared: OnceLock<Option<PreparedName>>,
+}
+
+impl ReverseEntry {
+    fn of(mut owners: Vec<Arc<[u8]>>) -> Option<Self> {
+        match owners.len() {
+            0 => None,
+            1 => owners.pop().map(Self::One),
+            _ => {
+                owners.sort_unstable();
+                Some(Self::many(owners.into()))
+            }
+        }
+    }
+
+    fn many(owners: Arc<[Arc<[u8]>]>) -> Self {
+        Self::Many(Arc::new(SharedReverse {
+            owners,
+            prepared: OnceLock::new(),
+        }))
+    }
 }
 
 /// A namespace with at least one imported service.
@@ -288,7 +326,7 @@ pub(crate) struct ZoneIndex {
     /// Wire forms of the zone's own names, in [`crate::records::zone_names`] order.
     zone_names: Arc<[Box<[u8]>]>,
     pub(crate) services: CowMap<Arc<[u8]>, Arc<ServiceEntry>>,
-    pub(crate) reverse: CowMap<IpAddr, Arc<ReverseEntry>>,
+    pub(crate) reverse: CowMap<IpAddr, ReverseEntry>,
     pub(crate) namespaces: CowMap<Arc<[u8]>, NamespaceEntry>,
     imports: usize,
 }
@@ -413,43 +451,28 @@ impl ZoneIndex {
     }
 
     fn update_reverse(&mut self, ip: IpAddr, owner: &Arc<[u8]>, present: bool) {
-        let current = self.reverse.get(&ip);
-        // Still an owner (its entry changed, the address did not): the same owners, a fresh
-        // answer.
-        if present
-            && let Some(current) = current
-            && current.owners.contains(owner)
-        {
-            if current.owners.len() == 1 {
+        let mut owners: Vec<Arc<[u8]>> = match self.reverse.get(&ip) {
+            // Still the one owner: its own answer follows its entry.
+            Some(ReverseEntry::One(one)) if present && same_key(one, owner) => return,
+            Some(ReverseEntry::One(one)) => vec![Arc::clone(one)],
+            // Still one of several: the same owners, a fresh merged answer.
+            Some(ReverseEntry::Many(many))
+                if present && many.owners.iter().any(|o| same_key(o, owner)) =>
+            {
+                let owners = Arc::clone(&many.owners);
+                self.reverse.insert(ip, ReverseEntry::many(owners));
                 return;
             }
-            let owners = Arc::clone(&current.owners);
-            self.reverse.insert(
-                ip,
-                Arc::new(ReverseEntry {
-                    owners,
-                    prepared: OnceLock::new(),
-                }),
-            );
-            return;
-        }
-        let mut owners: Vec<Arc<[u8]>> = current
-            .map(|e| e.owners.iter().filter(|o| *o != owner).cloned().collect())
-            .unwrap_or_default();
+            Some(ReverseEntry::Many(many)) => many.owners.to_vec(),
+            None => Vec::new(),
+        };
+        owners.retain(|o| !same_key(o, owner));
         if present {
             owners.push(Arc::clone(owner));
-            owners.sort_unstable();
         }
-        if owners.is_empty() {
-            self.reverse.remove(&ip);
-        } else {
-            self.reverse.insert(
-                ip,
-                Arc::new(ReverseEntry {
-                    owners: owners.into(),
-                    prepared: OnceLock::new(),
-                }),
-            );
+        match ReverseEntry::of(owners) {
+            Some(entry) => self.reverse.insert(ip, entry),
+            None => self.reverse.remove(&ip),
         }
     }
 
@@ -527,19 +550,20 @@ impl ZoneIndex {
                     reverse.get(i).map(|(_, prepared)| prepared)
                 })
         };
-        if let [owner] = &*entry.owners {
-            return owner_names(owner);
-        }
-        entry
+        let shared = match entry {
+            ReverseEntry::One(owner) => return owner_names(owner),
+            ReverseEntry::Many(shared) => shared,
+        };
+        shared
             .prepared
             .get_or_init(|| {
                 let mut ptr = BTreeSet::new();
-                for prepared in entry.owners.iter().filter_map(owner_names) {
+                for prepared in shared.owners.iter().filter_map(owner_names) {
                     ptr.extend(prepared.view().records.ptr.iter().cloned());
                 }
-                (!ptr.is_empty()).then(|| Box::new(ptr_name(&self.config, ip, ptr)))
+                (!ptr.is_empty()).then(|| ptr_name(&self.config, ip, ptr))
             })
-            .as_deref()
+            .as_ref()
     }
 }
 

@@ -293,12 +293,12 @@ impl FromStr for SrvProtocol {
     type Err = UnknownProtocol;
     /// Accepts `tcp`/`TCP`/`_tcp` and likewise for UDP and SCTP.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim_start_matches('_').to_ascii_lowercase().as_str() {
-            "tcp" => Ok(Self::Tcp),
-            "udp" => Ok(Self::Udp),
-            "sctp" => Ok(Self::Sctp),
-            _ => Err(UnknownProtocol(s.to_owned())),
-        }
+        let name = s.trim_start_matches('_');
+        [("tcp", Self::Tcp), ("udp", Self::Udp), ("sctp", Self::Sctp)]
+            .into_iter()
+            .find(|(label, _)| name.eq_ignore_ascii_case(label))
+            .map(|(_, protocol)| protocol)
+            .ok_or_else(|| UnknownProtocol(s.to_owned()))
     }
 }
 
