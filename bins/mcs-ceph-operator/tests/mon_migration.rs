@@ -2,8 +2,8 @@
 //! The operator's mon-failover ports against a tower-test mock API server: the Kubernetes mon
 //! runtime's requests (paths, field managers, bodies), the driver replacing the first mon with
 //! a mock `CephMonAdmin` while the quorum holds, a restart mid-migration resuming from the
-//! state in the status object without a second new mon, and the gate (no migration without the
-//! opt-in annotation).
+//! state in the status object without a second new mon, the gate (no migration without the
+//! opt-in annotation), and the admin read from Rook's Secret reaching a real `ceph-mon`.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -687,4 +687,140 @@ fn the_admin_key_comes_from_rooks_secret() {
         ("client.admin".to_owned(), "AQC==".to_owned())
     );
     assert!(admin_key(&secret(&[("fsid", "f")])).is_err());
+}
+
+/// The admin the operator uses in a cluster (`AdminSource::RookSecret`): the key read from
+/// Rook's `rook-ceph-mon` Secret through the API, written as a private keyring, and the `ceph`
+/// CLI reaching a real `ceph-mon` (Debian's, on 127.0.81.11) at the `mon_host` taken from
+/// `rook-ceph-mon-endpoints`. A wrong key is refused by Ceph, and the keyring is gone once the
+/// files are dropped. Needs `ceph-mon` and `ceph-common` (`.ci/run` installs them); fails, never
+/// skips, without them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rook_secret_admin_reaches_a_real_ceph_mon() {
+    use mcs_ceph_operator::mon_migration::{MON_SECRET, ceph_cli_from_secret};
+    use mon_failover::{Addressing, CephMonAdmin, EndpointTable, LocalCluster, LocalMonRuntime};
+    use std::time::Duration;
+
+    for program in ["ceph-mon", "ceph", "monmaptool", "ceph-authtool"] {
+        let found = std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {program}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        assert!(
+            found,
+            "{program} is not installed: this test runs a real Ceph mon; install it with `apt-get install ceph-mon ceph-common` (as .ci/run does)"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let a = (id("a"), "127.0.81.11".parse().unwrap());
+    let cluster = LocalCluster::create(
+        dir.path().join("ceph"),
+        "6d2f3e1a-0000-4000-8000-000000000081",
+        std::slice::from_ref(&a),
+    )
+    .await
+    .unwrap();
+    let runtime = LocalMonRuntime::new(
+        cluster.clone(),
+        Arc::new(
+            EndpointTable::new().with_mons_at(Addressing::ClusterLocal, std::slice::from_ref(&a)),
+        ),
+        cluster.admin(None).timeout(Duration::from_secs(10)),
+    );
+    runtime.start(&a.0, a.1).await.unwrap();
+    let local_admin = cluster.admin(None).timeout(Duration::from_secs(10));
+    if let Err(error) = runtime
+        .wait_for_quorum(&local_admin, 1, Duration::from_secs(60))
+        .await
+    {
+        panic!("the mon formed no quorum: {error}");
+    }
+    // The admin key, as Rook stores it in the Secret.
+    let keyring = std::fs::read_to_string(cluster.keyring()).unwrap();
+    let admin_key = keyring
+        .split("[client.admin]")
+        .nth(1)
+        .and_then(|section| {
+            section
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("key = "))
+        })
+        .expect("the local cluster's keyring holds client.admin's key")
+        .to_owned();
+    let secret_path = format!("/api/v1/namespaces/{NS}/secrets/{MON_SECRET}");
+    // k8s-openapi writes Secret data in base64, as the API server serves it.
+    let secret = |key: &str| {
+        use k8s_openapi::ByteString;
+        let mut value = serde_json::to_value(k8s_openapi::api::core::v1::Secret {
+            data: Some(
+                [("ceph-username", "client.admin"), ("ceph-secret", key)]
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), ByteString(v.as_bytes().to_vec())))
+                    .collect(),
+            ),
+            ..Default::default()
+        })
+        .unwrap();
+        value["metadata"] = json!({"name": MON_SECRET, "namespace": NS});
+        value["apiVersion"] = json!("v1");
+        value["kind"] = json!("Secret");
+        value
+    };
+    // rook-ceph-mon-endpoints' form of the mon's endpoint: `<ip>:6789`.
+    let mon_host = "127.0.81.11:6789";
+
+    let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
+    let mut server = ApiServer::start(handle, [(secret_path.clone(), secret(&admin_key))].into());
+    let client = kube::Client::new(service, "default");
+    let (cli, files) = ceph_cli_from_secret(client, NS, mon_host).await.unwrap();
+    let seen = server.requests();
+    assert_eq!(seen.len(), 1, "one Secret read: {seen:?}");
+    assert_eq!(
+        (seen[0].method.as_str(), seen[0].path.as_str()),
+        ("GET", secret_path.as_str())
+    );
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(files.keyring())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "the keyring is private");
+    }
+    let status = cli
+        .timeout(Duration::from_secs(20))
+        .quorum_status()
+        .await
+        .unwrap();
+    assert_eq!(status.quorum_names, ["a"]);
+    assert_eq!(status.monmap.mons.len(), 1);
+    let keyring_path = files.keyring();
+    drop(files);
+    assert!(
+        !keyring_path.exists(),
+        "the keyring is removed with the files"
+    );
+
+    // A key Ceph does not know is refused, with Ceph's reason in the error (errno 13).
+    let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
+    let _server = ApiServer::start(
+        handle,
+        [(
+            secret_path,
+            secret("AQBm3yFnAAAAABAAwrongwrongwrongwrongwrongwg=="),
+        )]
+        .into(),
+    );
+    let client = kube::Client::new(service, "default");
+    let (cli, _files) = ceph_cli_from_secret(client, NS, mon_host).await.unwrap();
+    let error = cli
+        .timeout(Duration::from_secs(20))
+        .quorum_status()
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("permission denied"),
+        "Ceph refuses the key: {error}"
+    );
+    runtime.stop_all().await;
 }
