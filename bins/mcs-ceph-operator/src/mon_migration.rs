@@ -22,7 +22,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use ceph_address_plan::labels::{mon_labels, mon_selector};
-use ceph_address_plan::{ClusterSettings, DaemonArgs, MonId, MonInput, format, rook};
+use ceph_address_plan::{
+    ClusterSettings, DaemonArgs, MonHostConfig, MonId, MonInput, format, rook,
+};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
@@ -598,11 +600,13 @@ impl KubeMonRuntime {
     /// Sets (or with `None` removes) `mon`'s entry in `rook-ceph-mon-endpoints`, raising
     /// `maxMonId` to the mon's index: read from the API server, applied under
     /// [`MON_FAILOVER_FIELD_MANAGER`] with the same keys every time.
+    /// Sets (or, `None`, removes) the mon's entry in `rook-ceph-mon-endpoints`; returns the
+    /// ConfigMap's new `data`.
     async fn set_endpoint(
         &self,
         mon: &MonId,
         endpoint: Option<&str>,
-    ) -> Result<(), MigrationError> {
+    ) -> Result<BTreeMap<String, String>, MigrationError> {
         let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), self.namespace());
         let name = rook::MON_ENDPOINTS_CONFIG_MAP;
         let current = api
@@ -621,18 +625,44 @@ impl KubeMonRuntime {
         {
             nodes.remove(mon.as_str());
         }
+        let written: BTreeMap<String, String> = [
+            (rook::KEY_DATA.to_owned(), new_data),
+            (rook::KEY_MAX_MON_ID.to_owned(), max.to_string()),
+            (rook::KEY_MAPPING.to_owned(), mapping.to_string()),
+        ]
+        .into();
         let body = json!({
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"name": name, "namespace": self.namespace()},
-            "data": {
-                rook::KEY_DATA: new_data,
-                rook::KEY_MAX_MON_ID: max.to_string(),
-                rook::KEY_MAPPING: mapping.to_string(),
-            }
+            "data": written,
         });
         let params = PatchParams::apply(MON_FAILOVER_FIELD_MANAGER).force();
         api.patch(name, &params, &Patch::Apply(&body))
+            .await
+            .map_err(api_err(format!("applying {}/{name}", self.namespace())))?;
+        let mut data = data;
+        data.extend(written);
+        Ok(data)
+    }
+
+    /// Points `rook-ceph-config`'s `mon_host` (and `mon_initial_members`) at the mons that
+    /// `rook-ceph-mon-endpoints` lists with an endpoint, as Rook does when its mons change: a
+    /// daemon or client that starts in the middle of a migration finds the mons that run now,
+    /// not only the ones that ran before it.
+    async fn follow_mon_endpoints(
+        &self,
+        data: &BTreeMap<String, String>,
+    ) -> Result<(), MigrationError> {
+        let config = mon_host_of_endpoints(data);
+        let secret = crate::rook_objects::config_secret(self.namespace(), &config);
+        let name = rook::CONFIG_SECRET;
+        Api::<Secret>::namespaced(self.client.clone(), self.namespace())
+            .patch(
+                name,
+                &PatchParams::apply(MON_FAILOVER_FIELD_MANAGER).force(),
+                &Patch::Apply(&secret),
+            )
             .await
             .map_err(api_err(format!("applying {}/{name}", self.namespace())))?;
         Ok(())
@@ -767,7 +797,8 @@ impl MonRuntime for KubeMonRuntime {
                 .map_err(api_err(format!("scaling {}/{name} to 1", self.namespace())))?;
         }
         let endpoint = format::endpoint(address, self.port());
-        self.set_endpoint(mon, Some(&endpoint)).await?;
+        let data = self.set_endpoint(mon, Some(&endpoint)).await?;
+        self.follow_mon_endpoints(&data).await?;
         self.delete_if_present::<Deployment>(&format!("{name}-canary"))
             .await?;
         Ok(())
@@ -799,9 +830,30 @@ impl MonRuntime for KubeMonRuntime {
             .await?;
         self.delete_if_present::<Service>(&name).await?;
         self.delete_if_present::<ServiceExport>(&name).await?;
-        self.set_endpoint(mon, None).await?;
+        let data = self.set_endpoint(mon, None).await?;
+        self.follow_mon_endpoints(&data).await?;
         Ok(())
     }
+}
+
+/// `rook-ceph-config`'s mon keys for the mons a `rook-ceph-mon-endpoints` `data` lists with an
+/// endpoint and not out of quorum, in its order (a mon being placed, `d=:6789`, is left out).
+///
+/// ```
+/// use mcs_ceph_operator::mon_migration::mon_host_of_endpoints;
+/// let data = [("data".to_owned(), "b=10.96.0.11:6789,d=242.1.0.4:6789,e=:6789".to_owned())].into();
+/// let config = mon_host_of_endpoints(&data);
+/// assert_eq!(config.mon_host, "[v2:10.96.0.11:3300,v1:10.96.0.11:6789],[v2:242.1.0.4:3300,v1:242.1.0.4:6789]");
+/// assert_eq!(config.mon_initial_members, "b,d");
+/// ```
+pub fn mon_host_of_endpoints(data: &BTreeMap<String, String>) -> MonHostConfig {
+    let read = format::read_mon_endpoints(data);
+    MonHostConfig::of(
+        read.mons
+            .iter()
+            .filter(|mon| !mon.out_of_quorum)
+            .filter_map(|mon| Some((mon.id.as_str(), mon.advertised?))),
+    )
 }
 
 /// A private directory holding the admin keyring and a `ceph.conf`, removed when dropped.

@@ -36,7 +36,7 @@ use std::net::SocketAddr;
 
 use ceph_address_plan::format::{mon_host_entry, read_mon_endpoints};
 use ceph_address_plan::rook::{self, label};
-use ceph_address_plan::{NamedPort, Plan};
+use ceph_address_plan::{MonHostConfig, NamedPort, Plan};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Container, Secret};
@@ -285,6 +285,31 @@ pub struct MonConfigWrites {
     pub waiting: Option<String>,
 }
 
+/// The apply body of `rook-ceph-config`'s mon keys (`mon_host`, `mon_initial_members`), type
+/// `kubernetes.io/rook` as Rook makes it.
+pub fn config_secret(namespace: &str, config: &MonHostConfig) -> Secret {
+    let bytes = |text: &str| ByteString(text.as_bytes().to_vec());
+    Secret {
+        metadata: ObjectMeta {
+            name: Some(rook::CONFIG_SECRET.to_owned()),
+            namespace: Some(namespace.to_owned()),
+            ..ObjectMeta::default()
+        },
+        type_: Some(rook::ROOK_SECRET_TYPE.to_owned()),
+        data: Some(
+            [
+                (rook::KEY_MON_HOST.to_owned(), bytes(&config.mon_host)),
+                (
+                    rook::KEY_MON_INITIAL_MEMBERS.to_owned(),
+                    bytes(&config.mon_initial_members),
+                ),
+            ]
+            .into(),
+        ),
+        ..Secret::default()
+    }
+}
+
 /// The mon configuration writes: only once every mon advertises its planned address (with MCS,
 /// its global IP), only when `rook-ceph-mon-endpoints` exists (Rook made the cluster), never a
 /// `mon_host` that drops a mon in quorum, and only what differs — the ConfigMap when it
@@ -343,22 +368,7 @@ pub fn mon_config_writes(
         });
     }
     if config_map_differs || last_mon_host != Some(config.mon_host.as_str()) {
-        let bytes = |text: &str| ByteString(text.as_bytes().to_vec());
-        out.secret = Some(Secret {
-            metadata: meta(rook::CONFIG_SECRET),
-            type_: Some(rook::ROOK_SECRET_TYPE.to_owned()),
-            data: Some(
-                [
-                    (rook::KEY_MON_HOST.to_owned(), bytes(&config.mon_host)),
-                    (
-                        rook::KEY_MON_INITIAL_MEMBERS.to_owned(),
-                        bytes(&config.mon_initial_members),
-                    ),
-                ]
-                .into(),
-            ),
-            ..Secret::default()
-        });
+        out.secret = Some(config_secret(&namespace, config));
         out.mon_host = Some(config.mon_host.clone());
     }
     out

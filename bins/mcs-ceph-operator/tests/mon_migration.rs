@@ -30,6 +30,7 @@ const APPLY: &str = "application/apply-patch+yaml";
 const STATUS_PATH: &str =
     "/apis/clusterset.io/v1alpha1/namespaces/rook-ceph/cephclusteraddressings/rook-ceph";
 const CM_PATH: &str = "/api/v1/namespaces/rook-ceph/configmaps/rook-ceph-mon-endpoints";
+const CONFIG_SECRET_PATH: &str = "/api/v1/namespaces/rook-ceph/secrets/rook-ceph-config";
 const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/rook-ceph/deployments/";
 
 #[derive(Debug, Clone)]
@@ -414,8 +415,23 @@ async fn start_derives_the_mon_deployment_from_the_replaced_mon() {
             ("PATCH", d.as_str()),
             ("GET", CM_PATH),
             ("PATCH", CM_PATH),
+            ("PATCH", CONFIG_SECRET_PATH),
             ("DELETE", canary.as_str()),
         ]
+    );
+    // rook-ceph-config's mon_host follows the mons listed with an endpoint: now d too.
+    let config = &requests[5];
+    assert!(config.applied_by(MON_FAILOVER_FIELD_MANAGER), "{config:?}");
+    let secret: k8s_openapi::api::core::v1::Secret =
+        serde_json::from_value(config.body.clone()).unwrap();
+    let data = secret.data.unwrap();
+    assert_eq!(
+        String::from_utf8(data["mon_host"].0.clone()).unwrap(),
+        "[v2:10.96.0.10:3300,v1:10.96.0.10:6789],[v2:10.96.0.11:3300,v1:10.96.0.11:6789],[v2:10.96.0.12:3300,v1:10.96.0.12:6789],[v2:242.1.0.4:3300,v1:242.1.0.4:6789]"
+    );
+    assert_eq!(
+        String::from_utf8(data["mon_initial_members"].0.clone()).unwrap(),
+        "a,b,c,d"
     );
     let apply = &requests[2];
     assert!(apply.applied_by(FIELD_MANAGER));

@@ -1873,6 +1873,8 @@ async fn the_reconcile_walks_a_whole_mon_migration_from_cluster_ips_to_global_ip
     // listed in rook-ceph-mon-endpoints advertised its global IP before.
     let mut mon_config_writes = Vec::new();
     let mut mon_host_body = Value::Null;
+    // The migration's own rook-ceph-config applies: (mon_initial_members, mon_host).
+    let mut followed: Vec<(String, String)> = Vec::new();
     for _ in 0..60 {
         let all_global = mon_data(&walk.snapshot).split(',').all(|entry| {
             entry
@@ -1900,6 +1902,16 @@ async fn the_reconcile_walks_a_whole_mon_migration_from_cluster_ips_to_global_ip
         }
         if let Some(secret) = config_writes.iter().find(|r| r.path.contains("/secrets/")) {
             mon_host_body = secret.body.clone();
+        }
+        for seen in requests
+            .iter()
+            .filter(|r| r.is_migration_apply() && r.path.contains("/secrets/"))
+        {
+            let secret: k8s_openapi::api::core::v1::Secret =
+                serde_json::from_value(seen.body.clone()).unwrap();
+            let data = secret.data.unwrap();
+            let text = |key: &str| String::from_utf8(data[key].0.clone()).unwrap();
+            followed.push((text("mon_initial_members"), text("mon_host")));
         }
         if requests.is_empty() {
             assert_eq!(
@@ -2110,6 +2122,27 @@ async fn the_reconcile_walks_a_whole_mon_migration_from_cluster_ips_to_global_ip
         mon_host_body["data"]["mon_host"],
         serde_json::to_value(k8s_openapi::ByteString(mon_host.as_bytes().to_vec())).unwrap()
     );
+
+    // During the migration, mon_host follows the mons that run: each start adds the new mon,
+    // each delete drops the old one (a removed mon is never listed again), so a daemon that
+    // starts mid-migration always finds running mons.
+    let members: Vec<&str> = followed.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(
+        members,
+        ["a,b,c,d", "b,c,d", "b,c,d,e", "c,d,e", "c,d,e,f", "d,e,f"],
+        "{history}"
+    );
+    assert!(
+        followed[0]
+            .1
+            .starts_with("[v2:10.96.0.10:3300,v1:10.96.0.10:6789],")
+            && followed[0]
+                .1
+                .ends_with(",[v2:242.1.9.4:3300,v1:242.1.9.4:6789]"),
+        "{:?}",
+        followed[0]
+    );
+    assert_eq!(followed.last().unwrap().1, mon_host);
 
     // Steady state: a later reconcile asks nothing and writes nothing.
     let (action, requests) = walk.reconcile(t + 86_400).await;

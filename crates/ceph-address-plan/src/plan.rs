@@ -352,6 +352,29 @@ pub struct MonHostConfig {
     pub mon_initial_members: String,
 }
 
+impl MonHostConfig {
+    /// The keys for these mons in quorum, each `(id, advertised endpoint)`, in this order.
+    ///
+    /// ```
+    /// use ceph_address_plan::MonHostConfig;
+    /// let config = MonHostConfig::of([("d", "242.1.0.4:6789".parse()?), ("e", "242.1.0.5:3300".parse()?)]);
+    /// assert_eq!(config.mon_host, "[v2:242.1.0.4:3300,v1:242.1.0.4:6789],[v2:242.1.0.5:3300]");
+    /// assert_eq!(config.mon_initial_members, "d,e");
+    /// # Ok::<(), std::net::AddrParseError>(())
+    /// ```
+    pub fn of<'a>(mons: impl IntoIterator<Item = (&'a str, SocketAddr)>) -> Self {
+        let (mut hosts, mut members) = (Vec::new(), Vec::new());
+        for (id, endpoint) in mons {
+            hosts.push(format::mon_host_entry(endpoint));
+            members.push(id);
+        }
+        Self {
+            mon_host: hosts.join(","),
+            mon_initial_members: members.join(","),
+        }
+    }
+}
+
 /// What changed for one daemon in an incremental re-plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Change {
@@ -637,15 +660,12 @@ fn mon_outputs(
         .map(|((name, _, _), endpoint)| format!("{name}={endpoint}"))
         .collect::<Vec<_>>()
         .join(",");
-    let in_quorum = || reachable.iter().filter(|(_, _, in_quorum)| *in_quorum);
-    let mon_host = in_quorum()
-        .map(|(_, endpoint, _)| format::mon_host_entry(*endpoint))
-        .collect::<Vec<_>>()
-        .join(",");
-    let mon_initial_members = in_quorum()
-        .map(|(name, _, _)| *name)
-        .collect::<Vec<_>>()
-        .join(",");
+    let config = MonHostConfig::of(
+        reachable
+            .iter()
+            .filter(|(_, _, in_quorum)| *in_quorum)
+            .map(|(name, endpoint, _)| (*name, *endpoint)),
+    );
     let out_of_quorum = mons
         .iter()
         .filter(|m| m.input.out_of_quorum)
@@ -676,10 +696,7 @@ fn mon_outputs(
     MonOutputs {
         peer_mon_host: format::peer_token_mon_host(endpoint_texts.iter().map(String::as_str)),
         endpoints,
-        config: MonHostConfig {
-            mon_host,
-            mon_initial_members,
-        },
+        config,
         max_mon_id,
         next_mon_id: MonId::next_after(max_mon_id),
     }
