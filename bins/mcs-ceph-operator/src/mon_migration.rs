@@ -20,6 +20,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::observe::McsVersion;
 use async_trait::async_trait;
 use ceph_address_plan::labels::{mon_labels, mon_selector};
 use ceph_address_plan::{
@@ -356,6 +357,7 @@ pub struct KubeMonRuntime {
     mons: BTreeMap<MonId, MonAddress>,
     template: Option<MonId>,
     canary_image: String,
+    mcs_version: McsVersion,
 }
 
 impl std::fmt::Debug for KubeMonRuntime {
@@ -385,7 +387,15 @@ impl KubeMonRuntime {
             mons,
             template,
             canary_image,
+            mcs_version: McsVersion::V1Beta1,
         }
+    }
+
+    /// The same runtime for a cluster whose MCS API is served in `version` (the replaced mon's
+    /// ServiceExport is deleted in that version; v1beta1 unless told).
+    pub fn with_mcs_version(mut self, version: McsVersion) -> Self {
+        self.mcs_version = version;
+        self
     }
 
     fn namespace(&self) -> &str {
@@ -829,7 +839,13 @@ impl MonRuntime for KubeMonRuntime {
         self.delete_if_present::<Deployment>(&format!("{name}-canary"))
             .await?;
         self.delete_if_present::<Service>(&name).await?;
-        self.delete_if_present::<ServiceExport>(&name).await?;
+        match self.mcs_version {
+            McsVersion::V1Beta1 => self.delete_if_present::<ServiceExport>(&name).await?,
+            McsVersion::V1Alpha1 => {
+                self.delete_if_present::<mcs_types::v1alpha1::ServiceExport>(&name)
+                    .await?;
+            }
+        }
         let data = self.set_endpoint(mon, None).await?;
         self.follow_mon_endpoints(&data).await?;
         Ok(())
@@ -1018,6 +1034,8 @@ pub struct MigrationInput<'a> {
     pub status: &'a AddressingStatus,
     /// `rook-ceph-mon-endpoints` as observed (its `maxMonId` and the mons' endpoints).
     pub mon_endpoints: Option<&'a ConfigMap>,
+    /// The MCS API version the cluster serves (the replaced mon's export is deleted in it).
+    pub mcs_version: McsVersion,
     /// The time.
     pub now: mon_failover::Timestamp,
 }
@@ -1194,7 +1212,8 @@ impl MonMigration {
             mons,
             template,
             canary_image,
-        );
+        )
+        .with_mcs_version(input.mcs_version);
         let store = StatusStateStore::new(self.client.clone(), &namespace, &name);
         let mut driver = mon_failover::Driver::resume(
             machine,

@@ -19,7 +19,7 @@ use crate::decide::{EventNote, EventType, LookupResult, Write, prepare};
 use crate::kube_io::{ApiError, Caches, ClusterApi, NotSynced, cluster_reference};
 use crate::metrics::Metrics;
 use crate::mon_migration::{MIGRATION_REQUEUE, MigrationInput, MigrationReport, MonMigration};
-use crate::observe::Snapshot;
+use crate::observe::{McsApi, McsVersion, Snapshot};
 use crate::resources::{AddressingStatus, CephCluster, CephClusterAddressing};
 
 /// The clock the decision reads (replaceable in tests).
@@ -220,6 +220,11 @@ async fn migrate(
         settings,
         status: &status,
         mon_endpoints: snapshot.mon_endpoints.as_ref(),
+        mcs_version: match snapshot.mcs_api {
+            McsApi::Served(version) => version,
+            // Without the MCS API the gate does not let the migration start.
+            McsApi::Missing(_) => McsVersion::V1Beta1,
+        },
         now,
     };
     match migration.run(input).await {

@@ -597,6 +597,46 @@ async fn the_driver_replaces_the_first_mon_keeping_quorum_and_resumes_after_a_re
     );
 }
 
+/// Deleting a replaced mon removes its ServiceExport in the MCS version the cluster serves:
+/// v1alpha1 for Submariner, v1beta1 otherwise.
+#[tokio::test]
+async fn delete_removes_the_export_in_the_served_mcs_version() {
+    use mcs_ceph_operator::McsVersion;
+    for (version, path) in [
+        (
+            McsVersion::V1Beta1,
+            "/apis/multicluster.x-k8s.io/v1beta1/namespaces/rook-ceph/serviceexports/rook-ceph-mon-a",
+        ),
+        (
+            McsVersion::V1Alpha1,
+            "/apis/multicluster.x-k8s.io/v1alpha1/namespaces/rook-ceph/serviceexports/rook-ceph-mon-a",
+        ),
+    ] {
+        let (client, mut server) = api_client(base_objects(None));
+        runtime(&client, None)
+            .with_mcs_version(version)
+            .delete(&id("a"))
+            .await
+            .unwrap();
+        let deletes: Vec<String> = server
+            .requests()
+            .into_iter()
+            .filter(|r| r.method == "DELETE")
+            .map(|r| r.path)
+            .collect();
+        assert_eq!(
+            deletes,
+            [
+                format!("{DEPLOYMENTS}rook-ceph-mon-a"),
+                format!("{DEPLOYMENTS}rook-ceph-mon-a-canary"),
+                "/api/v1/namespaces/rook-ceph/services/rook-ceph-mon-a".to_owned(),
+                path.to_owned(),
+            ],
+            "{version:?}"
+        );
+    }
+}
+
 fn cluster(annotated: bool) -> CephCluster {
     let mut cluster = CephCluster::new(
         "rook-ceph",
