@@ -607,15 +607,16 @@ impl KubeMonRuntime {
         })
     }
 
-    /// Sets (or with `None` removes) `mon`'s entry in `rook-ceph-mon-endpoints`, raising
-    /// `maxMonId` to the mon's index: read from the API server, applied under
-    /// [`MON_FAILOVER_FIELD_MANAGER`] with the same keys every time.
-    /// Sets (or, `None`, removes) the mon's entry in `rook-ceph-mon-endpoints`; returns the
-    /// ConfigMap's new `data`.
+    /// Sets (or with `None` removes, with its placement) `mon`'s entry in
+    /// `rook-ceph-mon-endpoints`, raising `maxMonId` to the mon's index, and records it in
+    /// `mapping` on the node of `placed_like` (the mon whose pod spec it got) when that one has
+    /// a node there: read from the API server, applied under [`MON_FAILOVER_FIELD_MANAGER`] with
+    /// the same keys every time. Returns the ConfigMap's new `data`.
     async fn set_endpoint(
         &self,
         mon: &MonId,
         endpoint: Option<&str>,
+        placed_like: Option<&MonId>,
     ) -> Result<BTreeMap<String, String>, MigrationError> {
         let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), self.namespace());
         let name = rook::MON_ENDPOINTS_CONFIG_MAP;
@@ -630,10 +631,12 @@ impl KubeMonRuntime {
         let max = stored.map_or(mon.index(), |m| m.max(mon.index()));
         let mut mapping: Value =
             serde_json::from_str(&get(rook::KEY_MAPPING)).unwrap_or_else(|_| json!({"node": {}}));
-        if endpoint.is_none()
-            && let Some(nodes) = mapping.get_mut("node").and_then(Value::as_object_mut)
-        {
-            nodes.remove(mon.as_str());
+        if let Some(nodes) = mapping.get_mut("node").and_then(Value::as_object_mut) {
+            if endpoint.is_none() {
+                nodes.remove(mon.as_str());
+            } else if let Some(node) = placed_like.and_then(|m| nodes.get(m.as_str())).cloned() {
+                nodes.insert(mon.as_str().to_owned(), node);
+            }
         }
         let written: BTreeMap<String, String> = [
             (rook::KEY_DATA.to_owned(), new_data),
@@ -749,7 +752,7 @@ impl MonRuntime for KubeMonRuntime {
         let known = self.mons.get(mon).and_then(|m| m.global_ip);
         if known.is_none() {
             // Listed without an endpoint, the plan exports the mon's Service and resolves it.
-            self.set_endpoint(mon, Some(&format!(":{}", self.port())))
+            self.set_endpoint(mon, Some(&format!(":{}", self.port())), None)
                 .await?;
         }
         Ok(known)
@@ -807,7 +810,10 @@ impl MonRuntime for KubeMonRuntime {
                 .map_err(api_err(format!("scaling {}/{name} to 1", self.namespace())))?;
         }
         let endpoint = format::endpoint(address, self.port());
-        let data = self.set_endpoint(mon, Some(&endpoint)).await?;
+        // The new mon's pod spec (node selector, affinity) is the template's: so is its place.
+        let data = self
+            .set_endpoint(mon, Some(&endpoint), self.template.as_ref())
+            .await?;
         self.follow_mon_endpoints(&data).await?;
         self.delete_if_present::<Deployment>(&format!("{name}-canary"))
             .await?;
@@ -846,7 +852,7 @@ impl MonRuntime for KubeMonRuntime {
                     .await?;
             }
         }
-        let data = self.set_endpoint(mon, None).await?;
+        let data = self.set_endpoint(mon, None, None).await?;
         self.follow_mon_endpoints(&data).await?;
         Ok(())
     }

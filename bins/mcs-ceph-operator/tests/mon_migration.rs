@@ -394,7 +394,12 @@ async fn provisioning_applies_the_service_and_canary_and_lists_the_new_mon_witho
 
 #[tokio::test]
 async fn start_derives_the_mon_deployment_from_the_replaced_mon() {
-    let (client, mut server) = api_client(base_objects(None));
+    let mut objects = base_objects(None);
+    // Mon a's data lives on node n1 (Rook's `mapping`, for host-path mons).
+    objects.get_mut(CM_PATH).unwrap()["data"]["mapping"] = json!(
+        r#"{"node":{"a":{"Name":"n1","Hostname":"n1","Address":"10.0.0.1"},"b":null,"c":null}}"#
+    );
+    let (client, mut server) = api_client(objects);
     runtime(&client, Some("242.1.0.4"))
         .start(&id("d"), "242.1.0.4".parse().unwrap())
         .await
@@ -419,6 +424,11 @@ async fn start_derives_the_mon_deployment_from_the_replaced_mon() {
             ("DELETE", canary.as_str()),
         ]
     );
+    // d runs with a's pod spec, so on a's node: the mapping says so.
+    let mapping: Value =
+        serde_json::from_str(requests[4].body["data"]["mapping"].as_str().unwrap()).unwrap();
+    assert_eq!(mapping["node"]["d"], mapping["node"]["a"]);
+    assert_eq!(mapping["node"]["d"]["Hostname"], "n1");
     // rook-ceph-config's mon_host follows the mons listed with an endpoint: now d too.
     let config = &requests[5];
     assert!(config.applied_by(MON_FAILOVER_FIELD_MANAGER), "{config:?}");
