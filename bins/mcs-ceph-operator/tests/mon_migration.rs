@@ -767,16 +767,11 @@ async fn the_rook_secret_admin_reaches_a_real_ceph_mon() {
     use mon_failover::{Addressing, CephMonAdmin, EndpointTable, LocalCluster, LocalMonRuntime};
     use std::time::Duration;
 
-    for program in ["ceph-mon", "ceph", "monmaptool", "ceph-authtool"] {
-        let found = std::process::Command::new("sh")
-            .args(["-c", &format!("command -v {program}")])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        assert!(
-            found,
-            "{program} is not installed: this test runs a real Ceph mon; install it with `apt-get install ceph-mon ceph-common` (as .ci/run does)"
-        );
-    }
+    let missing = mon_failover::missing_tools(&mon_failover::CEPH_TOOLS);
+    assert!(
+        missing.is_empty(),
+        "{missing:?} not installed: this test runs a real Ceph mon; install them with `apt-get install ceph-mon ceph-common` (as .ci/run does)"
+    );
     let dir = tempfile::tempdir().unwrap();
     let a = (id("a"), "127.0.81.11".parse().unwrap());
     let cluster = LocalCluster::create(

@@ -43,20 +43,11 @@ pub struct DemoArgs {
 /// The namespace the demo's Services live in, as in Rook.
 const NAMESPACE: &str = "rook-ceph";
 
-/// Tools the demo runs, with the package that has them.
-const TOOLS: [(&str, &str); 4] = [
-    ("ceph-mon", "ceph-mon"),
-    ("ceph", "ceph-common"),
-    ("monmaptool", "ceph-common"),
-    ("ceph-authtool", "ceph-common"),
-];
-
 /// Runs the demo.
 pub fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
-    let missing: Vec<&str> = TOOLS
-        .iter()
-        .filter(|(tool, _)| !on_path(tool))
-        .map(|(tool, _)| *tool)
+    let missing: Vec<&str> = mon_failover::missing_tools(&mon_failover::CEPH_TOOLS)
+        .into_iter()
+        .map(|(tool, _)| tool)
         .collect();
     if !missing.is_empty() {
         eprintln!(
@@ -72,11 +63,6 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(demo(args))
-}
-
-fn on_path(tool: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(tool).is_file()))
 }
 
 fn ip(net: u8, host: u8) -> IpAddr {

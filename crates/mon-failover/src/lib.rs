@@ -76,8 +76,8 @@ pub use admin::{
 pub use cli::CephCli;
 pub use driver::{Driver, DriverError, Planned, RunOptions, RunReport, Tick, is_settled};
 pub use local::{
-    EndpointSource, EndpointTable, ExitedMon, LocalCluster, LocalMonRuntime, MonEndpoint,
-    QuorumWaitError, ceph_log_errors,
+    CEPH_TOOLS, EndpointSource, EndpointTable, ExitedMon, LocalCluster, LocalMonRuntime,
+    MonEndpoint, QuorumWaitError, ceph_log_errors, missing_tools,
 };
 pub use machine::quorum;
 pub use machine::{

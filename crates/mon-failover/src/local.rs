@@ -23,6 +23,33 @@ use crate::process::CommandLine;
 use crate::runtime::{MonRuntime, RuntimeError, judge_placement};
 use crate::{Addressing, Placement};
 
+/// The programs a [`LocalCluster`] runs, each with the Debian package that has it.
+pub const CEPH_TOOLS: [(&str, &str); 4] = [
+    ("ceph-mon", "ceph-mon"),
+    ("ceph", "ceph-common"),
+    ("monmaptool", "ceph-common"),
+    ("ceph-authtool", "ceph-common"),
+];
+
+/// The `(program, package)` pairs of `tools` whose program is not on the `PATH`.
+///
+/// ```
+/// use mon_failover::missing_tools;
+/// assert!(missing_tools(&[("sh", "dash")]).is_empty());
+/// assert_eq!(missing_tools(&[("no-such-program-here", "nothing")]).len(), 1);
+/// ```
+pub fn missing_tools(tools: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+    let on_path = |tool: &str| {
+        std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(tool).is_file()))
+    };
+    tools
+        .iter()
+        .copied()
+        .filter(|(tool, _)| !on_path(tool))
+        .collect()
+}
+
 /// Where a mon lives on this machine.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct MonEndpoint {

@@ -31,16 +31,11 @@ fn ip(net: u8, host: u8) -> IpAddr {
 
 /// Fails (does not skip) when Ceph is not installed.
 fn require_ceph() {
-    for program in ["ceph-mon", "ceph", "monmaptool", "ceph-authtool"] {
-        let found = std::process::Command::new("sh")
-            .args(["-c", &format!("command -v {program}")])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        assert!(
-            found,
-            "{program} is not installed: these tests run real Ceph mons; install them with `apt-get install ceph-mon ceph-common` (as .ci/run does)"
-        );
-    }
+    let missing = mon_failover::missing_tools(&mon_failover::CEPH_TOOLS);
+    assert!(
+        missing.is_empty(),
+        "{missing:?} not installed: these tests run real Ceph mons; install them with `apt-get install ceph-mon ceph-common` (as .ci/run does)"
+    );
 }
 
 /// One real cluster at a time: on two cores, four clusters in parallel starve the mons' lease

@@ -34,11 +34,7 @@ pub fn require_host() -> Result<(), LabError> {
             fix: "run the tests as root, as `sudo bash .ci/run` does".into(),
         });
     }
-    let missing: Vec<(&str, &str)> = REQUIRED_TOOLS
-        .iter()
-        .copied()
-        .filter(|(tool, _)| !on_path(tool))
-        .collect();
+    let missing = mon_failover::missing_tools(&REQUIRED_TOOLS);
     if !missing.is_empty() {
         let mut packages: Vec<&str> = missing.iter().map(|(_, p)| *p).collect();
         packages.dedup();
@@ -55,9 +51,4 @@ pub fn require_host() -> Result<(), LabError> {
         });
     }
     Ok(())
-}
-
-fn on_path(tool: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(tool).is_file()))
 }
