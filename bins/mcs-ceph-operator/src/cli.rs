@@ -90,6 +90,14 @@ pub struct RunArgs {
     /// Longest wait between retries of a failed lookup, in seconds.
     #[arg(long, env = "MCS_CEPH_LOOKUP_RETRY_MAX_SECONDS", default_value_t = 300)]
     pub lookup_retry_max_seconds: u64,
+    /// Seconds an OSD's Deployment must have been gone before the Service and ServiceExport
+    /// the operator made for that OSD are deleted.
+    #[arg(
+        long,
+        env = "MCS_CEPH_REMOVED_OSD_GRACE_SECONDS",
+        default_value_t = 600
+    )]
+    pub removed_osd_grace_seconds: u64,
     /// Lookups in flight at once.
     #[arg(long, env = "MCS_CEPH_LOOKUP_CONCURRENCY", default_value_t = 16)]
     pub lookup_concurrency: usize,
@@ -165,6 +173,7 @@ impl RunArgs {
                 first: Duration::from_secs(self.lookup_retry_seconds.max(1)),
                 max: Duration::from_secs(self.lookup_retry_max_seconds.max(1)),
             },
+            removed_osd_grace: Duration::from_secs(self.removed_osd_grace_seconds),
         }
     }
 

@@ -63,7 +63,14 @@ pub struct Config {
     pub global_ip_source: GlobalIpSource,
     /// Retries of failed lookups.
     pub retry: RetryPolicy,
+    /// How long an OSD's Deployment must have been gone before the operator deletes the
+    /// Service and ServiceExport it made for that OSD (Rook recreates a Deployment within
+    /// seconds when it replaces it; an OSD removed for good stays gone).
+    pub removed_osd_grace: Duration,
 }
+
+/// [`Config::removed_osd_grace`] by default: 10 minutes.
+pub const DEFAULT_REMOVED_OSD_GRACE: Duration = Duration::from_secs(600);
 
 impl Default for Config {
     fn default() -> Self {
@@ -73,6 +80,7 @@ impl Default for Config {
             rook_operator_namespace: None,
             global_ip_source: GlobalIpSource::default(),
             retry: RetryPolicy::default(),
+            removed_osd_grace: DEFAULT_REMOVED_OSD_GRACE,
         }
     }
 }

@@ -37,6 +37,7 @@ use crate::guards::{self, GuardFailure};
 use crate::observe::{self, McsApi, McsVersion, Snapshot};
 use crate::resources::{
     AddressingStatus, CephCluster, CephClusterAddressing, DaemonEntry, LookupRecord, Phase,
+    RemovedOsd,
 };
 use crate::rook_objects::{self, MonConfigWrites};
 
@@ -83,6 +84,27 @@ pub enum Write {
     ApplyMonEndpoints(Box<ConfigMap>),
     /// `mon_host` and `mon_initial_members` of `rook-ceph-config`.
     ApplyMonConfig(Box<Secret>),
+    /// Deletes a Service the operator made for an OSD that is gone: only the object with this
+    /// uid (a Service of the same name made since is left alone).
+    DeleteService {
+        /// Namespace.
+        namespace: String,
+        /// Name.
+        name: String,
+        /// The uid the decision saw.
+        uid: String,
+    },
+    /// Deletes a ServiceExport the operator made for an OSD that is gone, by uid as above.
+    DeleteServiceExport {
+        /// Namespace.
+        namespace: String,
+        /// Name.
+        name: String,
+        /// The uid the decision saw.
+        uid: String,
+        /// The MCS API version the cluster serves.
+        version: McsVersion,
+    },
 }
 
 impl Write {
@@ -95,6 +117,8 @@ impl Write {
             Self::ApplyOsdArgs { .. } => "apply_osd_args",
             Self::ApplyMonEndpoints(_) => "apply_mon_endpoints",
             Self::ApplyMonConfig(_) => "apply_mon_config",
+            Self::DeleteService { .. } => "delete_service",
+            Self::DeleteServiceExport { .. } => "delete_service_export",
         }
     }
 
@@ -107,6 +131,12 @@ impl Write {
             Self::ApplyMonEndpoints(c) => &c.metadata,
             Self::ApplyMonConfig(s) => &s.metadata,
             Self::ApplyOsdArgs {
+                namespace, name, ..
+            }
+            | Self::DeleteService {
+                namespace, name, ..
+            }
+            | Self::DeleteServiceExport {
                 namespace, name, ..
             } => return (namespace, name),
         };
@@ -266,14 +296,16 @@ struct Active {
     notes: Vec<String>,
     /// The `mon_host` the operator has written to `rook-ceph-config` (this time or before).
     mon_host: Option<String>,
+    /// OSDs gone whose objects remain (until deleted).
+    removed_osds: Vec<RemovedOsd>,
 }
 
 #[derive(Debug)]
 enum Stage {
     /// Nothing to do and nothing to say (MCS never enabled, or the cluster is being deleted).
     Idle,
-    /// MCS was enabled before and is off now.
-    Disabled,
+    /// MCS was enabled before and is off now: OSD Deployments go back to Rook.
+    Disabled(Handback),
     /// Guards failed.
     Blocked(Vec<GuardFailure>),
     /// Planned.
@@ -466,7 +498,7 @@ fn stage(snapshot: &Snapshot, context: &Context) -> Stage {
     }
     if !cluster.mcs_requested() {
         return if context.prior.is_some() {
-            Stage::Disabled
+            Stage::Disabled(handback(snapshot))
         } else {
             Stage::Idle
         };
@@ -653,6 +685,7 @@ fn active(
     );
     writes.extend(config_map.map(|c| Write::ApplyMonEndpoints(Box::new(c))));
     writes.extend(secret.map(|s| Write::ApplyMonConfig(Box::new(s))));
+    let removed_osds = removed_osds(snapshot, context, &plan, mcs_version, &mut writes);
     Active {
         plan,
         writes,
@@ -661,19 +694,146 @@ fn active(
         exports,
         notes,
         mon_host,
+        removed_osds,
     }
 }
 
-/// The OSD Deployments to give the plan's address arguments: OSDs whose global IP is known and
-/// whose export is Ready, whose Deployment does not say it yet; one failure domain at a time,
-/// and none while an OSD Deployment is still rolling out (each apply restarts its OSD).
-fn osd_args_writes(
+fn owned_by(meta: &ObjectMeta, owner: Option<&OwnerReference>) -> bool {
+    owner.is_some_and(|owner| {
+        meta.owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.uid == owner.uid)
+    })
+}
+
+/// OSDs without a Deployment whose Service or ServiceExport the operator made (managed by its
+/// field manager, owned by this CephCluster) remain. Each is recorded with the time it was
+/// first seen gone, and once [`Config::removed_osd_grace`] has passed its ServiceExport, then
+/// its Services, are deleted by uid. An OSD whose Deployment comes back, or whose objects are
+/// all gone, leaves the list. The OSDs considered are those the operator knows of: its OSD
+/// Services, the previous status's daemons and removed OSDs. Nothing is deleted for an OSD
+/// that has any Deployment, parsed or not.
+fn removed_osds(
     snapshot: &Snapshot,
+    context: &Context,
     plan: &Plan,
-    exports: &BTreeMap<Daemon, ExportView>,
+    mcs_version: McsVersion,
     writes: &mut Vec<Write>,
-    notes: &mut Vec<String>,
-) {
+) -> Vec<RemovedOsd> {
+    use ceph_address_plan::rook::label;
+    let owner = context.owner.as_ref();
+    let ours = |meta: &ObjectMeta| managed_by_us(meta) && owned_by(meta, owner);
+    let deployment_ids: BTreeSet<&str> = snapshot
+        .deployments
+        .iter()
+        .filter_map(|d| d.metadata.labels.as_ref()?.get(label::OSD_ID))
+        .map(String::as_str)
+        .collect();
+    let osd_id = |name: &str| {
+        name.strip_prefix("osd.")
+            .and_then(|id| id.parse::<u32>().ok())
+    };
+    let mut known: BTreeSet<u32> = snapshot
+        .services
+        .iter()
+        .filter(|s| ours(&s.metadata))
+        .filter_map(|s| {
+            let labels = s.metadata.labels.as_ref()?;
+            (labels.get(label::DAEMON_TYPE)? == "osd")
+                .then(|| labels.get(label::DAEMON_ID)?.parse::<u32>().ok())
+                .flatten()
+        })
+        .collect();
+    let prior = context.prior.as_ref();
+    known.extend(
+        prior
+            .iter()
+            .flat_map(|p| p.daemons.iter().map(|d| d.name.as_str()))
+            .chain(
+                prior
+                    .iter()
+                    .flat_map(|p| p.removed_osds.iter().map(|r| r.name.as_str())),
+            )
+            .filter_map(osd_id),
+    );
+    let since_before: BTreeMap<u32, &Time> = prior
+        .iter()
+        .flat_map(|p| p.removed_osds.iter())
+        .filter_map(|r| Some((osd_id(&r.name)?, &r.since)))
+        .collect();
+    let mut removed = Vec::new();
+    let (mut export_deletes, mut service_deletes) = (Vec::new(), Vec::new());
+    for id in known {
+        if deployment_ids.contains(id.to_string().as_str()) {
+            continue;
+        }
+        let daemon = Daemon::Osd(id);
+        let exported = plan.exported_service_name(&daemon);
+        let service_names = [daemon.service_name(), exported.clone()];
+        let services: Vec<&Service> = snapshot
+            .services
+            .iter()
+            .filter(|s| {
+                s.metadata
+                    .name
+                    .as_ref()
+                    .is_some_and(|n| service_names.contains(n))
+                    && ours(&s.metadata)
+            })
+            .collect();
+        let export = snapshot
+            .exports
+            .iter()
+            .find(|e| e.metadata.name.as_deref() == Some(exported.as_str()) && ours(&e.metadata));
+        if services.is_empty() && export.is_none() {
+            continue;
+        }
+        let entry = RemovedOsd {
+            name: daemon.to_string(),
+            since: since_before
+                .get(&id)
+                .map_or(Time(context.now), |t| (*t).clone()),
+        };
+        if removal_due(context, &entry).is_some_and(|at| at <= context.now) {
+            let namespace = context.namespace.clone();
+            export_deletes.extend(export.and_then(|e| {
+                Some(Write::DeleteServiceExport {
+                    namespace: namespace.clone(),
+                    name: exported.clone(),
+                    uid: e.metadata.uid.clone()?,
+                    version: mcs_version,
+                })
+            }));
+            service_deletes.extend(services.iter().filter_map(|s| {
+                Some(Write::DeleteService {
+                    namespace: namespace.clone(),
+                    name: s.metadata.name.clone()?,
+                    uid: s.metadata.uid.clone()?,
+                })
+            }));
+        }
+        removed.push(entry);
+    }
+    // The export goes first: an export without its Service is invalid, a Service without an
+    // export is merely unexported.
+    writes.extend(export_deletes);
+    writes.extend(service_deletes);
+    removed
+}
+
+/// The OSD Deployments of a snapshot: by OSD id (the first Deployment of an id is the OSD, as
+/// observe reads it), and the names of those still rolling out.
+struct OsdDeployments<'a> {
+    by_id: BTreeMap<u32, &'a Deployment>,
+    rolling: Vec<String>,
+}
+
+fn osd_deployments(snapshot: &Snapshot) -> OsdDeployments<'_> {
+    let mut found = OsdDeployments {
+        by_id: BTreeMap::new(),
+        rolling: Vec::new(),
+    };
     let osd_deployments = snapshot.deployments.iter().filter(|d| {
         d.metadata
             .labels
@@ -681,11 +841,11 @@ fn osd_args_writes(
             .and_then(|l| l.get(ceph_address_plan::rook::label::APP))
             .is_some_and(|app| app == ceph_address_plan::rook::OSD_APP)
     });
-    let mut by_id: BTreeMap<u32, &Deployment> = BTreeMap::new();
-    let mut rolling = Vec::new();
     for deployment in osd_deployments {
         if rook_objects::rollout_in_progress(deployment) {
-            rolling.push(deployment.metadata.name.clone().unwrap_or_default());
+            found
+                .rolling
+                .push(deployment.metadata.name.clone().unwrap_or_default());
         }
         let id = deployment
             .metadata
@@ -694,39 +854,47 @@ fn osd_args_writes(
             .and_then(|l| l.get(ceph_address_plan::rook::label::OSD_ID))
             .and_then(|id| id.parse::<u32>().ok());
         if let Some(id) = id {
-            // The first Deployment of an id is the OSD (as observe reads it).
-            by_id.entry(id).or_insert(deployment);
+            found.by_id.entry(id).or_insert(deployment);
         }
     }
+    found
+}
+
+/// How [`paced_osd_writes`] went: how many OSD Deployments were written now, how many wait,
+/// and why they wait.
+#[derive(Debug, Default)]
+struct Paced {
+    written: usize,
+    deferred: usize,
+    why: String,
+}
+
+/// Writes OSD Deployment apply `bodies` (in OSD id order) one failure domain at a time, and
+/// none while an OSD Deployment is still rolling out: each write restarts its OSD, and Ceph
+/// must never see OSDs of two failure domains restart at once.
+fn paced_osd_writes<'a>(
+    bodies: impl IntoIterator<Item = (&'a Deployment, Value)>,
+    rolling: &[String],
+    writes: &mut Vec<Write>,
+) -> Paced {
     let mut domain: Option<&str> = None;
-    let mut deferred = 0usize;
-    for osd in plan.osds() {
-        let daemon = Daemon::Osd(osd.id());
-        let (Some(args), Some(deployment)) = (plan.daemon_args(&daemon), by_id.get(&osd.id()))
-        else {
-            continue;
-        };
-        if !exports.get(&daemon).is_some_and(ExportView::taken) {
-            continue;
-        }
-        let ports = plan.container_ports(&daemon);
-        let Some(body) = rook_objects::osd_args_body(deployment, &args.to_args(), &ports) else {
-            continue;
-        };
+    let mut paced = Paced::default();
+    for (deployment, body) in bodies {
         let this_domain = rook_objects::failure_domain(deployment);
         if !rolling.is_empty() || domain.is_some_and(|d| d != this_domain) {
-            deferred += 1;
+            paced.deferred += 1;
             continue;
         }
         domain = Some(this_domain);
+        paced.written += 1;
         writes.push(Write::ApplyOsdArgs {
             namespace: deployment.metadata.namespace.clone().unwrap_or_default(),
             name: deployment.metadata.name.clone().unwrap_or_default(),
             body: Box::new(body),
         });
     }
-    if deferred > 0 {
-        let why = if rolling.is_empty() {
+    if paced.deferred > 0 {
+        paced.why = if rolling.is_empty() {
             format!(
                 "one failure domain at a time ({})",
                 domain.unwrap_or_default()
@@ -734,17 +902,66 @@ fn osd_args_writes(
         } else {
             format!("OSD Deployments still rolling out: {}", rolling.join(", "))
         };
+    }
+    paced
+}
+
+/// The OSD Deployments to give the plan's address arguments: OSDs whose global IP is known and
+/// whose export is Ready, whose Deployment does not say it yet, paced by [`paced_osd_writes`].
+fn osd_args_writes(
+    snapshot: &Snapshot,
+    plan: &Plan,
+    exports: &BTreeMap<Daemon, ExportView>,
+    writes: &mut Vec<Write>,
+    notes: &mut Vec<String>,
+) {
+    let found = osd_deployments(snapshot);
+    let bodies = plan.osds().filter_map(|osd| {
+        let daemon = Daemon::Osd(osd.id());
+        let args = plan.daemon_args(&daemon)?;
+        let deployment = *found.by_id.get(&osd.id())?;
+        if !exports.get(&daemon).is_some_and(ExportView::taken) {
+            return None;
+        }
+        let ports = plan.container_ports(&daemon);
+        let body = rook_objects::osd_args_body(deployment, &args.to_args(), &ports)?;
+        Some((deployment, body))
+    });
+    let paced = paced_osd_writes(bodies, &found.rolling, writes);
+    if paced.deferred > 0 {
         notes.push(format!(
-            "{deferred} OSD Deployments wait for their address arguments: {why}"
+            "{} OSD Deployments wait for their address arguments: {}",
+            paced.deferred, paced.why
         ));
     }
 }
 
+/// What a disabled cluster's reconcile does: hand the OSD Deployments the operator labelled
+/// back to Rook ([`rook_objects::osd_handback_body`]), paced like the address arguments.
+#[derive(Debug)]
+struct Handback {
+    writes: Vec<Write>,
+    paced: Paced,
+}
+
+fn handback(snapshot: &Snapshot) -> Handback {
+    let found = osd_deployments(snapshot);
+    let bodies = found.by_id.values().filter_map(|deployment| {
+        rook_objects::osd_handback_body(deployment, FIELD_MANAGER).map(|body| (*deployment, body))
+    });
+    let mut writes = Vec::new();
+    let paced = paced_osd_writes(bodies, &found.rolling, &mut writes);
+    Handback { writes, paced }
+}
+
 impl Prepared {
-    /// The Services and ServiceExports to apply now (none when blocked or disabled).
+    /// The objects to write now: Services, ServiceExports, OSD Deployments and Rook's mon
+    /// objects when active; when MCS was turned off, the OSD Deployments handed back to Rook;
+    /// nothing when blocked.
     pub fn writes(&self) -> &[Write] {
         match &self.stage {
             Stage::Active(active) => &active.writes,
+            Stage::Disabled(handback) => &handback.writes,
             _ => &[],
         }
     }
@@ -777,7 +994,11 @@ impl Prepared {
                 phase: Phase::Disabled,
                 daemons: Vec::new(),
             },
-            Stage::Disabled => finish(&context, disabled_status(&context), Vec::new()),
+            Stage::Disabled(handback) => finish(
+                &context,
+                disabled_status(&context, &handback.paced),
+                Vec::new(),
+            ),
             Stage::Blocked(failures) => {
                 finish(&context, blocked_status(&context, &failures), Vec::new())
             }
@@ -801,11 +1022,24 @@ fn set(context: &Context, conditions: &mut Vec<Condition>, desired: DesiredCondi
     set_condition(conditions, desired, context.generation, Time(context.now));
 }
 
-fn disabled_status(context: &Context) -> AddressingStatus {
+fn disabled_status(context: &Context, handback: &Paced) -> AddressingStatus {
+    const OFF: &str =
+        "spec.network.multiClusterService.enabled is not true: nothing is exported or resolved";
+    const STAYS: &str = "mons keep the addresses they advertise (moving them back to cluster IPs is not automated) and the Services and ServiceExports made earlier stay (see docs/operator.md, Disable)";
+    let osds = match (handback.written + handback.deferred, handback.deferred) {
+        (0, _) => "every OSD Deployment the operator labelled is Rook's again".to_owned(),
+        (all, 0) => format!(
+            "handing {all} OSD Deployments back to Rook now (address arguments and the do-not-reconcile label removed)"
+        ),
+        (all, deferred) => format!(
+            "handing {all} OSD Deployments back to Rook (address arguments and the do-not-reconcile label removed), {deferred} wait: {}",
+            handback.why
+        ),
+    };
     AddressingStatus {
         observed_generation: context.generation,
         phase: Phase::Disabled,
-        message: "spec.network.multiClusterService.enabled is not true: nothing is exported or resolved; the Services and ServiceExports made earlier stay, and moving mons back to cluster IPs is not automated yet (see docs/operator.md)".to_owned(),
+        message: format!("{OFF}; {osds}; {STAYS}"),
         ..AddressingStatus::default()
     }
 }
@@ -837,6 +1071,7 @@ fn blocked_status(context: &Context, failures: &[GuardFailure]) -> AddressingSta
         ready_daemons: prior.ready_daemons,
         daemon_count: prior.daemon_count,
         daemons: prior.daemons,
+        removed_osds: prior.removed_osds,
         mon_host: prior.mon_host,
         mon_failover: None,
         unknown_fields: prior.unknown_fields,
@@ -900,6 +1135,7 @@ fn active_status(
         mut records,
         exports,
         mon_host,
+        removed_osds,
         ..
     } = active;
     let family = plan.settings().ip_family;
@@ -1146,6 +1382,10 @@ fn active_status(
             format!("all {count} daemons advertise their planned addresses"),
         )
     };
+    let message = match removal_line(context, &removed_osds) {
+        Some(line) => format!("{message}; {line}"),
+        None => message,
+    };
     let status = AddressingStatus {
         observed_generation: context.generation,
         phase,
@@ -1154,6 +1394,7 @@ fn active_status(
         daemon_count: u32::try_from(count).unwrap_or(u32::MAX),
         conditions,
         daemons: entries,
+        removed_osds,
         mon_host,
         mon_failover: None,
         unknown_fields: context
@@ -1163,6 +1404,30 @@ fn active_status(
             .unwrap_or_default(),
     };
     (status, daemons)
+}
+
+/// When the objects of removed OSDs are deleted.
+fn removal_due(context: &Context, removed: &RemovedOsd) -> Option<Timestamp> {
+    let grace = SignedDuration::try_from(context.config.removed_osd_grace).ok()?;
+    removed.since.0.checked_add(grace).ok()
+}
+
+/// `"OSDs without a Deployment: osd.7 (its Service and ServiceExport are deleted at …)"`.
+fn removal_line(context: &Context, removed: &[RemovedOsd]) -> Option<String> {
+    if removed.is_empty() {
+        return None;
+    }
+    let items: Vec<String> = removed
+        .iter()
+        .map(|r| match removal_due(context, r) {
+            Some(at) if at > context.now => format!("{} (from {at})", r.name),
+            _ => format!("{} (now)", r.name),
+        })
+        .collect();
+    Some(format!(
+        "the Services and ServiceExports of OSDs without a Deployment are deleted: {}",
+        listing(&items)
+    ))
 }
 
 fn truncate(mut text: String, max: usize) -> String {
@@ -1219,6 +1484,12 @@ fn finish(context: &Context, status: AddressingStatus, daemons: Vec<(String, boo
         .filter(|d| d.global_ip.is_none())
         .filter_map(|d| d.lookup.as_ref()?.retry_at.as_ref())
         .map(|t| t.0)
+        .chain(
+            status
+                .removed_osds
+                .iter()
+                .filter_map(|r| removal_due(context, r)),
+        )
         .min()
         .map(|at| {
             let wait = context.now.duration_until(at);

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use async_trait::async_trait;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Service};
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use kube::runtime::events::{Event, EventType as KubeEventType, Recorder, Reporter};
 use kube::runtime::reflector::Store;
 use kube::{Client, Resource, ResourceExt};
@@ -93,6 +93,35 @@ where
     Ok(())
 }
 
+/// Deletes `name` if it still is the object with `uid`: gone already (404) or replaced by
+/// another object of the same name (409, the precondition failed) is done, not an error.
+async fn delete_by_uid<K>(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    uid: &str,
+) -> Result<(), ApiError>
+where
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + serde::de::DeserializeOwned
+        + Clone
+        + std::fmt::Debug,
+{
+    let api = Api::<K>::namespaced(client.clone(), namespace);
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some(uid.to_owned()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match api.delete(name, &params).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => Ok(()),
+        Err(error) => Err(error.into()),
+    }
+}
+
 #[async_trait]
 impl ClusterApi for KubeApi {
     async fn apply(&self, write: &Write) -> Result<(), ApiError> {
@@ -121,6 +150,26 @@ impl ClusterApi for KubeApi {
                     .await?;
                 Ok(())
             }
+            Write::DeleteService {
+                namespace,
+                name,
+                uid,
+            } => delete_by_uid::<Service>(&self.client, namespace, name, uid).await,
+            Write::DeleteServiceExport {
+                namespace,
+                name,
+                uid,
+                version,
+            } => match version {
+                McsVersion::V1Beta1 => {
+                    delete_by_uid::<v1beta1::ServiceExport>(&self.client, namespace, name, uid)
+                        .await
+                }
+                McsVersion::V1Alpha1 => {
+                    delete_by_uid::<v1alpha1::ServiceExport>(&self.client, namespace, name, uid)
+                        .await
+                }
+            },
         }
     }
 

@@ -47,4 +47,5 @@ pub use decide::{
 pub use observe::{McsApi, McsVersion, Snapshot};
 pub use resources::{
     AddressingStatus, CephCluster, CephClusterAddressing, DaemonEntry, LookupRecord, Phase,
+    RemovedOsd,
 };

@@ -271,6 +271,11 @@ pub struct AddressingStatus {
     /// One entry per daemon: mons by id, then OSDs by id.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub daemons: Vec<DaemonEntry>,
+    /// OSDs whose Deployment is gone while a Service or ServiceExport the operator made for
+    /// them remains: those are deleted once the grace period (`--removed-osd-grace-seconds`)
+    /// after `since` has passed, and the entry goes with them (or when the OSD comes back).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed_osds: Vec<RemovedOsd>,
     /// The `mon_host` the operator last wrote to the `rook-ceph-config` Secret (it does not
     /// read Secrets: this is how it knows not to write the same again).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -285,6 +290,16 @@ pub struct AddressingStatus {
     /// Fields this version does not know.
     #[serde(flatten)]
     pub unknown_fields: UnknownFields,
+}
+
+/// An OSD whose Deployment is gone while objects the operator made for it remain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RemovedOsd {
+    /// `osd.7`.
+    pub name: String,
+    /// When the operator first saw it without a Deployment.
+    pub since: Time,
 }
 
 /// What the operator knows about one daemon.
@@ -405,6 +420,14 @@ pub fn crd() -> CustomResourceDefinition {
             "lookup": lookup
         }
     });
+    let removed_osd = serde_json::json!({
+        "type": "object",
+        "required": ["name", "since"],
+        "properties": {
+            "name": string,
+            "since": {"type": "string", "format": "date-time"}
+        }
+    });
     let document = serde_json::json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -448,6 +471,7 @@ pub fn crd() -> CustomResourceDefinition {
                                     "items": condition
                                 },
                                 "daemons": {"type": "array", "items": daemon},
+                                "removedOsds": {"type": "array", "items": removed_osd},
                                 "monHost": string
                             }
                         }

@@ -138,6 +138,58 @@ pub fn osd_args_body(
     }))
 }
 
+/// Whether `manager`'s managed-fields entry of `meta` lists the label `key`: whether that
+/// manager's last apply set the label (a label set by hand, `kubectl label`, is another
+/// manager's).
+pub fn owns_label(meta: &ObjectMeta, manager: &str, key: &str) -> bool {
+    let field = format!("f:{key}");
+    meta.managed_fields
+        .iter()
+        .flatten()
+        .filter(|entry| entry.manager.as_deref() == Some(manager))
+        .filter_map(|entry| entry.fields_v1.as_ref())
+        .any(|fields| {
+            fields
+                .0
+                .get("f:metadata")
+                .and_then(|m| m.get("f:labels"))
+                .and_then(|l| l.get(&field))
+                .is_some()
+        })
+}
+
+/// The server-side apply body that hands an OSD Deployment back to Rook when MCS is turned
+/// off, or `None` when the operator's field manager (`manager`) does not own its
+/// `do-not-reconcile` label (never labelled by the operator, already handed back, or the label
+/// was removed by hand, which hands it back too).
+///
+/// The body carries the OSD container's `args` without the address arguments (an OSD without
+/// MCS advertises its pod IP, as Rook runs it) and nothing else the operator applied before:
+/// under server-side apply, a field a manager stops applying is removed when no other manager
+/// owns it, so the label goes (Rook then reconciles the Deployment again), and so do the
+/// `ROOK_POD_IP` env entry and the OSD ports where only the operator had set them. `args`
+/// stays owned by the operator until Rook next updates the Deployment.
+pub fn osd_handback_body(deployment: &Deployment, manager: &str) -> Option<Value> {
+    if !owns_label(&deployment.metadata, manager, DO_NOT_RECONCILE_LABEL) {
+        return None;
+    }
+    let container = osd_container(deployment)?;
+    let (namespace, name) = (
+        deployment.metadata.namespace.as_deref()?,
+        deployment.metadata.name.as_deref()?,
+    );
+    let current = container.args.clone().unwrap_or_default();
+    Some(json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"template": {"spec": {"containers": [{
+            "name": container.name,
+            "args": desired_args(&current, &[]),
+        }]}}}
+    }))
+}
+
 /// Whether a Deployment's rollout has not finished (`kubectl rollout status`'s test: the
 /// controller has seen the latest generation and every replica is updated and available). A
 /// Deployment without status (not seen by the controller yet) counts as finished. OSD updates

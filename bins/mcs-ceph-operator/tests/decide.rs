@@ -13,7 +13,7 @@ use common::*;
 use k8s_openapi::jiff::Timestamp;
 use mcs_ceph_operator::decide::{EventType, LookupRequest, Outcome, Write, prepare};
 use mcs_ceph_operator::{
-    AddressingStatus, Config, GlobalIpSource, McsApi, McsVersion, Phase, Snapshot,
+    AddressingStatus, Config, GlobalIpSource, McsApi, McsVersion, Phase, RemovedOsd, Snapshot,
 };
 
 /// One reconcile: the writes and lookups it asked for and its outcome. `answer` plays DNS.
@@ -518,20 +518,265 @@ fn objects_changed_by_someone_else_are_applied_again_and_foreign_ones_left_alone
     assert_eq!(targets, [("apply_service", "rook-ceph-osd-0")]);
 }
 
+fn container(snapshot: &Snapshot, id: u32) -> &k8s_openapi::api::core::v1::Container {
+    &snapshot.deployments[id as usize]
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .spec
+        .as_ref()
+        .unwrap()
+        .containers[0]
+}
+
+fn labelled(snapshot: &Snapshot, id: u32) -> bool {
+    snapshot.deployments[id as usize]
+        .metadata
+        .labels
+        .as_ref()
+        .unwrap()
+        .contains_key("ceph.rook.io/do-not-reconcile")
+}
+
 #[test]
-fn disabling_says_so_once_and_then_costs_nothing() {
+fn disabling_hands_the_osd_deployments_back_to_rook_one_failure_domain_at_a_time_then_costs_nothing()
+ {
     let mut snapshot = converged(2);
+    assert!(labelled(&snapshot, 0) && labelled(&snapshot, 1));
+    assert!(container(&snapshot, 0).ports.is_some());
     snapshot.cluster = cluster_with(
         serde_json::json!({"multiClusterService": {"enabled": false, "clusterID": "east"}}),
     );
+    // The fixtures put each OSD in its own failure domain: one per reconcile.
     let r = step(&mut snapshot, at(100), no_dns);
-    assert!(r.writes.is_empty() && r.lookups.is_empty());
+    let targets: Vec<_> = r.writes.iter().map(|w| (w.kind(), w.target().1)).collect();
+    assert_eq!(targets, [("apply_osd_args", "rook-ceph-osd-0")]);
+    assert!(r.lookups.is_empty());
     let s = status(&snapshot);
     assert_eq!(s.phase, Phase::Disabled);
     assert!(s.conditions.is_empty() && s.daemons.is_empty());
+    assert!(
+        s.message.contains(
+            "handing 2 OSD Deployments back to Rook (address arguments and the do-not-reconcile label removed), 1 wait: one failure domain at a time (node-0)"
+        ),
+        "{}",
+        s.message
+    );
+    // What Rook runs without MCS: its own arguments, no label, no env entry or ports of ours.
+    assert_eq!(osd_args(&snapshot, 0), ["--foreground", "--id=0"]);
+    assert!(!labelled(&snapshot, 0));
+    assert!(
+        container(&snapshot, 0)
+            .env
+            .iter()
+            .flatten()
+            .next()
+            .is_none()
+    );
+    assert!(
+        container(&snapshot, 0)
+            .ports
+            .iter()
+            .flatten()
+            .next()
+            .is_none()
+    );
+    assert!(labelled(&snapshot, 1));
+
+    let r = step(&mut snapshot, at(101), no_dns);
+    let targets: Vec<_> = r.writes.iter().map(|w| w.target().1).collect();
+    assert_eq!(targets, ["rook-ceph-osd-1"]);
+    assert_eq!(osd_args(&snapshot, 1), ["--foreground", "--id=1"]);
+    assert!(!labelled(&snapshot, 1));
+
+    let r = step(&mut snapshot, at(102), no_dns);
+    assert!(r.writes.is_empty(), "{:?}", r.writes);
+    assert!(
+        status(&snapshot)
+            .message
+            .contains("every OSD Deployment the operator labelled is Rook's again"),
+        "{}",
+        status(&snapshot).message
+    );
     let r = reconcile_with(&snapshot, &Config::default(), at(200), no_dns);
     assert_eq!(r.outcome.status, None);
     assert!(r.writes.is_empty() && r.lookups.is_empty());
+}
+
+#[test]
+fn a_do_not_reconcile_label_set_by_hand_is_not_removed_when_mcs_is_off() {
+    let mut snapshot = converged(1);
+    snapshot.cluster = cluster_with(
+        serde_json::json!({"multiClusterService": {"enabled": false, "clusterID": "east"}}),
+    );
+    // The user took the Deployment over before (kubectl label: another field manager): the
+    // label is theirs, and the operator's apply must not carry it.
+    let deployment = &mut snapshot.deployments[0];
+    deployment
+        .metadata
+        .managed_fields
+        .as_mut()
+        .unwrap()
+        .iter_mut()
+        .filter(|e| e.manager.as_deref() == Some(mcs_ceph_operator::FIELD_MANAGER))
+        .for_each(|e| {
+            e.fields_v1.as_mut().unwrap().0["f:metadata"]["f:labels"] = serde_json::json!({});
+        });
+    let r = step(&mut snapshot, at(100), no_dns);
+    assert!(r.writes.is_empty(), "{:?}", r.writes);
+    assert!(labelled(&snapshot, 0));
+    assert!(
+        status(&snapshot)
+            .message
+            .contains("every OSD Deployment the operator labelled is Rook's again")
+    );
+}
+
+/// Config with a one-minute grace for removed OSDs.
+fn one_minute_grace() -> Config {
+    Config {
+        removed_osd_grace: Duration::from_secs(60),
+        ..Config::default()
+    }
+}
+
+fn step_with(snapshot: &mut Snapshot, config: &Config, now: Timestamp) -> Reconciled {
+    step_answering(snapshot, config, now, no_dns)
+}
+
+fn step_answering(
+    snapshot: &mut Snapshot,
+    config: &Config,
+    now: Timestamp,
+    answer: impl Fn(&Daemon) -> Result<Vec<IpAddr>, String>,
+) -> Reconciled {
+    let reconciled = reconcile_with(snapshot, config, now, answer);
+    apply(snapshot, reconciled.writes.clone());
+    apply(snapshot, reconciled.outcome.status.clone());
+    reconciled
+}
+
+#[test]
+fn a_removed_osds_service_and_export_are_deleted_after_the_grace_period_and_not_before() {
+    let config = one_minute_grace();
+    let mut snapshot = converged(3);
+    // Rook removes osd.1 (its Deployment goes; `ceph osd purge`).
+    snapshot
+        .deployments
+        .retain(|d| d.metadata.name.as_deref() != Some("rook-ceph-osd-1"));
+    let r = step_with(&mut snapshot, &config, at(100));
+    assert!(r.writes.is_empty(), "{:?}", r.writes);
+    let s = status(&snapshot);
+    assert_eq!(
+        s.removed_osds,
+        [RemovedOsd {
+            name: "osd.1".into(),
+            since: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at(100)),
+        }]
+    );
+    assert!(s.message.contains("osd.1 (from "), "{}", s.message);
+    assert!(!s.daemons.iter().any(|d| d.name == "osd.1"));
+    // Reconciled again when the grace period ends.
+    assert_eq!(r.outcome.requeue_after, Some(Duration::from_secs(60)));
+    // Within the grace period: nothing deleted, the first sighting kept.
+    let r = step_with(&mut snapshot, &config, at(159));
+    assert!(r.writes.is_empty(), "{:?}", r.writes);
+    assert_eq!(r.outcome.status, None);
+    assert_eq!(r.outcome.requeue_after, Some(Duration::from_secs(1)));
+    // After it: the export, then the Service, each by the uid seen.
+    let r = step_with(&mut snapshot, &config, at(160));
+    assert_eq!(
+        r.writes,
+        [
+            Write::DeleteServiceExport {
+                namespace: NAMESPACE.into(),
+                name: "rook-ceph-osd-1".into(),
+                uid: "export-rook-ceph-osd-1".into(),
+                version: McsVersion::V1Beta1,
+            },
+            Write::DeleteService {
+                namespace: NAMESPACE.into(),
+                name: "rook-ceph-osd-1".into(),
+                uid: "svc-rook-ceph-osd-1".into(),
+            },
+        ]
+    );
+    // Gone: the entry goes, nothing else of the cluster is touched, then nothing at all.
+    let r = step_with(&mut snapshot, &config, at(161));
+    assert!(r.writes.is_empty(), "{:?}", r.writes);
+    assert!(status(&snapshot).removed_osds.is_empty());
+    assert!(
+        snapshot
+            .services
+            .iter()
+            .any(|s| s.metadata.name.as_deref() == Some("rook-ceph-osd-2"))
+    );
+    let exports: Vec<_> = snapshot
+        .exports
+        .iter()
+        .filter_map(|e| e.metadata.name.as_deref())
+        .collect();
+    assert_eq!(exports, ["rook-ceph-osd-0", "rook-ceph-osd-2"]);
+    let r = reconcile_with(&snapshot, &config, at(500), no_dns);
+    assert!(r.writes.is_empty() && r.outcome.status.is_none());
+}
+
+#[test]
+fn an_osd_whose_deployment_comes_back_within_the_grace_period_keeps_its_objects() {
+    let config = one_minute_grace();
+    let mut snapshot = converged(2);
+    let deployment = snapshot.deployments.remove(1);
+    step_with(&mut snapshot, &config, at(100));
+    assert_eq!(status(&snapshot).removed_osds.len(), 1);
+    // Rook recreates it (as it does when it replaces a Deployment): back in the plan, its
+    // global IP is looked up again (its status entry went while it was gone).
+    snapshot.deployments.push(deployment);
+    let r = step_answering(&mut snapshot, &config, at(130), dns_ok);
+    assert_eq!(r.lookups.len(), 1);
+    assert!(
+        r.writes.iter().all(|w| !w.kind().starts_with("delete")),
+        "{:?}",
+        r.writes
+    );
+    assert!(status(&snapshot).removed_osds.is_empty());
+    let r = step_with(&mut snapshot, &config, at(1000));
+    assert!(r.writes.is_empty(), "{:?}", r.writes);
+}
+
+#[test]
+fn objects_of_a_removed_osd_that_the_operator_did_not_make_are_left_alone() {
+    let config = one_minute_grace();
+    let mut snapshot = converged(2);
+    snapshot.deployments.truncate(1);
+    // Rook (with its own MCS support) made osd.1's Service and export: not ours.
+    for meta in snapshot
+        .services
+        .iter_mut()
+        .map(|s| &mut s.metadata)
+        .chain(snapshot.exports.iter_mut().map(|e| &mut e.metadata))
+        .filter(|m| m.name.as_deref() == Some("rook-ceph-osd-1"))
+    {
+        meta.managed_fields = None;
+    }
+    let r = step_with(&mut snapshot, &config, at(100));
+    assert!(r.writes.is_empty(), "{:?}", r.writes);
+    assert!(status(&snapshot).removed_osds.is_empty());
+    let r = step_with(&mut snapshot, &config, at(1000));
+    assert!(r.writes.is_empty(), "{:?}", r.writes);
+}
+
+#[test]
+fn a_blocked_cluster_deletes_nothing_and_keeps_the_removal_record() {
+    let config = one_minute_grace();
+    let mut snapshot = converged(2);
+    snapshot.deployments.truncate(1);
+    step_with(&mut snapshot, &config, at(100));
+    snapshot.mcs_api = McsApi::Missing("multicluster.x-k8s.io is not served".into());
+    let r = step_with(&mut snapshot, &config, at(1000));
+    assert!(r.writes.is_empty(), "{:?}", r.writes);
+    assert_eq!(status(&snapshot).phase, Phase::Blocked);
+    assert_eq!(status(&snapshot).removed_osds.len(), 1);
 }
 
 #[test]

@@ -853,6 +853,102 @@ async fn mcs_disabled_makes_no_request() {
     assert!(requests.is_empty(), "{:?}", paths(&requests));
 }
 
+/// MCS turned off on a converged cluster: each OSD Deployment gets one forced apply under the
+/// operator's field manager that carries Rook's arguments without the address arguments and
+/// no label (server-side apply removes the fields the operator stops applying); then nothing.
+#[tokio::test]
+async fn turning_mcs_off_hands_each_osd_deployment_back_with_one_apply_then_nothing() {
+    let mut snapshot = converged(2).await;
+    snapshot.cluster =
+        cluster_with(json!({"multiClusterService": {"enabled": false, "clusterID": "east"}}));
+    for (second, id) in [(100, 0), (101, 1)] {
+        let (result, requests) = run(&snapshot, at(second), no_lookups(), 0).await;
+        assert_eq!(result.unwrap(), Action::await_change());
+        assert_eq!(
+            paths(&requests),
+            [
+                format!("PATCH {DEPLOYMENTS_PATH}/rook-ceph-osd-{id}"),
+                format!("PATCH {STATUS_PATH}")
+            ]
+        );
+        let seen = &requests[0];
+        assert!(seen.is_apply(), "{seen:?}");
+        assert_eq!(
+            seen.body,
+            json!({
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": format!("rook-ceph-osd-{id}"), "namespace": "rook-ceph"},
+                "spec": {"template": {"spec": {"containers": [{
+                    "name": "osd",
+                    "args": ["--foreground", format!("--id={id}")]
+                }]}}}
+            })
+        );
+        assert_eq!(status_body(&requests)["status"]["phase"], "Disabled");
+        take_back(&mut snapshot, &requests);
+    }
+    let (_, requests) = run(&snapshot, at(102), no_lookups(), 0).await;
+    assert_eq!(paths(&requests), [format!("PATCH {STATUS_PATH}")]);
+    take_back(&mut snapshot, &requests);
+    let (_, requests) = run(&snapshot, at(103), no_lookups(), 0).await;
+    assert!(requests.is_empty(), "{:?}", paths(&requests));
+}
+
+/// An OSD removed for good: after the grace period, one DELETE of its ServiceExport and one of
+/// its Service, each with the uid the cache held as precondition; a 404 (someone deleted it
+/// first) is not an error; then nothing.
+#[tokio::test]
+async fn a_removed_osds_export_and_service_are_deleted_by_uid_after_the_grace_period() {
+    let mut snapshot = converged(2).await;
+    snapshot.deployments.truncate(1);
+    let (result, requests) = run(&snapshot, at(100), no_lookups(), 0).await;
+    assert_eq!(result.unwrap(), Action::requeue(Duration::from_secs(600)));
+    assert_eq!(paths(&requests), [format!("PATCH {STATUS_PATH}")]);
+    assert_eq!(
+        status_body(&requests)["status"]["removedOsds"],
+        json!([{"name": "osd.1", "since": at(100).to_string()}])
+    );
+    take_back(&mut snapshot, &requests);
+    let (_, requests) = run(&snapshot, at(699), no_lookups(), 0).await;
+    assert!(requests.is_empty(), "{:?}", paths(&requests));
+
+    // The mock API server holds the Service but not the export (deleted by hand meanwhile).
+    let objects = BTreeMap::from([(
+        format!("{SERVICES_PATH}/rook-ceph-osd-1"),
+        json!({"apiVersion": "v1", "kind": "Service",
+               "metadata": {"name": "rook-ceph-osd-1", "namespace": "rook-ceph",
+                            "uid": "svc-rook-ceph-osd-1"}}),
+    )]);
+    let (result, requests, _) = run_with(&snapshot, at(700), no_lookups(), 0, None, objects).await;
+    result.unwrap();
+    assert_eq!(
+        paths(&requests),
+        [
+            format!("DELETE {EXPORTS_PATH}/rook-ceph-osd-1"),
+            format!("DELETE {SERVICES_PATH}/rook-ceph-osd-1"),
+            format!("PATCH {STATUS_PATH}"),
+        ]
+    );
+    for (seen, uid) in requests
+        .iter()
+        .zip(["export-rook-ceph-osd-1", "svc-rook-ceph-osd-1"])
+    {
+        assert_eq!(seen.body["preconditions"], json!({"uid": uid}), "{seen:?}");
+    }
+    take_back(&mut snapshot, &requests);
+    let (_, requests) = run(&snapshot, at(701), no_lookups(), 0).await;
+    assert_eq!(paths(&requests), [format!("PATCH {STATUS_PATH}")]);
+    assert!(
+        status_body(&requests)["status"]
+            .get("removedOsds")
+            .is_none()
+    );
+    take_back(&mut snapshot, &requests);
+    let (_, requests) = run(&snapshot, at(702), no_lookups(), 0).await;
+    assert!(requests.is_empty(), "{:?}", paths(&requests));
+}
+
 #[tokio::test]
 async fn nothing_is_done_before_the_caches_have_synced() {
     let snapshot = rook_cluster(3);

@@ -1143,6 +1143,14 @@ impl Plan {
         }
     }
 
+    /// The name of the Service a daemon is exported through, which is also its ServiceExport's
+    /// name: Rook's Service (`rook-ceph-osd-7`), or in the unique-name form the cluster-unique
+    /// export Service (`<clusterID>-rook-ceph-osd-7`). Defined for any daemon, planned or not
+    /// (the operator names the objects of removed OSDs with it).
+    pub fn exported_service_name(&self, daemon: &Daemon) -> String {
+        exported_service_name(&self.settings, daemon)
+    }
+
     /// The ServiceExports that must exist (with MCS): one per exported daemon.
     pub fn service_exports(&self) -> Vec<DesiredExport> {
         self.exported_daemons()

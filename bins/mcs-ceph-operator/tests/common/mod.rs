@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{
     ConfigMap, Container, PodSpec, PodTemplateSpec, Service, ServiceSpec,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
-    Condition, ManagedFieldsEntry, ObjectMeta, Time,
+    Condition, FieldsV1, ManagedFieldsEntry, ObjectMeta, Time,
 };
 use k8s_openapi::jiff::Timestamp;
 use mcs_ceph_operator::decide::Write;
@@ -269,25 +269,127 @@ pub fn apply(snapshot: &mut Snapshot, writes: impl IntoIterator<Item = Write>) -
                 data.extend(config_map.data.unwrap_or_default());
             }
             Write::ApplyMonConfig(_) => {}
+            Write::DeleteService { name, uid, .. } => {
+                snapshot.services.retain(|s| {
+                    s.metadata.name.as_deref() != Some(&name)
+                        || s.metadata.uid.as_deref() != Some(&uid)
+                });
+            }
+            Write::DeleteServiceExport { name, uid, .. } => {
+                snapshot.exports.retain(|e| {
+                    e.metadata.name.as_deref() != Some(&name)
+                        || e.metadata.uid.as_deref() != Some(&uid)
+                });
+            }
         }
     }
     count
 }
 
-/// Merges an OSD args apply body into the Deployment `name` as the API server would: the
-/// label, the container's `args` (atomic: replaced), its `env` and `ports` (list maps: merged).
+/// The operator's managed fields of an OSD apply body, in the API server's `fieldsV1` form
+/// as far as these tests read it: the labels, and the container's env names and ports.
+fn osd_apply_fields(body: &serde_json::Value) -> serde_json::Value {
+    let mut labels = serde_json::Map::new();
+    for key in body["metadata"]["labels"].as_object().into_iter().flatten() {
+        labels.insert(format!("f:{}", key.0), serde_json::json!({}));
+    }
+    let container = &body["spec"]["template"]["spec"]["containers"][0];
+    let mut fields = serde_json::Map::new();
+    if container.get("args").is_some() {
+        fields.insert("f:args".into(), serde_json::json!({}));
+    }
+    let env: serde_json::Map<_, _> = container["env"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            (
+                format!("k:{{\"name\":{}}}", e["name"]),
+                serde_json::json!({}),
+            )
+        })
+        .collect();
+    let ports: serde_json::Map<_, _> = container["ports"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            (
+                format!("k:{{\"containerPort\":{}}}", p["containerPort"]),
+                serde_json::json!({}),
+            )
+        })
+        .collect();
+    fields.insert("f:env".into(), env.into());
+    fields.insert("f:ports".into(), ports.into());
+    serde_json::json!({
+        "f:metadata": {"f:labels": labels},
+        "f:spec": {"f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"osd\"}": fields}}}}
+    })
+}
+
+/// The `f:` or `k:` keys under `path` of a `fieldsV1` document.
+fn field_keys(fields: Option<&serde_json::Value>, path: &[&str]) -> Vec<String> {
+    let mut node = fields;
+    for step in path {
+        node = node.and_then(|n| n.get(*step));
+    }
+    node.and_then(serde_json::Value::as_object)
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// Merges an OSD apply body into the Deployment `name` as the API server's server-side apply
+/// would: the label, the container's `args` (atomic: replaced), its `env` and `ports` (list
+/// maps: merged); a label, env entry or port the operator's previous apply set and this one
+/// omits is removed (Rook's fixtures own none of those); the operator's managed-fields entry
+/// then lists what this body sets.
 pub fn apply_osd_args(snapshot: &mut Snapshot, name: &str, body: &serde_json::Value) {
     let deployment = snapshot
         .deployments
         .iter_mut()
         .find(|d| d.metadata.name.as_deref() == Some(name))
         .unwrap_or_else(|| panic!("no Deployment {name}"));
-    for (k, v) in body["metadata"]["labels"].as_object().unwrap() {
-        deployment
-            .metadata
-            .labels
-            .get_or_insert_with(BTreeMap::new)
-            .insert(k.clone(), v.as_str().unwrap().to_owned());
+    let entries = deployment
+        .metadata
+        .managed_fields
+        .get_or_insert_with(Vec::new);
+    let previous = entries
+        .iter()
+        .find(|e| e.manager.as_deref() == Some(FIELD_MANAGER))
+        .and_then(|e| e.fields_v1.clone())
+        .map(|f| f.0);
+    entries.retain(|e| e.manager.as_deref() != Some(FIELD_MANAGER));
+    entries.push(ManagedFieldsEntry {
+        manager: Some(FIELD_MANAGER.to_owned()),
+        operation: Some("Apply".to_owned()),
+        fields_v1: Some(FieldsV1(osd_apply_fields(body))),
+        ..ManagedFieldsEntry::default()
+    });
+    let now = osd_apply_fields(body);
+    let dropped = |path: &[&str]| -> Vec<String> {
+        let kept = field_keys(Some(&now), path);
+        field_keys(previous.as_ref(), path)
+            .into_iter()
+            .filter(|k| !kept.contains(k))
+            .collect()
+    };
+    let container_path = [
+        "f:spec",
+        "f:template",
+        "f:spec",
+        "f:containers",
+        "k:{\"name\":\"osd\"}",
+    ];
+    let dropped_labels = dropped(&["f:metadata", "f:labels"]);
+    let dropped_env = dropped(&[&container_path[..], &["f:env"]].concat());
+    let dropped_ports = dropped(&[&container_path[..], &["f:ports"]].concat());
+    let labels = deployment.metadata.labels.get_or_insert_with(BTreeMap::new);
+    for key in dropped_labels {
+        labels.remove(key.trim_start_matches("f:"));
+    }
+    for (k, v) in body["metadata"]["labels"].as_object().into_iter().flatten() {
+        labels.insert(k.clone(), v.as_str().unwrap().to_owned());
     }
     let applied = &body["spec"]["template"]["spec"]["containers"][0];
     let container: Container = serde_json::from_value(applied.clone()).unwrap();
@@ -302,10 +404,18 @@ pub fn apply_osd_args(snapshot: &mut Snapshot, name: &str, body: &serde_json::Va
         .find(|c| c.name == container.name)
         .unwrap();
     target.args = container.args;
+    if let Some(list) = target.env.as_mut() {
+        list.retain(|e| !dropped_env.contains(&format!("k:{{\"name\":\"{}\"}}", e.name)));
+    }
     for env in container.env.unwrap_or_default() {
         let list = target.env.get_or_insert_with(Vec::new);
         list.retain(|e| e.name != env.name);
         list.push(env);
+    }
+    if let Some(list) = target.ports.as_mut() {
+        list.retain(|p| {
+            !dropped_ports.contains(&format!("k:{{\"containerPort\":{}}}", p.container_port))
+        });
     }
     for port in container.ports.unwrap_or_default() {
         let list = target.ports.get_or_insert_with(Vec::new);
