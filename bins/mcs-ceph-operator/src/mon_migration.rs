@@ -27,7 +27,9 @@ use ceph_address_plan::{
     ClusterSettings, DaemonArgs, MonHostConfig, MonId, MonInput, format, rook,
 };
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, PersistentVolumeClaim, PersistentVolumeClaimSpec, Secret, Service,
+};
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::{Client, Resource};
 use mcs_types::v1beta1::ServiceExport;
@@ -524,16 +526,20 @@ impl KubeMonRuntime {
         let pod = spec.template.spec.as_mut().ok_or_else(|| {
             MigrationError::Shape("the template mon Deployment has no pod spec".to_owned())
         })?;
-        if pod
-            .volumes
-            .iter()
-            .flatten()
-            .any(|v| v.persistent_volume_claim.is_some())
-        {
-            return Err(MigrationError::Shape(
-                "PVC-backed mons are not migrated by this version (a new mon needs its own PVC)"
-                    .to_owned(),
-            ));
+        // A PVC-backed mon (Rook's `spec.mon.volumeClaimTemplate`) keeps its store on the claim
+        // `rook-ceph-mon-<id>`: the new mon gets its own ([`Self::mon_claim`]). Any other claim
+        // in a mon's pod is not Rook's layout, and sharing it would give two mons one store.
+        let old_claim = mon_claim_name(&old);
+        for volume in pod.volumes.iter_mut().flatten() {
+            if let Some(claim) = volume.persistent_volume_claim.as_mut() {
+                if claim.claim_name != old_claim {
+                    return Err(MigrationError::Shape(format!(
+                        "the template mon Deployment mounts the claim {} (volume {}), not {old_claim}: only Rook's own mon claim is replaced by the new mon's",
+                        claim.claim_name, volume.name
+                    )));
+                }
+                claim.claim_name = mon_claim_name(mon.as_str());
+            }
         }
         let input = MonInput::new(mon.clone());
         let labels = mon_labels(&self.settings, &input);
@@ -605,6 +611,78 @@ impl KubeMonRuntime {
             spec: Some(spec),
             status: None,
         })
+    }
+
+    /// The new mon's PersistentVolumeClaim, derived from the claim of the mon it replaces
+    /// (`template`) as Rook makes one from `spec.mon.volumeClaimTemplate`: the same storage
+    /// class, access modes, volume mode and requested size, a fresh volume (no `volumeName`,
+    /// no data source), the template's labels with the old mon's id replaced, and its owner.
+    pub fn mon_claim(
+        &self,
+        template: &PersistentVolumeClaim,
+        old: &str,
+        mon: &MonId,
+    ) -> Result<PersistentVolumeClaim, MigrationError> {
+        let spec = template.spec.as_ref().ok_or_else(|| {
+            MigrationError::Shape(format!(
+                "the claim {} of mon {old} has no spec",
+                mon_claim_name(old)
+            ))
+        })?;
+        let labels = template.metadata.labels.as_ref().map(|labels| {
+            labels
+                .iter()
+                .map(|(k, v)| {
+                    let value = if v == old { mon.as_str() } else { v };
+                    (k.clone(), value.to_owned())
+                })
+                .collect()
+        });
+        Ok(PersistentVolumeClaim {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                name: Some(mon_claim_name(mon.as_str())),
+                namespace: Some(self.namespace().to_owned()),
+                labels,
+                owner_references: template.metadata.owner_references.clone(),
+                ..Default::default()
+            },
+            spec: Some(PersistentVolumeClaimSpec {
+                access_modes: spec.access_modes.clone(),
+                resources: spec.resources.clone(),
+                storage_class_name: spec.storage_class_name.clone(),
+                volume_mode: spec.volume_mode.clone(),
+                ..Default::default()
+            }),
+            status: None,
+        })
+    }
+
+    /// Makes `mon`'s claim from the claim of the mon `old`, unless it exists already.
+    async fn ensure_claim(&self, old: &str, mon: &MonId) -> Result<(), MigrationError> {
+        let claims: Api<PersistentVolumeClaim> =
+            Api::namespaced(self.client.clone(), self.namespace());
+        let name = mon_claim_name(mon.as_str());
+        let existing = claims.get_opt(&name).await.map_err(api_err(format!(
+            "reading claim {}/{name}",
+            self.namespace()
+        )))?;
+        if existing.is_some() {
+            return Ok(());
+        }
+        let template_name = mon_claim_name(old);
+        let template = claims.get(&template_name).await.map_err(api_err(format!(
+            "reading the claim {}/{template_name} of mon {old}",
+            self.namespace()
+        )))?;
+        let claim = self.mon_claim(&template, old, mon)?;
+        claims
+            .patch(&name, &Self::apply_params(), &Patch::Apply(&claim))
+            .await
+            .map_err(api_err(format!(
+                "applying claim {}/{name}",
+                self.namespace()
+            )))?;
+        Ok(())
     }
 
     /// Sets (or with `None` removes, with its placement) `mon`'s entry in
@@ -795,6 +873,9 @@ impl MonRuntime for KubeMonRuntime {
                     self.namespace()
                 )))?;
             let deployment = self.mon_deployment(&template, mon, address)?;
+            if uses_claim(&deployment) {
+                self.ensure_claim(template_id.as_str(), mon).await?;
+            }
             deployments
                 .patch(&name, &Self::apply_params(), &Patch::Apply(&deployment))
                 .await
@@ -852,10 +933,32 @@ impl MonRuntime for KubeMonRuntime {
                     .await?;
             }
         }
+        // A PVC-backed mon's store (Rook deletes it too when it removes a mon); the claim
+        // stays until the mon's pod is gone (Kubernetes' pvc-protection).
+        self.delete_if_present::<PersistentVolumeClaim>(&mon_claim_name(mon.as_str()))
+            .await?;
         let data = self.set_endpoint(mon, None, None).await?;
         self.follow_mon_endpoints(&data).await?;
         Ok(())
     }
+}
+
+/// The PersistentVolumeClaim of a PVC-backed mon, as Rook names it: `rook-ceph-mon-<id>`.
+pub fn mon_claim_name(mon: &str) -> String {
+    format!("{}{mon}", rook::MON_NAME_PREFIX)
+}
+
+fn uses_claim(deployment: &Deployment) -> bool {
+    deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .is_some_and(|pod| {
+            pod.volumes
+                .iter()
+                .flatten()
+                .any(|v| v.persistent_volume_claim.is_some())
+        })
 }
 
 /// `rook-ceph-config`'s mon keys for the mons a `rook-ceph-mon-endpoints` `data` lists with an

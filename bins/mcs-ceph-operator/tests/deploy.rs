@@ -117,6 +117,10 @@ fn rbac_grants_exactly_what_the_operator_uses_and_no_wildcard() {
         needed.insert(format!("{resource} delete"));
     }
     needed.insert("/secrets get rook-ceph-mon".to_owned());
+    // PVC-backed mons: the replaced mon's claim read, the new mon's applied, the old deleted.
+    for verb in ["get", "create", "patch", "delete"] {
+        needed.insert(format!("/persistentvolumeclaims {verb}"));
+    }
     assert_eq!(granted, needed);
     let binding = of_kind(&docs, "ClusterRoleBinding");
     assert_eq!(binding["roleRef"]["name"], "mcs-ceph-operator");

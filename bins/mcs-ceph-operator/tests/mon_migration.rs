@@ -32,6 +32,7 @@ const STATUS_PATH: &str =
 const CM_PATH: &str = "/api/v1/namespaces/rook-ceph/configmaps/rook-ceph-mon-endpoints";
 const CONFIG_SECRET_PATH: &str = "/api/v1/namespaces/rook-ceph/secrets/rook-ceph-config";
 const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/rook-ceph/deployments/";
+const CLAIMS: &str = "/api/v1/namespaces/rook-ceph/persistentvolumeclaims/";
 
 #[derive(Debug, Clone)]
 struct Seen {
@@ -609,6 +610,105 @@ async fn the_driver_replaces_the_first_mon_keeping_quorum_and_resumes_after_a_re
 
 /// Deleting a replaced mon removes its ServiceExport in the MCS version the cluster serves:
 /// v1alpha1 for Submariner, v1beta1 otherwise.
+/// Mon a with its store on Rook's claim `rook-ceph-mon-a` (`spec.mon.volumeClaimTemplate`),
+/// and that claim, bound to a volume.
+fn pvc_backed_mon_a(objects: &mut BTreeMap<String, Value>) {
+    let deployment = objects
+        .get_mut(&format!("{DEPLOYMENTS}rook-ceph-mon-a"))
+        .unwrap();
+    deployment["spec"]["template"]["spec"]["volumes"] = json!([{"name": "ceph-daemon-data",
+        "persistentVolumeClaim": {"claimName": "rook-ceph-mon-a"}}]);
+    objects.insert(
+        format!("{CLAIMS}rook-ceph-mon-a"),
+        json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "rook-ceph-mon-a", "namespace": NS, "uid": "claim-a-uid",
+                "labels": {"app": "rook-ceph-mon", "mon": "a", "ceph_daemon_id": "a",
+                           "pvc_size": "10Gi"},
+                "ownerReferences": [{"apiVersion": "ceph.rook.io/v1", "kind": "CephCluster",
+                    "name": "rook-ceph", "uid": "cluster-uid", "controller": true}]},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "gp3",
+                "volumeMode": "Filesystem", "volumeName": "pv-of-a",
+                "resources": {"requests": {"storage": "10Gi"}}},
+            "status": {"phase": "Bound"}}),
+    );
+}
+
+#[tokio::test]
+async fn a_pvc_backed_mon_gets_its_own_claim_made_like_the_replaced_mons() {
+    let mut objects = base_objects(None);
+    pvc_backed_mon_a(&mut objects);
+    let (client, mut server) = api_client(objects);
+    runtime(&client, Some("242.1.0.4"))
+        .start(&id("d"), "242.1.0.4".parse().unwrap())
+        .await
+        .unwrap();
+    let requests = server.requests();
+    let paths: Vec<(&str, &str)> = requests
+        .iter()
+        .map(|r| (r.method.as_str(), r.path.as_str()))
+        .take(6)
+        .collect();
+    let d = format!("{DEPLOYMENTS}rook-ceph-mon-d");
+    let a = format!("{DEPLOYMENTS}rook-ceph-mon-a");
+    let (claim_d, claim_a) = (
+        format!("{CLAIMS}rook-ceph-mon-d"),
+        format!("{CLAIMS}rook-ceph-mon-a"),
+    );
+    // The claim exists before the Deployment that mounts it.
+    assert_eq!(
+        paths,
+        [
+            ("GET", d.as_str()),
+            ("GET", a.as_str()),
+            ("GET", claim_d.as_str()),
+            ("GET", claim_a.as_str()),
+            ("PATCH", claim_d.as_str()),
+            ("PATCH", d.as_str()),
+        ]
+    );
+    let claim = &requests[4];
+    assert!(claim.applied_by(FIELD_MANAGER), "{claim:?}");
+    // A fresh volume of the same kind: no volumeName, the template's labels for mon d.
+    assert_eq!(
+        claim.body,
+        json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "rook-ceph-mon-d", "namespace": NS,
+                "labels": {"app": "rook-ceph-mon", "mon": "d", "ceph_daemon_id": "d",
+                           "pvc_size": "10Gi"},
+                "ownerReferences": [{"apiVersion": "ceph.rook.io/v1", "kind": "CephCluster",
+                    "name": "rook-ceph", "uid": "cluster-uid", "controller": true}]},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "gp3",
+                "volumeMode": "Filesystem",
+                "resources": {"requests": {"storage": "10Gi"}}}})
+    );
+    assert_eq!(
+        requests[5].body["spec"]["template"]["spec"]["volumes"],
+        json!([{"name": "ceph-daemon-data",
+                "persistentVolumeClaim": {"claimName": "rook-ceph-mon-d"}}])
+    );
+}
+
+#[tokio::test]
+async fn a_mon_mounting_a_claim_that_is_not_its_own_is_refused_before_any_write() {
+    let mut objects = base_objects(None);
+    pvc_backed_mon_a(&mut objects);
+    objects
+        .get_mut(&format!("{DEPLOYMENTS}rook-ceph-mon-a"))
+        .unwrap()["spec"]["template"]["spec"]["volumes"] = json!([{"name": "shared",
+        "persistentVolumeClaim": {"claimName": "shared-data"}}]);
+    let (client, mut server) = api_client(objects);
+    let error = runtime(&client, Some("242.1.0.4"))
+        .start(&id("d"), "242.1.0.4".parse().unwrap())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("mounts the claim shared-data (volume shared), not rook-ceph-mon-a"),
+        "{error}"
+    );
+    assert!(server.requests().iter().all(|r| r.method == "GET"));
+}
+
 #[tokio::test]
 async fn delete_removes_the_export_in_the_served_mcs_version() {
     use mcs_ceph_operator::McsVersion;
@@ -641,6 +741,7 @@ async fn delete_removes_the_export_in_the_served_mcs_version() {
                 format!("{DEPLOYMENTS}rook-ceph-mon-a-canary"),
                 "/api/v1/namespaces/rook-ceph/services/rook-ceph-mon-a".to_owned(),
                 path.to_owned(),
+                format!("{CLAIMS}rook-ceph-mon-a"),
             ],
             "{version:?}"
         );
