@@ -5,11 +5,14 @@
 //! state in the status object without a second new mon, the gate (no migration without the
 //! opt-in annotation), and the admin read from Rook's Secret reaching a real `ceph-mon`.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use ceph_address_plan::{ClusterSettings, MonId};
-use http::{Request, Response, StatusCode};
+use common::api_server::{ApiServer, Seen};
+use http::{Request, Response};
 use kube::client::Body;
 use mcs_ceph_operator::FIELD_MANAGER;
 use mcs_ceph_operator::mon_migration::{
@@ -22,116 +25,15 @@ use mon_failover::{
     QuorumStatus, Timestamp,
 };
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
-use tower_test::mock::{self, Handle};
+use tower_test::mock;
 
 const NS: &str = "rook-ceph";
-const APPLY: &str = "application/apply-patch+yaml";
 const STATUS_PATH: &str =
     "/apis/clusterset.io/v1alpha1/namespaces/rook-ceph/cephclusteraddressings/rook-ceph";
 const CM_PATH: &str = "/api/v1/namespaces/rook-ceph/configmaps/rook-ceph-mon-endpoints";
 const CONFIG_SECRET_PATH: &str = "/api/v1/namespaces/rook-ceph/secrets/rook-ceph-config";
 const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/rook-ceph/deployments/";
 const CLAIMS: &str = "/api/v1/namespaces/rook-ceph/persistentvolumeclaims/";
-
-#[derive(Debug, Clone)]
-struct Seen {
-    method: String,
-    path: String,
-    query: BTreeMap<String, String>,
-    content_type: String,
-    body: Value,
-}
-
-impl Seen {
-    fn applied_by(&self, manager: &str) -> bool {
-        self.method == "PATCH"
-            && self.content_type == APPLY
-            && self.query.get("fieldManager").map(String::as_str) == Some(manager)
-            && self.query.get("force").map(String::as_str) == Some("true")
-    }
-}
-
-/// A mock API server: GETs answer from `objects` by path (404 otherwise), applies echo their
-/// body (and are stored, so a later GET sees them), deletes answer 200.
-struct ApiServer {
-    seen: mpsc::UnboundedReceiver<Seen>,
-}
-
-fn not_found() -> Value {
-    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-           "message": "not found", "reason": "NotFound", "code": 404})
-}
-
-impl ApiServer {
-    fn start(
-        mut handle: Handle<Request<Body>, Response<Body>>,
-        objects: BTreeMap<String, Value>,
-    ) -> Self {
-        let (report, seen) = mpsc::unbounded_channel();
-        tokio::spawn(async move {
-            let mut objects = objects;
-            while let Some((request, send)) = handle.next_request().await {
-                let (parts, body) = request.into_parts();
-                let bytes = body.collect_bytes().await.unwrap();
-                let body: Value = if bytes.is_empty() {
-                    Value::Null
-                } else {
-                    serde_json::from_slice(&bytes).unwrap()
-                };
-                let seen = Seen {
-                    method: parts.method.to_string(),
-                    path: parts.uri.path().to_owned(),
-                    query: parts
-                        .uri
-                        .query()
-                        .unwrap_or("")
-                        .split('&')
-                        .filter_map(|p| p.split_once('='))
-                        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                        .collect(),
-                    content_type: parts
-                        .headers
-                        .get(http::header::CONTENT_TYPE)
-                        .map(|v| v.to_str().unwrap().to_owned())
-                        .unwrap_or_default(),
-                    body: body.clone(),
-                };
-                let _ = report.send(seen.clone());
-                let (status, answer) = match seen.method.as_str() {
-                    "GET" => match objects.get(&seen.path) {
-                        Some(object) => (StatusCode::OK, object.clone()),
-                        None => (StatusCode::NOT_FOUND, not_found()),
-                    },
-                    "PATCH" => {
-                        objects.insert(seen.path.clone(), body.clone());
-                        (StatusCode::OK, body)
-                    }
-                    "DELETE" => match objects.remove(&seen.path) {
-                        Some(object) => (StatusCode::OK, object),
-                        None => (StatusCode::NOT_FOUND, not_found()),
-                    },
-                    _ => (StatusCode::OK, body),
-                };
-                send.send_response(
-                    Response::builder()
-                        .status(status)
-                        .body(Body::from(serde_json::to_vec(&answer).unwrap()))
-                        .unwrap(),
-                );
-            }
-        });
-        Self { seen }
-    }
-
-    fn requests(&mut self) -> Vec<Seen> {
-        let mut all = Vec::new();
-        while let Ok(seen) = self.seen.try_recv() {
-            all.push(seen);
-        }
-        all
-    }
-}
 
 fn id(text: &str) -> MonId {
     text.parse().unwrap()
@@ -199,7 +101,7 @@ fn base_objects(stored_state: Option<Value>) -> BTreeMap<String, Value> {
 
 fn api_client(objects: BTreeMap<String, Value>) -> (kube::Client, ApiServer) {
     let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
-    let server = ApiServer::start(handle, objects);
+    let server = ApiServer::with_objects(handle, objects);
     (kube::Client::new(service, "default"), server)
 }
 
@@ -932,7 +834,8 @@ async fn the_rook_secret_admin_reaches_a_real_ceph_mon() {
     let mon_host = "127.0.81.11:6789";
 
     let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
-    let mut server = ApiServer::start(handle, [(secret_path.clone(), secret(&admin_key))].into());
+    let mut server =
+        ApiServer::with_objects(handle, [(secret_path.clone(), secret(&admin_key))].into());
     let client = kube::Client::new(service, "default");
     let (cli, files) = ceph_cli_from_secret(client, NS, mon_host).await.unwrap();
     let seen = server.requests();
@@ -965,7 +868,7 @@ async fn the_rook_secret_admin_reaches_a_real_ceph_mon() {
 
     // A key Ceph does not know is refused, with Ceph's reason in the error (errno 13).
     let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
-    let _server = ApiServer::start(
+    let _server = ApiServer::with_objects(
         handle,
         [(
             secret_path,

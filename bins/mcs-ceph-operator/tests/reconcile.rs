@@ -18,8 +18,9 @@ use std::time::{Duration, Instant};
 
 use clusterset_dns::resolver::MockClustersetResolver;
 use clusterset_dns::{Resolution, ResolveError};
+use common::api_server::*;
 use common::*;
-use http::{Request, Response, StatusCode};
+use http::{Request, Response};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -42,170 +43,7 @@ use mcs_ceph_operator::{
 use mcs_types::v1alpha1;
 use mon_failover::{MockCephMonAdmin, QuorumStatus};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
-use tower_test::mock::{self, Handle};
-
-type ApiHandle = Handle<Request<Body>, Response<Body>>;
-
-const APPLY: &str = "application/apply-patch+yaml";
-
-/// One request as the mock API server saw it.
-#[derive(Debug, Clone)]
-struct Seen {
-    method: String,
-    path: String,
-    query: BTreeMap<String, String>,
-    content_type: String,
-    body: Value,
-}
-
-impl Seen {
-    fn is_apply(&self) -> bool {
-        self.method == "PATCH"
-            && self.content_type == APPLY
-            && self.query.get("fieldManager").map(String::as_str) == Some(FIELD_MANAGER)
-            && self.query.get("force").map(String::as_str) == Some("true")
-    }
-
-    /// A forced apply under the mon migration's own field manager.
-    fn is_migration_apply(&self) -> bool {
-        self.method == "PATCH"
-            && self.content_type == APPLY
-            && self.query.get("fieldManager").map(String::as_str)
-                == Some(MON_FAILOVER_FIELD_MANAGER)
-            && self.query.get("force").map(String::as_str) == Some("true")
-    }
-}
-
-/// Server-side apply, as far as these tests need it: maps merge key by key, anything else
-/// (lists included) is replaced by what was applied.
-fn merge(stored: &mut Value, applied: &Value) {
-    match (stored, applied) {
-        (Value::Object(stored), Value::Object(applied)) => {
-            for (key, value) in applied {
-                merge(stored.entry(key.clone()).or_insert(Value::Null), value);
-            }
-        }
-        (stored, applied) => *stored = applied.clone(),
-    }
-}
-
-/// What happened, in order, across the mock API server and the mocks of Ceph and DNS (one
-/// line per request, lookup or monmap change).
-type Journal = Arc<Mutex<Vec<String>>>;
-
-/// A mock API server that answers every request: applies echo their body (200) and are
-/// merged into `objects`, Event creations echo theirs (201), GETs and DELETEs answer from
-/// `objects` by path (404 otherwise; a DELETE removes the object); `fail_first` requests get a
-/// 500 instead. Each request is also written to the `journal`, when given, as `METHOD path` at
-/// the moment it arrives.
-struct ApiServer {
-    seen: mpsc::UnboundedReceiver<Seen>,
-}
-
-impl ApiServer {
-    fn start(handle: ApiHandle, fail_first: usize) -> Self {
-        Self::start_with(handle, fail_first, BTreeMap::new(), None)
-    }
-
-    fn start_with(
-        mut handle: ApiHandle,
-        fail_first: usize,
-        objects: BTreeMap<String, Value>,
-        journal: Option<Journal>,
-    ) -> Self {
-        let (report, seen) = mpsc::unbounded_channel();
-        tokio::spawn(async move {
-            let mut failures = fail_first;
-            let mut objects = objects;
-            while let Some((request, send)) = handle.next_request().await {
-                let (parts, body) = request.into_parts();
-                let bytes = body.collect_bytes().await.unwrap();
-                let body: Value = if bytes.is_empty() {
-                    Value::Null
-                } else {
-                    serde_json::from_slice(&bytes).unwrap()
-                };
-                let query = parts
-                    .uri
-                    .query()
-                    .unwrap_or("")
-                    .split('&')
-                    .filter_map(|p| p.split_once('='))
-                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                    .collect();
-                let seen = Seen {
-                    method: parts.method.to_string(),
-                    path: parts.uri.path().to_owned(),
-                    query,
-                    content_type: parts
-                        .headers
-                        .get(http::header::CONTENT_TYPE)
-                        .map(|v| v.to_str().unwrap().to_owned())
-                        .unwrap_or_default(),
-                    body: body.clone(),
-                };
-                if let Some(journal) = &journal {
-                    journal
-                        .lock()
-                        .unwrap()
-                        .push(format!("{} {}", seen.method, seen.path));
-                }
-                let _ = report.send(seen.clone());
-                let (status, answer) = if failures > 0 {
-                    failures -= 1;
-                    (
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
-                               "status": "Failure", "message": "etcd is unhappy",
-                               "reason": "InternalError", "code": 500}),
-                    )
-                } else if seen.method == "POST" {
-                    (StatusCode::CREATED, body)
-                } else if seen.method == "GET" || seen.method == "DELETE" {
-                    let found = if seen.method == "GET" {
-                        objects.get(&seen.path).cloned()
-                    } else {
-                        objects.remove(&seen.path)
-                    };
-                    match found {
-                        Some(object) => (StatusCode::OK, object),
-                        None => (
-                            StatusCode::NOT_FOUND,
-                            json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
-                                   "status": "Failure", "message": "not found",
-                                   "reason": "NotFound", "code": 404}),
-                        ),
-                    }
-                } else {
-                    if seen.content_type == APPLY {
-                        merge(
-                            objects.entry(seen.path.clone()).or_insert(Value::Null),
-                            &body,
-                        );
-                    }
-                    (StatusCode::OK, body)
-                };
-                send.send_response(
-                    Response::builder()
-                        .status(status)
-                        .body(Body::from(serde_json::to_vec(&answer).unwrap()))
-                        .unwrap(),
-                );
-            }
-        });
-        Self { seen }
-    }
-
-    /// Every request made so far (a reconcile has returned, so all its requests are in).
-    fn requests(&mut self) -> Vec<Seen> {
-        let mut all = Vec::new();
-        while let Ok(seen) = self.seen.try_recv() {
-            all.push(seen);
-        }
-        all
-    }
-}
+use tower_test::mock;
 
 fn store<K>(objects: impl IntoIterator<Item = K>) -> Store<K>
 where
@@ -953,7 +791,7 @@ async fn a_removed_osds_export_and_service_are_deleted_by_uid_after_the_grace_pe
 async fn nothing_is_done_before_the_caches_have_synced() {
     let snapshot = rook_cluster(3);
     let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
-    let mut server = ApiServer::start(handle, 0);
+    let mut server = ApiServer::start(handle);
     let context = Arc::new(Context {
         api: Arc::new(KubeApi::new(kube::Client::new(service, "default"), None)),
         resolver: Arc::new(no_lookups()),
