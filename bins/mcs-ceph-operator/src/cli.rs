@@ -53,6 +53,14 @@ pub enum SourceArg {
 /// Log output format (shared by every clusterset daemon).
 pub use clusterset_daemon::LogFormat;
 
+/// A namespace name (an RFC 1123 label), or why it is not one.
+fn namespace_name(text: &str) -> Result<String, String> {
+    match mcs_types::names::dns_label_problem(text, false) {
+        None => Ok(text.to_owned()),
+        Some(problem) => Err(format!("{text:?} is not a namespace name: {problem}")),
+    }
+}
+
 /// Flags of `mcs-ceph-operator run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -150,6 +158,10 @@ pub struct RunArgs {
     /// Secret (the admin key). Off by default: mons are never replaced.
     #[arg(long, env = "MCS_CEPH_MON_MIGRATION", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub mon_migration: bool,
+    /// Watch only this namespace (the CephClusters there and their objects), so that a Role in
+    /// it grants everything the operator needs; every namespace when unset (ClusterRole).
+    #[arg(long, env = "MCS_CEPH_WATCH_NAMESPACE", value_parser = namespace_name)]
+    pub watch_namespace: Option<String>,
     /// Log format.
     #[arg(long, env = "MCS_CEPH_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -275,6 +287,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         rediscover_every: (args.rediscover_seconds > 0)
             .then(|| Duration::from_secs(args.rediscover_seconds)),
         mon_migration: args.mon_migration,
+        watch_namespace: args.watch_namespace.clone(),
     };
     let shutdown = async {
         #[cfg(unix)]

@@ -58,6 +58,9 @@ pub struct RunOptions {
     /// [`MIGRATION_ANNOTATION`](crate::mon_migration::MIGRATION_ANNOTATION), with the `ceph`
     /// CLI and the admin key of Rook's Secret. Off: mons are never replaced.
     pub mon_migration: bool,
+    /// Watch (and so reconcile) only this namespace's CephClusters and objects, with a Role
+    /// there instead of a ClusterRole; `None`: every namespace.
+    pub watch_namespace: Option<String>,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -113,16 +116,18 @@ struct Watches {
     client: Client,
     trigger: Trigger,
     metrics: Arc<Metrics>,
+    namespace: Option<String>,
 }
 
 impl Watches {
-    /// Watches every `K` matching `config` in all namespaces and returns its store, kept current
+    /// Watches every `K` matching `config` in all namespaces (or the one namespace watched) and
+    /// returns its store, kept current
     /// by a spawned reflector; the namespace of every touched object goes to the trigger, and
     /// failures are counted (the watcher retries them with backoff while the store keeps its
     /// last complete list).
     fn watch<K>(&self, name: &'static str, config: watcher::Config) -> Store<K>
     where
-        K: Resource<DynamicType = ()>
+        K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
             + Clone
             + DeserializeOwned
             + std::fmt::Debug
@@ -131,9 +136,13 @@ impl Watches {
             + 'static,
     {
         let (store, writer) = reflector::store();
+        let api = match &self.namespace {
+            Some(namespace) => Api::namespaced(self.client.clone(), namespace),
+            None => Api::all(self.client.clone()),
+        };
         spawn_watch(
             name,
-            Api::all(self.client.clone()),
+            api,
             config,
             writer,
             self.trigger.clone(),
@@ -198,7 +207,7 @@ pub fn hint(watch: &str, error: &watcher::Error) -> &'static str {
         }
         (404, _) => " (the resource is not served)",
         (403, _) => {
-            " (the operator's ClusterRole does not grant this: apply deploy/mcs-ceph-operator/operator.yaml)"
+            " (the operator's ClusterRole, or its Role in the namespace with --watch-namespace, does not grant this: apply deploy/mcs-ceph-operator/operator.yaml or upgrade the Helm chart)"
         }
         _ => "",
     }
@@ -291,10 +300,15 @@ pub async fn run_with_election(
     }
 
     let (trigger, triggers) = mpsc::unbounded();
+    match &options.watch_namespace {
+        Some(namespace) => tracing::info!(namespace, "watching one namespace"),
+        None => tracing::info!("watching every namespace"),
+    }
     let watches = Watches {
         client: client.clone(),
         trigger,
         metrics: Arc::clone(&metrics),
+        namespace: options.watch_namespace.clone(),
     };
     let all = watcher::Config::default();
     let clusters: Store<CephCluster> = watches.watch("cephclusters", all.clone());

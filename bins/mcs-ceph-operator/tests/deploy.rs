@@ -261,19 +261,39 @@ fn evaluate(expression: &str, values: &Value, namespace: &str, app_version: &str
     }
 }
 
-/// Renders a template as Helm would for the expressions [`evaluate`] knows (with `{{-`/`-}}`
-/// trimming); anything else fails the test.
+/// Helm's truth of a value: false, 0, "", null and empty collections are false.
+fn truthy(value: &Value) -> bool {
+    match value {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64() != Some(0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
+
+/// Renders a template as Helm would for the expressions [`evaluate`] knows and the actions
+/// `if .Values.x`, `else` and `end` (nested), with `{{-`/`-}}` trimming; anything else fails
+/// the test.
 fn render(template: &str, values: &Value, namespace: &str, app_version: &str) -> String {
     let mut out = String::new();
     let mut rest = template;
+    // Per open `if`: whether its enclosing text is emitted, and whether its condition held.
+    let mut blocks: Vec<(bool, bool)> = Vec::new();
+    let emitting =
+        |blocks: &[(bool, bool)]| blocks.last().is_none_or(|(outer, held)| *outer && *held);
     while let Some(start) = rest.find("{{") {
         let (before, after) = rest.split_at(start);
         let end = after.find("}}").expect("unclosed template expression");
         let mut inner = &after[2..end];
-        if let Some(trimmed) = inner.strip_prefix('-') {
+        let before = if let Some(trimmed) = inner.strip_prefix('-') {
             inner = trimmed;
-            out.push_str(before.trim_end());
+            before.trim_end()
         } else {
+            before
+        };
+        if emitting(&blocks) {
             out.push_str(before);
         }
         rest = &after[end + 2..];
@@ -281,10 +301,32 @@ fn render(template: &str, values: &Value, namespace: &str, app_version: &str) ->
             inner = trimmed;
             rest = rest.trim_start();
         }
-        out.push_str(&evaluate(inner.trim(), values, namespace, app_version));
+        let action = inner.trim();
+        if let Some(path) = action.strip_prefix("if ") {
+            let outer = emitting(&blocks);
+            blocks.push((outer, truthy(&values_at(values, path.trim()))));
+        } else if action == "else" {
+            let (outer, held) = blocks.pop().expect("else without if");
+            blocks.push((outer, !held));
+        } else if action == "end" {
+            blocks.pop().expect("end without if");
+        } else if emitting(&blocks) {
+            out.push_str(&evaluate(action, values, namespace, app_version));
+        }
     }
+    assert!(blocks.is_empty(), "if without end");
     out.push_str(rest);
     out
+}
+
+/// A value by its `.Values.` path (null when absent, as Helm has it).
+fn values_at(values: &Value, path: &str) -> Value {
+    let keys = path
+        .strip_prefix(".Values.")
+        .unwrap_or_else(|| panic!("{path:?} is not a value"));
+    keys.split('.')
+        .fold(values, |value, key| &value[key])
+        .clone()
 }
 
 type Objects = std::collections::BTreeMap<(String, String), Value>;
@@ -365,6 +407,51 @@ fn the_chart_renders_its_values_where_they_belong() {
     assert_eq!(
         container["resources"],
         serde_json::json!({"limits": {"memory": "1Gi"}})
+    );
+}
+
+/// `watchNamespace`: a Role and RoleBinding in that namespace with exactly the ClusterRole's
+/// rules, and the operator told to watch only it.
+#[test]
+fn the_chart_with_a_watch_namespace_grants_a_role_there_and_watches_only_it() {
+    let mut values: Value = serde_saphyr::from_str(&chart_file("values.yaml")).unwrap();
+    values["watchNamespace"] = "rook-ceph".into();
+    let text = render(
+        &chart_file("templates/rbac.yaml"),
+        &values,
+        "mcs-ceph-operator",
+        "0.1.0",
+    );
+    let objects = by_kind_and_name(serde_saphyr::from_multiple::<Value>(&text).unwrap());
+    let kinds: Vec<&str> = objects.keys().map(|(kind, _)| kind.as_str()).collect();
+    assert_eq!(kinds, ["Role", "RoleBinding"]);
+    let role = &objects[&("Role".to_owned(), "mcs-ceph-operator".to_owned())];
+    assert_eq!(role["metadata"]["namespace"], "rook-ceph");
+    let cluster_role = of_kind(&documents("operator.yaml"), "ClusterRole").clone();
+    assert_eq!(role["rules"], cluster_role["rules"]);
+    let binding = &objects[&("RoleBinding".to_owned(), "mcs-ceph-operator".to_owned())];
+    assert_eq!(binding["metadata"]["namespace"], "rook-ceph");
+    assert_eq!(
+        binding["roleRef"],
+        serde_json::json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                           "name": "mcs-ceph-operator"})
+    );
+    assert_eq!(
+        binding["subjects"],
+        serde_json::json!([{"kind": "ServiceAccount", "name": "mcs-ceph-operator",
+                            "namespace": "mcs-ceph-operator"}])
+    );
+    let deployment: Value = serde_saphyr::from_str(&render(
+        &chart_file("templates/deployment.yaml"),
+        &values,
+        "mcs-ceph-operator",
+        "0.1.0",
+    ))
+    .unwrap();
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(
+        env(container, "MCS_CEPH_WATCH_NAMESPACE")["value"],
+        "rook-ceph"
     );
 }
 

@@ -43,10 +43,12 @@ fn list(kind: &str, items: Vec<Value>) -> Vec<u8> {
     .unwrap()
 }
 
-/// The answer to a list request, by path; `None` for anything else.
+/// The answer to a list request, by path (all namespaces, or `rook-ceph`'s); `None` for
+/// anything else.
 fn list_answer(path: &str) -> Option<Vec<u8>> {
     let snapshot = rook_cluster(1);
-    let answer = match path {
+    let path = path.replace("/namespaces/rook-ceph/", "/");
+    let answer = match path.as_str() {
         "/apis/ceph.rook.io/v1/cephclusters" => {
             list("CephCluster", vec![to_json(&snapshot.cluster)])
         }
@@ -82,8 +84,9 @@ fn respond(send: SendResponse<Response<Body>>, status: StatusCode, body: Vec<u8>
     );
 }
 
-#[tokio::test]
-async fn every_watch_lists_before_the_first_apply() {
+/// Runs the operator (watching `watch_namespace`, or every namespace) against a mock API
+/// server until its first three applies, and returns every request until then.
+async fn first_applies(watch_namespace: Option<&str>) -> Vec<Seen> {
     let (service, mut handle): (_, ApiHandle) = mock::pair::<Request<Body>, Response<Body>>();
     let client = kube::Client::new(service, "default");
     let mut resolver = MockClustersetResolver::new();
@@ -98,6 +101,7 @@ async fn every_watch_lists_before_the_first_apply() {
         debounce: Duration::ZERO,
         rediscover_every: None,
         mon_migration: false,
+        watch_namespace: watch_namespace.map(str::to_owned),
     };
     let (stop, stopped) = oneshot::channel::<()>();
     let operator = tokio::spawn(run(client, options, async {
@@ -158,7 +162,13 @@ async fn every_watch_lists_before_the_first_apply() {
     }
     let _ = stop.send(());
     operator.await.unwrap().unwrap();
+    drop(held_watches);
+    seen
+}
 
+#[tokio::test]
+async fn every_watch_lists_before_the_first_apply() {
+    let seen = first_applies(None).await;
     assert_eq!(
         seen[0].path, "/apis/multicluster.x-k8s.io/v1beta1",
         "discovery first"
@@ -207,7 +217,66 @@ async fn every_watch_lists_before_the_first_apply() {
             "/apis/clusterset.io/v1alpha1/namespaces/rook-ceph/cephclusteraddressings/my-cluster",
         ]
     );
-    drop(held_watches);
+}
+
+/// `--watch-namespace rook-ceph`: every list and watch is of that namespace (what a Role there
+/// grants), with the same selectors; the reconcile is the same.
+#[tokio::test]
+async fn watching_one_namespace_lists_and_watches_only_that_namespace() {
+    let seen = first_applies(Some("rook-ceph")).await;
+    let first_patch = seen.iter().position(|s| s.method == "PATCH").unwrap();
+    let reads: Vec<(&str, Option<&str>)> = seen[..first_patch]
+        .iter()
+        .filter(|s| s.method == "GET" && s.path != "/apis/multicluster.x-k8s.io/v1beta1")
+        .map(|s| {
+            let selector = s
+                .query
+                .get("labelSelector")
+                .or_else(|| s.query.get("fieldSelector"))
+                .map(String::as_str);
+            (s.path.as_str(), selector)
+        })
+        .collect();
+    let lists: BTreeMap<&str, Option<&str>> = reads.iter().copied().collect();
+    assert_eq!(
+        lists,
+        BTreeMap::from([
+            (
+                "/api/v1/namespaces/rook-ceph/configmaps",
+                Some("metadata.name=rook-ceph-mon-endpoints")
+            ),
+            (
+                "/api/v1/namespaces/rook-ceph/services",
+                Some("rook_cluster")
+            ),
+            (
+                "/apis/apps/v1/namespaces/rook-ceph/deployments",
+                Some("app=rook-ceph-osd")
+            ),
+            (
+                "/apis/ceph.rook.io/v1/namespaces/rook-ceph/cephclusters",
+                None
+            ),
+            (
+                "/apis/clusterset.io/v1alpha1/namespaces/rook-ceph/cephclusteraddressings",
+                None
+            ),
+            (
+                "/apis/multicluster.x-k8s.io/v1beta1/namespaces/rook-ceph/serviceexports",
+                None
+            ),
+            (
+                "/apis/multicluster.x-k8s.io/v1beta1/namespaces/rook-ceph/serviceimports",
+                None
+            ),
+        ]),
+        "every list and watch in the namespace"
+    );
+    let patches = seen[first_patch..]
+        .iter()
+        .filter(|s| s.method == "PATCH")
+        .count();
+    assert_eq!(patches, 3);
 }
 
 fn not_found() -> Vec<u8> {
