@@ -14,7 +14,7 @@
 //! here and answered from a small table per configuration (see [`crate::records`]).
 
 use std::borrow::Borrow;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::{Arc, OnceLock};
@@ -28,18 +28,37 @@ use crate::wire::{NameHasher, PreparedName, wire_name};
 /// Hash maps keyed by the zone's own names and keys: FxHash (see [`NameHasher`]).
 pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<NameHasher>>;
 
+/// A hash set of the same kind.
+pub(crate) type FastSet<K> = HashSet<K, BuildHasherDefault<NameHasher>>;
+
 const GROUPS: usize = 64;
 const SHARDS_PER_GROUP: usize = 64;
 
-type Shard<K, V> = FastMap<K, V>;
-type Group<K, V> = Vec<Arc<Shard<K, V>>>;
+/// One entry of a shard: the key's hash (which also chose the shard), the key and the value.
+#[derive(Debug, Clone)]
+struct Slot<K, V> {
+    hash: u64,
+    key: K,
+    value: V,
+}
+
+/// A shard: its entries sorted by hash, in one allocation (a handful of entries in a zone of
+/// 10,000 services: one or two cache lines to scan, and cheap to copy).
+type Shard<K, V> = Vec<Slot<K, V>>;
+/// A group of shards: the shard pointers inline behind the group's reference counts.
+type Group<K, V> = Arc<[Arc<Shard<K, V>>]>;
 
 /// A hash map in 64 x 64 shards, each copied on write: a clone costs 64 reference counts, and a
 /// change after a clone copies one group of 64 pointers and one small shard. Snapshots are
 /// clones; the writer keeps changing its own copy.
+///
+/// A key is hashed once per operation (callers that look a key up and then change it pass the
+/// hash of [`CowMap::hash`] to the `_hashed` methods): the top bits of the hash pick the group
+/// and the shard, and the full hash orders the shard's entries, so a lookup compares hashes
+/// in one small array and reads a key only when its hash matches.
 #[derive(Debug)]
 pub(crate) struct CowMap<K, V> {
-    groups: Vec<Arc<Group<K, V>>>,
+    groups: Box<[Group<K, V>]>,
     len: usize,
 }
 
@@ -52,30 +71,57 @@ impl<K, V> Clone for CowMap<K, V> {
     }
 }
 
+/// Group and shard of a hash: its top 12 bits (the best mixed of a multiplicative hash).
+fn slot_of(hash: u64) -> (usize, usize) {
+    let bits = usize::try_from(hash >> 52).unwrap_or(0);
+    (bits / SHARDS_PER_GROUP % GROUPS, bits % SHARDS_PER_GROUP)
+}
+
+/// Where `key` is in `shard` (`Ok`), or where it would go (`Err`).
+fn find<K, V, Q>(shard: &[Slot<K, V>], hash: u64, key: &Q) -> Result<usize, usize>
+where
+    K: Borrow<Q>,
+    Q: Eq + ?Sized,
+{
+    let start = shard.partition_point(|slot| slot.hash < hash);
+    let mut at = start;
+    while let Some(slot) = shard.get(at) {
+        if slot.hash != hash {
+            break;
+        }
+        if slot.key.borrow() == key {
+            return Ok(at);
+        }
+        at += 1;
+    }
+    Err(start)
+}
+
 impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
     pub(crate) fn new() -> Self {
+        let empty: Arc<Shard<K, V>> = Arc::new(Vec::new());
         Self {
             groups: (0..GROUPS)
                 .map(|_| {
-                    Arc::new(
-                        (0..SHARDS_PER_GROUP)
-                            .map(|_| Arc::new(Shard::default()))
-                            .collect(),
-                    )
+                    (0..SHARDS_PER_GROUP)
+                        .map(|_| Arc::clone(&empty))
+                        .collect::<Group<K, V>>()
                 })
                 .collect(),
             len: 0,
         }
     }
 
-    /// Group and shard of a key: bits of the hash that neither the map's buckets (low bits) nor
-    /// its control bytes (top bits) use.
-    fn slot<Q: Hash + ?Sized>(key: &Q) -> (usize, usize) {
+    /// The hash of a key, for the `_hashed` methods.
+    pub(crate) fn hash<Q: Hash + ?Sized>(key: &Q) -> u64 {
         let mut hasher = NameHasher::default();
         key.hash(&mut hasher);
-        let hash = hasher.finish();
-        let bits = usize::try_from((hash >> 20) & 0xfff).unwrap_or(0);
-        (bits % GROUPS, (bits / GROUPS) % SHARDS_PER_GROUP)
+        hasher.finish()
+    }
+
+    fn shard(&self, hash: u64) -> Option<&Shard<K, V>> {
+        let (group, shard) = slot_of(hash);
+        self.groups.get(group)?.get(shard).map(|shard| &**shard)
     }
 
     pub(crate) fn get<Q>(&self, key: &Q) -> Option<&V>
@@ -83,30 +129,46 @@ impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let (group, shard) = Self::slot(key);
-        self.groups.get(group)?.get(shard)?.get(key)
+        self.get_key_value_hashed(Self::hash(key), key)
+            .map(|(_, v)| v)
     }
 
-    pub(crate) fn get_key_value<Q>(&self, key: &Q) -> Option<(&K, &V)>
+    pub(crate) fn get_key_value_hashed<Q>(&self, hash: u64, key: &Q) -> Option<(&K, &V)>
     where
         K: Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
+        Q: Eq + ?Sized,
     {
-        let (group, shard) = Self::slot(key);
-        self.groups.get(group)?.get(shard)?.get_key_value(key)
+        let shard = self.shard(hash)?;
+        let slot = shard.get(find(shard, hash, key).ok()?)?;
+        Some((&slot.key, &slot.value))
     }
 
-    fn shard_mut<Q: Hash + ?Sized>(&mut self, key: &Q) -> Option<&mut Shard<K, V>> {
-        let (group, shard) = Self::slot(key);
+    /// The shard of `hash`, copied first if a clone shares it (or its group).
+    fn shard_mut(&mut self, hash: u64) -> Option<&mut Shard<K, V>> {
+        let (group, shard) = slot_of(hash);
         let group = Arc::make_mut(self.groups.get_mut(group)?);
         Some(Arc::make_mut(group.get_mut(shard)?))
     }
 
     pub(crate) fn insert(&mut self, key: K, value: V) {
-        if let Some(shard) = self.shard_mut(&key)
-            && shard.insert(key, value).is_none()
-        {
-            self.len += 1;
+        self.insert_hashed(Self::hash(&key), key, value);
+    }
+
+    /// Inserts with the key's [`CowMap::hash`].
+    pub(crate) fn insert_hashed(&mut self, hash: u64, key: K, value: V) {
+        let Some(shard) = self.shard_mut(hash) else {
+            return;
+        };
+        match find(shard, hash, &key) {
+            Ok(at) => {
+                if let Some(slot) = shard.get_mut(at) {
+                    slot.value = value;
+                }
+            }
+            Err(at) => {
+                shard.insert(at, Slot { hash, key, value });
+                self.len += 1;
+            }
         }
     }
 
@@ -115,12 +177,26 @@ impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        if self.get(key).is_none() {
+        self.remove_hashed(Self::hash(key), key);
+    }
+
+    /// Removes with the key's [`CowMap::hash`].
+    pub(crate) fn remove_hashed<Q>(&mut self, hash: u64, key: &Q)
+    where
+        K: Borrow<Q>,
+        Q: Eq + ?Sized,
+    {
+        // Find it first: a key that is not there copies nothing.
+        let Some(at) = self
+            .shard(hash)
+            .and_then(|shard| find(shard, hash, key).ok())
+        else {
             return;
-        }
-        if let Some(shard) = self.shard_mut(key)
-            && shard.remove(key).is_some()
+        };
+        if let Some(shard) = self.shard_mut(hash)
+            && at < shard.len()
         {
+            shard.remove(at);
             self.len = self.len.saturating_sub(1);
         }
     }
@@ -130,9 +206,11 @@ impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
-        self.groups
-            .iter()
-            .flat_map(|group| group.iter().flat_map(|shard| shard.iter()))
+        self.groups.iter().flat_map(|group| {
+            group
+                .iter()
+                .flat_map(|shard| shard.iter().map(|slot| (&slot.key, &slot.value)))
+        })
     }
 }
 
@@ -318,6 +396,12 @@ pub(crate) fn service_wire_key(key: ServiceRef<'_>) -> Option<ServiceWireKey> {
     Some(wire)
 }
 
+/// The services by the wire form of `<svc>.<ns>`.
+pub(crate) type ServiceMap = CowMap<Arc<[u8]>, Arc<ServiceEntry>>;
+
+/// The services that may hold a PTR record for an address.
+pub(crate) type ReverseMap = CowMap<IpAddr, ReverseEntry>;
+
 /// The services, namespaces and reverse names of a zone (see the module docs).
 #[derive(Debug, Clone)]
 pub(crate) struct ZoneIndex {
@@ -325,10 +409,25 @@ pub(crate) struct ZoneIndex {
     zone_wire: Arc<[u8]>,
     /// Wire forms of the zone's own names, in [`crate::records::zone_names`] order.
     zone_names: Arc<[Box<[u8]>]>,
-    pub(crate) services: CowMap<Arc<[u8]>, Arc<ServiceEntry>>,
-    pub(crate) reverse: CowMap<IpAddr, ReverseEntry>,
+    pub(crate) services: ServiceMap,
+    pub(crate) reverse: ReverseMap,
     pub(crate) namespaces: CowMap<Arc<[u8]>, NamespaceEntry>,
     imports: usize,
+    /// The addresses with a [`ReverseEntry::Many`] entry (usually none): an address that is
+    /// not one of them and that a changed service keeps needs no reverse update, since its
+    /// entry is the service's own key.
+    shared: Arc<FastSet<IpAddr>>,
+    /// The reverse-index updates of the changes since the last [`Self::flush`].
+    pending: Vec<ReverseOp>,
+}
+
+/// One deferred reverse-index update: `owner` holds `ip` (or no longer does).
+#[derive(Debug, Clone)]
+struct ReverseOp {
+    hash: u64,
+    ip: IpAddr,
+    owner: Arc<[u8]>,
+    present: bool,
 }
 
 impl ZoneIndex {
@@ -341,6 +440,8 @@ impl ZoneIndex {
             reverse: CowMap::new(),
             namespaces: CowMap::new(),
             imports: 0,
+            shared: Arc::default(),
+            pending: Vec::new(),
         }
     }
 
@@ -350,11 +451,13 @@ impl ZoneIndex {
     }
 
     /// Replaces the service under `wire_key`, `old` (what the map holds now), with `new`
-    /// (`None`: removes it), keeping the namespaces and the reverse index in step. Returns the
-    /// new entry.
+    /// (`None`: removes it), keeping the namespaces in step; `hash` is the key's
+    /// [`CowMap::hash`]. The reverse index follows at the next [`Self::flush`]. Returns the new
+    /// entry.
     pub(crate) fn replace(
         &mut self,
         wire_key: &Arc<[u8]>,
+        hash: u64,
         old: Option<&Arc<ServiceEntry>>,
         new: Option<ServiceEntry>,
     ) -> Option<Arc<ServiceEntry>> {
@@ -391,6 +494,11 @@ impl ZoneIndex {
                 (Some(a), Some(b)) if a == b => {
                     i += 1;
                     j += 1;
+                    // Kept, and held by this service alone: its entry is this service's key,
+                    // and the answer follows the entry.
+                    if self.shared.is_empty() || !self.shared.contains(a) {
+                        continue;
+                    }
                     (*a, true)
                 }
                 (Some(a), Some(b)) if a < b => {
@@ -407,13 +515,19 @@ impl ZoneIndex {
                 }
                 (None, None) => break,
             };
-            self.update_reverse(ip, wire_key, present);
+            self.pending.push(ReverseOp {
+                hash: ReverseMap::hash(&ip),
+                ip,
+                owner: Arc::clone(wire_key),
+                present,
+            });
         }
         match &new {
-            Some(entry) => self
-                .services
-                .insert(Arc::clone(wire_key), Arc::clone(entry)),
-            None => self.services.remove(&**wire_key),
+            Some(entry) => {
+                self.services
+                    .insert_hashed(hash, Arc::clone(wire_key), Arc::clone(entry));
+            }
+            None => self.services.remove_hashed(hash, &**wire_key),
         }
         new
     }
@@ -450,29 +564,93 @@ impl ZoneIndex {
         }
     }
 
-    fn update_reverse(&mut self, ip: IpAddr, owner: &Arc<[u8]>, present: bool) {
-        let mut owners: Vec<Arc<[u8]>> = match self.reverse.get(&ip) {
-            // Still the one owner: its own answer follows its entry.
-            Some(ReverseEntry::One(one)) if present && same_key(one, owner) => return,
-            Some(ReverseEntry::One(one)) => vec![Arc::clone(one)],
-            // Still one of several: the same owners, a fresh merged answer.
-            Some(ReverseEntry::Many(many))
-                if present && many.owners.iter().any(|o| same_key(o, owner)) =>
-            {
-                let owners = Arc::clone(&many.owners);
-                self.reverse.insert(ip, ReverseEntry::many(owners));
-                return;
-            }
-            Some(ReverseEntry::Many(many)) => many.owners.to_vec(),
-            None => Vec::new(),
-        };
-        owners.retain(|o| !same_key(o, owner));
-        if present {
-            owners.push(Arc::clone(owner));
+    /// Applies the reverse-index updates of the changes since the last flush, shard by shard
+    /// (each shard is copied and scanned once for all of its updates, in memory order); the
+    /// updates of one address keep their order. Must run before the index is read or
+    /// published.
+    pub(crate) fn flush(&mut self) {
+        if self.pending.is_empty() {
+            return;
         }
-        match ReverseEntry::of(owners) {
-            Some(entry) => self.reverse.insert(ip, entry),
-            None => self.reverse.remove(&ip),
+        let mut ops: Vec<Option<ReverseOp>> = self.pending.drain(..).map(Some).collect();
+        // Shard bits above, the position below: sorting the keys sorts by shard, stably.
+        let mut order: Vec<u64> = ops
+            .iter()
+            .enumerate()
+            .filter_map(|(at, op)| {
+                let at = u64::try_from(at).ok()?;
+                op.as_ref().map(|op| ((op.hash >> 52) << 40) | at)
+            })
+            .collect();
+        order.sort_unstable();
+        for key in order {
+            let op = usize::try_from(key & ((1 << 40) - 1))
+                .ok()
+                .and_then(|at| ops.get_mut(at))
+                .and_then(Option::take);
+            if let Some(op) = op {
+                self.update_reverse(op);
+            }
+        }
+    }
+
+    /// Whether every change's reverse-index updates were applied.
+    pub(crate) fn is_flushed(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    fn update_reverse(&mut self, op: ReverseOp) {
+        let ReverseOp {
+            hash,
+            ip,
+            owner,
+            present,
+        } = op;
+        let (mut owners, was_shared): (Vec<Arc<[u8]>>, bool) =
+            match self.reverse.get_key_value_hashed(hash, &ip).map(|(_, e)| e) {
+                Some(ReverseEntry::One(one)) if same_key(one, &owner) => {
+                    // Still the one owner (its own answer follows its entry), or gone.
+                    if !present {
+                        self.reverse.remove_hashed(hash, &ip);
+                    }
+                    return;
+                }
+                None => {
+                    if present {
+                        self.reverse
+                            .insert_hashed(hash, ip, ReverseEntry::One(owner));
+                    }
+                    return;
+                }
+                Some(ReverseEntry::One(one)) => (vec![Arc::clone(one)], false),
+                // Still one of several: the same owners, a fresh merged answer.
+                Some(ReverseEntry::Many(many))
+                    if present && many.owners.iter().any(|o| same_key(o, &owner)) =>
+                {
+                    let owners = Arc::clone(&many.owners);
+                    self.reverse
+                        .insert_hashed(hash, ip, ReverseEntry::many(owners));
+                    return;
+                }
+                Some(ReverseEntry::Many(many)) => (many.owners.to_vec(), true),
+            };
+        owners.retain(|o| !same_key(o, &owner));
+        if present {
+            owners.push(owner);
+        }
+        let entry = ReverseEntry::of(owners);
+        let shared = matches!(entry, Some(ReverseEntry::Many(_)));
+        if shared != was_shared {
+            let set = Arc::make_mut(&mut self.shared);
+            if shared {
+                set.insert(ip);
+            } else {
+                set.remove(&ip);
+            }
+        }
+        match entry {
+            Some(entry) => self.reverse.insert_hashed(hash, ip, entry),
+            None => self.reverse.remove_hashed(hash, &ip),
         }
     }
 
@@ -653,12 +831,14 @@ mod tests {
         for i in 0..2 {
             zone.apply_import(&service_import(i, 0), None).unwrap();
         }
+        zone.flush();
         // svc-0 is asked about; svc-1 is not.
         let answer = zone.answer("svc-0.bench.svc.clusterset.local", RecordType::A);
         assert_eq!(answer.answers.len(), 1);
         for i in 0..2 {
             zone.apply_import(&service_import(i, 1), None).unwrap();
         }
+        zone.flush();
         let prepared = |i: usize| {
             let key = ServiceKey::new("bench", &crate::synthetic::service_name(i));
             let wire = service_wire_key(key.as_ref()).unwrap();

@@ -15,7 +15,9 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use mcs_types::ServiceImportType;
 use mcs_types::names::{ClustersetName, Zone};
 
-use crate::index::{FastMap, Found, ServiceEntry, ServiceNames, ZoneIndex, service_wire_key};
+use crate::index::{
+    FastMap, Found, ServiceEntry, ServiceMap, ServiceNames, ZoneIndex, service_wire_key,
+};
 use crate::objects::{
     ImportFact, ObjectError, PortFact, ReadyAddress, ServiceKey, ServiceRef, SliceFact, SliceKey,
     import_fact, slice_fact,
@@ -233,6 +235,12 @@ impl ClustersetZone {
         &self.index
     }
 
+    /// Brings the reverse index up to date with the changes applied (through the `apply_`
+    /// methods) since the last flush; the index must be flushed before it is read or published.
+    pub(crate) fn flush(&mut self) {
+        self.index.flush();
+    }
+
     /// Adds or replaces a ServiceImport; returns the names whose records changed.
     pub fn upsert_service_import(
         &mut self,
@@ -240,6 +248,7 @@ impl ClustersetZone {
     ) -> Result<ChangedNames, ObjectError> {
         let mut replaced = Vec::new();
         self.apply_import(import, Some(&mut replaced))?;
+        self.flush();
         Ok(self.changed_names(&replaced))
     }
 
@@ -247,6 +256,7 @@ impl ClustersetZone {
     pub fn delete_service_import(&mut self, namespace: &str, name: &str) -> ChangedNames {
         let mut replaced = Vec::new();
         self.apply_delete_import(&ServiceKey::new(namespace, name), Some(&mut replaced));
+        self.flush();
         self.changed_names(&replaced)
     }
 
@@ -257,6 +267,7 @@ impl ClustersetZone {
     ) -> Result<ChangedNames, ObjectError> {
         let mut replaced = Vec::new();
         self.apply_slice(slice, Some(&mut replaced))?;
+        self.flush();
         Ok(self.changed_names(&replaced))
     }
 
@@ -264,6 +275,7 @@ impl ClustersetZone {
     pub fn delete_endpoint_slice(&mut self, namespace: &str, name: &str) -> ChangedNames {
         let mut replaced = Vec::new();
         self.apply_delete_slice(&SliceKey::new(namespace, name), Some(&mut replaced));
+        self.flush();
         self.changed_names(&replaced)
     }
 
@@ -280,16 +292,20 @@ impl ClustersetZone {
         let Some(wire) = service_wire_key(key) else {
             return false;
         };
-        let (wire, current): (Arc<[u8]>, _) =
-            match self.index.services.get_key_value(wire.as_slice()) {
-                // Share the key the map holds (the reverse index keeps it as the owner).
-                Some((key, entry)) => (Arc::clone(key), Some(Arc::clone(entry))),
-                None => (wire.as_slice().into(), None),
-            };
+        let hash = ServiceMap::hash(wire.as_slice());
+        let (wire, current): (Arc<[u8]>, _) = match self
+            .index
+            .services
+            .get_key_value_hashed(hash, wire.as_slice())
+        {
+            // Share the key the map holds (the reverse index keeps it as the owner).
+            Some((key, entry)) => (Arc::clone(key), Some(Arc::clone(entry))),
+            None => (wire.as_slice().into(), None),
+        };
         let Some(new) = make(current.as_deref()) else {
             return false;
         };
-        let new = self.index.replace(&wire, current.as_ref(), new);
+        let new = self.index.replace(&wire, hash, current.as_ref(), new);
         if let Some(log) = log {
             log.push((current, new));
         }

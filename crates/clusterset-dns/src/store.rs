@@ -165,6 +165,7 @@ impl ZoneStore {
             }
         }
         report.names_recomputed = changed;
+        inner.zone.flush();
         if changed > 0 {
             self.publish(&mut inner);
         }
@@ -241,6 +242,7 @@ impl ZoneStore {
         if !errors.is_empty() {
             return Err(errors);
         }
+        zone.flush();
         let mut inner = self.lock();
         zone.set_serial(next_serial(inner.zone.serial()));
         inner.synced = true;

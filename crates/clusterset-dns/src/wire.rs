@@ -212,6 +212,10 @@ pub struct Snapshot {
 
 impl Snapshot {
     pub(crate) fn new(zone: &ClustersetZone, synced: bool) -> Self {
+        debug_assert!(
+            zone.index().is_flushed(),
+            "a snapshot of a zone not flushed"
+        );
         let zone_names = (0..)
             .map_while(|i| zone.zone_view(i, false))
             .map(PreparedName::new)
