@@ -21,7 +21,7 @@ use std::sync::{Arc, OnceLock};
 
 use mcs_types::ServiceImportType;
 
-use crate::objects::{ImportFact, ServiceKey, ServiceRef, SliceFact};
+use crate::objects::{ImportFact, IpList, ServiceKey, ServiceRef, SliceFact};
 use crate::records::{ZoneConfig, ptr_name, service_names};
 use crate::wire::{NameHasher, PreparedName, wire_name};
 
@@ -71,10 +71,16 @@ impl<K, V> Clone for CowMap<K, V> {
     }
 }
 
-/// Group and shard of a hash: its top 12 bits (the best mixed of a multiplicative hash).
+/// The shard of a hash, counted over all groups: its top 12 bits (the best mixed of a
+/// multiplicative hash).
+fn shard_index(hash: u64) -> usize {
+    usize::try_from(hash >> 52).unwrap_or(0) % (GROUPS * SHARDS_PER_GROUP)
+}
+
+/// Group and shard of a hash.
 fn slot_of(hash: u64) -> (usize, usize) {
-    let bits = usize::try_from(hash >> 52).unwrap_or(0);
-    (bits / SHARDS_PER_GROUP % GROUPS, bits % SHARDS_PER_GROUP)
+    let bits = shard_index(hash);
+    (bits / SHARDS_PER_GROUP, bits % SHARDS_PER_GROUP)
 }
 
 /// Where `key` is in `shard` (`Ok`), or where it would go (`Err`).
@@ -219,11 +225,13 @@ impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
 #[derive(Debug)]
 pub(crate) struct ServiceEntry {
     pub(crate) key: Arc<ServiceKey>,
-    pub(crate) import: Option<Arc<ImportFact>>,
+    /// Inline: an [`ImportFact`] is cheap to clone, and a change of the import (the usual
+    /// change) then allocates the entry only.
+    pub(crate) import: Option<ImportFact>,
     /// Slices by name.
     pub(crate) slices: Arc<BTreeMap<String, Arc<SliceFact>>>,
     /// Sorted, without duplicates; empty without an import.
-    ptr_ips: Box<[IpAddr]>,
+    ptr_ips: IpList,
     names: OnceLock<ServiceNames>,
 }
 
@@ -241,12 +249,10 @@ pub(crate) struct ServiceNames {
 impl ServiceEntry {
     pub(crate) fn new(
         key: Arc<ServiceKey>,
-        import: Option<Arc<ImportFact>>,
+        import: Option<ImportFact>,
         slices: Arc<BTreeMap<String, Arc<SliceFact>>>,
     ) -> Self {
-        let mut ips = Vec::with_capacity(import.as_ref().map_or(0, |import| {
-            import.ips.len() + slices.values().map(|s| s.ready.len()).sum::<usize>()
-        }));
+        let mut ips = IpList::new();
         if let Some(import) = &import {
             if import.type_ == ServiceImportType::ClusterSetIP {
                 ips.extend(import.ips.iter().copied());
@@ -255,13 +261,12 @@ impl ServiceEntry {
                 ips.extend(slice.ready.iter().map(|a| a.ip));
             }
         }
-        ips.sort_unstable();
-        ips.dedup();
+        ips.sort_dedup();
         Self {
             key,
             import,
             slices,
-            ptr_ips: ips.into(),
+            ptr_ips: ips,
             names: OnceLock::new(),
         }
     }
@@ -417,8 +422,11 @@ pub(crate) struct ZoneIndex {
     /// not one of them and that a changed service keeps needs no reverse update, since its
     /// entry is the service's own key.
     shared: Arc<FastSet<IpAddr>>,
-    /// The reverse-index updates of the changes since the last [`Self::flush`].
-    pending: Vec<ReverseOp>,
+    /// The reverse-index updates of the changes since the last [`Self::flush`] (each taken
+    /// there), and the order to apply them in: buffers kept from batch to batch, since a big
+    /// batch's would otherwise cost fresh pages (and their faults) every time.
+    pending: Vec<Option<ReverseOp>>,
+    order: Vec<u32>,
 }
 
 /// One deferred reverse-index update: `owner` holds `ip` (or no longer does).
@@ -442,6 +450,7 @@ impl ZoneIndex {
             imports: 0,
             shared: Arc::default(),
             pending: Vec::new(),
+            order: Vec::new(),
         }
     }
 
@@ -515,12 +524,12 @@ impl ZoneIndex {
                 }
                 (None, None) => break,
             };
-            self.pending.push(ReverseOp {
+            self.pending.push(Some(ReverseOp {
                 hash: ReverseMap::hash(&ip),
                 ip,
                 owner: Arc::clone(wire_key),
                 present,
-            });
+            }));
         }
         match &new {
             Some(entry) => {
@@ -572,26 +581,46 @@ impl ZoneIndex {
         if self.pending.is_empty() {
             return;
         }
-        let mut ops: Vec<Option<ReverseOp>> = self.pending.drain(..).map(Some).collect();
-        // Shard bits above, the position below: sorting the keys sorts by shard, stably.
-        let mut order: Vec<u64> = ops
-            .iter()
-            .enumerate()
-            .filter_map(|(at, op)| {
-                let at = u64::try_from(at).ok()?;
-                op.as_ref().map(|op| ((op.hash >> 52) << 40) | at)
-            })
-            .collect();
-        order.sort_unstable();
-        for key in order {
-            let op = usize::try_from(key & ((1 << 40) - 1))
+        // A counting sort by shard (stable: each address's updates keep their order).
+        let mut starts = vec![0u32; GROUPS * SHARDS_PER_GROUP + 1];
+        for op in self.pending.iter().flatten() {
+            if let Some(count) = starts.get_mut(shard_index(op.hash) + 1) {
+                *count += 1;
+            }
+        }
+        for i in 1..starts.len() {
+            let before = starts.get(i - 1).copied().unwrap_or(0);
+            if let Some(start) = starts.get_mut(i) {
+                *start += before;
+            }
+        }
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        order.resize(self.pending.len(), 0);
+        for (at, op) in self.pending.iter().enumerate() {
+            let (Some(op), Ok(at)) = (op, u32::try_from(at)) else {
+                continue;
+            };
+            if let Some(next) = starts.get_mut(shard_index(op.hash))
+                && let Some(slot) = order.get_mut(usize::try_from(*next).unwrap_or(usize::MAX))
+            {
+                *slot = at;
+                *next += 1;
+            }
+        }
+        let mut ops = std::mem::take(&mut self.pending);
+        for &at in &order {
+            if let Some(op) = usize::try_from(at)
                 .ok()
                 .and_then(|at| ops.get_mut(at))
-                .and_then(Option::take);
-            if let Some(op) = op {
+                .and_then(Option::take)
+            {
                 self.update_reverse(op);
             }
         }
+        ops.clear();
+        self.pending = ops;
+        self.order = order;
     }
 
     /// Whether every change's reverse-index updates were applied.

@@ -318,16 +318,18 @@ impl ClustersetZone {
         import: &mcs_types::v1beta1::ServiceImport,
         log: Option<&mut Vec<Replaced>>,
     ) -> Result<usize, ObjectError> {
-        let (key, fact) = import_fact(import)?;
+        let (key, draft) = import_fact(import)?;
         let changed = self.replace_service(key, log, |current| {
-            if current.and_then(|c| c.import.as_deref()) == Some(&fact) {
+            let current_import = current.and_then(|c| c.import.as_ref());
+            if current_import.is_some_and(|fact| draft.equals(fact)) {
                 return None;
             }
+            let fact = draft.into_fact(current_import);
             let (key, slices) = match current {
                 Some(c) => (Arc::clone(&c.key), Arc::clone(&c.slices)),
                 None => (Arc::new(key.to_key()), Arc::default()),
             };
-            Some(Some(ServiceEntry::new(key, Some(Arc::new(fact)), slices)))
+            Some(Some(ServiceEntry::new(key, Some(fact), slices)))
         });
         Ok(usize::from(changed))
     }
