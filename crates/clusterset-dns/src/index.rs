@@ -232,6 +232,9 @@ pub(crate) struct ServiceEntry {
     pub(crate) slices: Arc<BTreeMap<String, Arc<SliceFact>>>,
     /// Sorted, without duplicates; empty without an import.
     ptr_ips: IpList,
+    /// The ready addresses of the slices, sorted, without duplicates: kept when only the import
+    /// changes, so that such a change does not read the slices.
+    slice_ips: IpList,
     names: OnceLock<ServiceNames>,
 }
 
@@ -252,21 +255,46 @@ impl ServiceEntry {
         import: Option<ImportFact>,
         slices: Arc<BTreeMap<String, Arc<SliceFact>>>,
     ) -> Self {
-        let mut ips = IpList::new();
-        if let Some(import) = &import {
-            if import.type_ == ServiceImportType::ClusterSetIP {
+        let mut slice_ips: IpList = slices
+            .values()
+            .flat_map(|slice| slice.ready.iter().map(|a| a.ip))
+            .collect();
+        slice_ips.sort_dedup();
+        Self::with_slice_ips(key, import, slices, slice_ips)
+    }
+
+    /// `current` with another import (or none).
+    pub(crate) fn with_import(current: &Self, import: Option<ImportFact>) -> Self {
+        Self::with_slice_ips(
+            Arc::clone(&current.key),
+            import,
+            Arc::clone(&current.slices),
+            current.slice_ips.clone(),
+        )
+    }
+
+    fn with_slice_ips(
+        key: Arc<ServiceKey>,
+        import: Option<ImportFact>,
+        slices: Arc<BTreeMap<String, Arc<SliceFact>>>,
+        slice_ips: IpList,
+    ) -> Self {
+        let ptr_ips = match &import {
+            None => IpList::new(),
+            Some(import) if import.type_ == ServiceImportType::ClusterSetIP => {
+                let mut ips = slice_ips.clone();
                 ips.extend(import.ips.iter().copied());
+                ips.sort_dedup();
+                ips
             }
-            for slice in slices.values() {
-                ips.extend(slice.ready.iter().map(|a| a.ip));
-            }
-        }
-        ips.sort_dedup();
+            Some(_) => slice_ips.clone(),
+        };
         Self {
             key,
             import,
             slices,
-            ptr_ips: ips,
+            ptr_ips,
+            slice_ips,
             names: OnceLock::new(),
         }
     }

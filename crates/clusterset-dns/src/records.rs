@@ -324,12 +324,11 @@ impl ClustersetZone {
             if current_import.is_some_and(|fact| draft.equals(fact)) {
                 return None;
             }
-            let fact = draft.into_fact(current_import);
-            let (key, slices) = match current {
-                Some(c) => (Arc::clone(&c.key), Arc::clone(&c.slices)),
-                None => (Arc::new(key.to_key()), Arc::default()),
-            };
-            Some(Some(ServiceEntry::new(key, Some(fact), slices)))
+            let fact = Some(draft.into_fact(current_import));
+            Some(Some(match current {
+                Some(c) => ServiceEntry::with_import(c, fact),
+                None => ServiceEntry::new(Arc::new(key.to_key()), fact, Arc::default()),
+            }))
         });
         Ok(usize::from(changed))
     }
@@ -342,9 +341,7 @@ impl ClustersetZone {
     ) -> usize {
         usize::from(self.replace_service(key.as_ref(), log, |current| {
             let current = current.filter(|c| c.import.is_some())?;
-            Some((!current.slices.is_empty()).then(|| {
-                ServiceEntry::new(Arc::clone(&current.key), None, Arc::clone(&current.slices))
-            }))
+            Some((!current.slices.is_empty()).then(|| ServiceEntry::with_import(current, None)))
         }))
     }
 
