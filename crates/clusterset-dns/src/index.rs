@@ -283,8 +283,9 @@ impl ServiceEntry {
             None => IpList::new(),
             Some(import) if import.type_ == ServiceImportType::ClusterSetIP => {
                 let mut ips = slice_ips.clone();
-                ips.extend(import.ips.iter().copied());
-                ips.sort_dedup();
+                for ip in &import.ips {
+                    ips.insert_sorted(*ip);
+                }
                 ips
             }
             Some(_) => slice_ips.clone(),
@@ -496,9 +497,8 @@ impl ZoneIndex {
         wire_key: &Arc<[u8]>,
         hash: u64,
         old: Option<&Arc<ServiceEntry>>,
-        new: Option<ServiceEntry>,
+        new: Option<Arc<ServiceEntry>>,
     ) -> Option<Arc<ServiceEntry>> {
-        let new = new.map(Arc::new);
         // A service someone asked about gets its names and answers ready here, before the new
         // snapshot is published, so its queries do not pay for the change; services nobody
         // asked about stay lazy, which keeps big batches cheap.

@@ -196,6 +196,31 @@ impl IpList {
         }
     }
 
+    /// Inserts `ip` into a sorted list without duplicates, keeping it so.
+    pub(crate) fn insert_sorted(&mut self, ip: IpAddr) {
+        let Err(at) = self.binary_search(&ip) else {
+            return;
+        };
+        match self {
+            Self::Inline(len, ips) if usize::from(*len) < INLINE_IPS => {
+                if let Some(tail) = ips.get_mut(at..=usize::from(*len)) {
+                    tail.rotate_right(1);
+                    if let Some(first) = tail.first_mut() {
+                        *first = ip;
+                    }
+                    *len += 1;
+                }
+            }
+            Self::Inline(..) => {
+                let mut heap = Vec::with_capacity(INLINE_IPS * 2);
+                heap.extend_from_slice(self);
+                heap.insert(at, ip);
+                *self = Self::Heap(heap);
+            }
+            Self::Heap(ips) => ips.insert(at, ip),
+        }
+    }
+
     /// Sorts the addresses and drops duplicates.
     pub(crate) fn sort_dedup(&mut self) {
         let ips = self.as_mut_slice();
@@ -445,6 +470,17 @@ fn port_number(fault: &Fault<'_>, field: &dyn Display, port: i32) -> Result<u16,
         .ok_or_else(|| fault.at(field, format!("{port} is not a port number (1-65535)")))
 }
 
+/// The protocol Kubernetes spells `value`, on a short path for its own spellings (`TCP`, `UDP`,
+/// `SCTP`), which `SrvProtocol`'s parser accepts as the same protocols.
+fn kubernetes_protocol(value: &str) -> Result<SrvProtocol, mcs_types::names::UnknownProtocol> {
+    match value {
+        "TCP" => Ok(SrvProtocol::Tcp),
+        "UDP" => Ok(SrvProtocol::Udp),
+        "SCTP" => Ok(SrvProtocol::Sctp),
+        other => other.parse(),
+    }
+}
+
 fn protocol(
     fault: &Fault<'_>,
     field: &dyn Display,
@@ -452,7 +488,7 @@ fn protocol(
 ) -> Result<SrvProtocol, ObjectError> {
     match value {
         None => Ok(SrvProtocol::Tcp),
-        Some(p) => p.parse().map_err(|e: mcs_types::names::UnknownProtocol| {
+        Some(p) => kubernetes_protocol(p).map_err(|e: mcs_types::names::UnknownProtocol| {
             fault.at(
                 field,
                 format!("{e} (Kubernetes spells them TCP, UDP, SCTP)"),
@@ -492,14 +528,15 @@ fn valid_port(p: &ServicePort) -> (Option<&str>, SrvProtocol, u16) {
         p.name.as_deref().filter(|n| !n.is_empty()),
         p.protocol
             .as_deref()
-            .and_then(|p| p.parse().ok())
+            .and_then(|p| kubernetes_protocol(p).ok())
             .unwrap_or(SrvProtocol::Tcp),
         u16::try_from(p.port).unwrap_or(0),
     )
 }
 
 impl ImportDraft<'_> {
-    fn ports_equal(&self, ports: &[PortFact]) -> bool {
+    /// Whether the ports are `ports`.
+    pub(crate) fn ports_equal(&self, ports: &[PortFact]) -> bool {
         self.ports.len() == ports.len()
             && self.ports.iter().zip(ports).all(|(draft, fact)| {
                 let (name, protocol, port) = valid_port(draft);
@@ -507,16 +544,17 @@ impl ImportDraft<'_> {
             })
     }
 
-    /// Whether `fact` says the same.
-    pub(crate) fn equals(&self, fact: &ImportFact) -> bool {
-        self.type_ == fact.type_ && self.ips == fact.ips && self.ports_equal(&fact.ports)
+    /// Whether `fact` says the same but for the ports ([`Self::ports_equal`] compares them).
+    pub(crate) fn equals_apart_from_ports(&self, fact: &ImportFact) -> bool {
+        self.type_ == fact.type_ && self.ips == fact.ips
     }
 
-    /// The fact, sharing the ports of `current` if they are the same.
-    pub(crate) fn into_fact(self, current: Option<&ImportFact>) -> ImportFact {
-        let ports = match current {
-            Some(current) if self.ports_equal(&current.ports) => Arc::clone(&current.ports),
-            _ => self
+    /// The fact; with `same_ports` (an import whose ports are equal, see
+    /// [`Self::ports_equal`]) it shares their ports.
+    pub(crate) fn into_fact(self, same_ports: Option<&ImportFact>) -> ImportFact {
+        let ports = match same_ports {
+            Some(same) => Arc::clone(&same.ports),
+            None => self
                 .ports
                 .iter()
                 .map(|p| {
@@ -537,6 +575,46 @@ impl ImportDraft<'_> {
     }
 }
 
+/// An address as `IpAddr`'s `FromStr` parses it: dotted-quad IPv4 addresses (the usual ones) on
+/// a short path that accepts only what the standard parser accepts (four decimal groups of one
+/// to three digits, no leading zeros, each at most 255), everything else by the standard parser.
+fn parse_ip(text: &str) -> Result<IpAddr, std::net::AddrParseError> {
+    fn dotted_quad(text: &[u8]) -> Option<Ipv4Addr> {
+        let mut octets = [0u8; 4];
+        let mut group = 0usize;
+        // The value and the digits of the group being read.
+        let (mut value, mut digits, mut leading_zero) = (0u16, 0usize, false);
+        for &byte in text {
+            if byte == b'.' {
+                if digits == 0 {
+                    return None;
+                }
+                *octets.get_mut(group)? = u8::try_from(value).ok()?;
+                group += 1;
+                (value, digits, leading_zero) = (0, 0, false);
+            } else if byte.is_ascii_digit() {
+                if leading_zero || digits == 3 {
+                    return None;
+                }
+                leading_zero = digits == 0 && byte == b'0';
+                value = value * 10 + u16::from(byte - b'0');
+                digits += 1;
+            } else {
+                return None;
+            }
+        }
+        if group != 3 || digits == 0 {
+            return None;
+        }
+        *octets.get_mut(3)? = u8::try_from(value).ok()?;
+        Some(Ipv4Addr::from(octets))
+    }
+    match dotted_quad(text.as_bytes()) {
+        Some(v4) => Ok(IpAddr::V4(v4)),
+        None => text.parse(),
+    }
+}
+
 /// Validates a ServiceImport into what DNS serves.
 pub(crate) fn import_fact(
     import: &mcs_types::v1beta1::ServiceImport,
@@ -553,7 +631,7 @@ pub(crate) fn import_fact(
     let spec = &import.spec;
     let mut ips = IpList::new();
     for (i, ip) in spec.ips.iter().enumerate() {
-        let parsed: IpAddr = ip.parse().map_err(|_| {
+        let parsed: IpAddr = parse_ip(ip).map_err(|_| {
             fault.at(
                 format!("spec.ips[{i}]"),
                 format!("{ip:?} is not an IPv4 or IPv6 address"),
@@ -672,7 +750,7 @@ pub(crate) fn slice_fact(slice: &EndpointSlice) -> Result<(SliceKey, SliceFact),
             ));
         }
         for (j, address) in endpoint.addresses.iter().enumerate() {
-            let ip: IpAddr = address.parse().map_err(|_| {
+            let ip: IpAddr = parse_ip(address).map_err(|_| {
                 fault.at(
                     format!("endpoints[{i}].addresses[{j}]"),
                     format!("{address:?} is not an IP address"),
@@ -709,6 +787,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_short_ipv4_path_parses_what_the_standard_parser_does() {
+        for text in [
+            "10.0.0.1",
+            "0.0.0.0",
+            "255.255.255.255",
+            "242.1.0.11",
+            "256.0.0.1",
+            "01.0.0.1",
+            "1.0.0.00",
+            "1.2.3",
+            "1.2.3.4.5",
+            "1..3.4",
+            ".1.2.3",
+            "1.2.3.",
+            "1.2.3.4 ",
+            "+1.2.3.4",
+            "1.2.3.-4",
+            "1000.2.3.4",
+            "fd00::1",
+            "::ffff:10.0.0.1",
+            "",
+            "a.b.c.d",
+        ] {
+            assert_eq!(parse_ip(text), text.parse::<IpAddr>(), "{text:?}");
+        }
+    }
+
+    #[test]
     fn ip_lists_sort_dedup_and_compare_by_their_addresses_inline_or_not() {
         let ip = |s: &str| s.parse::<IpAddr>().unwrap();
         for count in [0, 1, 3, INLINE_IPS, INLINE_IPS + 1, 3 * INLINE_IPS] {
@@ -727,6 +833,11 @@ mod tests {
             assert_eq!(heap, list);
             heap.sort_dedup();
             assert_eq!(heap, list);
+            let mut inserted = IpList::new();
+            for ip in addresses.iter().rev() {
+                inserted.insert_sorted(*ip);
+            }
+            assert_eq!(inserted, list, "{count} addresses inserted");
         }
         let mut one = IpList::new();
         one.push(ip("fd00::1"));

@@ -285,7 +285,7 @@ impl ClustersetZone {
         &mut self,
         key: ServiceRef<'_>,
         log: Option<&mut Vec<Replaced>>,
-        make: impl FnOnce(Option<&ServiceEntry>) -> Option<Option<ServiceEntry>>,
+        make: impl FnOnce(Option<&ServiceEntry>) -> Option<Option<Arc<ServiceEntry>>>,
     ) -> bool {
         // A service whose namespace or name is not a label never gets names (its import is
         // rejected): its slices are not kept either.
@@ -321,14 +321,21 @@ impl ClustersetZone {
         let (key, draft) = import_fact(import)?;
         let changed = self.replace_service(key, log, |current| {
             let current_import = current.and_then(|c| c.import.as_ref());
-            if current_import.is_some_and(|fact| draft.equals(fact)) {
-                return None;
-            }
-            let fact = Some(draft.into_fact(current_import));
-            Some(Some(match current {
+            let ports_equal = match current_import {
+                Some(fact) => {
+                    let ports_equal = draft.ports_equal(&fact.ports);
+                    if ports_equal && draft.equals_apart_from_ports(fact) {
+                        return None;
+                    }
+                    ports_equal
+                }
+                None => false,
+            };
+            let fact = Some(draft.into_fact(current_import.filter(|_| ports_equal)));
+            Some(Some(Arc::new(match current {
                 Some(c) => ServiceEntry::with_import(c, fact),
                 None => ServiceEntry::new(Arc::new(key.to_key()), fact, Arc::default()),
-            }))
+            })))
         });
         Ok(usize::from(changed))
     }
@@ -341,7 +348,10 @@ impl ClustersetZone {
     ) -> usize {
         usize::from(self.replace_service(key.as_ref(), log, |current| {
             let current = current.filter(|c| c.import.is_some())?;
-            Some((!current.slices.is_empty()).then(|| ServiceEntry::with_import(current, None)))
+            Some(
+                (!current.slices.is_empty())
+                    .then(|| Arc::new(ServiceEntry::with_import(current, None))),
+            )
         }))
     }
 
@@ -374,7 +384,11 @@ impl ClustersetZone {
                 None => (Arc::new(service_key.clone()), None, BTreeMap::new()),
             };
             slices.insert(name, Arc::new(fact));
-            Some(Some(ServiceEntry::new(key, import, Arc::new(slices))))
+            Some(Some(Arc::new(ServiceEntry::new(
+                key,
+                import,
+                Arc::new(slices),
+            ))))
         });
         if updated {
             self.slice_owner.insert(slice_key, service_key);
@@ -407,11 +421,11 @@ impl ClustersetZone {
             let mut slices = BTreeMap::clone(&current.slices);
             slices.remove(&slice_key.name);
             Some((current.import.is_some() || !slices.is_empty()).then(|| {
-                ServiceEntry::new(
+                Arc::new(ServiceEntry::new(
                     Arc::clone(&current.key),
                     current.import.clone(),
                     Arc::new(slices),
-                )
+                ))
             }))
         }))
     }
