@@ -84,12 +84,22 @@ fn slot_of(hash: u64) -> (usize, usize) {
 }
 
 /// Where `key` is in `shard` (`Ok`), or where it would go (`Err`).
+#[inline]
 fn find<K, V, Q>(shard: &[Slot<K, V>], hash: u64, key: &Q) -> Result<usize, usize>
 where
     K: Borrow<Q>,
     Q: Eq + ?Sized,
 {
-    let start = shard.partition_point(|slot| slot.hash < hash);
+    // Shards are small (a handful of entries in a zone of 10,000 services): a scan is quicker
+    // than a binary search there.
+    let start = if shard.len() <= 16 {
+        shard
+            .iter()
+            .position(|slot| slot.hash >= hash)
+            .unwrap_or(shard.len())
+    } else {
+        shard.partition_point(|slot| slot.hash < hash)
+    };
     let mut at = start;
     while let Some(slot) = shard.get(at) {
         if slot.hash != hash {
@@ -119,17 +129,20 @@ impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
     }
 
     /// The hash of a key, for the `_hashed` methods.
+    #[inline]
     pub(crate) fn hash<Q: Hash + ?Sized>(key: &Q) -> u64 {
         let mut hasher = NameHasher::default();
         key.hash(&mut hasher);
         hasher.finish()
     }
 
+    #[inline]
     fn shard(&self, hash: u64) -> Option<&Shard<K, V>> {
         let (group, shard) = slot_of(hash);
         self.groups.get(group)?.get(shard).map(|shard| &**shard)
     }
 
+    #[inline]
     pub(crate) fn get<Q>(&self, key: &Q) -> Option<&V>
     where
         K: Borrow<Q>,
@@ -139,6 +152,7 @@ impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
             .map(|(_, v)| v)
     }
 
+    #[inline]
     pub(crate) fn get_key_value_hashed<Q>(&self, hash: u64, key: &Q) -> Option<(&K, &V)>
     where
         K: Borrow<Q>,
@@ -455,7 +469,18 @@ pub(crate) struct ZoneIndex {
     /// there), and the order to apply them in: buffers kept from batch to batch, since a big
     /// batch's would otherwise cost fresh pages (and their faults) every time.
     pending: Vec<Option<ReverseOp>>,
-    order: Vec<u32>,
+    order: Scratch,
+}
+
+/// A buffer of the writer's, kept from batch to batch: a clone of the index (a snapshot) gets
+/// an empty one, and never copies it.
+#[derive(Debug, Default)]
+struct Scratch(Vec<u32>);
+
+impl Clone for Scratch {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
 }
 
 /// One deferred reverse-index update: `owner` holds `ip` (or no longer does).
@@ -479,7 +504,7 @@ impl ZoneIndex {
             imports: 0,
             shared: Arc::default(),
             pending: Vec::new(),
-            order: Vec::new(),
+            order: Scratch::default(),
         }
     }
 
@@ -609,6 +634,15 @@ impl ZoneIndex {
         if self.pending.is_empty() {
             return;
         }
+        // A few updates (a change of one or two services) go in as they are.
+        if self.pending.len() <= 64 {
+            let mut ops = std::mem::take(&mut self.pending);
+            for op in ops.drain(..).flatten() {
+                self.update_reverse(op);
+            }
+            self.pending = ops;
+            return;
+        }
         // A counting sort by shard (stable: each address's updates keep their order).
         let mut starts = vec![0u32; GROUPS * SHARDS_PER_GROUP + 1];
         for op in self.pending.iter().flatten() {
@@ -622,7 +656,7 @@ impl ZoneIndex {
                 *start += before;
             }
         }
-        let mut order = std::mem::take(&mut self.order);
+        let mut order = std::mem::take(&mut self.order.0);
         order.clear();
         order.resize(self.pending.len(), 0);
         for (at, op) in self.pending.iter().enumerate() {
@@ -648,7 +682,8 @@ impl ZoneIndex {
         }
         ops.clear();
         self.pending = ops;
-        self.order = order;
+        order.clear();
+        self.order = Scratch(order);
     }
 
     /// Whether every change's reverse-index updates were applied.

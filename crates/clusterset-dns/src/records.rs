@@ -188,6 +188,9 @@ pub struct ClustersetZone {
     /// The zone's own names (`zone_names` order), for [`Self::names`].
     zone_names: Vec<String>,
     slice_owner: FastMap<SliceKey, ServiceKey>,
+    /// The names of the SOA record (apex, `ns.dns`, `hostmaster`), parsed once: every
+    /// snapshot carries a new SOA (the serial).
+    soa_names: [Name; 3],
 }
 
 /// One service replaced by a change: the entry before and after (`None`: absent).
@@ -197,7 +200,14 @@ impl ClustersetZone {
     /// An empty zone: the apex, `svc`, `pod`, `dns-version` and the name server only.
     pub fn new(config: ZoneConfig) -> Self {
         let zone_names: Vec<String> = zone_names(&config).into_iter().map(|(n, _)| n).collect();
+        let apex = config.zone.as_str();
+        let soa_names = [
+            fqdn(apex),
+            fqdn(&format!("ns.dns.{apex}")),
+            fqdn(&format!("hostmaster.{apex}")),
+        ];
         Self {
+            soa_names,
             serial: 1,
             index: ZoneIndex::new(config, &zone_names),
             zone_names,
@@ -529,17 +539,9 @@ impl ClustersetZone {
 
     /// The SOA record of the zone.
     pub fn soa_record(&self) -> Record {
-        let apex = fqdn(self.apex());
+        let [apex, ns, hostmaster] = self.soa_names.clone();
         let ttl = self.config().ttl;
-        let soa = SOA::new(
-            fqdn(&format!("ns.dns.{}", self.apex())),
-            fqdn(&format!("hostmaster.{}", self.apex())),
-            self.serial,
-            7200,
-            1800,
-            86400,
-            ttl,
-        );
+        let soa = SOA::new(ns, hostmaster, self.serial, 7200, 1800, 86400, ttl);
         Record::from_rdata(apex, ttl, RData::SOA(soa))
     }
 

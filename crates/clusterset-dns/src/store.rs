@@ -107,7 +107,7 @@ impl ZoneStore {
     /// An empty, unsynced store.
     pub fn new(config: ZoneConfig) -> Self {
         let zone = ClustersetZone::new(config);
-        let snapshot = Snapshot::new(&zone, false);
+        let snapshot = Snapshot::new(&zone, false, None);
         Self {
             inner: Mutex::new(Inner {
                 zone,
@@ -217,7 +217,7 @@ impl ZoneStore {
         let mut inner = self.lock();
         if !inner.synced {
             inner.synced = true;
-            let snapshot = Snapshot::new(&inner.zone, true);
+            let snapshot = Snapshot::new(&inner.zone, true, Some(&self.snapshot.load()));
             self.swap_in(snapshot);
         }
     }
@@ -246,7 +246,7 @@ impl ZoneStore {
         let mut inner = self.lock();
         zone.set_serial(next_serial(inner.zone.serial()));
         inner.synced = true;
-        let snapshot = Snapshot::new(&zone, true);
+        let snapshot = Snapshot::new(&zone, true, Some(&self.snapshot.load()));
         let old = std::mem::replace(&mut inner.zone, zone);
         self.swap_in(snapshot);
         self.retire(Retired::Zone(Box::new(old)));
@@ -256,7 +256,7 @@ impl ZoneStore {
     fn publish(&self, inner: &mut Inner) {
         let serial = next_serial(inner.zone.serial());
         inner.zone.set_serial(serial);
-        let snapshot = Snapshot::new(&inner.zone, inner.synced);
+        let snapshot = Snapshot::new(&inner.zone, inner.synced, Some(&self.snapshot.load()));
         self.swap_in(snapshot);
     }
 
