@@ -340,6 +340,90 @@ impl ServiceEntry {
     }
 }
 
+/// How many bytes of a service key a [`WireKey`] holds inline.
+const INLINE_KEY: usize = 30;
+
+/// The key of a service in the services map and in the reverse index: the wire form of
+/// `<svc>.<ns>` (two labels, no terminator), inline when it is short (most are), shared
+/// otherwise. Inline keys make copies of shards plain memory copies (no reference counts to
+/// update in other services' memory, which would serialise the copy on cache misses), and let a
+/// lookup compare the key in the shard itself.
+#[derive(Clone)]
+pub(crate) enum WireKey {
+    /// The first `len` bytes of the array.
+    Inline(u8, [u8; INLINE_KEY]),
+    /// Longer keys.
+    Shared(Arc<[u8]>),
+}
+
+impl From<&[u8]> for WireKey {
+    fn from(bytes: &[u8]) -> Self {
+        let mut inline = [0; INLINE_KEY];
+        match (inline.get_mut(..bytes.len()), u8::try_from(bytes.len())) {
+            (Some(prefix), Ok(len)) => {
+                prefix.copy_from_slice(bytes);
+                Self::Inline(len, inline)
+            }
+            _ => Self::Shared(bytes.into()),
+        }
+    }
+}
+
+impl std::ops::Deref for WireKey {
+    type Target = [u8];
+
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        match self {
+            Self::Inline(len, bytes) => bytes.get(..usize::from(*len)).unwrap_or_default(),
+            Self::Shared(bytes) => bytes,
+        }
+    }
+}
+
+impl Borrow<[u8]> for WireKey {
+    #[inline]
+    fn borrow(&self) -> &[u8] {
+        self
+    }
+}
+
+/// Hashes as its bytes do (the maps look keys up by `&[u8]`).
+impl Hash for WireKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (**self).hash(state);
+    }
+}
+
+impl PartialEq for WireKey {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Shared(a), Self::Shared(b)) if Arc::ptr_eq(a, b) => true,
+            _ => **self == **other,
+        }
+    }
+}
+
+impl Eq for WireKey {}
+
+impl PartialOrd for WireKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for WireKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (**self).cmp(&**other)
+    }
+}
+
+impl std::fmt::Debug for WireKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", String::from_utf8_lossy(self))
+    }
+}
+
 /// The services that may hold PTR records for one address.
 ///
 /// With one owner (the usual case) the answer is the owner's own (its [`ServiceNames`]): the
@@ -351,27 +435,27 @@ impl ServiceEntry {
 #[derive(Debug, Clone)]
 pub(crate) enum ReverseEntry {
     /// The key of the one service that holds the address.
-    One(Arc<[u8]>),
+    One(WireKey),
     /// Several services hold it.
     Many(Arc<SharedReverse>),
 }
 
-/// Whether two service keys are the same: the reverse index holds the services map's own key
-/// objects, so pointer equality decides without reading the bytes, which are compared only
-/// when the pointers differ.
-fn same_key(a: &Arc<[u8]>, b: &Arc<[u8]>) -> bool {
-    Arc::ptr_eq(a, b) || a == b
+/// Whether two service keys are the same: short keys compare inline; the reverse index holds
+/// the services map's own shared keys, so pointer equality decides for long ones without
+/// reading the bytes, which are compared only when the pointers differ.
+fn same_key(a: &WireKey, b: &WireKey) -> bool {
+    a == b
 }
 
 /// An address several services hold: their keys (sorted) and the merged PTR answer.
 #[derive(Debug)]
 pub(crate) struct SharedReverse {
-    owners: Arc<[Arc<[u8]>]>,
+    owners: Arc<[WireKey]>,
     prepared: OnceLock<Option<PreparedName>>,
 }
 
 impl ReverseEntry {
-    fn of(mut owners: Vec<Arc<[u8]>>) -> Option<Self> {
+    fn of(mut owners: Vec<WireKey>) -> Option<Self> {
         match owners.len() {
             0 => None,
             1 => owners.pop().map(Self::One),
@@ -382,7 +466,7 @@ impl ReverseEntry {
         }
     }
 
-    fn many(owners: Arc<[Arc<[u8]>]>) -> Self {
+    fn many(owners: Arc<[WireKey]>) -> Self {
         Self::Many(Arc::new(SharedReverse {
             owners,
             prepared: OnceLock::new(),
@@ -445,7 +529,7 @@ pub(crate) fn service_wire_key(key: ServiceRef<'_>) -> Option<ServiceWireKey> {
 }
 
 /// The services by the wire form of `<svc>.<ns>`.
-pub(crate) type ServiceMap = CowMap<Arc<[u8]>, Arc<ServiceEntry>>;
+pub(crate) type ServiceMap = CowMap<WireKey, Arc<ServiceEntry>>;
 
 /// The services that may hold a PTR record for an address.
 pub(crate) type ReverseMap = CowMap<IpAddr, ReverseEntry>;
@@ -488,7 +572,7 @@ impl Clone for Scratch {
 struct ReverseOp {
     hash: u64,
     ip: IpAddr,
-    owner: Arc<[u8]>,
+    owner: WireKey,
     present: bool,
 }
 
@@ -519,7 +603,7 @@ impl ZoneIndex {
     /// entry.
     pub(crate) fn replace(
         &mut self,
-        wire_key: &Arc<[u8]>,
+        wire_key: &WireKey,
         hash: u64,
         old: Option<&Arc<ServiceEntry>>,
         new: Option<Arc<ServiceEntry>>,
@@ -580,14 +664,14 @@ impl ZoneIndex {
             self.pending.push(Some(ReverseOp {
                 hash: ReverseMap::hash(&ip),
                 ip,
-                owner: Arc::clone(wire_key),
+                owner: wire_key.clone(),
                 present,
             }));
         }
         match &new {
             Some(entry) => {
                 self.services
-                    .insert_hashed(hash, Arc::clone(wire_key), Arc::clone(entry));
+                    .insert_hashed(hash, wire_key.clone(), Arc::clone(entry));
             }
             None => self.services.remove_hashed(hash, &**wire_key),
         }
@@ -698,7 +782,7 @@ impl ZoneIndex {
             owner,
             present,
         } = op;
-        let (mut owners, was_shared): (Vec<Arc<[u8]>>, bool) =
+        let (mut owners, was_shared): (Vec<WireKey>, bool) =
             match self.reverse.get_key_value_hashed(hash, &ip).map(|(_, e)| e) {
                 Some(ReverseEntry::One(one)) if same_key(one, &owner) => {
                     // Still the one owner (its own answer follows its entry), or gone.
@@ -714,7 +798,7 @@ impl ZoneIndex {
                     }
                     return;
                 }
-                Some(ReverseEntry::One(one)) => (vec![Arc::clone(one)], false),
+                Some(ReverseEntry::One(one)) => (vec![one.clone()], false),
                 // Still one of several: the same owners, a fresh merged answer.
                 Some(ReverseEntry::Many(many))
                     if present && many.owners.iter().any(|o| same_key(o, &owner)) =>
@@ -811,7 +895,7 @@ impl ZoneIndex {
         ip: IpAddr,
         entry: &'a ReverseEntry,
     ) -> Option<&'a PreparedName> {
-        let owner_names = |owner: &Arc<[u8]>| {
+        let owner_names = |owner: &WireKey| {
             self.services
                 .get(&**owner)
                 .map(|service| &service.names(&self.config).reverse)

@@ -16,7 +16,7 @@ use mcs_types::ServiceImportType;
 use mcs_types::names::{ClustersetName, Zone};
 
 use crate::index::{
-    FastMap, Found, ServiceEntry, ServiceMap, ServiceNames, ZoneIndex, service_wire_key,
+    FastMap, Found, ServiceEntry, ServiceMap, ServiceNames, WireKey, ZoneIndex, service_wire_key,
 };
 use crate::objects::{
     ImportFact, ObjectError, PortFact, ReadyAddress, ServiceKey, ServiceRef, SliceFact, SliceKey,
@@ -303,13 +303,13 @@ impl ClustersetZone {
             return false;
         };
         let hash = ServiceMap::hash(wire.as_slice());
-        let (wire, current): (Arc<[u8]>, _) = match self
+        let (wire, current): (WireKey, _) = match self
             .index
             .services
             .get_key_value_hashed(hash, wire.as_slice())
         {
             // Share the key the map holds (the reverse index keeps it as the owner).
-            Some((key, entry)) => (Arc::clone(key), Some(Arc::clone(entry))),
+            Some((key, entry)) => (key.clone(), Some(Arc::clone(entry))),
             None => (wire.as_slice().into(), None),
         };
         let Some(new) = make(current.as_deref()) else {
