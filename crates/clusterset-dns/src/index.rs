@@ -1035,6 +1035,55 @@ mod tests {
     }
 
     #[test]
+    fn wire_keys_inline_or_shared_hash_and_compare_as_their_bytes() {
+        let short = service_wire_key(ServiceRef {
+            namespace: "shop",
+            name: "web",
+        })
+        .unwrap();
+        let long_name = "a-rather-long-service-name-for-a-test";
+        let long = service_wire_key(ServiceRef {
+            namespace: "shop",
+            name: long_name,
+        })
+        .unwrap();
+        let (a, b) = (
+            WireKey::from(short.as_slice()),
+            WireKey::from(long.as_slice()),
+        );
+        assert!(matches!(a, WireKey::Inline(..)) && matches!(b, WireKey::Shared(_)));
+        for (key, bytes) in [(&a, short.as_slice()), (&b, long.as_slice())] {
+            assert_eq!(&**key, bytes);
+            assert_eq!(ServiceMap::hash(key), ServiceMap::hash(bytes));
+            assert_eq!(key, &WireKey::from(bytes));
+        }
+        assert_ne!(a, b);
+        assert_eq!(a.cmp(&b), short.as_slice().cmp(long.as_slice()));
+
+        // A service with a long key through the zone: its names and its PTR record follow it.
+        use crate::records::ClustersetZone;
+        use hickory_proto::rr::RecordType;
+        let mut zone = ClustersetZone::new(ZoneConfig::default());
+        for ip in ["242.9.0.1", "242.9.0.2"] {
+            let mut import = crate::synthetic::service_import(0, 0);
+            import.metadata.name = Some(long_name.to_owned());
+            import.spec.ips = vec![ip.to_owned()];
+            zone.upsert_service_import(&import).unwrap();
+            let name = format!("{long_name}.bench.svc.clusterset.local");
+            let answer = zone.answer(&name, RecordType::A);
+            assert_eq!(answer.answers[0].data.to_string(), ip);
+            let reverse = crate::records::reverse_name(ip.parse().unwrap());
+            let ptr = zone.answer(&reverse, RecordType::PTR);
+            assert_eq!(ptr.answers[0].data.to_string(), format!("{name}."));
+        }
+        let old = zone.answer("1.0.9.242.in-addr.arpa", RecordType::PTR);
+        assert!(
+            old.answers.is_empty(),
+            "the old address lost its PTR record"
+        );
+    }
+
+    #[test]
     fn cow_map_clones_do_not_see_later_changes() {
         let mut map: CowMap<u32, u32> = CowMap::new();
         for i in 0..1000 {
