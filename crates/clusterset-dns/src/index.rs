@@ -22,7 +22,7 @@ use std::sync::{Arc, OnceLock};
 use mcs_types::ServiceImportType;
 
 use crate::objects::{ImportFact, IpList, ServiceKey, ServiceRef, SliceFact};
-use crate::records::{ZoneConfig, ptr_name, service_names};
+use crate::records::{Replaced, ZoneConfig, ptr_name, service_names};
 use crate::wire::{NameHasher, PreparedName, wire_name};
 
 /// Hash maps keyed by the zone's own names and keys: FxHash (see [`NameHasher`]).
@@ -174,20 +174,17 @@ impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
         self.insert_hashed(Self::hash(&key), key, value);
     }
 
-    /// Inserts with the key's [`CowMap::hash`].
-    pub(crate) fn insert_hashed(&mut self, hash: u64, key: K, value: V) {
-        let Some(shard) = self.shard_mut(hash) else {
-            return;
-        };
+    /// Inserts with the key's [`CowMap::hash`]; returns the value replaced.
+    pub(crate) fn insert_hashed(&mut self, hash: u64, key: K, value: V) -> Option<V> {
+        let shard = self.shard_mut(hash)?;
         match find(shard, hash, &key) {
-            Ok(at) => {
-                if let Some(slot) = shard.get_mut(at) {
-                    slot.value = value;
-                }
-            }
+            Ok(at) => shard
+                .get_mut(at)
+                .map(|slot| std::mem::replace(&mut slot.value, value)),
             Err(at) => {
                 shard.insert(at, Slot { hash, key, value });
                 self.len += 1;
+                None
             }
         }
     }
@@ -200,25 +197,20 @@ impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
         self.remove_hashed(Self::hash(key), key);
     }
 
-    /// Removes with the key's [`CowMap::hash`].
-    pub(crate) fn remove_hashed<Q>(&mut self, hash: u64, key: &Q)
+    /// Removes with the key's [`CowMap::hash`]; returns the value removed.
+    pub(crate) fn remove_hashed<Q>(&mut self, hash: u64, key: &Q) -> Option<V>
     where
         K: Borrow<Q>,
         Q: Eq + ?Sized,
     {
         // Find it first: a key that is not there copies nothing.
-        let Some(at) = self
+        let at = self
             .shard(hash)
-            .and_then(|shard| find(shard, hash, key).ok())
-        else {
-            return;
-        };
-        if let Some(shard) = self.shard_mut(hash)
-            && at < shard.len()
-        {
-            shard.remove(at);
-            self.len = self.len.saturating_sub(1);
-        }
+            .and_then(|shard| find(shard, hash, key).ok())?;
+        let shard = self.shard_mut(hash)?;
+        let removed = (at < shard.len()).then(|| shard.remove(at).value)?;
+        self.len = self.len.saturating_sub(1);
+        Some(removed)
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -597,7 +589,7 @@ impl ZoneIndex {
         self.imports
     }
 
-    /// Replaces the service under `wire_key`, `old` (what the map holds now), with `new`
+    /// Replaces the service under `wire_key` (what the map holds now) with `new`
     /// (`None`: removes it), keeping the namespaces in step; `hash` is the key's
     /// [`CowMap::hash`]. The reverse index follows at the next [`Self::flush`]. Returns the new
     /// entry.
@@ -605,9 +597,16 @@ impl ZoneIndex {
         &mut self,
         wire_key: &WireKey,
         hash: u64,
-        old: Option<&Arc<ServiceEntry>>,
         new: Option<Arc<ServiceEntry>>,
-    ) -> Option<Arc<ServiceEntry>> {
+    ) -> Replaced {
+        // The entry replaced comes out of the map (no reference to count up on its cold line).
+        let replaced = match &new {
+            Some(entry) => self
+                .services
+                .insert_hashed(hash, wire_key.clone(), Arc::clone(entry)),
+            None => self.services.remove_hashed(hash, &**wire_key),
+        };
+        let old = replaced.as_ref();
         // A service someone asked about gets its names and answers ready here, before the new
         // snapshot is published, so its queries do not pay for the change; services nobody
         // asked about stay lazy, which keeps big batches cheap.
@@ -668,14 +667,7 @@ impl ZoneIndex {
                 present,
             }));
         }
-        match &new {
-            Some(entry) => {
-                self.services
-                    .insert_hashed(hash, wire_key.clone(), Arc::clone(entry));
-            }
-            None => self.services.remove_hashed(hash, &**wire_key),
-        }
-        new
+        (replaced, new)
     }
 
     fn count_namespace(&mut self, wire_key: &[u8], key: &ServiceKey, add: bool) {
@@ -825,8 +817,12 @@ impl ZoneIndex {
             }
         }
         match entry {
-            Some(entry) => self.reverse.insert_hashed(hash, ip, entry),
-            None => self.reverse.remove_hashed(hash, &ip),
+            Some(entry) => {
+                self.reverse.insert_hashed(hash, ip, entry);
+            }
+            None => {
+                self.reverse.remove_hashed(hash, &ip);
+            }
         }
     }
 

@@ -303,21 +303,21 @@ impl ClustersetZone {
             return false;
         };
         let hash = ServiceMap::hash(wire.as_slice());
-        let (wire, current): (WireKey, _) = match self
+        let found = self
             .index
             .services
-            .get_key_value_hashed(hash, wire.as_slice())
-        {
-            // Share the key the map holds (the reverse index keeps it as the owner).
-            Some((key, entry)) => (key.clone(), Some(Arc::clone(entry))),
-            None => (wire.as_slice().into(), None),
+            .get_key_value_hashed(hash, wire.as_slice());
+        // Share the key the map holds (the reverse index keeps it as the owner).
+        let wire: WireKey = match found {
+            Some((key, _)) => key.clone(),
+            None => wire.as_slice().into(),
         };
-        let Some(new) = make(current.as_deref()) else {
+        let Some(new) = make(found.map(|(_, entry)| &**entry)) else {
             return false;
         };
-        let new = self.index.replace(&wire, hash, current.as_ref(), new);
+        let replaced = self.index.replace(&wire, hash, new);
         if let Some(log) = log {
-            log.push((current, new));
+            log.push(replaced);
         }
         true
     }
