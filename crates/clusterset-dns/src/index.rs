@@ -14,32 +14,51 @@
 //! here and answered from a small table per configuration (see [`crate::records`]).
 
 use std::borrow::Borrow;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::{Arc, OnceLock};
 
 use mcs_types::ServiceImportType;
 
-use crate::objects::{ImportFact, ServiceKey, ServiceRef, SliceFact};
-use crate::records::{ZoneConfig, ptr_name, service_names};
+use crate::objects::{ImportFact, IpList, ServiceKey, ServiceRef, SliceFact};
+use crate::records::{Replaced, ZoneConfig, ptr_name, service_names};
 use crate::wire::{NameHasher, PreparedName, wire_name};
 
 /// Hash maps keyed by the zone's own names and keys: FxHash (see [`NameHasher`]).
 pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<NameHasher>>;
 
+/// A hash set of the same kind.
+pub(crate) type FastSet<K> = HashSet<K, BuildHasherDefault<NameHasher>>;
+
 const GROUPS: usize = 64;
 const SHARDS_PER_GROUP: usize = 64;
 
-type Shard<K, V> = FastMap<K, V>;
-type Group<K, V> = Vec<Arc<Shard<K, V>>>;
+/// One entry of a shard: the key's hash (which also chose the shard), the key and the value.
+#[derive(Debug, Clone)]
+struct Slot<K, V> {
+    hash: u64,
+    key: K,
+    value: V,
+}
+
+/// A shard: its entries sorted by hash, in one allocation (a handful of entries in a zone of
+/// 10,000 services: one or two cache lines to scan, and cheap to copy).
+type Shard<K, V> = Vec<Slot<K, V>>;
+/// A group of shards: the shard pointers inline behind the group's reference counts.
+type Group<K, V> = Arc<[Arc<Shard<K, V>>]>;
 
 /// A hash map in 64 x 64 shards, each copied on write: a clone costs 64 reference counts, and a
 /// change after a clone copies one group of 64 pointers and one small shard. Snapshots are
 /// clones; the writer keeps changing its own copy.
+///
+/// A key is hashed once per operation (callers that look a key up and then change it pass the
+/// hash of [`CowMap::hash`] to the `_hashed` methods): the top bits of the hash pick the group
+/// and the shard, and the full hash orders the shard's entries, so a lookup compares hashes
+/// in one small array and reads a key only when its hash matches.
 #[derive(Debug)]
 pub(crate) struct CowMap<K, V> {
-    groups: Vec<Arc<Group<K, V>>>,
+    groups: Box<[Group<K, V>]>,
     len: usize,
 }
 
@@ -52,61 +71,121 @@ impl<K, V> Clone for CowMap<K, V> {
     }
 }
 
+/// The shard of a hash, counted over all groups: its top 12 bits (the best mixed of a
+/// multiplicative hash).
+fn shard_index(hash: u64) -> usize {
+    usize::try_from(hash >> 52).unwrap_or(0) % (GROUPS * SHARDS_PER_GROUP)
+}
+
+/// Group and shard of a hash.
+fn slot_of(hash: u64) -> (usize, usize) {
+    let bits = shard_index(hash);
+    (bits / SHARDS_PER_GROUP, bits % SHARDS_PER_GROUP)
+}
+
+/// Where `key` is in `shard` (`Ok`), or where it would go (`Err`).
+#[inline]
+fn find<K, V, Q>(shard: &[Slot<K, V>], hash: u64, key: &Q) -> Result<usize, usize>
+where
+    K: Borrow<Q>,
+    Q: Eq + ?Sized,
+{
+    // Shards are small (a handful of entries in a zone of 10,000 services): a scan is quicker
+    // than a binary search there.
+    let start = if shard.len() <= 16 {
+        shard
+            .iter()
+            .position(|slot| slot.hash >= hash)
+            .unwrap_or(shard.len())
+    } else {
+        shard.partition_point(|slot| slot.hash < hash)
+    };
+    let mut at = start;
+    while let Some(slot) = shard.get(at) {
+        if slot.hash != hash {
+            break;
+        }
+        if slot.key.borrow() == key {
+            return Ok(at);
+        }
+        at += 1;
+    }
+    Err(start)
+}
+
 impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
     pub(crate) fn new() -> Self {
+        let empty: Arc<Shard<K, V>> = Arc::new(Vec::new());
         Self {
             groups: (0..GROUPS)
                 .map(|_| {
-                    Arc::new(
-                        (0..SHARDS_PER_GROUP)
-                            .map(|_| Arc::new(Shard::default()))
-                            .collect(),
-                    )
+                    (0..SHARDS_PER_GROUP)
+                        .map(|_| Arc::clone(&empty))
+                        .collect::<Group<K, V>>()
                 })
                 .collect(),
             len: 0,
         }
     }
 
-    /// Group and shard of a key: bits of the hash that neither the map's buckets (low bits) nor
-    /// its control bytes (top bits) use.
-    fn slot<Q: Hash + ?Sized>(key: &Q) -> (usize, usize) {
+    /// The hash of a key, for the `_hashed` methods.
+    #[inline]
+    pub(crate) fn hash<Q: Hash + ?Sized>(key: &Q) -> u64 {
         let mut hasher = NameHasher::default();
         key.hash(&mut hasher);
-        let hash = hasher.finish();
-        let bits = usize::try_from((hash >> 20) & 0xfff).unwrap_or(0);
-        (bits % GROUPS, (bits / GROUPS) % SHARDS_PER_GROUP)
+        hasher.finish()
     }
 
+    #[inline]
+    fn shard(&self, hash: u64) -> Option<&Shard<K, V>> {
+        let (group, shard) = slot_of(hash);
+        self.groups.get(group)?.get(shard).map(|shard| &**shard)
+    }
+
+    #[inline]
     pub(crate) fn get<Q>(&self, key: &Q) -> Option<&V>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let (group, shard) = Self::slot(key);
-        self.groups.get(group)?.get(shard)?.get(key)
+        self.get_key_value_hashed(Self::hash(key), key)
+            .map(|(_, v)| v)
     }
 
-    pub(crate) fn get_key_value<Q>(&self, key: &Q) -> Option<(&K, &V)>
+    #[inline]
+    pub(crate) fn get_key_value_hashed<Q>(&self, hash: u64, key: &Q) -> Option<(&K, &V)>
     where
         K: Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
+        Q: Eq + ?Sized,
     {
-        let (group, shard) = Self::slot(key);
-        self.groups.get(group)?.get(shard)?.get_key_value(key)
+        let shard = self.shard(hash)?;
+        let slot = shard.get(find(shard, hash, key).ok()?)?;
+        Some((&slot.key, &slot.value))
     }
 
-    fn shard_mut<Q: Hash + ?Sized>(&mut self, key: &Q) -> Option<&mut Shard<K, V>> {
-        let (group, shard) = Self::slot(key);
+    /// The shard of `hash`, copied first if a clone shares it (or its group).
+    fn shard_mut(&mut self, hash: u64) -> Option<&mut Shard<K, V>> {
+        let (group, shard) = slot_of(hash);
         let group = Arc::make_mut(self.groups.get_mut(group)?);
         Some(Arc::make_mut(group.get_mut(shard)?))
     }
 
     pub(crate) fn insert(&mut self, key: K, value: V) {
-        if let Some(shard) = self.shard_mut(&key)
-            && shard.insert(key, value).is_none()
-        {
-            self.len += 1;
+        self.insert_hashed(Self::hash(&key), key, value);
+    }
+
+    /// Inserts with the key's [`CowMap::hash`]; returns the value replaced.
+    pub(crate) fn insert_hashed(&mut self, hash: u64, key: K, value: V) -> Option<V> {
+        let shard = self.shard_mut(hash)?;
+        match find(shard, hash, &key) {
+            Ok(at) => shard
+                .get_mut(at)
+                .map(|slot| std::mem::replace(&mut slot.value, value)),
+            Err(at) => {
+                shard.insert(at, Slot { hash, key, value });
+                self.len += 1;
+                None
+            }
         }
     }
 
@@ -115,14 +194,23 @@ impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        if self.get(key).is_none() {
-            return;
-        }
-        if let Some(shard) = self.shard_mut(key)
-            && shard.remove(key).is_some()
-        {
-            self.len = self.len.saturating_sub(1);
-        }
+        self.remove_hashed(Self::hash(key), key);
+    }
+
+    /// Removes with the key's [`CowMap::hash`]; returns the value removed.
+    pub(crate) fn remove_hashed<Q>(&mut self, hash: u64, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+        Q: Eq + ?Sized,
+    {
+        // Find it first: a key that is not there copies nothing.
+        let at = self
+            .shard(hash)
+            .and_then(|shard| find(shard, hash, key).ok())?;
+        let shard = self.shard_mut(hash)?;
+        let removed = (at < shard.len()).then(|| shard.remove(at).value)?;
+        self.len = self.len.saturating_sub(1);
+        Some(removed)
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -130,9 +218,11 @@ impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
-        self.groups
-            .iter()
-            .flat_map(|group| group.iter().flat_map(|shard| shard.iter()))
+        self.groups.iter().flat_map(|group| {
+            group
+                .iter()
+                .flat_map(|shard| shard.iter().map(|slot| (&slot.key, &slot.value)))
+        })
     }
 }
 
@@ -141,11 +231,16 @@ impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
 #[derive(Debug)]
 pub(crate) struct ServiceEntry {
     pub(crate) key: Arc<ServiceKey>,
-    pub(crate) import: Option<Arc<ImportFact>>,
+    /// Inline: an [`ImportFact`] is cheap to clone, and a change of the import (the usual
+    /// change) then allocates the entry only.
+    pub(crate) import: Option<ImportFact>,
     /// Slices by name.
     pub(crate) slices: Arc<BTreeMap<String, Arc<SliceFact>>>,
     /// Sorted, without duplicates; empty without an import.
-    ptr_ips: Box<[IpAddr]>,
+    ptr_ips: IpList,
+    /// The ready addresses of the slices, sorted, without duplicates: kept when only the import
+    /// changes, so that such a change does not read the slices.
+    slice_ips: IpList,
     names: OnceLock<ServiceNames>,
 }
 
@@ -163,27 +258,50 @@ pub(crate) struct ServiceNames {
 impl ServiceEntry {
     pub(crate) fn new(
         key: Arc<ServiceKey>,
-        import: Option<Arc<ImportFact>>,
+        import: Option<ImportFact>,
         slices: Arc<BTreeMap<String, Arc<SliceFact>>>,
     ) -> Self {
-        let mut ips = Vec::with_capacity(import.as_ref().map_or(0, |import| {
-            import.ips.len() + slices.values().map(|s| s.ready.len()).sum::<usize>()
-        }));
-        if let Some(import) = &import {
-            if import.type_ == ServiceImportType::ClusterSetIP {
-                ips.extend(import.ips.iter().copied());
+        let mut slice_ips: IpList = slices
+            .values()
+            .flat_map(|slice| slice.ready.iter().map(|a| a.ip))
+            .collect();
+        slice_ips.sort_dedup();
+        Self::with_slice_ips(key, import, slices, slice_ips)
+    }
+
+    /// `current` with another import (or none).
+    pub(crate) fn with_import(current: &Self, import: Option<ImportFact>) -> Self {
+        Self::with_slice_ips(
+            Arc::clone(&current.key),
+            import,
+            Arc::clone(&current.slices),
+            current.slice_ips.clone(),
+        )
+    }
+
+    fn with_slice_ips(
+        key: Arc<ServiceKey>,
+        import: Option<ImportFact>,
+        slices: Arc<BTreeMap<String, Arc<SliceFact>>>,
+        slice_ips: IpList,
+    ) -> Self {
+        let ptr_ips = match &import {
+            None => IpList::new(),
+            Some(import) if import.type_ == ServiceImportType::ClusterSetIP => {
+                let mut ips = slice_ips.clone();
+                for ip in &import.ips {
+                    ips.insert_sorted(*ip);
+                }
+                ips
             }
-            for slice in slices.values() {
-                ips.extend(slice.ready.iter().map(|a| a.ip));
-            }
-        }
-        ips.sort_unstable();
-        ips.dedup();
+            Some(_) => slice_ips.clone(),
+        };
         Self {
             key,
             import,
             slices,
-            ptr_ips: ips.into(),
+            ptr_ips,
+            slice_ips,
             names: OnceLock::new(),
         }
     }
@@ -214,6 +332,90 @@ impl ServiceEntry {
     }
 }
 
+/// How many bytes of a service key a [`WireKey`] holds inline.
+const INLINE_KEY: usize = 30;
+
+/// The key of a service in the services map and in the reverse index: the wire form of
+/// `<svc>.<ns>` (two labels, no terminator), inline when it is short (most are), shared
+/// otherwise. Inline keys make copies of shards plain memory copies (no reference counts to
+/// update in other services' memory, which would serialise the copy on cache misses), and let a
+/// lookup compare the key in the shard itself.
+#[derive(Clone)]
+pub(crate) enum WireKey {
+    /// The first `len` bytes of the array.
+    Inline(u8, [u8; INLINE_KEY]),
+    /// Longer keys.
+    Shared(Arc<[u8]>),
+}
+
+impl From<&[u8]> for WireKey {
+    fn from(bytes: &[u8]) -> Self {
+        let mut inline = [0; INLINE_KEY];
+        match (inline.get_mut(..bytes.len()), u8::try_from(bytes.len())) {
+            (Some(prefix), Ok(len)) => {
+                prefix.copy_from_slice(bytes);
+                Self::Inline(len, inline)
+            }
+            _ => Self::Shared(bytes.into()),
+        }
+    }
+}
+
+impl std::ops::Deref for WireKey {
+    type Target = [u8];
+
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        match self {
+            Self::Inline(len, bytes) => bytes.get(..usize::from(*len)).unwrap_or_default(),
+            Self::Shared(bytes) => bytes,
+        }
+    }
+}
+
+impl Borrow<[u8]> for WireKey {
+    #[inline]
+    fn borrow(&self) -> &[u8] {
+        self
+    }
+}
+
+/// Hashes as its bytes do (the maps look keys up by `&[u8]`).
+impl Hash for WireKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (**self).hash(state);
+    }
+}
+
+impl PartialEq for WireKey {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Shared(a), Self::Shared(b)) if Arc::ptr_eq(a, b) => true,
+            _ => **self == **other,
+        }
+    }
+}
+
+impl Eq for WireKey {}
+
+impl PartialOrd for WireKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for WireKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (**self).cmp(&**other)
+    }
+}
+
+impl std::fmt::Debug for WireKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", String::from_utf8_lossy(self))
+    }
+}
+
 /// The services that may hold PTR records for one address.
 ///
 /// With one owner (the usual case) the answer is the owner's own (its [`ServiceNames`]): the
@@ -225,27 +427,27 @@ impl ServiceEntry {
 #[derive(Debug, Clone)]
 pub(crate) enum ReverseEntry {
     /// The key of the one service that holds the address.
-    One(Arc<[u8]>),
+    One(WireKey),
     /// Several services hold it.
     Many(Arc<SharedReverse>),
 }
 
-/// Whether two service keys are the same: the reverse index holds the services map's own key
-/// objects, so pointer equality decides without reading the bytes, which are compared only
-/// when the pointers differ.
-fn same_key(a: &Arc<[u8]>, b: &Arc<[u8]>) -> bool {
-    Arc::ptr_eq(a, b) || a == b
+/// Whether two service keys are the same: short keys compare inline; the reverse index holds
+/// the services map's own shared keys, so pointer equality decides for long ones without
+/// reading the bytes, which are compared only when the pointers differ.
+fn same_key(a: &WireKey, b: &WireKey) -> bool {
+    a == b
 }
 
 /// An address several services hold: their keys (sorted) and the merged PTR answer.
 #[derive(Debug)]
 pub(crate) struct SharedReverse {
-    owners: Arc<[Arc<[u8]>]>,
+    owners: Arc<[WireKey]>,
     prepared: OnceLock<Option<PreparedName>>,
 }
 
 impl ReverseEntry {
-    fn of(mut owners: Vec<Arc<[u8]>>) -> Option<Self> {
+    fn of(mut owners: Vec<WireKey>) -> Option<Self> {
         match owners.len() {
             0 => None,
             1 => owners.pop().map(Self::One),
@@ -256,7 +458,7 @@ impl ReverseEntry {
         }
     }
 
-    fn many(owners: Arc<[Arc<[u8]>]>) -> Self {
+    fn many(owners: Arc<[WireKey]>) -> Self {
         Self::Many(Arc::new(SharedReverse {
             owners,
             prepared: OnceLock::new(),
@@ -318,6 +520,12 @@ pub(crate) fn service_wire_key(key: ServiceRef<'_>) -> Option<ServiceWireKey> {
     Some(wire)
 }
 
+/// The services by the wire form of `<svc>.<ns>`.
+pub(crate) type ServiceMap = CowMap<WireKey, Arc<ServiceEntry>>;
+
+/// The services that may hold a PTR record for an address.
+pub(crate) type ReverseMap = CowMap<IpAddr, ReverseEntry>;
+
 /// The services, namespaces and reverse names of a zone (see the module docs).
 #[derive(Debug, Clone)]
 pub(crate) struct ZoneIndex {
@@ -325,10 +533,39 @@ pub(crate) struct ZoneIndex {
     zone_wire: Arc<[u8]>,
     /// Wire forms of the zone's own names, in [`crate::records::zone_names`] order.
     zone_names: Arc<[Box<[u8]>]>,
-    pub(crate) services: CowMap<Arc<[u8]>, Arc<ServiceEntry>>,
-    pub(crate) reverse: CowMap<IpAddr, ReverseEntry>,
+    pub(crate) services: ServiceMap,
+    pub(crate) reverse: ReverseMap,
     pub(crate) namespaces: CowMap<Arc<[u8]>, NamespaceEntry>,
     imports: usize,
+    /// The addresses with a [`ReverseEntry::Many`] entry (usually none): an address that is
+    /// not one of them and that a changed service keeps needs no reverse update, since its
+    /// entry is the service's own key.
+    shared: Arc<FastSet<IpAddr>>,
+    /// The reverse-index updates of the changes since the last [`Self::flush`] (each taken
+    /// there), and the order to apply them in: buffers kept from batch to batch, since a big
+    /// batch's would otherwise cost fresh pages (and their faults) every time.
+    pending: Vec<Option<ReverseOp>>,
+    order: Scratch,
+}
+
+/// A buffer of the writer's, kept from batch to batch: a clone of the index (a snapshot) gets
+/// an empty one, and never copies it.
+#[derive(Debug, Default)]
+struct Scratch(Vec<u32>);
+
+impl Clone for Scratch {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+/// One deferred reverse-index update: `owner` holds `ip` (or no longer does).
+#[derive(Debug, Clone)]
+struct ReverseOp {
+    hash: u64,
+    ip: IpAddr,
+    owner: WireKey,
+    present: bool,
 }
 
 impl ZoneIndex {
@@ -341,6 +578,9 @@ impl ZoneIndex {
             reverse: CowMap::new(),
             namespaces: CowMap::new(),
             imports: 0,
+            shared: Arc::default(),
+            pending: Vec::new(),
+            order: Scratch::default(),
         }
     }
 
@@ -349,16 +589,24 @@ impl ZoneIndex {
         self.imports
     }
 
-    /// Replaces the service under `wire_key`, `old` (what the map holds now), with `new`
-    /// (`None`: removes it), keeping the namespaces and the reverse index in step. Returns the
-    /// new entry.
+    /// Replaces the service under `wire_key` (what the map holds now) with `new`
+    /// (`None`: removes it), keeping the namespaces in step; `hash` is the key's
+    /// [`CowMap::hash`]. The reverse index follows at the next [`Self::flush`]. Returns the new
+    /// entry.
     pub(crate) fn replace(
         &mut self,
-        wire_key: &Arc<[u8]>,
-        old: Option<&Arc<ServiceEntry>>,
-        new: Option<ServiceEntry>,
-    ) -> Option<Arc<ServiceEntry>> {
-        let new = new.map(Arc::new);
+        wire_key: &WireKey,
+        hash: u64,
+        new: Option<Arc<ServiceEntry>>,
+    ) -> Replaced {
+        // The entry replaced comes out of the map (no reference to count up on its cold line).
+        let replaced = match &new {
+            Some(entry) => self
+                .services
+                .insert_hashed(hash, wire_key.clone(), Arc::clone(entry)),
+            None => self.services.remove_hashed(hash, &**wire_key),
+        };
+        let old = replaced.as_ref();
         // A service someone asked about gets its names and answers ready here, before the new
         // snapshot is published, so its queries do not pay for the change; services nobody
         // asked about stay lazy, which keeps big batches cheap.
@@ -391,6 +639,11 @@ impl ZoneIndex {
                 (Some(a), Some(b)) if a == b => {
                     i += 1;
                     j += 1;
+                    // Kept, and held by this service alone: its entry is this service's key,
+                    // and the answer follows the entry.
+                    if self.shared.is_empty() || !self.shared.contains(a) {
+                        continue;
+                    }
                     (*a, true)
                 }
                 (Some(a), Some(b)) if a < b => {
@@ -407,15 +660,14 @@ impl ZoneIndex {
                 }
                 (None, None) => break,
             };
-            self.update_reverse(ip, wire_key, present);
+            self.pending.push(Some(ReverseOp {
+                hash: ReverseMap::hash(&ip),
+                ip,
+                owner: wire_key.clone(),
+                present,
+            }));
         }
-        match &new {
-            Some(entry) => self
-                .services
-                .insert(Arc::clone(wire_key), Arc::clone(entry)),
-            None => self.services.remove(&**wire_key),
-        }
-        new
+        (replaced, new)
     }
 
     fn count_namespace(&mut self, wire_key: &[u8], key: &ServiceKey, add: bool) {
@@ -450,29 +702,127 @@ impl ZoneIndex {
         }
     }
 
-    fn update_reverse(&mut self, ip: IpAddr, owner: &Arc<[u8]>, present: bool) {
-        let mut owners: Vec<Arc<[u8]>> = match self.reverse.get(&ip) {
-            // Still the one owner: its own answer follows its entry.
-            Some(ReverseEntry::One(one)) if present && same_key(one, owner) => return,
-            Some(ReverseEntry::One(one)) => vec![Arc::clone(one)],
-            // Still one of several: the same owners, a fresh merged answer.
-            Some(ReverseEntry::Many(many))
-                if present && many.owners.iter().any(|o| same_key(o, owner)) =>
-            {
-                let owners = Arc::clone(&many.owners);
-                self.reverse.insert(ip, ReverseEntry::many(owners));
-                return;
-            }
-            Some(ReverseEntry::Many(many)) => many.owners.to_vec(),
-            None => Vec::new(),
-        };
-        owners.retain(|o| !same_key(o, owner));
-        if present {
-            owners.push(Arc::clone(owner));
+    /// Applies the reverse-index updates of the changes since the last flush, shard by shard
+    /// (each shard is copied and scanned once for all of its updates, in memory order); the
+    /// updates of one address keep their order. Must run before the index is read or
+    /// published.
+    pub(crate) fn flush(&mut self) {
+        if self.pending.is_empty() {
+            return;
         }
-        match ReverseEntry::of(owners) {
-            Some(entry) => self.reverse.insert(ip, entry),
-            None => self.reverse.remove(&ip),
+        // A few updates (a change of one or two services) go in as they are.
+        if self.pending.len() <= 64 {
+            let mut ops = std::mem::take(&mut self.pending);
+            for op in ops.drain(..).flatten() {
+                self.update_reverse(op);
+            }
+            self.pending = ops;
+            return;
+        }
+        // A counting sort by shard (stable: each address's updates keep their order).
+        let mut starts = vec![0u32; GROUPS * SHARDS_PER_GROUP + 1];
+        for op in self.pending.iter().flatten() {
+            if let Some(count) = starts.get_mut(shard_index(op.hash) + 1) {
+                *count += 1;
+            }
+        }
+        for i in 1..starts.len() {
+            let before = starts.get(i - 1).copied().unwrap_or(0);
+            if let Some(start) = starts.get_mut(i) {
+                *start += before;
+            }
+        }
+        let mut order = std::mem::take(&mut self.order.0);
+        order.clear();
+        order.resize(self.pending.len(), 0);
+        for (at, op) in self.pending.iter().enumerate() {
+            let (Some(op), Ok(at)) = (op, u32::try_from(at)) else {
+                continue;
+            };
+            if let Some(next) = starts.get_mut(shard_index(op.hash))
+                && let Some(slot) = order.get_mut(usize::try_from(*next).unwrap_or(usize::MAX))
+            {
+                *slot = at;
+                *next += 1;
+            }
+        }
+        let mut ops = std::mem::take(&mut self.pending);
+        for &at in &order {
+            if let Some(op) = usize::try_from(at)
+                .ok()
+                .and_then(|at| ops.get_mut(at))
+                .and_then(Option::take)
+            {
+                self.update_reverse(op);
+            }
+        }
+        ops.clear();
+        self.pending = ops;
+        order.clear();
+        self.order = Scratch(order);
+    }
+
+    /// Whether every change's reverse-index updates were applied.
+    pub(crate) fn is_flushed(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    fn update_reverse(&mut self, op: ReverseOp) {
+        let ReverseOp {
+            hash,
+            ip,
+            owner,
+            present,
+        } = op;
+        let (mut owners, was_shared): (Vec<WireKey>, bool) =
+            match self.reverse.get_key_value_hashed(hash, &ip).map(|(_, e)| e) {
+                Some(ReverseEntry::One(one)) if same_key(one, &owner) => {
+                    // Still the one owner (its own answer follows its entry), or gone.
+                    if !present {
+                        self.reverse.remove_hashed(hash, &ip);
+                    }
+                    return;
+                }
+                None => {
+                    if present {
+                        self.reverse
+                            .insert_hashed(hash, ip, ReverseEntry::One(owner));
+                    }
+                    return;
+                }
+                Some(ReverseEntry::One(one)) => (vec![one.clone()], false),
+                // Still one of several: the same owners, a fresh merged answer.
+                Some(ReverseEntry::Many(many))
+                    if present && many.owners.iter().any(|o| same_key(o, &owner)) =>
+                {
+                    let owners = Arc::clone(&many.owners);
+                    self.reverse
+                        .insert_hashed(hash, ip, ReverseEntry::many(owners));
+                    return;
+                }
+                Some(ReverseEntry::Many(many)) => (many.owners.to_vec(), true),
+            };
+        owners.retain(|o| !same_key(o, &owner));
+        if present {
+            owners.push(owner);
+        }
+        let entry = ReverseEntry::of(owners);
+        let shared = matches!(entry, Some(ReverseEntry::Many(_)));
+        if shared != was_shared {
+            let set = Arc::make_mut(&mut self.shared);
+            if shared {
+                set.insert(ip);
+            } else {
+                set.remove(&ip);
+            }
+        }
+        match entry {
+            Some(entry) => {
+                self.reverse.insert_hashed(hash, ip, entry);
+            }
+            None => {
+                self.reverse.remove_hashed(hash, &ip);
+            }
         }
     }
 
@@ -541,7 +891,7 @@ impl ZoneIndex {
         ip: IpAddr,
         entry: &'a ReverseEntry,
     ) -> Option<&'a PreparedName> {
-        let owner_names = |owner: &Arc<[u8]>| {
+        let owner_names = |owner: &WireKey| {
             self.services
                 .get(&**owner)
                 .map(|service| &service.names(&self.config).reverse)
@@ -653,12 +1003,14 @@ mod tests {
         for i in 0..2 {
             zone.apply_import(&service_import(i, 0), None).unwrap();
         }
+        zone.flush();
         // svc-0 is asked about; svc-1 is not.
         let answer = zone.answer("svc-0.bench.svc.clusterset.local", RecordType::A);
         assert_eq!(answer.answers.len(), 1);
         for i in 0..2 {
             zone.apply_import(&service_import(i, 1), None).unwrap();
         }
+        zone.flush();
         let prepared = |i: usize| {
             let key = ServiceKey::new("bench", &crate::synthetic::service_name(i));
             let wire = service_wire_key(key.as_ref()).unwrap();
@@ -676,6 +1028,55 @@ mod tests {
         // And the prepared answer is the new one.
         let answer = zone.answer("svc-0.bench.svc.clusterset.local", RecordType::A);
         assert_eq!(answer.answers[0].data.to_string(), "242.1.0.0");
+    }
+
+    #[test]
+    fn wire_keys_inline_or_shared_hash_and_compare_as_their_bytes() {
+        let short = service_wire_key(ServiceRef {
+            namespace: "shop",
+            name: "web",
+        })
+        .unwrap();
+        let long_name = "a-rather-long-service-name-for-a-test";
+        let long = service_wire_key(ServiceRef {
+            namespace: "shop",
+            name: long_name,
+        })
+        .unwrap();
+        let (a, b) = (
+            WireKey::from(short.as_slice()),
+            WireKey::from(long.as_slice()),
+        );
+        assert!(matches!(a, WireKey::Inline(..)) && matches!(b, WireKey::Shared(_)));
+        for (key, bytes) in [(&a, short.as_slice()), (&b, long.as_slice())] {
+            assert_eq!(&**key, bytes);
+            assert_eq!(ServiceMap::hash(key), ServiceMap::hash(bytes));
+            assert_eq!(key, &WireKey::from(bytes));
+        }
+        assert_ne!(a, b);
+        assert_eq!(a.cmp(&b), short.as_slice().cmp(long.as_slice()));
+
+        // A service with a long key through the zone: its names and its PTR record follow it.
+        use crate::records::ClustersetZone;
+        use hickory_proto::rr::RecordType;
+        let mut zone = ClustersetZone::new(ZoneConfig::default());
+        for ip in ["242.9.0.1", "242.9.0.2"] {
+            let mut import = crate::synthetic::service_import(0, 0);
+            import.metadata.name = Some(long_name.to_owned());
+            import.spec.ips = vec![ip.to_owned()];
+            zone.upsert_service_import(&import).unwrap();
+            let name = format!("{long_name}.bench.svc.clusterset.local");
+            let answer = zone.answer(&name, RecordType::A);
+            assert_eq!(answer.answers[0].data.to_string(), ip);
+            let reverse = crate::records::reverse_name(ip.parse().unwrap());
+            let ptr = zone.answer(&reverse, RecordType::PTR);
+            assert_eq!(ptr.answers[0].data.to_string(), format!("{name}."));
+        }
+        let old = zone.answer("1.0.9.242.in-addr.arpa", RecordType::PTR);
+        assert!(
+            old.answers.is_empty(),
+            "the old address lost its PTR record"
+        );
     }
 
     #[test]

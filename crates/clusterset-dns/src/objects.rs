@@ -2,7 +2,9 @@
 //! needs. Every rejection names the object and the field at fault.
 
 use std::fmt::{self, Display};
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
+use std::ops::Deref;
+use std::sync::Arc;
 
 use k8s_openapi::api::discovery::v1::{EndpointPort, EndpointSlice};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -131,12 +133,171 @@ pub(crate) struct PortFact {
     pub port: u16,
 }
 
-/// What DNS needs from a ServiceImport.
+/// What DNS needs from a ServiceImport. Cheap to clone: the addresses are inline (up to
+/// [`INLINE_IPS`]) and the ports shared.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ImportFact {
     pub type_: ServiceImportType,
-    pub ips: Vec<IpAddr>,
-    pub ports: Vec<PortFact>,
+    pub ips: IpList,
+    pub ports: Arc<[PortFact]>,
+}
+
+/// How many addresses an [`IpList`] holds without allocating.
+pub(crate) const INLINE_IPS: usize = 4;
+
+/// A list of addresses, inline up to [`INLINE_IPS`] (a service's clusterset IPs, or the
+/// addresses it has PTR records for: a few, as a rule), on the heap beyond.
+#[derive(Clone)]
+pub(crate) enum IpList {
+    /// The first `len` addresses of the array.
+    Inline(u8, [IpAddr; INLINE_IPS]),
+    /// More than fit inline.
+    Heap(Vec<IpAddr>),
+}
+
+impl IpList {
+    /// An empty list.
+    pub(crate) const fn new() -> Self {
+        Self::Inline(0, [IpAddr::V4(Ipv4Addr::UNSPECIFIED); INLINE_IPS])
+    }
+
+    /// Appends an address.
+    pub(crate) fn push(&mut self, ip: IpAddr) {
+        match self {
+            Self::Inline(len, ips) => match ips.get_mut(usize::from(*len)) {
+                Some(slot) => {
+                    *slot = ip;
+                    *len += 1;
+                }
+                None => {
+                    let mut heap = Vec::with_capacity(INLINE_IPS * 2);
+                    heap.extend_from_slice(ips);
+                    heap.push(ip);
+                    *self = Self::Heap(heap);
+                }
+            },
+            Self::Heap(ips) => ips.push(ip),
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [IpAddr] {
+        match self {
+            Self::Inline(len, ips) => ips.get_mut(..usize::from(*len)).unwrap_or_default(),
+            Self::Heap(ips) => ips,
+        }
+    }
+
+    fn truncate(&mut self, new_len: usize) {
+        match self {
+            Self::Inline(len, _) => {
+                *len = (*len).min(u8::try_from(new_len).unwrap_or(u8::MAX));
+            }
+            Self::Heap(ips) => ips.truncate(new_len),
+        }
+    }
+
+    /// Inserts `ip` into a sorted list without duplicates, keeping it so.
+    pub(crate) fn insert_sorted(&mut self, ip: IpAddr) {
+        let Err(at) = self.binary_search(&ip) else {
+            return;
+        };
+        match self {
+            Self::Inline(len, ips) if usize::from(*len) < INLINE_IPS => {
+                if let Some(tail) = ips.get_mut(at..=usize::from(*len)) {
+                    tail.rotate_right(1);
+                    if let Some(first) = tail.first_mut() {
+                        *first = ip;
+                    }
+                    *len += 1;
+                }
+            }
+            Self::Inline(..) => {
+                let mut heap = Vec::with_capacity(INLINE_IPS * 2);
+                heap.extend_from_slice(self);
+                heap.insert(at, ip);
+                *self = Self::Heap(heap);
+            }
+            Self::Heap(ips) => ips.insert(at, ip),
+        }
+    }
+
+    /// Sorts the addresses and drops duplicates.
+    pub(crate) fn sort_dedup(&mut self) {
+        let ips = self.as_mut_slice();
+        ips.sort_unstable();
+        let mut kept: usize = 0;
+        for i in 0..ips.len() {
+            let (Some(&ip), previous) = (ips.get(i), kept.checked_sub(1).and_then(|p| ips.get(p)))
+            else {
+                continue;
+            };
+            if previous != Some(&ip) {
+                if let Some(slot) = ips.get_mut(kept) {
+                    *slot = ip;
+                }
+                kept += 1;
+            }
+        }
+        self.truncate(kept);
+    }
+}
+
+impl Default for IpList {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Deref for IpList {
+    type Target = [IpAddr];
+
+    fn deref(&self) -> &[IpAddr] {
+        match self {
+            Self::Inline(len, ips) => ips.get(..usize::from(*len)).unwrap_or_default(),
+            Self::Heap(ips) => ips,
+        }
+    }
+}
+
+impl PartialEq for IpList {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for IpList {}
+
+impl fmt::Debug for IpList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl FromIterator<IpAddr> for IpList {
+    fn from_iter<I: IntoIterator<Item = IpAddr>>(iter: I) -> Self {
+        let mut list = Self::new();
+        for ip in iter {
+            list.push(ip);
+        }
+        list
+    }
+}
+
+impl<'a> IntoIterator for &'a IpList {
+    type Item = &'a IpAddr;
+    type IntoIter = std::slice::Iter<'a, IpAddr>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl Extend<IpAddr> for IpList {
+    fn extend<I: IntoIterator<Item = IpAddr>>(&mut self, iter: I) {
+        for ip in iter {
+            self.push(ip);
+        }
+    }
 }
 
 /// One ready address of an endpoint, with the hostname DNS gives it.
@@ -309,6 +470,17 @@ fn port_number(fault: &Fault<'_>, field: &dyn Display, port: i32) -> Result<u16,
         .ok_or_else(|| fault.at(field, format!("{port} is not a port number (1-65535)")))
 }
 
+/// The protocol Kubernetes spells `value`, on a short path for its own spellings (`TCP`, `UDP`,
+/// `SCTP`), which `SrvProtocol`'s parser accepts as the same protocols.
+fn kubernetes_protocol(value: &str) -> Result<SrvProtocol, mcs_types::names::UnknownProtocol> {
+    match value {
+        "TCP" => Ok(SrvProtocol::Tcp),
+        "UDP" => Ok(SrvProtocol::Udp),
+        "SCTP" => Ok(SrvProtocol::Sctp),
+        other => other.parse(),
+    }
+}
+
 fn protocol(
     fault: &Fault<'_>,
     field: &dyn Display,
@@ -316,7 +488,7 @@ fn protocol(
 ) -> Result<SrvProtocol, ObjectError> {
     match value {
         None => Ok(SrvProtocol::Tcp),
-        Some(p) => p.parse().map_err(|e: mcs_types::names::UnknownProtocol| {
+        Some(p) => kubernetes_protocol(p).map_err(|e: mcs_types::names::UnknownProtocol| {
             fault.at(
                 field,
                 format!("{e} (Kubernetes spells them TCP, UDP, SCTP)"),
@@ -325,24 +497,128 @@ fn protocol(
     }
 }
 
-fn port_name(
+fn port_name<'a>(
     fault: &Fault<'_>,
     field: &dyn Display,
-    name: Option<&str>,
-) -> Result<Option<String>, ObjectError> {
+    name: Option<&'a str>,
+) -> Result<Option<&'a str>, ObjectError> {
     match name.filter(|n| !n.is_empty()) {
         None => Ok(None),
         Some(n) => match dns_label_problem(n, false) {
-            None => Ok(Some(n.to_owned())),
+            None => Ok(Some(n)),
             Some(problem) => Err(fault.at(field, format!("port name {n:?} {problem}"))),
         },
+    }
+}
+
+/// A validated ServiceImport, before it becomes an [`ImportFact`]: its ports are built only
+/// if they differ from the ports of the import it replaces (which are shared otherwise).
+#[derive(Debug)]
+pub(crate) struct ImportDraft<'a> {
+    type_: ServiceImportType,
+    ips: IpList,
+    /// Validated.
+    ports: &'a [ServicePort],
+}
+
+/// A validated port as DNS needs it (the rules of [`port_name`], [`protocol`] and
+/// [`port_number`], which accepted it).
+fn valid_port(p: &ServicePort) -> (Option<&str>, SrvProtocol, u16) {
+    (
+        p.name.as_deref().filter(|n| !n.is_empty()),
+        p.protocol
+            .as_deref()
+            .and_then(|p| kubernetes_protocol(p).ok())
+            .unwrap_or(SrvProtocol::Tcp),
+        u16::try_from(p.port).unwrap_or(0),
+    )
+}
+
+impl ImportDraft<'_> {
+    /// Whether the ports are `ports`.
+    pub(crate) fn ports_equal(&self, ports: &[PortFact]) -> bool {
+        self.ports.len() == ports.len()
+            && self.ports.iter().zip(ports).all(|(draft, fact)| {
+                let (name, protocol, port) = valid_port(draft);
+                name == fact.name.as_deref() && protocol == fact.protocol && port == fact.port
+            })
+    }
+
+    /// Whether `fact` says the same but for the ports ([`Self::ports_equal`] compares them).
+    pub(crate) fn equals_apart_from_ports(&self, fact: &ImportFact) -> bool {
+        self.type_ == fact.type_ && self.ips == fact.ips
+    }
+
+    /// The fact; with `same_ports` (an import whose ports are equal, see
+    /// [`Self::ports_equal`]) it shares their ports.
+    pub(crate) fn into_fact(self, same_ports: Option<&ImportFact>) -> ImportFact {
+        let ports = match same_ports {
+            Some(same) => Arc::clone(&same.ports),
+            None => self
+                .ports
+                .iter()
+                .map(|p| {
+                    let (name, protocol, port) = valid_port(p);
+                    PortFact {
+                        name: name.map(str::to_owned),
+                        protocol,
+                        port,
+                    }
+                })
+                .collect(),
+        };
+        ImportFact {
+            type_: self.type_,
+            ips: self.ips,
+            ports,
+        }
+    }
+}
+
+/// An address as `IpAddr`'s `FromStr` parses it: dotted-quad IPv4 addresses (the usual ones) on
+/// a short path that accepts only what the standard parser accepts (four decimal groups of one
+/// to three digits, no leading zeros, each at most 255), everything else by the standard parser.
+fn parse_ip(text: &str) -> Result<IpAddr, std::net::AddrParseError> {
+    fn dotted_quad(text: &[u8]) -> Option<Ipv4Addr> {
+        let mut octets = [0u8; 4];
+        let mut group = 0usize;
+        // The value and the digits of the group being read.
+        let (mut value, mut digits, mut leading_zero) = (0u16, 0usize, false);
+        for &byte in text {
+            if byte == b'.' {
+                if digits == 0 {
+                    return None;
+                }
+                *octets.get_mut(group)? = u8::try_from(value).ok()?;
+                group += 1;
+                (value, digits, leading_zero) = (0, 0, false);
+            } else if byte.is_ascii_digit() {
+                if leading_zero || digits == 3 {
+                    return None;
+                }
+                leading_zero = digits == 0 && byte == b'0';
+                value = value * 10 + u16::from(byte - b'0');
+                digits += 1;
+            } else {
+                return None;
+            }
+        }
+        if group != 3 || digits == 0 {
+            return None;
+        }
+        *octets.get_mut(3)? = u8::try_from(value).ok()?;
+        Some(Ipv4Addr::from(octets))
+    }
+    match dotted_quad(text.as_bytes()) {
+        Some(v4) => Ok(IpAddr::V4(v4)),
+        None => text.parse(),
     }
 }
 
 /// Validates a ServiceImport into what DNS serves.
 pub(crate) fn import_fact(
     import: &mcs_types::v1beta1::ServiceImport,
-) -> Result<(ServiceRef<'_>, ImportFact), ObjectError> {
+) -> Result<(ServiceRef<'_>, ImportDraft<'_>), ObjectError> {
     let fault = Fault::new(ObjectKind::ServiceImport, &import.metadata);
     let (namespace, name) = metadata_key(
         &fault,
@@ -353,9 +629,9 @@ pub(crate) fn import_fact(
     mcs_types::names::ClustersetName::check_service(namespace, name)
         .map_err(|e| fault.at("metadata", e.to_string()))?;
     let spec = &import.spec;
-    let mut ips = Vec::with_capacity(spec.ips.len());
+    let mut ips = IpList::new();
     for (i, ip) in spec.ips.iter().enumerate() {
-        let parsed: IpAddr = ip.parse().map_err(|_| {
+        let parsed: IpAddr = parse_ip(ip).map_err(|_| {
             fault.at(
                 format!("spec.ips[{i}]"),
                 format!("{ip:?} is not an IPv4 or IPv6 address"),
@@ -363,32 +639,25 @@ pub(crate) fn import_fact(
         })?;
         ips.push(parsed);
     }
-    let ports = spec
-        .ports
-        .iter()
-        .enumerate()
-        .map(|(i, p): (usize, &ServicePort)| {
-            Ok(PortFact {
-                name: port_name(
-                    &fault,
-                    &format_args!("spec.ports[{i}].name"),
-                    p.name.as_deref(),
-                )?,
-                protocol: protocol(
-                    &fault,
-                    &format_args!("spec.ports[{i}].protocol"),
-                    p.protocol.as_deref(),
-                )?,
-                port: port_number(&fault, &format_args!("spec.ports[{i}].port"), p.port)?,
-            })
-        })
-        .collect::<Result<Vec<_>, ObjectError>>()?;
+    for (i, p) in spec.ports.iter().enumerate() {
+        port_name(
+            &fault,
+            &format_args!("spec.ports[{i}].name"),
+            p.name.as_deref(),
+        )?;
+        protocol(
+            &fault,
+            &format_args!("spec.ports[{i}].protocol"),
+            p.protocol.as_deref(),
+        )?;
+        port_number(&fault, &format_args!("spec.ports[{i}].port"), p.port)?;
+    }
     Ok((
         ServiceRef { namespace, name },
-        ImportFact {
+        ImportDraft {
             type_: spec.type_,
             ips,
-            ports,
+            ports: &spec.ports,
         },
     ))
 }
@@ -455,7 +724,8 @@ pub(crate) fn slice_fact(slice: &EndpointSlice) -> Result<(SliceKey, SliceFact),
         // A port without a number means "all ports": nothing for SRV.
         let Some(port) = port else { continue };
         ports.push(PortFact {
-            name: port_name(&fault, &format_args!("ports[{i}].name"), name.as_deref())?,
+            name: port_name(&fault, &format_args!("ports[{i}].name"), name.as_deref())?
+                .map(str::to_owned),
             protocol: protocol(
                 &fault,
                 &format_args!("ports[{i}].protocol"),
@@ -480,7 +750,7 @@ pub(crate) fn slice_fact(slice: &EndpointSlice) -> Result<(SliceKey, SliceFact),
             ));
         }
         for (j, address) in endpoint.addresses.iter().enumerate() {
-            let ip: IpAddr = address.parse().map_err(|_| {
+            let ip: IpAddr = parse_ip(address).map_err(|_| {
                 fault.at(
                     format!("endpoints[{i}].addresses[{j}]"),
                     format!("{address:?} is not an IP address"),
@@ -510,4 +780,68 @@ pub(crate) fn slice_fact(slice: &EndpointSlice) -> Result<(SliceKey, SliceFact),
             ready,
         },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_short_ipv4_path_parses_what_the_standard_parser_does() {
+        for text in [
+            "10.0.0.1",
+            "0.0.0.0",
+            "255.255.255.255",
+            "242.1.0.11",
+            "256.0.0.1",
+            "01.0.0.1",
+            "1.0.0.00",
+            "1.2.3",
+            "1.2.3.4.5",
+            "1..3.4",
+            ".1.2.3",
+            "1.2.3.",
+            "1.2.3.4 ",
+            "+1.2.3.4",
+            "1.2.3.-4",
+            "1000.2.3.4",
+            "fd00::1",
+            "::ffff:10.0.0.1",
+            "",
+            "a.b.c.d",
+        ] {
+            assert_eq!(parse_ip(text), text.parse::<IpAddr>(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn ip_lists_sort_dedup_and_compare_by_their_addresses_inline_or_not() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        for count in [0, 1, 3, INLINE_IPS, INLINE_IPS + 1, 3 * INLINE_IPS] {
+            let addresses: Vec<IpAddr> = (0..count)
+                .rev()
+                .flat_map(|i| [ip(&format!("10.0.0.{i}")), ip(&format!("10.0.0.{i}"))])
+                .collect();
+            let mut list: IpList = addresses.iter().copied().collect();
+            assert_eq!(list.len(), addresses.len());
+            list.sort_dedup();
+            let mut want = addresses.clone();
+            want.sort_unstable();
+            want.dedup();
+            assert_eq!(&*list, &want[..], "{count} addresses");
+            let mut heap = IpList::Heap(want.clone());
+            assert_eq!(heap, list);
+            heap.sort_dedup();
+            assert_eq!(heap, list);
+            let mut inserted = IpList::new();
+            for ip in addresses.iter().rev() {
+                inserted.insert_sorted(*ip);
+            }
+            assert_eq!(inserted, list, "{count} addresses inserted");
+        }
+        let mut one = IpList::new();
+        one.push(ip("fd00::1"));
+        assert_ne!(one, IpList::new());
+        assert_eq!(format!("{one:?}"), "[fd00::1]");
+    }
 }

@@ -15,7 +15,9 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use mcs_types::ServiceImportType;
 use mcs_types::names::{ClustersetName, Zone};
 
-use crate::index::{FastMap, Found, ServiceEntry, ServiceNames, ZoneIndex, service_wire_key};
+use crate::index::{
+    FastMap, Found, ServiceEntry, ServiceMap, ServiceNames, WireKey, ZoneIndex, service_wire_key,
+};
 use crate::objects::{
     ImportFact, ObjectError, PortFact, ReadyAddress, ServiceKey, ServiceRef, SliceFact, SliceKey,
     import_fact, slice_fact,
@@ -186,6 +188,9 @@ pub struct ClustersetZone {
     /// The zone's own names (`zone_names` order), for [`Self::names`].
     zone_names: Vec<String>,
     slice_owner: FastMap<SliceKey, ServiceKey>,
+    /// The names of the SOA record (apex, `ns.dns`, `hostmaster`), parsed once: every
+    /// snapshot carries a new SOA (the serial).
+    soa_names: [Name; 3],
 }
 
 /// One service replaced by a change: the entry before and after (`None`: absent).
@@ -195,7 +200,14 @@ impl ClustersetZone {
     /// An empty zone: the apex, `svc`, `pod`, `dns-version` and the name server only.
     pub fn new(config: ZoneConfig) -> Self {
         let zone_names: Vec<String> = zone_names(&config).into_iter().map(|(n, _)| n).collect();
+        let apex = config.zone.as_str();
+        let soa_names = [
+            fqdn(apex),
+            fqdn(&format!("ns.dns.{apex}")),
+            fqdn(&format!("hostmaster.{apex}")),
+        ];
         Self {
+            soa_names,
             serial: 1,
             index: ZoneIndex::new(config, &zone_names),
             zone_names,
@@ -233,6 +245,12 @@ impl ClustersetZone {
         &self.index
     }
 
+    /// Brings the reverse index up to date with the changes applied (through the `apply_`
+    /// methods) since the last flush; the index must be flushed before it is read or published.
+    pub(crate) fn flush(&mut self) {
+        self.index.flush();
+    }
+
     /// Adds or replaces a ServiceImport; returns the names whose records changed.
     pub fn upsert_service_import(
         &mut self,
@@ -240,6 +258,7 @@ impl ClustersetZone {
     ) -> Result<ChangedNames, ObjectError> {
         let mut replaced = Vec::new();
         self.apply_import(import, Some(&mut replaced))?;
+        self.flush();
         Ok(self.changed_names(&replaced))
     }
 
@@ -247,6 +266,7 @@ impl ClustersetZone {
     pub fn delete_service_import(&mut self, namespace: &str, name: &str) -> ChangedNames {
         let mut replaced = Vec::new();
         self.apply_delete_import(&ServiceKey::new(namespace, name), Some(&mut replaced));
+        self.flush();
         self.changed_names(&replaced)
     }
 
@@ -257,6 +277,7 @@ impl ClustersetZone {
     ) -> Result<ChangedNames, ObjectError> {
         let mut replaced = Vec::new();
         self.apply_slice(slice, Some(&mut replaced))?;
+        self.flush();
         Ok(self.changed_names(&replaced))
     }
 
@@ -264,6 +285,7 @@ impl ClustersetZone {
     pub fn delete_endpoint_slice(&mut self, namespace: &str, name: &str) -> ChangedNames {
         let mut replaced = Vec::new();
         self.apply_delete_slice(&SliceKey::new(namespace, name), Some(&mut replaced));
+        self.flush();
         self.changed_names(&replaced)
     }
 
@@ -273,25 +295,29 @@ impl ClustersetZone {
         &mut self,
         key: ServiceRef<'_>,
         log: Option<&mut Vec<Replaced>>,
-        make: impl FnOnce(Option<&ServiceEntry>) -> Option<Option<ServiceEntry>>,
+        make: impl FnOnce(Option<&ServiceEntry>) -> Option<Option<Arc<ServiceEntry>>>,
     ) -> bool {
         // A service whose namespace or name is not a label never gets names (its import is
         // rejected): its slices are not kept either.
         let Some(wire) = service_wire_key(key) else {
             return false;
         };
-        let (wire, current): (Arc<[u8]>, _) =
-            match self.index.services.get_key_value(wire.as_slice()) {
-                // Share the key the map holds (the reverse index keeps it as the owner).
-                Some((key, entry)) => (Arc::clone(key), Some(Arc::clone(entry))),
-                None => (wire.as_slice().into(), None),
-            };
-        let Some(new) = make(current.as_deref()) else {
+        let hash = ServiceMap::hash(wire.as_slice());
+        let found = self
+            .index
+            .services
+            .get_key_value_hashed(hash, wire.as_slice());
+        // Share the key the map holds (the reverse index keeps it as the owner).
+        let wire: WireKey = match found {
+            Some((key, _)) => key.clone(),
+            None => wire.as_slice().into(),
+        };
+        let Some(new) = make(found.map(|(_, entry)| &**entry)) else {
             return false;
         };
-        let new = self.index.replace(&wire, current.as_ref(), new);
+        let replaced = self.index.replace(&wire, hash, new);
         if let Some(log) = log {
-            log.push((current, new));
+            log.push(replaced);
         }
         true
     }
@@ -302,16 +328,24 @@ impl ClustersetZone {
         import: &mcs_types::v1beta1::ServiceImport,
         log: Option<&mut Vec<Replaced>>,
     ) -> Result<usize, ObjectError> {
-        let (key, fact) = import_fact(import)?;
+        let (key, draft) = import_fact(import)?;
         let changed = self.replace_service(key, log, |current| {
-            if current.and_then(|c| c.import.as_deref()) == Some(&fact) {
-                return None;
-            }
-            let (key, slices) = match current {
-                Some(c) => (Arc::clone(&c.key), Arc::clone(&c.slices)),
-                None => (Arc::new(key.to_key()), Arc::default()),
+            let current_import = current.and_then(|c| c.import.as_ref());
+            let ports_equal = match current_import {
+                Some(fact) => {
+                    let ports_equal = draft.ports_equal(&fact.ports);
+                    if ports_equal && draft.equals_apart_from_ports(fact) {
+                        return None;
+                    }
+                    ports_equal
+                }
+                None => false,
             };
-            Some(Some(ServiceEntry::new(key, Some(Arc::new(fact)), slices)))
+            let fact = Some(draft.into_fact(current_import.filter(|_| ports_equal)));
+            Some(Some(Arc::new(match current {
+                Some(c) => ServiceEntry::with_import(c, fact),
+                None => ServiceEntry::new(Arc::new(key.to_key()), fact, Arc::default()),
+            })))
         });
         Ok(usize::from(changed))
     }
@@ -324,9 +358,10 @@ impl ClustersetZone {
     ) -> usize {
         usize::from(self.replace_service(key.as_ref(), log, |current| {
             let current = current.filter(|c| c.import.is_some())?;
-            Some((!current.slices.is_empty()).then(|| {
-                ServiceEntry::new(Arc::clone(&current.key), None, Arc::clone(&current.slices))
-            }))
+            Some(
+                (!current.slices.is_empty())
+                    .then(|| Arc::new(ServiceEntry::with_import(current, None))),
+            )
         }))
     }
 
@@ -359,7 +394,11 @@ impl ClustersetZone {
                 None => (Arc::new(service_key.clone()), None, BTreeMap::new()),
             };
             slices.insert(name, Arc::new(fact));
-            Some(Some(ServiceEntry::new(key, import, Arc::new(slices))))
+            Some(Some(Arc::new(ServiceEntry::new(
+                key,
+                import,
+                Arc::new(slices),
+            ))))
         });
         if updated {
             self.slice_owner.insert(slice_key, service_key);
@@ -392,11 +431,11 @@ impl ClustersetZone {
             let mut slices = BTreeMap::clone(&current.slices);
             slices.remove(&slice_key.name);
             Some((current.import.is_some() || !slices.is_empty()).then(|| {
-                ServiceEntry::new(
+                Arc::new(ServiceEntry::new(
                     Arc::clone(&current.key),
                     current.import.clone(),
                     Arc::new(slices),
-                )
+                ))
             }))
         }))
     }
@@ -500,17 +539,9 @@ impl ClustersetZone {
 
     /// The SOA record of the zone.
     pub fn soa_record(&self) -> Record {
-        let apex = fqdn(self.apex());
+        let [apex, ns, hostmaster] = self.soa_names.clone();
         let ttl = self.config().ttl;
-        let soa = SOA::new(
-            fqdn(&format!("ns.dns.{}", self.apex())),
-            fqdn(&format!("hostmaster.{}", self.apex())),
-            self.serial,
-            7200,
-            1800,
-            86400,
-            ttl,
-        );
+        let soa = SOA::new(ns, hostmaster, self.serial, 7200, 1800, 86400, ttl);
         Record::from_rdata(apex, ttl, RData::SOA(soa))
     }
 

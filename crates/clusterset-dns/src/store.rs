@@ -107,7 +107,7 @@ impl ZoneStore {
     /// An empty, unsynced store.
     pub fn new(config: ZoneConfig) -> Self {
         let zone = ClustersetZone::new(config);
-        let snapshot = Snapshot::new(&zone, false);
+        let snapshot = Snapshot::new(&zone, false, None);
         Self {
             inner: Mutex::new(Inner {
                 zone,
@@ -165,6 +165,7 @@ impl ZoneStore {
             }
         }
         report.names_recomputed = changed;
+        inner.zone.flush();
         if changed > 0 {
             self.publish(&mut inner);
         }
@@ -216,7 +217,7 @@ impl ZoneStore {
         let mut inner = self.lock();
         if !inner.synced {
             inner.synced = true;
-            let snapshot = Snapshot::new(&inner.zone, true);
+            let snapshot = Snapshot::new(&inner.zone, true, Some(&self.snapshot.load()));
             self.swap_in(snapshot);
         }
     }
@@ -241,10 +242,11 @@ impl ZoneStore {
         if !errors.is_empty() {
             return Err(errors);
         }
+        zone.flush();
         let mut inner = self.lock();
         zone.set_serial(next_serial(inner.zone.serial()));
         inner.synced = true;
-        let snapshot = Snapshot::new(&zone, true);
+        let snapshot = Snapshot::new(&zone, true, Some(&self.snapshot.load()));
         let old = std::mem::replace(&mut inner.zone, zone);
         self.swap_in(snapshot);
         self.retire(Retired::Zone(Box::new(old)));
@@ -254,7 +256,7 @@ impl ZoneStore {
     fn publish(&self, inner: &mut Inner) {
         let serial = next_serial(inner.zone.serial());
         inner.zone.set_serial(serial);
-        let snapshot = Snapshot::new(&inner.zone, inner.synced);
+        let snapshot = Snapshot::new(&inner.zone, inner.synced, Some(&self.snapshot.load()));
         self.swap_in(snapshot);
     }
 

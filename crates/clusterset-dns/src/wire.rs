@@ -206,20 +206,42 @@ pub struct Snapshot {
     synced: bool,
     soa: Box<[u8]>,
     index: ZoneIndex,
-    /// The zone's own names, in `zone_names` order.
+    /// The zone apex, the first of the zone's own names: its SOA carries the serial, so each
+    /// snapshot has its own.
+    apex: Option<std::sync::Arc<PreparedName>>,
+    /// The zone's other own names, in `zone_names` order: they depend on the configuration
+    /// only, so a snapshot shares them (and their encoded answers) with the one it follows.
     zone_names: std::sync::Arc<[PreparedName]>,
 }
 
 impl Snapshot {
-    pub(crate) fn new(zone: &ClustersetZone, synced: bool) -> Self {
-        let zone_names = (0..)
-            .map_while(|i| zone.zone_view(i, false))
-            .map(PreparedName::new)
-            .collect();
+    /// The snapshot of `zone`; `previous` (the snapshot it replaces, if any) lends it the
+    /// zone's own names when the configuration is the same.
+    pub(crate) fn new(zone: &ClustersetZone, synced: bool, previous: Option<&Self>) -> Self {
+        debug_assert!(
+            zone.index().is_flushed(),
+            "a snapshot of a zone not flushed"
+        );
+        let index = zone.index().clone();
+        let zone_names = match previous {
+            Some(previous)
+                if std::sync::Arc::ptr_eq(&previous.index.config, &index.config)
+                    || previous.index.config == index.config =>
+            {
+                std::sync::Arc::clone(&previous.zone_names)
+            }
+            _ => (1..)
+                .map_while(|i| zone.zone_view(i, false))
+                .map(PreparedName::new)
+                .collect(),
+        };
         Self {
             synced,
             soa: soa_without_owner(zone).into(),
-            index: zone.index().clone(),
+            apex: zone
+                .zone_view(0, false)
+                .map(|view| std::sync::Arc::new(PreparedName::new(view))),
+            index,
             zone_names,
         }
     }
@@ -240,7 +262,8 @@ impl Snapshot {
     /// exist.
     fn find(&self, key: &[u8], zone_offset: Option<usize>) -> Option<Result<&PreparedName, bool>> {
         Some(match self.index.lookup(key, zone_offset)? {
-            Found::Zone(index) => Ok(self.zone_names.get(index)?),
+            Found::Zone(0) => Ok(self.apex.as_deref()?),
+            Found::Zone(index) => Ok(self.zone_names.get(index - 1)?),
             Found::Namespace(_) => Err(true),
             Found::Name(prepared) => Ok(prepared),
         })

@@ -401,3 +401,50 @@ fn the_model_still_reports_the_names_a_change_touched() {
     );
     assert_eq!(zone.service_count(), 0);
 }
+
+#[test]
+fn every_snapshot_answers_with_its_own_serial_at_the_apex_and_in_negative_answers() {
+    let store = ZoneStore::new(ZoneConfig::default());
+    store.mark_synced();
+    let serial = |message: &Message| -> String {
+        let soa = message
+            .answers
+            .iter()
+            .chain(&message.authorities)
+            .find(|r| r.record_type() == RecordType::SOA)
+            .expect("an SOA record");
+        soa.data.to_string().split(' ').nth(2).unwrap().to_owned()
+    };
+    let mut seen = Vec::new();
+    for (i, ip) in ["242.0.0.1", "242.0.0.2", "242.0.0.3"].iter().enumerate() {
+        store
+            .upsert_service_import(&import(
+                "shop",
+                "web",
+                "ClusterSetIP",
+                &[ip],
+                &[("http", "TCP", 80)],
+            ))
+            .unwrap();
+        let apex = wire(&store, "clusterset.local.", RecordType::SOA);
+        // `svc.<zone>` exists without data (NODATA), `dns-version` has no A: both carry the SOA.
+        let nodata = wire(&store, "svc.clusterset.local.", RecordType::A);
+        let version = wire(&store, "dns-version.clusterset.local.", RecordType::A);
+        let txt = wire(&store, "dns-version.clusterset.local.", RecordType::TXT);
+        assert_eq!(rdata(&txt), ["1.0.0"], "change {i}");
+        let serials = [serial(&apex), serial(&nodata), serial(&version)];
+        assert!(serials.iter().all(|s| *s == serials[0]), "{serials:?}");
+        assert_eq!(
+            serials[0],
+            store.answer("clusterset.local", RecordType::SOA).answers[0]
+                .data
+                .to_string()
+                .split(' ')
+                .nth(2)
+                .unwrap()
+        );
+        seen.push(serials[0].clone());
+    }
+    seen.dedup();
+    assert_eq!(seen.len(), 3, "each change raises the serial: {seen:?}");
+}

@@ -136,6 +136,9 @@ impl fmt::Display for NamePart {
 /// letter or digit. With `must_start_with_letter` it must also start with a letter (RFC 1035, the
 /// rule for Kubernetes Service names).
 pub fn dns_label_problem(label: &str, must_start_with_letter: bool) -> Option<String> {
+    if is_dns_label(label.as_bytes(), must_start_with_letter) {
+        return None;
+    }
     let example = if must_start_with_letter {
         "'web-1'"
     } else {
@@ -168,6 +171,36 @@ pub fn dns_label_problem(label: &str, must_start_with_letter: bool) -> Option<St
     Some(format!(
         "must consist of lower case letters, digits or '-', {start} and end with a letter or digit (for example {example})"
     ))
+}
+
+/// The bytes a DNS label may hold: lower-case letters, digits and `-`.
+const LABEL_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let b = byte as u8;
+        table[byte] = b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-';
+        byte += 1;
+    }
+    table
+};
+
+/// Whether `label` is a valid label (the short path of [`dns_label_problem`], which says why
+/// not): 1 to 63 lower-case letters, digits or `-`, starting and ending with a letter or digit
+/// (a letter with `must_start_with_letter`).
+fn is_dns_label(label: &[u8], must_start_with_letter: bool) -> bool {
+    let (Some(&first), Some(&last)) = (label.first(), label.last()) else {
+        return false;
+    };
+    let start_ok = if must_start_with_letter {
+        first.is_ascii_lowercase()
+    } else {
+        first.is_ascii_lowercase() || first.is_ascii_digit()
+    };
+    label.len() <= MAX_LABEL_LEN
+        && start_ok
+        && (last.is_ascii_lowercase() || last.is_ascii_digit())
+        && label.iter().all(|&b| LABEL_BYTES[usize::from(b)])
 }
 
 fn check_label(part: NamePart, value: &str) -> Result<(), NameError> {
@@ -541,6 +574,34 @@ impl fmt::Display for ClustersetName {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_short_label_check_accepts_exactly_the_valid_labels() {
+        let long = "a".repeat(MAX_LABEL_LEN);
+        let too_long = "a".repeat(MAX_LABEL_LEN + 1);
+        for label in [
+            "", "a", "1", "-", "web", "web-1", "1-web", "web-", "-web", "Web", "wEb", "we_b",
+            "we.b", "wé", "a--b", "0", "9z", &long, &too_long,
+        ] {
+            for letter in [true, false] {
+                let bytes = label.as_bytes();
+                let valid = !bytes.is_empty()
+                    && bytes.len() <= MAX_LABEL_LEN
+                    && bytes
+                        .iter()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+                    && bytes[0].is_ascii_alphanumeric()
+                    && bytes[bytes.len() - 1].is_ascii_alphanumeric()
+                    && (!letter || bytes[0].is_ascii_lowercase());
+                assert_eq!(is_dns_label(bytes, letter), valid, "{label:?} {letter}");
+                assert_eq!(
+                    dns_label_problem(label, letter).is_none(),
+                    valid,
+                    "{label:?}"
+                );
+            }
+        }
+    }
 
     fn parse(name: &str) -> Result<ClustersetName, NameError> {
         ClustersetName::parse(name, &Zone::default())
