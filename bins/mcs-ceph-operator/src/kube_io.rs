@@ -93,6 +93,11 @@ where
     Ok(())
 }
 
+/// Whether the API server answered 404 Not Found.
+pub(crate) fn not_found(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 404)
+}
+
 /// Deletes `name` if it still is the object with `uid`: gone already (404) or replaced by
 /// another object of the same name (409, the precondition failed) is done, not an error.
 async fn delete_by_uid<K>(
@@ -117,7 +122,12 @@ where
     };
     match api.delete(name, &params).await {
         Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => Ok(()),
+        Err(error)
+            if not_found(&error)
+                || matches!(&error, kube::Error::Api(status) if status.code == 409) =>
+        {
+            Ok(())
+        }
         Err(error) => Err(error.into()),
     }
 }

@@ -40,6 +40,7 @@ use mon_failover::{
 use serde_json::{Value, json};
 
 use crate::config::FIELD_MANAGER;
+use crate::kube_io::not_found;
 use crate::resources::{AddressingStatus, CephCluster, CephClusterAddressing, Phase};
 use crate::rook_objects::{DO_NOT_RECONCILE_LABEL, DO_NOT_RECONCILE_VALUE};
 
@@ -98,10 +99,6 @@ fn api(action: impl Into<String>) -> impl FnOnce(kube::Error) -> MigrationError 
         action,
         source: Box::new(source),
     }
-}
-
-fn not_found(error: &kube::Error) -> bool {
-    matches!(error, kube::Error::Api(status) if status.code == 404)
 }
 
 /// Whether the CephCluster opts in to mon migration by this operator.

@@ -102,10 +102,6 @@ pub fn osd_args_body(
     ports: &[NamedPort],
 ) -> Option<Value> {
     let container = osd_container(deployment)?;
-    let (namespace, name) = (
-        deployment.metadata.namespace.as_deref()?,
-        deployment.metadata.name.as_deref()?,
-    );
     let current = container.args.clone().unwrap_or_default();
     let args = desired_args(&current, planned);
     let labelled = deployment
@@ -121,20 +117,37 @@ pub fn osd_args_body(
         .iter()
         .map(|p| json!({"name": p.name, "containerPort": p.port, "protocol": "TCP"}))
         .collect();
-    Some(json!({
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": {DO_NOT_RECONCILE_LABEL: DO_NOT_RECONCILE_VALUE}
-        },
-        "spec": {"template": {"spec": {"containers": [{
+    partial_osd_deployment(
+        deployment,
+        Some(json!({DO_NOT_RECONCILE_LABEL: DO_NOT_RECONCILE_VALUE})),
+        json!({
             "name": container.name,
             "args": args,
             "env": [{"name": POD_IP_ENV, "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
             "ports": ports
-        }]}}}
+        }),
+    )
+}
+
+/// A partial Deployment naming `deployment` (`None` without namespace or name), with `labels`
+/// when given and the one OSD `container` entry: what both OSD apply bodies send.
+fn partial_osd_deployment(
+    deployment: &Deployment,
+    labels: Option<Value>,
+    container: Value,
+) -> Option<Value> {
+    let mut metadata = json!({
+        "name": deployment.metadata.name.as_deref()?,
+        "namespace": deployment.metadata.namespace.as_deref()?,
+    });
+    if let (Some(labels), Some(map)) = (labels, metadata.as_object_mut()) {
+        map.insert("labels".to_owned(), labels);
+    }
+    Some(json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": metadata,
+        "spec": {"template": {"spec": {"containers": [container]}}}
     }))
 }
 
@@ -174,20 +187,12 @@ pub fn osd_handback_body(deployment: &Deployment, manager: &str) -> Option<Value
         return None;
     }
     let container = osd_container(deployment)?;
-    let (namespace, name) = (
-        deployment.metadata.namespace.as_deref()?,
-        deployment.metadata.name.as_deref()?,
-    );
     let current = container.args.clone().unwrap_or_default();
-    Some(json!({
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"template": {"spec": {"containers": [{
-            "name": container.name,
-            "args": desired_args(&current, &[]),
-        }]}}}
-    }))
+    partial_osd_deployment(
+        deployment,
+        None,
+        json!({"name": container.name, "args": desired_args(&current, &[])}),
+    )
 }
 
 /// Whether a Deployment's rollout has not finished (`kubectl rollout status`'s test: the

@@ -295,6 +295,19 @@ async fn provisioning_applies_the_service_and_canary_and_lists_the_new_mon_witho
     assert_eq!(requests.len(), 4);
 }
 
+/// mon d's global IP in these tests.
+const D_ADDRESS: &str = "242.1.0.4";
+
+/// Starts mon d (global IP known) against a mock API server holding `objects`; its requests.
+async fn start_d(objects: BTreeMap<String, Value>) -> Vec<Seen> {
+    let (client, mut server) = api_client(objects);
+    runtime(&client, Some(D_ADDRESS))
+        .start(&id("d"), D_ADDRESS.parse().unwrap())
+        .await
+        .unwrap();
+    server.requests()
+}
+
 #[tokio::test]
 async fn start_derives_the_mon_deployment_from_the_replaced_mon() {
     let mut objects = base_objects(None);
@@ -302,12 +315,7 @@ async fn start_derives_the_mon_deployment_from_the_replaced_mon() {
     objects.get_mut(CM_PATH).unwrap()["data"]["mapping"] = json!(
         r#"{"node":{"a":{"Name":"n1","Hostname":"n1","Address":"10.0.0.1"},"b":null,"c":null}}"#
     );
-    let (client, mut server) = api_client(objects);
-    runtime(&client, Some("242.1.0.4"))
-        .start(&id("d"), "242.1.0.4".parse().unwrap())
-        .await
-        .unwrap();
-    let requests = server.requests();
+    let requests = start_d(objects).await;
     let paths: Vec<(&str, &str)> = requests
         .iter()
         .map(|r| (r.method.as_str(), r.path.as_str()))
@@ -539,12 +547,7 @@ fn pvc_backed_mon_a(objects: &mut BTreeMap<String, Value>) {
 async fn a_pvc_backed_mon_gets_its_own_claim_made_like_the_replaced_mons() {
     let mut objects = base_objects(None);
     pvc_backed_mon_a(&mut objects);
-    let (client, mut server) = api_client(objects);
-    runtime(&client, Some("242.1.0.4"))
-        .start(&id("d"), "242.1.0.4".parse().unwrap())
-        .await
-        .unwrap();
-    let requests = server.requests();
+    let requests = start_d(objects).await;
     let paths: Vec<(&str, &str)> = requests
         .iter()
         .map(|r| (r.method.as_str(), r.path.as_str()))
@@ -599,8 +602,8 @@ async fn a_mon_mounting_a_claim_that_is_not_its_own_is_refused_before_any_write(
         .unwrap()["spec"]["template"]["spec"]["volumes"] = json!([{"name": "shared",
         "persistentVolumeClaim": {"claimName": "shared-data"}}]);
     let (client, mut server) = api_client(objects);
-    let error = runtime(&client, Some("242.1.0.4"))
-        .start(&id("d"), "242.1.0.4".parse().unwrap())
+    let error = runtime(&client, Some(D_ADDRESS))
+        .start(&id("d"), D_ADDRESS.parse().unwrap())
         .await
         .unwrap_err()
         .to_string();

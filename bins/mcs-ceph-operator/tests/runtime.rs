@@ -166,19 +166,10 @@ async fn first_applies(watch_namespace: Option<&str>) -> Vec<Seen> {
     seen
 }
 
-#[tokio::test]
-async fn every_watch_lists_before_the_first_apply() {
-    let seen = first_applies(None).await;
-    assert_eq!(
-        seen[0].path, "/apis/multicluster.x-k8s.io/v1beta1",
-        "discovery first"
-    );
-    let first_patch = seen.iter().position(|s| s.method == "PATCH").unwrap();
-    let lists: BTreeMap<&str, Option<&str>> = seen[..first_patch]
-        .iter()
-        .filter(|s| {
-            s.method == "GET" && !s.query.contains_key("watch") && s.query.contains_key("limit")
-        })
+/// The GET requests that pass `keep`, by path, with their label or field selector.
+fn selectors_by_path(seen: &[Seen], keep: impl Fn(&Seen) -> bool) -> BTreeMap<&str, Option<&str>> {
+    seen.iter()
+        .filter(|s| s.method == "GET" && keep(s))
         .map(|s| {
             let selector = s
                 .query
@@ -187,7 +178,20 @@ async fn every_watch_lists_before_the_first_apply() {
                 .map(String::as_str);
             (s.path.as_str(), selector)
         })
-        .collect();
+        .collect()
+}
+
+#[tokio::test]
+async fn every_watch_lists_before_the_first_apply() {
+    let seen = first_applies(None).await;
+    assert_eq!(
+        seen[0].path, "/apis/multicluster.x-k8s.io/v1beta1",
+        "discovery first"
+    );
+    let first_patch = seen.iter().position(|s| s.method == "PATCH").unwrap();
+    let lists = selectors_by_path(&seen[..first_patch], |s| {
+        !s.query.contains_key("watch") && s.query.contains_key("limit")
+    });
     assert_eq!(
         lists,
         BTreeMap::from([
@@ -225,19 +229,10 @@ async fn every_watch_lists_before_the_first_apply() {
 async fn watching_one_namespace_lists_and_watches_only_that_namespace() {
     let seen = first_applies(Some("rook-ceph")).await;
     let first_patch = seen.iter().position(|s| s.method == "PATCH").unwrap();
-    let reads: Vec<(&str, Option<&str>)> = seen[..first_patch]
-        .iter()
-        .filter(|s| s.method == "GET" && s.path != "/apis/multicluster.x-k8s.io/v1beta1")
-        .map(|s| {
-            let selector = s
-                .query
-                .get("labelSelector")
-                .or_else(|| s.query.get("fieldSelector"))
-                .map(String::as_str);
-            (s.path.as_str(), selector)
-        })
-        .collect();
-    let lists: BTreeMap<&str, Option<&str>> = reads.iter().copied().collect();
+    // Lists and watches alike (discovery aside).
+    let lists = selectors_by_path(&seen[..first_patch], |s| {
+        s.path != "/apis/multicluster.x-k8s.io/v1beta1"
+    });
     assert_eq!(
         lists,
         BTreeMap::from([

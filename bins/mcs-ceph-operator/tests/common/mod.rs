@@ -300,28 +300,22 @@ fn osd_apply_fields(body: &serde_json::Value) -> serde_json::Value {
     if container.get("args").is_some() {
         fields.insert("f:args".into(), serde_json::json!({}));
     }
-    let env: serde_json::Map<_, _> = container["env"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|e| {
-            (
-                format!("k:{{\"name\":{}}}", e["name"]),
-                serde_json::json!({}),
-            )
-        })
-        .collect();
-    let ports: serde_json::Map<_, _> = container["ports"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|p| {
-            (
-                format!("k:{{\"containerPort\":{}}}", p["containerPort"]),
-                serde_json::json!({}),
-            )
-        })
-        .collect();
+    // A list map's entries are keyed `k:{"<key>":<value as JSON>}`.
+    let keyed = |list: &str, key: &str| -> serde_json::Map<String, serde_json::Value> {
+        container[list]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|item| {
+                (
+                    format!("k:{{\"{key}\":{}}}", item[key]),
+                    serde_json::json!({}),
+                )
+            })
+            .collect()
+    };
+    let env = keyed("env", "name");
+    let ports = keyed("ports", "containerPort");
     fields.insert("f:env".into(), env.into());
     fields.insert("f:ports".into(), ports.into());
     serde_json::json!({
