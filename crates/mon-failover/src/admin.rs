@@ -238,6 +238,15 @@ pub enum AdminError {
         /// The parse error.
         source: serde_json::Error,
     },
+    /// Asking the mons on their admin sockets gave no quorum
+    /// ([`AdminSocketQuorum`](crate::AdminSocketQuorum)).
+    #[error("mon admin sockets in {run_dir}: {problem}")]
+    AdminSocket {
+        /// The directory of the sockets.
+        run_dir: String,
+        /// What they said, per mon.
+        problem: String,
+    },
 }
 
 /// The Ceph admin port: what the failover driver needs from the mons. Implemented by

@@ -50,13 +50,16 @@
 //!   [`MemoryStateStore`]; the operator's status object).
 //! - [`Driver`]: observe, step, persist, execute; [`Driver::run_until_settled`] loops until
 //!   every mon is placed and in quorum.
-//! - [`QuorumWatch`]: polls the quorum in the background and records any answer without one.
+//! - [`QuorumWatch`]: polls the quorum in the background and records any answer without one,
+//!   through a [`QuorumProbe`]: any [`CephMonAdmin`], or [`AdminSocketQuorum`] (the mons' own
+//!   state on their admin sockets, for local clusters).
 //!
 //! With the `mock` feature the ports have mockall mocks (`MockCephMonAdmin`, `MockMonRuntime`,
 //! `MockStateStore`).
 #![forbid(unsafe_code)]
 
 mod admin;
+mod asok;
 mod cli;
 mod driver;
 mod local;
@@ -73,6 +76,7 @@ pub use admin::{
     AddrVec, AdminError, CephMonAdmin, EntityAddr, MonMap, MonMapEntry, MonMapError, QuorumStatus,
     observed_mons,
 };
+pub use asok::AdminSocketQuorum;
 pub use cli::CephCli;
 pub use driver::{Driver, DriverError, Planned, RunOptions, RunReport, Tick, is_settled};
 pub use local::{
@@ -93,4 +97,4 @@ pub use runtime::{MonRuntime, RuntimeError, judge_placement};
 pub use store::MockStateStore;
 pub use store::{FileStateStore, MemoryStateStore, StateStore, StoreError};
 pub use time::Timestamp;
-pub use watch::{QuorumRecord, QuorumWatch};
+pub use watch::{QuorumProbe, QuorumRecord, QuorumWatch};

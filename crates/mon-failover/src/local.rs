@@ -317,6 +317,17 @@ impl LocalCluster {
         self.dir.join("log").join(format!("ceph-mon.{mon}.log"))
     }
 
+    /// The directory of the daemons' admin sockets and pid files.
+    pub fn run_dir(&self) -> PathBuf {
+        self.dir.join("run")
+    }
+
+    /// The quorum as the mons report it on their admin sockets (no network, an answer even
+    /// without a quorum), for a [`QuorumWatch`](crate::QuorumWatch).
+    pub fn quorum_probe(&self) -> crate::AdminSocketQuorum {
+        crate::AdminSocketQuorum::new(self.run_dir())
+    }
+
     /// The admin port for this cluster as `client.admin` (inside `netns` if given).
     pub fn admin(&self, netns: Option<&str>) -> CephCli {
         let cli = CephCli::new(self.conf()).keyring(self.keyring());

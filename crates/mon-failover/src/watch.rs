@@ -5,11 +5,28 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use async_trait::async_trait;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::admin::CephMonAdmin;
+use crate::admin::{AdminError, CephMonAdmin, QuorumStatus};
 use crate::quorum::majority;
+
+/// What a [`QuorumWatch`] asks: the quorum now. Every [`CephMonAdmin`] is one (through the
+/// cluster's clients); [`AdminSocketQuorum`](crate::AdminSocketQuorum) asks the mons of a local
+/// cluster on their admin sockets.
+#[async_trait]
+pub trait QuorumProbe: Send + Sync {
+    /// The quorum and the monmap, or why there is none.
+    async fn quorum_status(&self) -> Result<QuorumStatus, AdminError>;
+}
+
+#[async_trait]
+impl<T: CephMonAdmin + ?Sized> QuorumProbe for T {
+    async fn quorum_status(&self) -> Result<QuorumStatus, AdminError> {
+        CephMonAdmin::quorum_status(self).await
+    }
+}
 
 /// What a [`QuorumWatch`] saw.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -38,7 +55,7 @@ pub struct QuorumWatch {
 
 impl QuorumWatch {
     /// Starts polling `admin` every `every` (the first poll at once).
-    pub fn start(admin: Arc<dyn CephMonAdmin>, every: Duration) -> Self {
+    pub fn start(admin: Arc<dyn QuorumProbe>, every: Duration) -> Self {
         let (stop, mut stopped) = watch::channel(false);
         let task = tokio::spawn(async move {
             let started = Instant::now();
@@ -84,7 +101,7 @@ impl QuorumWatch {
 mod tests {
     use super::*;
     use crate::CommandError;
-    use crate::admin::{AdminError, MockCephMonAdmin, QuorumStatus};
+    use crate::admin::MockCephMonAdmin;
 
     fn status(quorum: &[&str], size: usize) -> QuorumStatus {
         let mons = [("a", ""), ("b", ""), ("c", "")];

@@ -5,7 +5,7 @@
 //! Each test has its own cluster on its own loopback range (127.0.N.x), so they run in
 //! parallel: three mons start at 127.0.N.11-13 (cluster-local addresses) and move to
 //! clusterset addresses from the pool 127.0.N.21-29, one at a time, while a [`QuorumWatch`]
-//! polls `ceph quorum_status` from the side.
+//! asks the mons for their state on their admin sockets every second.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers too
 
 use std::collections::BTreeSet;
@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ceph_address_plan::MonId;
+
 use mon_failover::{
     Addressing, AttemptResult, Blocker, CephCli, CephMonAdmin, Command, Config, Driver,
     EndpointTable, FileStateStore, LocalCluster, LocalMonRuntime, Machine, MonEndpoint, MonRuntime,
@@ -105,10 +106,15 @@ impl Cluster {
         }
     }
 
+    /// A quorum watch, every second, on the mons' admin sockets: what the mons themselves
+    /// say, with no client that could wait on a mon that just left (a `ceph quorum_status`
+    /// probe can time out hunting for a mon while the quorum holds). An election that
+    /// re-forms a quorum within 10 s (every monmap change makes one) is not a loss.
     fn watch(&self) -> QuorumWatch {
-        // Its own adapter, so it follows the monmap on its own.
-        let admin = self.cluster.admin(None).timeout(Duration::from_secs(10));
-        QuorumWatch::start(Arc::new(admin), Duration::from_secs(1))
+        QuorumWatch::start(
+            Arc::new(self.cluster.quorum_probe()),
+            Duration::from_secs(1),
+        )
     }
 
     async fn driver(&self, config: Config, runtime: Arc<dyn MonRuntime>) -> Driver {
@@ -491,6 +497,53 @@ async fn a_mon_killed_mid_migration_blocks_removals_until_quorum_is_back() {
     assert_eq!(
         history.last.as_ref().map(|l| &l.result),
         Some(&AttemptResult::Completed)
+    );
+}
+
+/// The admin-socket probe the quorum watches use tells a quorum from none: with a, b and c
+/// up it names all three; with b and c stopped, a alone cannot form one, and the probe says so
+/// (with a's state). Like every client, it learns of the loss when the leader does: a leader
+/// notices dead peons when their lease acknowledgements time out (10 s by default in Ceph),
+/// then the election allowance (3 s here) passes; the test waits up to 60 s for that.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_admin_socket_probe_sees_the_quorum_and_its_loss() {
+    let c = Cluster::start(66).await;
+    let probe = c
+        .cluster
+        .quorum_probe()
+        .election_allowance(Duration::from_secs(3));
+    let status = mon_failover::QuorumProbe::quorum_status(&probe)
+        .await
+        .unwrap();
+    assert_eq!(status.quorum_names, ["a", "b", "c"]);
+    assert_eq!(status.monmap.mons.len(), 3);
+    assert!(status.quorum_leader_name.is_some(), "{status:?}");
+    c.runtime.stop(&id("b")).await.unwrap();
+    c.runtime.stop(&id("c")).await.unwrap();
+    let watch = QuorumWatch::start(Arc::new(probe.clone()), Duration::from_secs(1));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let error = loop {
+        match mon_failover::QuorumProbe::quorum_status(&probe).await {
+            Err(error) => break error.to_string(),
+            Ok(status) => assert!(
+                tokio::time::Instant::now() < deadline,
+                "a quorum is still reported 60 s after b and c stopped: {status:?}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    assert!(
+        error.contains("no mon in a quorum") && error.contains("mon.a "),
+        "{error}"
+    );
+    let record = watch.stop().await;
+    assert!(!record.never_lost(), "{record:?}");
+    assert!(
+        record
+            .losses
+            .iter()
+            .any(|(_, why)| why.contains("no mon in a quorum")),
+        "{record:?}"
     );
 }
 
