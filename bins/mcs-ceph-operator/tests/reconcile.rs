@@ -285,6 +285,16 @@ fn take_back(snapshot: &mut Snapshot, requests: &[Seen]) -> usize {
     count
 }
 
+/// A reconcile at `second` that writes only the status (the cluster caught up with the last
+/// writes), then one a second later that asks and writes nothing.
+async fn writes_the_status_then_nothing(snapshot: &mut Snapshot, second: i64) {
+    let (_, requests) = run(snapshot, at(second), no_lookups(), 0).await;
+    assert_eq!(paths(&requests), [format!("PATCH {STATUS_PATH}")]);
+    take_back(snapshot, &requests);
+    let (_, requests) = run(snapshot, at(second + 1), no_lookups(), 0).await;
+    assert!(requests.is_empty(), "{:?}", paths(&requests));
+}
+
 fn paths(requests: &[Seen]) -> Vec<String> {
     requests
         .iter()
@@ -726,11 +736,7 @@ async fn turning_mcs_off_hands_each_osd_deployment_back_with_one_apply_then_noth
         assert_eq!(status_body(&requests)["status"]["phase"], "Disabled");
         take_back(&mut snapshot, &requests);
     }
-    let (_, requests) = run(&snapshot, at(102), no_lookups(), 0).await;
-    assert_eq!(paths(&requests), [format!("PATCH {STATUS_PATH}")]);
-    take_back(&mut snapshot, &requests);
-    let (_, requests) = run(&snapshot, at(103), no_lookups(), 0).await;
-    assert!(requests.is_empty(), "{:?}", paths(&requests));
+    writes_the_status_then_nothing(&mut snapshot, 102).await;
 }
 
 /// An OSD removed for good: after the grace period, one DELETE of its ServiceExport and one of
@@ -974,11 +980,7 @@ async fn osd_arguments_are_one_server_side_apply_of_exactly_the_planned_fields()
     );
     take_back(&mut snapshot, &requests);
     // The OSD is up to date: the status says so, and then nothing is written.
-    let (_, requests) = run(&snapshot, at(3), no_lookups(), 0).await;
-    assert_eq!(paths(&requests), [format!("PATCH {STATUS_PATH}")]);
-    take_back(&mut snapshot, &requests);
-    let (_, requests) = run(&snapshot, at(4), no_lookups(), 0).await;
-    assert!(requests.is_empty(), "{:?}", paths(&requests));
+    writes_the_status_then_nothing(&mut snapshot, 3).await;
 }
 
 /// Mons on global IPs: the `rook-ceph-mon-endpoints` and `rook-ceph-config` applies, request

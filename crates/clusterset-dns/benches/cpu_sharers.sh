@@ -20,7 +20,6 @@ RATE=${RATE:-65000}
 DURATION=${DURATION:-10}
 PRIORITY=${PRIORITY:-normal}
 PORT=15353
-ZONE=clusterset.local
 
 for tool in perf dig taskset chrt; do
   command -v "$tool" >/dev/null || { echo "error: $tool is missing: apt-get install linux-perf bind9-dnsutils util-linux" >&2; exit 1; }
@@ -34,27 +33,26 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cargo build --release --quiet -p clusterset-dns --example bench_server --example dns_latency
-BENCH_SERVER=target/release/examples/bench_server
-"$BENCH_SERVER" --services 1000 --listen 127.0.0.1:$PORT --print-zone >"$WORK/zone.db"
-grep -E "^svc-[0-9]+\.bench\.svc\.$ZONE\. .* IN A " "$WORK/zone.db" | awk '{print $1, "A"}' >"$WORK/queries.txt"
+# shellcheck source=crates/clusterset-dns/benches/bench_common.sh
+source crates/clusterset-dns/benches/bench_common.sh
+build_bench_tools
+zone_and_queries 1000 "$WORK"
 
 case $PRIORITY in
-  normal) taskset -c "$SERVER_CPU" "$BENCH_SERVER" --services 1000 --listen 127.0.0.1:$PORT --workers 1 >"$WORK/server.out" 2>&1 & ;;
-  realtime) chrt -f 1 taskset -c "$SERVER_CPU" "$BENCH_SERVER" --services 1000 --listen 127.0.0.1:$PORT --workers 1 >"$WORK/server.out" 2>&1 & ;;
+  normal) AT_PRIORITY=() ;;
+  realtime) AT_PRIORITY=(chrt -f 1) ;;
   *) echo "error: PRIORITY=$PRIORITY: use normal or realtime" >&2; exit 2 ;;
 esac
+"${AT_PRIORITY[@]}" taskset -c "$SERVER_CPU" "$BENCH_SERVER" --services 1000 --listen 127.0.0.1:$PORT \
+  --workers 1 >"$WORK/server.out" 2>&1 &
 SERVER=$!
-for _ in $(seq 1 100); do
-  [ -n "$(dig +short +time=1 +tries=1 @127.0.0.1 -p $PORT "svc-0.bench.svc.$ZONE" A 2>/dev/null)" ] && break
-  sleep 0.1
-done
+wait_for $PORT
 # Warm-up: every service's answers are computed on its first query.
-taskset -c "$CLIENT_CPU" target/release/examples/dns_latency --server 127.0.0.1:$PORT \
+taskset -c "$CLIENT_CPU" "$LATENCY" --server 127.0.0.1:$PORT \
   --queries "$WORK/queries.txt" --rate "$RATE" --duration 2 >/dev/null
 
 perf record -q -o "$WORK/sched.data" -e sched:sched_switch -C "$SERVER_CPU" -- \
-  taskset -c "$CLIENT_CPU" target/release/examples/dns_latency --server 127.0.0.1:$PORT \
+  taskset -c "$CLIENT_CPU" "$LATENCY" --server 127.0.0.1:$PORT \
   --queries "$WORK/queries.txt" --rate "$RATE" --duration "$DURATION" 2>/dev/null
 echo "server at $PRIORITY priority on CPU $SERVER_CPU, harness on CPU $CLIENT_CPU at $RATE queries/s"
 printf '%-36s %10s %12s %8s\n' "thread on CPU $SERVER_CPU" "total ms" "longest ms" "runs"

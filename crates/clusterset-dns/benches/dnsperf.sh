@@ -28,7 +28,6 @@ SERVER_CPU=${SERVER_CPU:-1}
 CLIENT_CPU=${CLIENT_CPU:-0}
 CLIENTS=${CLIENTS:-16}
 CHURN_SERVICES=${CHURN_SERVICES:-10000}
-ZONE=clusterset.local
 
 for tool in dnsperf knotd nsd unbound taskset chrt; do
   command -v "$tool" >/dev/null || { echo "error: $tool is missing: apt-get install dnsperf knot nsd unbound util-linux" >&2; exit 1; }
@@ -43,28 +42,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# shellcheck source=crates/clusterset-dns/benches/bench_common.sh
+source crates/clusterset-dns/benches/bench_common.sh
+
 echo "==> building the server (release)"
-cargo build --release --quiet -p clusterset-dns --example bench_server --example dns_latency
-BENCH_SERVER=target/release/examples/bench_server
-LATENCY=target/release/examples/dns_latency
+build_bench_tools
 
 echo "==> zone of $SERVICES services and the query file"
-"$BENCH_SERVER" --services "$SERVICES" --listen 127.0.0.1:15353 --print-zone >"$WORK/zone.db"
-# A queries for every service name: the lookup clusterset clients make.
-grep -E "^svc-[0-9]+\.bench\.svc\.$ZONE\. .* IN A " "$WORK/zone.db" | awk '{print $1, "A"}' >"$WORK/queries.txt"
+zone_and_queries "$SERVICES" "$WORK"
 echo "    $(wc -l <"$WORK/zone.db") records, $(wc -l <"$WORK/queries.txt") queries"
-
-wait_for() { # port
-  for _ in $(seq 1 100); do
-    if dig +short +time=1 +tries=1 @127.0.0.1 -p "$1" "svc-0.bench.svc.$ZONE" A >/dev/null 2>&1 &&
-       [ -n "$(dig +short +time=1 +tries=1 @127.0.0.1 -p "$1" "svc-0.bench.svc.$ZONE" A)" ]; then
-      return 0
-    fi
-    sleep 0.1
-  done
-  echo "error: nothing answers on port $1" >&2
-  return 1
-}
 
 # --- peers' configurations ---------------------------------------------------------------------
 mkdir -p "$WORK/knot" "$WORK/nsd" "$WORK/unbound"
