@@ -347,6 +347,9 @@ impl LocalCluster {
 
     fn write_conf(&self, mon_host: &str) -> Result<(), RuntimeError> {
         let dir = self.dir.display();
+        // A ceph-mon that refuses to start queues the reason for its log thread and exits at
+        // once; `log_flush_on_exit` makes the exit write the queue, so the reason is never lost
+        // (without it CI once saw a mon exit with an empty log).
         let conf = format!(
             "[global]\n\
              fsid = {fsid}\n\
@@ -359,6 +362,7 @@ impl LocalCluster {
              admin_socket = {dir}/run/$cluster-$name.asok\n\
              pid_file = {dir}/run/$cluster-$name.pid\n\
              log_file = {dir}/log/$cluster-$name.log\n\
+             log_flush_on_exit = true\n\
              mon_data = {dir}/mon/$cluster-$id\n\
              mon_allow_pool_delete = true\n\
              mon_data_avail_crit = 0\n\

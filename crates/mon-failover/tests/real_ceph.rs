@@ -562,6 +562,19 @@ async fn a_mon_that_exits_at_start_is_reported_with_its_logs_reason() {
     )
     .await
     .unwrap();
+    // The mon exits at once, its reason still queued for its log thread: the cluster's
+    // configuration makes the exit flush the log.
+    let flush_on_exit = std::process::Command::new("ceph-mon")
+        .arg("-c")
+        .arg(cluster.conf())
+        .args(["-i", "a", "--show-config-value", "log_flush_on_exit"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&flush_on_exit.stdout).trim(),
+        "true",
+        "{flush_on_exit:?}"
+    );
     std::fs::write(
         cluster.mon_data(&a.0).join("store.db").join("CURRENT"),
         "not a manifest\n",
@@ -586,9 +599,13 @@ async fn a_mon_that_exits_at_start_is_reported_with_its_logs_reason() {
     assert_eq!(exited.len(), 1, "{error}");
     assert_eq!(exited[0].mon, a.0);
     assert!(!exited[0].status.success(), "{error}");
+    let log =
+        String::from_utf8_lossy(&std::fs::read(&exited[0].log).unwrap_or_default()).into_owned();
+    let lines: Vec<&str> = log.lines().collect();
+    let log = lines[lines.len().saturating_sub(15)..].join("\n");
     assert!(
         !exited[0].errors.is_empty() && error.to_string().contains(&exited[0].errors[0]),
-        "the reason from the log is in the error: {error}"
+        "the reason from the log is in the error: {error}\nthe log ends with:\n{log}"
     );
     assert!(
         error.to_string().contains("ceph-mon.a.log"),
