@@ -22,7 +22,7 @@ use mcs_types::names::ClustersetName;
 use mon_failover::{
     Addressing, CephMonAdmin, Command, CommandOutcome, Config, Driver, EndpointSource,
     EndpointTable, FileStateStore, LocalCluster, LocalMonRuntime, Machine, MonEndpoint, MonRuntime,
-    QuorumWatch, RunOptions, RuntimeError, Tick,
+    RunOptions, RuntimeError, Tick,
 };
 
 /// Options of `mcsctl demo`.
@@ -155,9 +155,7 @@ async fn demo(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         "  (one at a time, only with every mon in quorum; the quorum is polled every second)"
             .to_owned(),
     );
-    // The mons' own view on their admin sockets: no client that could wait on a mon that
-    // just left; an election that re-forms a quorum within 10 s is not a loss.
-    let watch = QuorumWatch::start(Arc::new(cluster.quorum_probe()), Duration::from_secs(1));
+    let watch = cluster.quorum_watch(Duration::from_secs(1));
     let mut driver = Driver::resume(
         Machine::new(Config {
             mon_out_timeout: None,

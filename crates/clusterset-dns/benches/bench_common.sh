@@ -1,10 +1,18 @@
-# Shared by dnsperf.sh and cpu_sharers.sh (sourced, from the repository root): the server and
-# the latency harness built once, the synthetic zone and its query file, and the wait for a
+# Shared by dnsperf.sh and cpu_sharers.sh (sourced, from the repository root): the check for
+# the tools a script needs, the server and the latency harness built once, the synthetic zone and its query file, and the wait for a
 # server to answer.
 
 ZONE=clusterset.local
 BENCH_SERVER=target/release/examples/bench_server
 LATENCY=target/release/examples/dns_latency
+
+# Stops with the install command unless every tool named after it is on the PATH.
+require_tools() { # "packages to install" tool...
+  local packages=$1 tool; shift
+  for tool in "$@"; do
+    command -v "$tool" >/dev/null || { echo "error: $tool is missing: apt-get install $packages" >&2; exit 1; }
+  done
+}
 
 build_bench_tools() {
   cargo build --release --quiet -p clusterset-dns --example bench_server --example dns_latency

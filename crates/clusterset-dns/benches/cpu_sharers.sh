@@ -21,9 +21,9 @@ DURATION=${DURATION:-10}
 PRIORITY=${PRIORITY:-normal}
 PORT=15353
 
-for tool in perf dig taskset chrt; do
-  command -v "$tool" >/dev/null || { echo "error: $tool is missing: apt-get install linux-perf bind9-dnsutils util-linux" >&2; exit 1; }
-done
+# shellcheck source=crates/clusterset-dns/benches/bench_common.sh
+source crates/clusterset-dns/benches/bench_common.sh
+require_tools "linux-perf bind9-dnsutils util-linux" perf dig taskset chrt
 
 WORK=$(mktemp -d /tmp/clusterset-dns-sharers.XXXXXX)
 SERVER=
@@ -33,8 +33,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# shellcheck source=crates/clusterset-dns/benches/bench_common.sh
-source crates/clusterset-dns/benches/bench_common.sh
 build_bench_tools
 zone_and_queries 1000 "$WORK"
 

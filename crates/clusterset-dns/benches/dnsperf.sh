@@ -6,7 +6,7 @@
 #
 # Environment: SERVICES (zone size, default 1000), DURATION (seconds per run, default 10),
 # SERVER_CPU (default 1), CLIENT_CPU (default 0), CLIENTS (dnsperf -c, default 16),
-# CHURN_SERVICES (default 10000). Needs: dnsperf knot nsd unbound (Debian packages).
+# CHURN_SERVICES (default 10000). Needs: dnsperf knot nsd unbound bind9-dnsutils (Debian packages).
 #
 # For each server: peak queries/s (dnsperf, unlimited), then latency at half that peak
 # (examples/dns_latency.rs: open loop at a fixed rate, percentiles from every answer), once at
@@ -29,9 +29,9 @@ CLIENT_CPU=${CLIENT_CPU:-0}
 CLIENTS=${CLIENTS:-16}
 CHURN_SERVICES=${CHURN_SERVICES:-10000}
 
-for tool in dnsperf knotd nsd unbound taskset chrt; do
-  command -v "$tool" >/dev/null || { echo "error: $tool is missing: apt-get install dnsperf knot nsd unbound util-linux" >&2; exit 1; }
-done
+# shellcheck source=crates/clusterset-dns/benches/bench_common.sh
+source crates/clusterset-dns/benches/bench_common.sh
+require_tools "dnsperf knot nsd unbound bind9-dnsutils util-linux" dnsperf knotd nsd unbound dig taskset chrt
 
 WORK=$(mktemp -d /tmp/clusterset-dns-bench.XXXXXX)
 PIDS=()
@@ -41,9 +41,6 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-
-# shellcheck source=crates/clusterset-dns/benches/bench_common.sh
-source crates/clusterset-dns/benches/bench_common.sh
 
 echo "==> building the server (release)"
 build_bench_tools

@@ -81,15 +81,11 @@ impl AdminSocketQuorum {
 
     /// One round: every mon's state, or why its socket did not answer.
     async fn states(&self) -> Result<Vec<Result<MonStatus, String>>, AdminError> {
-        let mut entries = tokio::fs::read_dir(&self.run_dir)
-            .await
-            .map_err(|e| self.error(format!("cannot list {}: {e}", self.run_dir.display())))?;
+        let unlisted =
+            |e: std::io::Error| self.error(format!("cannot list {}: {e}", self.run_dir.display()));
+        let mut entries = tokio::fs::read_dir(&self.run_dir).await.map_err(unlisted)?;
         let mut sockets = Vec::new();
-        while let Some(entry) = entries
-            .next_entry()
-            .await
-            .map_err(|e| self.error(format!("cannot list {}: {e}", self.run_dir.display())))?
-        {
+        while let Some(entry) = entries.next_entry().await.map_err(unlisted)? {
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.contains("-mon.") && name.ends_with(".asok") {
                 sockets.push(entry.path());

@@ -328,6 +328,15 @@ impl LocalCluster {
         crate::AdminSocketQuorum::new(self.run_dir())
     }
 
+    /// A [`QuorumWatch`](crate::QuorumWatch) polling [`Self::quorum_probe`] every `every`:
+    /// what the mons themselves say, with no client that could wait on a mon that just left (a
+    /// `ceph quorum_status` probe can time out hunting for a mon while the quorum holds). An
+    /// election that re-forms a quorum within 10 s (every monmap change makes one) is not a
+    /// loss. Must be called within a tokio runtime.
+    pub fn quorum_watch(&self, every: std::time::Duration) -> crate::QuorumWatch {
+        crate::QuorumWatch::start(std::sync::Arc::new(self.quorum_probe()), every)
+    }
+
     /// The admin port for this cluster as `client.admin` (inside `netns` if given).
     pub fn admin(&self, netns: Option<&str>) -> CephCli {
         let cli = CephCli::new(self.conf()).keyring(self.keyring());

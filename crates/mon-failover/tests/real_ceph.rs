@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ceph_address_plan::MonId;
-
 use mon_failover::{
     Addressing, AttemptResult, Blocker, CephCli, CephMonAdmin, Command, Config, Driver,
     EndpointTable, FileStateStore, LocalCluster, LocalMonRuntime, Machine, MonEndpoint, MonRuntime,
@@ -106,15 +105,9 @@ impl Cluster {
         }
     }
 
-    /// A quorum watch, every second, on the mons' admin sockets: what the mons themselves
-    /// say, with no client that could wait on a mon that just left (a `ceph quorum_status`
-    /// probe can time out hunting for a mon while the quorum holds). An election that
-    /// re-forms a quorum within 10 s (every monmap change makes one) is not a loss.
+    /// A quorum watch on the mons' admin sockets, every second.
     fn watch(&self) -> QuorumWatch {
-        QuorumWatch::start(
-            Arc::new(self.cluster.quorum_probe()),
-            Duration::from_secs(1),
-        )
+        self.cluster.quorum_watch(Duration::from_secs(1))
     }
 
     async fn driver(&self, config: Config, runtime: Arc<dyn MonRuntime>) -> Driver {

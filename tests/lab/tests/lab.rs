@@ -286,14 +286,9 @@ impl Lab {
         self.topology.cluster(Side::A).netns.clone()
     }
 
-    /// A quorum watch, every second, on the mons' admin sockets (what the mons themselves say,
-    /// with no client that could wait on a mon that just left; an election that re-forms a
-    /// quorum within 10 s is not a loss).
+    /// A quorum watch on the mons' admin sockets, every second.
     fn watch(&self) -> QuorumWatch {
-        QuorumWatch::start(
-            Arc::new(self.cluster.quorum_probe()),
-            Duration::from_secs(1),
-        )
+        self.cluster.quorum_watch(Duration::from_secs(1))
     }
 
     async fn driver(&self) -> Driver {
