@@ -36,21 +36,23 @@ const SHARDS_PER_GROUP: usize = 64;
 
 /// One entry of a shard: the key's hash (which also chose the shard), the key and the value.
 #[derive(Debug, Clone)]
-struct Slot<K, V> {
+pub(crate) struct Slot<K, V> {
     hash: u64,
     key: K,
     value: V,
 }
 
-/// A shard: its entries sorted by hash, in one allocation (a handful of entries in a zone of
-/// 10,000 services: one or two cache lines to scan, and cheap to copy).
-type Shard<K, V> = Vec<Slot<K, V>>;
-/// A group of shards: the shard pointers inline behind the group's reference counts.
-type Group<K, V> = Arc<[Arc<Shard<K, V>>]>;
+/// A shard: its entries sorted by hash, in one allocation with its reference count (a handful
+/// of entries in a zone of 10,000 services: one or two cache lines to scan). A shard is never
+/// changed: a change builds it anew ([`CowMap::rebuild_shards`]).
+type Shard<K, V> = Arc<[Slot<K, V>]>;
+/// A group of shards: the shard pointers inline behind the group's reference count.
+type Group<K, V> = Arc<[Shard<K, V>]>;
 
-/// A hash map in 64 x 64 shards, each copied on write: a clone costs 64 reference counts, and a
-/// change after a clone copies one group of 64 pointers and one small shard. Snapshots are
-/// clones; the writer keeps changing its own copy.
+/// A hash map in 64 x 64 shards, copied on write: a clone costs 64 reference counts. Snapshots
+/// are clones; the writer keeps changing its own copy, a batch of changes at a time: each shard
+/// a batch touches is built once, straight into its allocation, and each group it touches is
+/// copied once (or changed in place when no clone shares it).
 ///
 /// A key is hashed once per operation (callers that look a key up and then change it pass the
 /// hash of [`CowMap::hash`] to the `_hashed` methods): the top bits of the hash pick the group
@@ -71,10 +73,13 @@ impl<K, V> Clone for CowMap<K, V> {
     }
 }
 
+/// The number of shards of a [`CowMap`].
+pub(crate) const SHARDS: usize = GROUPS * SHARDS_PER_GROUP;
+
 /// The shard of a hash, counted over all groups: its top 12 bits (the best mixed of a
 /// multiplicative hash).
-fn shard_index(hash: u64) -> usize {
-    usize::try_from(hash >> 52).unwrap_or(0) % (GROUPS * SHARDS_PER_GROUP)
+pub(crate) fn shard_index(hash: u64) -> usize {
+    usize::try_from(hash >> 52).unwrap_or(0) % SHARDS
 }
 
 /// Group and shard of a hash.
@@ -115,7 +120,7 @@ where
 
 impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
     pub(crate) fn new() -> Self {
-        let empty: Arc<Shard<K, V>> = Arc::new(Vec::new());
+        let empty: Shard<K, V> = Arc::from(Vec::new());
         Self {
             groups: (0..GROUPS)
                 .map(|_| {
@@ -137,7 +142,7 @@ impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
     }
 
     #[inline]
-    fn shard(&self, hash: u64) -> Option<&Shard<K, V>> {
+    fn shard(&self, hash: u64) -> Option<&[Slot<K, V>]> {
         let (group, shard) = slot_of(hash);
         self.groups.get(group)?.get(shard).map(|shard| &**shard)
     }
@@ -163,54 +168,108 @@ impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
         Some((&slot.key, &slot.value))
     }
 
-    /// The shard of `hash`, copied first if a clone shares it (or its group).
-    fn shard_mut(&mut self, hash: u64) -> Option<&mut Shard<K, V>> {
-        let (group, shard) = slot_of(hash);
-        let group = Arc::make_mut(self.groups.get_mut(group)?);
-        Some(Arc::make_mut(group.get_mut(shard)?))
-    }
-
-    pub(crate) fn insert(&mut self, key: K, value: V) {
-        self.insert_hashed(Self::hash(&key), key, value);
-    }
-
-    /// Inserts with the key's [`CowMap::hash`]; returns the value replaced.
-    pub(crate) fn insert_hashed(&mut self, hash: u64, key: K, value: V) -> Option<V> {
-        let shard = self.shard_mut(hash)?;
-        match find(shard, hash, &key) {
-            Ok(at) => shard
-                .get_mut(at)
-                .map(|slot| std::mem::replace(&mut slot.value, value)),
-            Err(at) => {
-                shard.insert(at, Slot { hash, key, value });
-                self.len += 1;
-                None
+    /// Rebuilds the shards `shards` (indexes below [`SHARDS`], ascending, each once; others
+    /// are ignored): `build` gets a shard's index and its entries and pushes the shard's new
+    /// entries, sorted by hash, into the empty vector it is given (`scratch`, kept by the
+    /// caller from batch to batch). Each group is copied once for all of its shards, or changed
+    /// in place when no clone shares it, and each shard is built straight into its allocation.
+    pub(crate) fn rebuild_shards(
+        &mut self,
+        shards: impl IntoIterator<Item = usize>,
+        scratch: &mut Vec<Slot<K, V>>,
+        mut build: impl FnMut(usize, &[Slot<K, V>], &mut Vec<Slot<K, V>>),
+    ) {
+        let mut shards = shards.into_iter().peekable();
+        let mut len = self.len;
+        let mut rebuild = |index: usize, current: &[Slot<K, V>]| -> Shard<K, V> {
+            scratch.clear();
+            build(index, current, scratch);
+            len = (len + scratch.len()).saturating_sub(current.len());
+            // A draining iterator knows its length: the shard is allocated once, exactly.
+            scratch.drain(..).collect()
+        };
+        while let Some(&first) = shards.peek() {
+            let group_index = first / SHARDS_PER_GROUP;
+            let base = group_index * SHARDS_PER_GROUP;
+            let in_group = |index: &usize| index / SHARDS_PER_GROUP == group_index;
+            let Some(group) = self.groups.get_mut(group_index) else {
+                shards.next();
+                continue;
+            };
+            if let Some(unique) = Arc::get_mut(group) {
+                while let Some(index) = shards.next_if(in_group) {
+                    if let Some(shard) = unique.get_mut(index - base) {
+                        *shard = rebuild(index, shard);
+                    }
+                }
+            } else {
+                let copy: Group<K, V> = group
+                    .iter()
+                    .enumerate()
+                    .map(|(i, shard)| match shards.next_if_eq(&(base + i)) {
+                        Some(index) => rebuild(index, shard),
+                        None => Arc::clone(shard),
+                    })
+                    .collect();
+                *group = copy;
+                // Indexes out of order or repeated: ignored, as documented.
+                while shards.next_if(in_group).is_some() {}
             }
         }
+        self.len = len;
     }
 
+    /// Inserts or replaces one entry (its shard is built anew, unless no clone shares it and
+    /// the key is there: a new value then goes in place).
+    pub(crate) fn insert(&mut self, key: K, value: V) {
+        let hash = Self::hash(&key);
+        let (group, shard) = slot_of(hash);
+        if let Some(slots) = self
+            .groups
+            .get_mut(group)
+            .and_then(Arc::get_mut)
+            .and_then(|group| group.get_mut(shard))
+            .and_then(Arc::get_mut)
+            && let Ok(at) = find(slots, hash, &key)
+            && let Some(slot) = slots.get_mut(at)
+        {
+            slot.value = value;
+            return;
+        }
+        let mut slot = Some(Slot { hash, key, value });
+        self.rebuild_shards([shard_index(hash)], &mut Vec::new(), |_, current, out| {
+            out.extend_from_slice(current);
+            if let Some(slot) = slot.take() {
+                match find(out, slot.hash, &slot.key) {
+                    Ok(at) => {
+                        if let Some(existing) = out.get_mut(at) {
+                            *existing = slot;
+                        }
+                    }
+                    Err(at) => out.insert(at, slot),
+                }
+            }
+        });
+    }
+
+    /// Removes one entry (its shard is built anew; a key that is not there changes nothing).
     pub(crate) fn remove<Q>(&mut self, key: &Q)
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        self.remove_hashed(Self::hash(key), key);
-    }
-
-    /// Removes with the key's [`CowMap::hash`]; returns the value removed.
-    pub(crate) fn remove_hashed<Q>(&mut self, hash: u64, key: &Q) -> Option<V>
-    where
-        K: Borrow<Q>,
-        Q: Eq + ?Sized,
-    {
-        // Find it first: a key that is not there copies nothing.
-        let at = self
-            .shard(hash)
-            .and_then(|shard| find(shard, hash, key).ok())?;
-        let shard = self.shard_mut(hash)?;
-        let removed = (at < shard.len()).then(|| shard.remove(at).value)?;
-        self.len = self.len.saturating_sub(1);
-        Some(removed)
+        let hash = Self::hash(key);
+        if self.get_key_value_hashed(hash, key).is_none() {
+            return;
+        }
+        self.rebuild_shards([shard_index(hash)], &mut Vec::new(), |_, current, out| {
+            out.extend(
+                current
+                    .iter()
+                    .filter(|slot| slot.hash != hash || slot.key.borrow() != key)
+                    .cloned(),
+            );
+        });
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -459,10 +518,17 @@ impl ReverseEntry {
     }
 
     fn many(owners: Arc<[WireKey]>) -> Self {
-        Self::Many(Arc::new(SharedReverse {
+        Self::Many(SharedReverse::unprepared(owners))
+    }
+}
+
+impl SharedReverse {
+    /// The entry of `owners`, its merged answer not computed yet.
+    fn unprepared(owners: Arc<[WireKey]>) -> Arc<Self> {
+        Arc::new(Self {
             owners,
             prepared: OnceLock::new(),
-        }))
+        })
     }
 }
 
@@ -541,21 +607,123 @@ pub(crate) struct ZoneIndex {
     /// not one of them and that a changed service keeps needs no reverse update, since its
     /// entry is the service's own key.
     shared: Arc<FastSet<IpAddr>>,
+    /// The service changes since the last [`Self::flush`], which builds each shard they touch
+    /// once.
+    staged: WriterOnly<StagedServices>,
     /// The reverse-index updates of the changes since the last [`Self::flush`] (each taken
     /// there), and the order to apply them in: buffers kept from batch to batch, since a big
     /// batch's would otherwise cost fresh pages (and their faults) every time.
     pending: Vec<Option<ReverseOp>>,
-    order: Scratch,
+    order: WriterOnly<Vec<u32>>,
+    /// Where shards are built (kept from batch to batch, like the buffers above).
+    service_slots: WriterOnly<Vec<Slot<WireKey, Arc<ServiceEntry>>>>,
+    reverse_slots: WriterOnly<Vec<Slot<IpAddr, ReverseEntry>>>,
 }
 
 /// A buffer of the writer's, kept from batch to batch: a clone of the index (a snapshot) gets
 /// an empty one, and never copies it.
 #[derive(Debug, Default)]
-struct Scratch(Vec<u32>);
+struct WriterOnly<T>(T);
 
-impl Clone for Scratch {
+impl<T: Default> Clone for WriterOnly<T> {
     fn clone(&self) -> Self {
         Self::default()
+    }
+}
+
+/// No record: the end of a chain of [`StagedServices`].
+const NO_RECORD: u32 = u32::MAX;
+
+/// The service changes of a batch, until [`ZoneIndex::flush`]: the latest entry of each
+/// changed service, chained per shard, so that a later change of the same batch finds it and
+/// the flush builds each touched shard once.
+#[derive(Debug, Default)]
+struct StagedServices {
+    records: Vec<StagedService>,
+    /// Per shard, the last record staged in it (empty until the first change).
+    heads: Vec<u32>,
+    /// The shards with a record, a bit each.
+    touched: Vec<u64>,
+}
+
+/// A service's entry as the changes staged so far leave it (`None`: removed).
+#[derive(Debug)]
+struct StagedService {
+    hash: u64,
+    key: WireKey,
+    entry: Option<Arc<ServiceEntry>>,
+    /// The record staged before it in the same shard.
+    previous: u32,
+}
+
+impl StagedServices {
+    fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// The first record of a shard's chain.
+    fn head(&self, shard: usize) -> u32 {
+        self.heads.get(shard).copied().unwrap_or(NO_RECORD)
+    }
+
+    /// The record of `key`, if a change of this batch staged one.
+    fn find(&self, hash: u64, key: &[u8]) -> Option<usize> {
+        let mut at = self.head(shard_index(hash));
+        while let Some(record) = self.records.get(usize::try_from(at).ok()?) {
+            if record.hash == hash && *record.key == *key {
+                return usize::try_from(at).ok();
+            }
+            at = record.previous;
+        }
+        None
+    }
+
+    fn stage(&mut self, hash: u64, key: WireKey, entry: Option<Arc<ServiceEntry>>) {
+        if self.heads.is_empty() {
+            self.heads = vec![NO_RECORD; SHARDS];
+            self.touched = vec![0; SHARDS.div_ceil(64)];
+        }
+        let shard = shard_index(hash);
+        let Ok(at) = u32::try_from(self.records.len()) else {
+            return;
+        };
+        let Some(head) = self.heads.get_mut(shard) else {
+            return;
+        };
+        let previous = std::mem::replace(head, at);
+        if let Some(bits) = self.touched.get_mut(shard / 64) {
+            *bits |= 1 << (shard % 64);
+        }
+        self.records.push(StagedService {
+            hash,
+            key,
+            entry,
+            previous,
+        });
+    }
+
+    /// The shards with a record, ascending.
+    fn touched_shards(&self) -> Vec<usize> {
+        let mut shards = Vec::new();
+        for (word, bits) in self.touched.iter().enumerate() {
+            let mut bits = *bits;
+            while bits != 0 {
+                shards.push(word * 64 + usize::try_from(bits.trailing_zeros()).unwrap_or(0));
+                bits &= bits - 1;
+            }
+        }
+        shards
+    }
+
+    /// Forgets every record (keeping the buffers).
+    fn clear(&mut self) {
+        for record in &self.records {
+            if let Some(head) = self.heads.get_mut(shard_index(record.hash)) {
+                *head = NO_RECORD;
+            }
+        }
+        self.touched.fill(0);
+        self.records.clear();
     }
 }
 
@@ -579,8 +747,11 @@ impl ZoneIndex {
             namespaces: CowMap::new(),
             imports: 0,
             shared: Arc::default(),
+            staged: WriterOnly::default(),
             pending: Vec::new(),
-            order: Scratch::default(),
+            order: WriterOnly::default(),
+            service_slots: WriterOnly::default(),
+            reverse_slots: WriterOnly::default(),
         }
     }
 
@@ -589,22 +760,49 @@ impl ZoneIndex {
         self.imports
     }
 
-    /// Replaces the service under `wire_key` (what the map holds now) with `new`
+    /// The entry of the service under `key` (`hash` is its [`CowMap::hash`]) as the changes
+    /// so far leave it, and the key the index holds for it: `None` if the index never had it,
+    /// `Some((key, None))` if a change of this batch removed it.
+    pub(crate) fn service(
+        &self,
+        hash: u64,
+        key: &[u8],
+    ) -> Option<(&WireKey, Option<&Arc<ServiceEntry>>)> {
+        if let Some(record) = self
+            .staged
+            .0
+            .find(hash, key)
+            .and_then(|at| self.staged.0.records.get(at))
+        {
+            return Some((&record.key, record.entry.as_ref()));
+        }
+        self.services
+            .get_key_value_hashed(hash, key)
+            .map(|(key, entry)| (key, Some(entry)))
+    }
+
+    /// Replaces the service under `wire_key` (as [`Self::service`] finds it) with `new`
     /// (`None`: removes it), keeping the namespaces in step; `hash` is the key's
-    /// [`CowMap::hash`]. The reverse index follows at the next [`Self::flush`]. Returns the new
-    /// entry.
+    /// [`CowMap::hash`]. The services map and the reverse index follow at the next
+    /// [`Self::flush`]. Returns the entry replaced and the new one.
     pub(crate) fn replace(
         &mut self,
         wire_key: &WireKey,
         hash: u64,
         new: Option<Arc<ServiceEntry>>,
     ) -> Replaced {
-        // The entry replaced comes out of the map (no reference to count up on its cold line).
-        let replaced = match &new {
-            Some(entry) => self
-                .services
-                .insert_hashed(hash, wire_key.clone(), Arc::clone(entry)),
-            None => self.services.remove_hashed(hash, &**wire_key),
+        let staged = &mut self.staged.0;
+        let replaced = match staged.find(hash, wire_key) {
+            Some(at) => staged
+                .records
+                .get_mut(at)
+                .and_then(|record| std::mem::replace(&mut record.entry, new.clone())),
+            None => {
+                staged.stage(hash, wire_key.clone(), new.clone());
+                self.services
+                    .get_key_value_hashed(hash, &**wire_key)
+                    .map(|(_, entry)| Arc::clone(entry))
+            }
         };
         let old = replaced.as_ref();
         // A service someone asked about gets its names and answers ready here, before the new
@@ -702,128 +900,96 @@ impl ZoneIndex {
         }
     }
 
-    /// Applies the reverse-index updates of the changes since the last flush, shard by shard
-    /// (each shard is copied and scanned once for all of its updates, in memory order); the
+    /// Applies the changes since the last flush to the services map and the reverse index:
+    /// each shard they touch is built once, in shard order, for all of its changes; the
     /// updates of one address keep their order. Must run before the index is read or
     /// published.
     pub(crate) fn flush(&mut self) {
+        self.flush_services();
+        self.flush_reverse();
+    }
+
+    fn flush_services(&mut self) {
+        let staged = &mut self.staged.0;
+        if staged.is_empty() {
+            return;
+        }
+        let mut in_shard: Vec<usize> = Vec::new();
+        self.services.rebuild_shards(
+            staged.touched_shards(),
+            &mut self.service_slots.0,
+            |shard, current, out| {
+                // The shard's records (one per key), ordered by hash like its entries.
+                in_shard.clear();
+                let mut at = staged.head(shard);
+                while let Ok(index) = usize::try_from(at)
+                    && let Some(record) = staged.records.get(index)
+                {
+                    in_shard.push(index);
+                    at = record.previous;
+                }
+                let records = &mut staged.records;
+                in_shard.sort_unstable_by_key(|&at| records.get(at).map_or(0, |r| r.hash));
+                merge_shard(current, &in_shard, records, out);
+            },
+        );
+        staged.clear();
+    }
+
+    fn flush_reverse(&mut self) {
         if self.pending.is_empty() {
             return;
         }
-        // A few updates (a change of one or two services) go in as they are.
-        if self.pending.len() <= 64 {
-            let mut ops = std::mem::take(&mut self.pending);
-            for op in ops.drain(..).flatten() {
-                self.update_reverse(op);
-            }
-            self.pending = ops;
-            return;
-        }
-        // A counting sort by shard (stable: each address's updates keep their order).
-        let mut starts = vec![0u32; GROUPS * SHARDS_PER_GROUP + 1];
-        for op in self.pending.iter().flatten() {
-            if let Some(count) = starts.get_mut(shard_index(op.hash) + 1) {
-                *count += 1;
-            }
-        }
-        for i in 1..starts.len() {
-            let before = starts.get(i - 1).copied().unwrap_or(0);
-            if let Some(start) = starts.get_mut(i) {
-                *start += before;
-            }
-        }
+        // The updates in shard order (stable: each address's updates keep their order).
         let mut order = std::mem::take(&mut self.order.0);
         order.clear();
-        order.resize(self.pending.len(), 0);
-        for (at, op) in self.pending.iter().enumerate() {
-            let (Some(op), Ok(at)) = (op, u32::try_from(at)) else {
-                continue;
-            };
-            if let Some(next) = starts.get_mut(shard_index(op.hash))
-                && let Some(slot) = order.get_mut(usize::try_from(*next).unwrap_or(usize::MAX))
-            {
-                *slot = at;
-                *next += 1;
-            }
-        }
-        let mut ops = std::mem::take(&mut self.pending);
-        for &at in &order {
-            if let Some(op) = usize::try_from(at)
+        order.extend((0..self.pending.len()).filter_map(|at| u32::try_from(at).ok()));
+        let shard_of = |pending: &[Option<ReverseOp>], at: u32| {
+            usize::try_from(at)
                 .ok()
-                .and_then(|at| ops.get_mut(at))
-                .and_then(Option::take)
-            {
-                self.update_reverse(op);
-            }
+                .and_then(|at| pending.get(at))
+                .and_then(Option::as_ref)
+                .map_or(0, |op| shard_index(op.hash))
+        };
+        if self.pending.len() <= 64 {
+            // A change of one or two services: a few updates.
+            order.sort_by_key(|&at| shard_of(&self.pending, at));
+        } else {
+            counting_sort_by_shard(&self.pending, &mut order);
         }
+        let mut shards: Vec<usize> = order
+            .iter()
+            .map(|&at| shard_of(&self.pending, at))
+            .collect();
+        shards.dedup();
+        let mut ops = std::mem::take(&mut self.pending);
+        let mut next = 0;
+        let shared = &mut self.shared;
+        self.reverse
+            .rebuild_shards(shards, &mut self.reverse_slots.0, |shard, current, out| {
+                out.extend_from_slice(current);
+                while let Some(&at) = order.get(next)
+                    && shard_of(&ops, at) == shard
+                {
+                    next += 1;
+                    if let Some(op) = usize::try_from(at)
+                        .ok()
+                        .and_then(|at| ops.get_mut(at))
+                        .and_then(Option::take)
+                    {
+                        update_reverse(out, shared, op);
+                    }
+                }
+            });
         ops.clear();
         self.pending = ops;
         order.clear();
-        self.order = Scratch(order);
+        self.order = WriterOnly(order);
     }
 
-    /// Whether every change's reverse-index updates were applied.
+    /// Whether every change was applied to the maps.
     pub(crate) fn is_flushed(&self) -> bool {
-        self.pending.is_empty()
-    }
-
-    fn update_reverse(&mut self, op: ReverseOp) {
-        let ReverseOp {
-            hash,
-            ip,
-            owner,
-            present,
-        } = op;
-        let (mut owners, was_shared): (Vec<WireKey>, bool) =
-            match self.reverse.get_key_value_hashed(hash, &ip).map(|(_, e)| e) {
-                Some(ReverseEntry::One(one)) if same_key(one, &owner) => {
-                    // Still the one owner (its own answer follows its entry), or gone.
-                    if !present {
-                        self.reverse.remove_hashed(hash, &ip);
-                    }
-                    return;
-                }
-                None => {
-                    if present {
-                        self.reverse
-                            .insert_hashed(hash, ip, ReverseEntry::One(owner));
-                    }
-                    return;
-                }
-                Some(ReverseEntry::One(one)) => (vec![one.clone()], false),
-                // Still one of several: the same owners, a fresh merged answer.
-                Some(ReverseEntry::Many(many))
-                    if present && many.owners.iter().any(|o| same_key(o, &owner)) =>
-                {
-                    let owners = Arc::clone(&many.owners);
-                    self.reverse
-                        .insert_hashed(hash, ip, ReverseEntry::many(owners));
-                    return;
-                }
-                Some(ReverseEntry::Many(many)) => (many.owners.to_vec(), true),
-            };
-        owners.retain(|o| !same_key(o, &owner));
-        if present {
-            owners.push(owner);
-        }
-        let entry = ReverseEntry::of(owners);
-        let shared = matches!(entry, Some(ReverseEntry::Many(_)));
-        if shared != was_shared {
-            let set = Arc::make_mut(&mut self.shared);
-            if shared {
-                set.insert(ip);
-            } else {
-                set.remove(&ip);
-            }
-        }
-        match entry {
-            Some(entry) => {
-                self.reverse.insert_hashed(hash, ip, entry);
-            }
-            None => {
-                self.reverse.remove_hashed(hash, &ip);
-            }
-        }
+        self.pending.is_empty() && self.staged.0.is_empty()
     }
 
     /// Where the zone starts in a lower-case wire name (on a label boundary), if it is in the
@@ -914,6 +1080,159 @@ impl ZoneIndex {
                 (!ptr.is_empty()).then(|| ptr_name(&self.config, ip, ptr))
             })
             .as_ref()
+    }
+}
+
+/// Builds a shard of the services map into `out` from its entries `current` and this batch's
+/// records of the shard (`in_shard`: indexes into `records`, sorted by hash, one per key): a
+/// recorded key gets its record's entry (none: removed), the others keep theirs. Entries come
+/// out sorted by hash. The records' entries are moved, not counted again.
+fn merge_shard(
+    current: &[Slot<WireKey, Arc<ServiceEntry>>],
+    in_shard: &[usize],
+    records: &mut [StagedService],
+    out: &mut Vec<Slot<WireKey, Arc<ServiceEntry>>>,
+) {
+    let mut next = 0;
+    let emit = |record: &mut StagedService, out: &mut Vec<_>| {
+        if let Some(entry) = record.entry.take() {
+            out.push(Slot {
+                hash: record.hash,
+                key: record.key.clone(),
+                value: entry,
+            });
+        }
+    };
+    for slot in current {
+        // Records ordered before this entry.
+        while let Some(record) = in_shard
+            .get(next)
+            .and_then(|&at| records.get_mut(at))
+            .filter(|record| record.hash < slot.hash)
+        {
+            emit(record, out);
+            next += 1;
+        }
+        // Records of this entry's hash: is one of them this entry's key?
+        let replaced = in_shard
+            .get(next..)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|&at| records.get(at))
+            .take_while(|record| record.hash == slot.hash)
+            .any(|record| record.key == slot.key);
+        if !replaced {
+            out.push(slot.clone());
+        }
+    }
+    for &at in in_shard.get(next..).unwrap_or_default() {
+        if let Some(record) = records.get_mut(at) {
+            emit(record, out);
+        }
+    }
+}
+
+/// Orders `order` (indexes of `pending`) by the shard of each update, stably, in one counting
+/// pass: a batch's thousands of updates.
+fn counting_sort_by_shard(pending: &[Option<ReverseOp>], order: &mut Vec<u32>) {
+    let mut starts = vec![0u32; SHARDS + 1];
+    for op in pending.iter().flatten() {
+        if let Some(count) = starts.get_mut(shard_index(op.hash) + 1) {
+            *count += 1;
+        }
+    }
+    for i in 1..starts.len() {
+        let before = starts.get(i - 1).copied().unwrap_or(0);
+        if let Some(start) = starts.get_mut(i) {
+            *start += before;
+        }
+    }
+    order.clear();
+    order.resize(pending.iter().flatten().count(), 0);
+    for (at, op) in pending.iter().enumerate() {
+        let (Some(op), Ok(at)) = (op, u32::try_from(at)) else {
+            continue;
+        };
+        if let Some(next) = starts.get_mut(shard_index(op.hash))
+            && let Some(slot) = order.get_mut(usize::try_from(*next).unwrap_or(usize::MAX))
+        {
+            *slot = at;
+            *next += 1;
+        }
+    }
+}
+
+/// Applies one reverse-index update to `shard` (the entries of the shard being built).
+fn update_reverse(
+    shard: &mut Vec<Slot<IpAddr, ReverseEntry>>,
+    shared: &mut Arc<FastSet<IpAddr>>,
+    op: ReverseOp,
+) {
+    let ReverseOp {
+        hash,
+        ip,
+        owner,
+        present,
+    } = op;
+    let found = find(shard, hash, &ip);
+    let current = found.ok().and_then(|at| shard.get_mut(at));
+    let (mut owners, was_shared): (Vec<WireKey>, bool) = match current.map(|slot| &mut slot.value) {
+        Some(ReverseEntry::One(one)) if same_key(one, &owner) => {
+            // Still the one owner (its own answer follows its entry), or gone.
+            if !present && let Ok(at) = found {
+                shard.remove(at);
+            }
+            return;
+        }
+        None => {
+            if present && let Err(at) = found {
+                let value = ReverseEntry::One(owner);
+                shard.insert(
+                    at,
+                    Slot {
+                        hash,
+                        key: ip,
+                        value,
+                    },
+                );
+            }
+            return;
+        }
+        Some(ReverseEntry::One(one)) => (vec![one.clone()], false),
+        // Still one of several: the same owners, a fresh merged answer.
+        Some(ReverseEntry::Many(many))
+            if present && many.owners.iter().any(|o| same_key(o, &owner)) =>
+        {
+            *many = SharedReverse::unprepared(Arc::clone(&many.owners));
+            return;
+        }
+        Some(ReverseEntry::Many(many)) => (many.owners.to_vec(), true),
+    };
+    owners.retain(|o| !same_key(o, &owner));
+    if present {
+        owners.push(owner);
+    }
+    let entry = ReverseEntry::of(owners);
+    let is_shared = matches!(entry, Some(ReverseEntry::Many(_)));
+    if is_shared != was_shared {
+        let set = Arc::make_mut(shared);
+        if is_shared {
+            set.insert(ip);
+        } else {
+            set.remove(&ip);
+        }
+    }
+    match (entry, found) {
+        (Some(value), Ok(at)) => {
+            if let Some(slot) = shard.get_mut(at) {
+                slot.value = value;
+            }
+        }
+        (None, Ok(at)) => {
+            shard.remove(at);
+        }
+        // Not reached: an address without an entry returned above.
+        (Some(_) | None, Err(_)) => {}
     }
 }
 

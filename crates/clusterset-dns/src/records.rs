@@ -303,16 +303,13 @@ impl ClustersetZone {
             return false;
         };
         let hash = ServiceMap::hash(wire.as_slice());
-        let found = self
-            .index
-            .services
-            .get_key_value_hashed(hash, wire.as_slice());
-        // Share the key the map holds (the reverse index keeps it as the owner).
+        let found = self.index.service(hash, wire.as_slice());
+        // Share the key the index holds (the reverse index keeps it as the owner).
         let wire: WireKey = match found {
             Some((key, _)) => key.clone(),
             None => wire.as_slice().into(),
         };
-        let Some(new) = make(found.map(|(_, entry)| &**entry)) else {
+        let Some(new) = make(found.and_then(|(_, entry)| entry).map(|entry| &**entry)) else {
             return false;
         };
         let replaced = self.index.replace(&wire, hash, new);
