@@ -285,22 +285,29 @@ impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
     }
 }
 
-/// One service: its facts, the addresses it may hold PTR records for, and its names, computed
-/// on first use.
+/// One service: its facts and its names, computed on first use.
+///
+/// Small (three cache lines): a batch that changes every service's import writes a new entry
+/// for each and reads the old one.
 #[derive(Debug)]
 pub(crate) struct ServiceEntry {
-    pub(crate) key: Arc<ServiceKey>,
+    /// What a change of the import keeps, shared by the entries of the service's imports.
+    core: Arc<ServiceCore>,
     /// Inline: an [`ImportFact`] is cheap to clone, and a change of the import (the usual
     /// change) then allocates the entry only.
     pub(crate) import: Option<ImportFact>,
-    /// Slices by name.
-    pub(crate) slices: Arc<BTreeMap<String, Arc<SliceFact>>>,
-    /// Sorted, without duplicates; empty without an import.
-    ptr_ips: IpList,
-    /// The ready addresses of the slices, sorted, without duplicates: kept when only the import
-    /// changes, so that such a change does not read the slices.
-    slice_ips: IpList,
     names: OnceLock<ServiceNames>,
+}
+
+/// The part of a service that a change of its import keeps: its key, its EndpointSlices and
+/// their ready addresses.
+#[derive(Debug)]
+struct ServiceCore {
+    key: Arc<ServiceKey>,
+    /// Slices by name.
+    slices: BTreeMap<String, Arc<SliceFact>>,
+    /// The ready addresses of the slices, sorted, without duplicates.
+    slice_ips: IpList,
 }
 
 /// Every name of one service with its answers.
@@ -318,57 +325,73 @@ impl ServiceEntry {
     pub(crate) fn new(
         key: Arc<ServiceKey>,
         import: Option<ImportFact>,
-        slices: Arc<BTreeMap<String, Arc<SliceFact>>>,
+        slices: BTreeMap<String, Arc<SliceFact>>,
     ) -> Self {
         let mut slice_ips: IpList = slices
             .values()
             .flat_map(|slice| slice.ready.iter().map(|a| a.ip))
             .collect();
         slice_ips.sort_dedup();
-        Self::with_slice_ips(key, import, slices, slice_ips)
+        Self {
+            core: Arc::new(ServiceCore {
+                key,
+                slices,
+                slice_ips,
+            }),
+            import,
+            names: OnceLock::new(),
+        }
     }
 
     /// `current` with another import (or none).
     pub(crate) fn with_import(current: &Self, import: Option<ImportFact>) -> Self {
-        Self::with_slice_ips(
-            Arc::clone(&current.key),
+        Self {
+            core: Arc::clone(&current.core),
             import,
-            Arc::clone(&current.slices),
-            current.slice_ips.clone(),
-        )
+            names: OnceLock::new(),
+        }
     }
 
-    fn with_slice_ips(
-        key: Arc<ServiceKey>,
-        import: Option<ImportFact>,
-        slices: Arc<BTreeMap<String, Arc<SliceFact>>>,
-        slice_ips: IpList,
-    ) -> Self {
-        let ptr_ips = match &import {
-            None => IpList::new(),
-            Some(import) if import.type_ == ServiceImportType::ClusterSetIP => {
-                let mut ips = slice_ips.clone();
-                for ip in &import.ips {
-                    ips.insert_sorted(*ip);
-                }
-                ips
+    /// The service's namespace and name.
+    pub(crate) fn key(&self) -> &Arc<ServiceKey> {
+        &self.core.key
+    }
+
+    /// The service's EndpointSlices by name.
+    pub(crate) fn slices(&self) -> &BTreeMap<String, Arc<SliceFact>> {
+        &self.core.slices
+    }
+
+    /// The addresses the service may hold PTR records for, sorted, without duplicates: its
+    /// slices' ready addresses and its [`Self::import_ptr_ips`]; none without an import.
+    fn ptr_ips(&self) -> IpList {
+        if self.import.is_none() {
+            return IpList::new();
+        }
+        let mut ips = self.core.slice_ips.clone();
+        let import_ips = self.import_ptr_ips();
+        if !import_ips.is_empty() {
+            for ip in import_ips {
+                ips.push(*ip);
             }
-            Some(_) => slice_ips.clone(),
-        };
-        Self {
-            key,
-            import,
-            slices,
-            ptr_ips,
-            slice_ips,
-            names: OnceLock::new(),
+            ips.sort_dedup();
+        }
+        ips
+    }
+
+    /// The addresses the import gives PTR records: a ClusterSetIP service's clusterset IPs
+    /// (in the order of the import, duplicates kept).
+    fn import_ptr_ips(&self) -> &[IpAddr] {
+        match &self.import {
+            Some(import) if import.type_ == ServiceImportType::ClusterSetIP => &import.ips,
+            _ => &[],
         }
     }
 
     /// The service's names, computed now if no one asked before.
     pub(crate) fn names(&self, config: &ZoneConfig) -> &ServiceNames {
         self.names.get_or_init(|| match &self.import {
-            Some(import) => service_names(config, &self.key, import, &self.slices),
+            Some(import) => service_names(config, &self.core.key, import, &self.core.slices),
             None => ServiceNames::default(),
         })
     }
@@ -818,7 +841,7 @@ impl ZoneIndex {
             ServiceEntry::has_import(new.as_ref()),
         );
         if had != has {
-            let key = old.or(new.as_ref()).map(|e| Arc::clone(&e.key));
+            let key = old.or(new.as_ref()).map(|e| Arc::clone(e.key()));
             if let Some(key) = key {
                 self.count_namespace(wire_key, &key, has);
             }
@@ -828,9 +851,52 @@ impl ZoneIndex {
                 self.imports = self.imports.saturating_sub(1);
             }
         }
-        let empty: &[IpAddr] = &[];
-        let old_ips = old.map_or(empty, |e| &e.ptr_ips);
-        let new_ips = new.as_ref().map_or(empty, |e| &e.ptr_ips);
+        self.queue_reverse_updates(wire_key, old, new.as_ref());
+        (replaced, new)
+    }
+
+    /// Queues the reverse-index updates of a service whose entry `old` became `new`: the
+    /// addresses it gains and loses, and those it keeps that several services hold (their
+    /// merged answer depends on its entry).
+    fn queue_reverse_updates(
+        &mut self,
+        wire_key: &WireKey,
+        old: Option<&Arc<ServiceEntry>>,
+        new: Option<&Arc<ServiceEntry>>,
+    ) {
+        let mut queue = |ip: IpAddr, present: bool| {
+            self.pending.push(Some(ReverseOp {
+                hash: ReverseMap::hash(&ip),
+                ip,
+                owner: wire_key.clone(),
+                present,
+            }));
+        };
+        // The usual change, a new import of a service whose slices stay, when no address is
+        // shared: only clusterset IPs that its slices do not also hold come and go.
+        if let (Some(old), Some(new)) = (old, new)
+            && Arc::ptr_eq(&old.core, &new.core)
+            && old.import.is_some()
+            && new.import.is_some()
+            && self.shared.is_empty()
+        {
+            let slice_ips = &old.core.slice_ips;
+            let (before, after) = (old.import_ptr_ips(), new.import_ptr_ips());
+            for ip in before {
+                if !after.contains(ip) && slice_ips.binary_search(ip).is_err() {
+                    queue(*ip, false);
+                }
+            }
+            for ip in after {
+                if !before.contains(ip) && slice_ips.binary_search(ip).is_err() {
+                    queue(*ip, true);
+                }
+            }
+            return;
+        }
+        let empty = IpList::new();
+        let old_ips = old.map_or_else(IpList::new, |e| e.ptr_ips());
+        let new_ips = new.map_or(empty, |e| e.ptr_ips());
         let (mut i, mut j) = (0, 0);
         loop {
             let (ip, present) = match (old_ips.get(i), new_ips.get(j)) {
@@ -858,14 +924,8 @@ impl ZoneIndex {
                 }
                 (None, None) => break,
             };
-            self.pending.push(Some(ReverseOp {
-                hash: ReverseMap::hash(&ip),
-                ip,
-                owner: wire_key.clone(),
-                present,
-            }));
+            queue(ip, present);
         }
-        (replaced, new)
     }
 
     fn count_namespace(&mut self, wire_key: &[u8], key: &ServiceKey, add: bool) {
@@ -1396,6 +1456,134 @@ mod tests {
             old.answers.is_empty(),
             "the old address lost its PTR record"
         );
+    }
+
+    #[test]
+    fn ptr_ips_are_the_slices_ready_addresses_and_a_clusterset_services_ips_once_each() {
+        use crate::objects::{ImportFact, ReadyAddress};
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let ready = |ips: &[&str]| SliceFact {
+            service: "web".to_owned(),
+            cluster_id: "east".to_owned(),
+            ports: Vec::new(),
+            ready: ips
+                .iter()
+                .map(|s| ReadyAddress {
+                    hostname: String::new(),
+                    ip: ip(s),
+                })
+                .collect(),
+        };
+        let slices: BTreeMap<String, Arc<SliceFact>> = [
+            ("a".to_owned(), Arc::new(ready(&["10.0.0.4", "10.0.0.1"]))),
+            ("b".to_owned(), Arc::new(ready(&["10.0.0.1", "fd00::1"]))),
+        ]
+        .into();
+        let import = |type_, ips: &[&str]| ImportFact {
+            type_,
+            ips: ips.iter().map(|s| ip(s)).collect(),
+            ports: Arc::from(Vec::new()),
+        };
+        let key = Arc::new(ServiceKey::new("shop", "web"));
+        let entry = ServiceEntry::new(
+            Arc::clone(&key),
+            Some(import(
+                ServiceImportType::ClusterSetIP,
+                &["10.0.0.9", "10.0.0.4", "10.0.0.0", "10.0.0.9"],
+            )),
+            slices,
+        );
+        let ips = |entry: &ServiceEntry| {
+            entry
+                .ptr_ips()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            ips(&entry),
+            ["10.0.0.0", "10.0.0.1", "10.0.0.4", "10.0.0.9", "fd00::1"]
+        );
+        let headless = ServiceEntry::with_import(
+            &entry,
+            Some(import(ServiceImportType::Headless, &["10.0.0.9"])),
+        );
+        assert_eq!(ips(&headless), ["10.0.0.1", "10.0.0.4", "fd00::1"]);
+        let no_import = ServiceEntry::with_import(&entry, None);
+        assert!(ips(&no_import).is_empty());
+        let no_slices = ServiceEntry::new(
+            key,
+            Some(import(ServiceImportType::ClusterSetIP, &["10.0.0.2"])),
+            BTreeMap::new(),
+        );
+        assert_eq!(ips(&no_slices), ["10.0.0.2"]);
+    }
+
+    #[test]
+    fn a_service_entry_with_its_reference_counts_fits_three_cache_lines() {
+        let counted = std::mem::size_of::<ServiceEntry>() + 2 * std::mem::size_of::<usize>();
+        assert!(counted <= 3 * 64, "{counted} bytes");
+    }
+
+    #[test]
+    fn rebuilt_shards_hold_what_their_builder_says_and_clones_keep_the_old_ones() {
+        for shared in [false, true] {
+            let mut map: CowMap<u32, u32> = CowMap::new();
+            for i in 0..5000 {
+                map.insert(i, i);
+            }
+            let before = shared.then(|| map.clone());
+            // Every third shard: values doubled, odd keys dropped, a new key per shard.
+            let touched: Vec<usize> = (0..SHARDS).step_by(3).collect();
+            let mut added = BTreeMap::new();
+            let mut scratch = Vec::new();
+            map.rebuild_shards(
+                touched.iter().copied(),
+                &mut scratch,
+                |shard, current, out| {
+                    let key = 1_000_000 + u32::try_from(shard).unwrap();
+                    let mut slots: Vec<Slot<u32, u32>> = current
+                        .iter()
+                        .filter(|slot| slot.key % 2 == 0)
+                        .map(|slot| Slot {
+                            value: slot.value * 2,
+                            ..slot.clone()
+                        })
+                        .collect();
+                    let hash = CowMap::<u32, u32>::hash(&key);
+                    if shard_index(hash) == shard {
+                        slots.push(Slot {
+                            hash,
+                            key,
+                            value: 7,
+                        });
+                        added.insert(key, 7);
+                    }
+                    slots.sort_by_key(|slot| slot.hash);
+                    out.extend(slots);
+                },
+            );
+            let in_touched =
+                |key: &u32| touched.contains(&shard_index(CowMap::<u32, u32>::hash(key)));
+            let mut want: BTreeMap<u32, u32> = (0..5000)
+                .filter_map(|i| match (in_touched(&i), i % 2) {
+                    (false, _) => Some((i, i)),
+                    (true, 0) => Some((i, 2 * i)),
+                    (true, _) => None,
+                })
+                .collect();
+            want.extend(added);
+            let got: BTreeMap<u32, u32> = map.iter().map(|(k, v)| (*k, *v)).collect();
+            assert_eq!(got, want, "shared: {shared}");
+            assert_eq!(map.len(), want.len());
+            for (key, value) in &want {
+                assert_eq!(map.get(key), Some(value));
+            }
+            if let Some(before) = before {
+                assert_eq!(before.len(), 5000);
+                assert!((0..5000).all(|i| before.get(&i) == Some(&i)));
+            }
+        }
     }
 
     #[test]

@@ -20,7 +20,7 @@ use crate::index::{
 };
 use crate::objects::{
     ImportFact, ObjectError, PortFact, ReadyAddress, ServiceKey, ServiceRef, SliceFact, SliceKey,
-    import_fact, slice_fact,
+    import_fact, import_key, slice_fact,
 };
 use crate::wire::{PreparedName, wire_name};
 
@@ -299,24 +299,41 @@ impl ClustersetZone {
     ) -> bool {
         // A service whose namespace or name is not a label never gets names (its import is
         // rejected): its slices are not kept either.
-        let Some(wire) = service_wire_key(key) else {
+        let Some((wire, hash, current)) = self.locate(key) else {
             return false;
         };
+        let Some(new) = make(current.map(|entry| &**entry)) else {
+            return false;
+        };
+        self.put(&wire, hash, new, log);
+        true
+    }
+
+    /// Where a service goes in the index: its key (the one the index holds, which the reverse
+    /// index shares as an owner, or a new one), the key's hash, and its entry as the changes so
+    /// far leave it. `None` when the namespace or the name is not a DNS label.
+    fn locate(&self, key: ServiceRef<'_>) -> Option<(WireKey, u64, Option<&Arc<ServiceEntry>>)> {
+        let wire = service_wire_key(key)?;
         let hash = ServiceMap::hash(wire.as_slice());
         let found = self.index.service(hash, wire.as_slice());
-        // Share the key the index holds (the reverse index keeps it as the owner).
-        let wire: WireKey = match found {
-            Some((key, _)) => key.clone(),
-            None => wire.as_slice().into(),
-        };
-        let Some(new) = make(found.and_then(|(_, entry)| entry).map(|entry| &**entry)) else {
-            return false;
-        };
-        let replaced = self.index.replace(&wire, hash, new);
+        Some(match found {
+            Some((key, current)) => (key.clone(), hash, current),
+            None => (wire.as_slice().into(), hash, None),
+        })
+    }
+
+    /// Replaces the entry of the service [`Self::locate`] found.
+    fn put(
+        &mut self,
+        wire: &WireKey,
+        hash: u64,
+        new: Option<Arc<ServiceEntry>>,
+        log: Option<&mut Vec<Replaced>>,
+    ) {
+        let replaced = self.index.replace(wire, hash, new);
         if let Some(log) = log {
             log.push(replaced);
         }
-        true
     }
 
     /// Adds or replaces a ServiceImport; returns the number of services changed (0 or 1).
@@ -325,26 +342,32 @@ impl ClustersetZone {
         import: &mcs_types::v1beta1::ServiceImport,
         log: Option<&mut Vec<Replaced>>,
     ) -> Result<usize, ObjectError> {
-        let (key, draft) = import_fact(import)?;
-        let changed = self.replace_service(key, log, |current| {
-            let current_import = current.and_then(|c| c.import.as_ref());
-            let ports_equal = match current_import {
-                Some(fact) => {
-                    let ports_equal = draft.ports_equal(&fact.ports);
-                    if ports_equal && draft.equals_apart_from_ports(fact) {
-                        return None;
-                    }
-                    ports_equal
+        let key = import_key(import)?;
+        let Some((wire, hash, current)) = self.locate(key) else {
+            // Not a label: the name check says why.
+            import_fact(import, true)?;
+            return Ok(0);
+        };
+        // A service with an import passed the name check with this namespace and name.
+        let current_import = current.and_then(|c| c.import.as_ref());
+        let (key, draft) = import_fact(import, current_import.is_none())?;
+        let ports_equal = match current_import {
+            Some(fact) => {
+                let ports_equal = draft.ports_equal(&fact.ports);
+                if ports_equal && draft.equals_apart_from_ports(fact) {
+                    return Ok(0);
                 }
-                None => false,
-            };
-            let fact = Some(draft.into_fact(current_import.filter(|_| ports_equal)));
-            Some(Some(Arc::new(match current {
-                Some(c) => ServiceEntry::with_import(c, fact),
-                None => ServiceEntry::new(Arc::new(key.to_key()), fact, Arc::default()),
-            })))
+                ports_equal
+            }
+            None => false,
+        };
+        let fact = Some(draft.into_fact(current_import.filter(|_| ports_equal)));
+        let new = Arc::new(match current {
+            Some(c) => ServiceEntry::with_import(c, fact),
+            None => ServiceEntry::new(Arc::new(key.to_key()), fact, BTreeMap::new()),
         });
-        Ok(usize::from(changed))
+        self.put(&wire, hash, Some(new), log);
+        Ok(1)
     }
 
     /// Removes a ServiceImport; returns the number of services changed.
@@ -356,7 +379,7 @@ impl ClustersetZone {
         usize::from(self.replace_service(key.as_ref(), log, |current| {
             let current = current.filter(|c| c.import.is_some())?;
             Some(
-                (!current.slices.is_empty())
+                (!current.slices().is_empty())
                     .then(|| Arc::new(ServiceEntry::with_import(current, None))),
             )
         }))
@@ -379,23 +402,19 @@ impl ClustersetZone {
         }
         let name = slice_key.name.clone();
         let updated = self.replace_service(service_key.as_ref(), log, |current| {
-            if current.and_then(|c| c.slices.get(&name)).map(|s| &**s) == Some(&fact) {
+            if current.and_then(|c| c.slices().get(&name)).map(|s| &**s) == Some(&fact) {
                 return None;
             }
             let (key, import, mut slices) = match current {
                 Some(c) => (
-                    Arc::clone(&c.key),
+                    Arc::clone(c.key()),
                     c.import.clone(),
-                    BTreeMap::clone(&c.slices),
+                    BTreeMap::clone(c.slices()),
                 ),
                 None => (Arc::new(service_key.clone()), None, BTreeMap::new()),
             };
             slices.insert(name, Arc::new(fact));
-            Some(Some(Arc::new(ServiceEntry::new(
-                key,
-                import,
-                Arc::new(slices),
-            ))))
+            Some(Some(Arc::new(ServiceEntry::new(key, import, slices))))
         });
         if updated {
             self.slice_owner.insert(slice_key, service_key);
@@ -424,14 +443,14 @@ impl ClustersetZone {
     ) -> usize {
         self.slice_owner.remove(slice_key);
         usize::from(self.replace_service(service_key.as_ref(), log, |current| {
-            let current = current.filter(|c| c.slices.contains_key(&slice_key.name))?;
-            let mut slices = BTreeMap::clone(&current.slices);
+            let current = current.filter(|c| c.slices().contains_key(&slice_key.name))?;
+            let mut slices = BTreeMap::clone(current.slices());
             slices.remove(&slice_key.name);
             Some((current.import.is_some() || !slices.is_empty()).then(|| {
                 Arc::new(ServiceEntry::new(
-                    Arc::clone(&current.key),
+                    Arc::clone(current.key()),
                     current.import.clone(),
-                    Arc::new(slices),
+                    slices,
                 ))
             }))
         }))
@@ -483,10 +502,10 @@ impl ClustersetZone {
             if had != has
                 && let Some(entry) = old.as_ref().or(new.as_ref())
             {
-                let namespace = format!("{}.svc.{}", entry.key.namespace, self.apex());
+                let namespace = format!("{}.svc.{}", entry.key().namespace, self.apex());
                 let exists = self.view(&namespace, false).is_some();
                 // The namespace appeared (first import) or disappeared (last one gone).
-                let first = has && self.namespace_count(&entry.key) == 1;
+                let first = has && self.namespace_count(entry.key()) == 1;
                 if first || !exists {
                     touched.insert(namespace);
                 }
@@ -500,7 +519,7 @@ impl ClustersetZone {
         self.index
             .services
             .iter()
-            .filter(|(_, e)| e.import.is_some() && e.key.namespace == key.namespace)
+            .filter(|(_, e)| e.import.is_some() && e.key().namespace == key.namespace)
             .count()
     }
 
