@@ -883,12 +883,12 @@ impl ZoneIndex {
             let slice_ips = &old.core.slice_ips;
             let (before, after) = (old.import_ptr_ips(), new.import_ptr_ips());
             for ip in before {
-                if !after.contains(ip) && slice_ips.binary_search(ip).is_err() {
+                if !after.contains(ip) && !sorted_contains(slice_ips, ip) {
                     queue(*ip, false);
                 }
             }
             for ip in after {
-                if !before.contains(ip) && slice_ips.binary_search(ip).is_err() {
+                if !before.contains(ip) && !sorted_contains(slice_ips, ip) {
                     queue(*ip, true);
                 }
             }
@@ -1140,6 +1140,16 @@ impl ZoneIndex {
                 (!ptr.is_empty()).then(|| ptr_name(&self.config, ip, ptr))
             })
             .as_ref()
+    }
+}
+
+/// Whether the sorted `ips` hold `ip` (a scan of a short list: a few comparisons for
+/// equality are cheaper than the ordering a binary search needs).
+fn sorted_contains(ips: &[IpAddr], ip: &IpAddr) -> bool {
+    if ips.len() <= 8 {
+        ips.contains(ip)
+    } else {
+        ips.binary_search(ip).is_ok()
     }
 }
 

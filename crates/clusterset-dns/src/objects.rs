@@ -494,6 +494,8 @@ pub(crate) struct ImportDraft<'a> {
     ips: IpList,
     /// Validated.
     ports: &'a [ServicePort],
+    /// Whether the ports are those of the import it replaces.
+    same_ports: bool,
 }
 
 /// A validated port as DNS needs it (the rules of [`port_name`], [`protocol`] and
@@ -510,22 +512,19 @@ fn valid_port(p: &ServicePort) -> (Option<&str>, SrvProtocol, u16) {
 }
 
 impl ImportDraft<'_> {
-    /// Whether the ports are `ports`.
-    pub(crate) fn ports_equal(&self, ports: &[PortFact]) -> bool {
-        self.ports.len() == ports.len()
-            && self.ports.iter().zip(ports).all(|(draft, fact)| {
-                let (name, protocol, port) = valid_port(draft);
-                name == fact.name.as_deref() && protocol == fact.protocol && port == fact.port
-            })
+    /// Whether the ports are those of the import it replaces (the `current` import of
+    /// [`import_fact`]).
+    pub(crate) fn same_ports(&self) -> bool {
+        self.same_ports
     }
 
-    /// Whether `fact` says the same but for the ports ([`Self::ports_equal`] compares them).
+    /// Whether `fact` says the same but for the ports ([`Self::same_ports`] compares them).
     pub(crate) fn equals_apart_from_ports(&self, fact: &ImportFact) -> bool {
         self.type_ == fact.type_ && self.ips == fact.ips
     }
 
     /// The fact; with `same_ports` (an import whose ports are equal, see
-    /// [`Self::ports_equal`]) it shares their ports.
+    /// [`Self::same_ports`]) it shares their ports.
     pub(crate) fn into_fact(self, same_ports: Option<&ImportFact>) -> ImportFact {
         let ports = match same_ports {
             Some(same) => Arc::clone(&same.ports),
@@ -603,13 +602,13 @@ pub(crate) fn import_key(
     Ok(ServiceRef { namespace, name })
 }
 
-/// Validates a ServiceImport into what DNS serves. `check_name`: whether its namespace and
-/// name must still be checked as a clusterset name (a caller that holds an import of the same
-/// service, which passed the check with the same namespace and name, need not).
-pub(crate) fn import_fact(
-    import: &mcs_types::v1beta1::ServiceImport,
-    check_name: bool,
-) -> Result<(ServiceRef<'_>, ImportDraft<'_>), ObjectError> {
+/// Validates a ServiceImport into what DNS serves. `current`: the import the service has now,
+/// if any (one with the same namespace and name). It passed the same checks: the namespace and
+/// the name are not checked again, and ports that say exactly what its ports say are valid.
+pub(crate) fn import_fact<'a>(
+    import: &'a mcs_types::v1beta1::ServiceImport,
+    current: Option<&ImportFact>,
+) -> Result<(ServiceRef<'a>, ImportDraft<'a>), ObjectError> {
     let fault = Fault::new(ObjectKind::ServiceImport, &import.metadata);
     let (namespace, name) = metadata_key(
         &fault,
@@ -617,7 +616,7 @@ pub(crate) fn import_fact(
         import.metadata.name.as_deref(),
     )?;
     // The name must make a valid clusterset name.
-    if check_name {
+    if current.is_none() {
         mcs_types::names::ClustersetName::check_service(namespace, name)
             .map_err(|e| fault.at("metadata", e.to_string()))?;
     }
@@ -632,7 +631,8 @@ pub(crate) fn import_fact(
         })?;
         ips.push(parsed);
     }
-    for (i, p) in spec.ports.iter().enumerate() {
+    let same_ports = current.is_some_and(|current| same_ports(&spec.ports, &current.ports));
+    for (i, p) in spec.ports.iter().enumerate().filter(|_| !same_ports) {
         port_name(
             &fault,
             &format_args!("spec.ports[{i}].name"),
@@ -651,8 +651,24 @@ pub(crate) fn import_fact(
             type_: spec.type_,
             ips,
             ports: &spec.ports,
+            same_ports,
         },
     ))
+}
+
+/// Whether `ports` say exactly what the validated `facts` say: the same names, protocols
+/// (absent: TCP) and numbers, so that they are valid too.
+fn same_ports(ports: &[ServicePort], facts: &[PortFact]) -> bool {
+    ports.len() == facts.len()
+        && ports.iter().zip(facts).all(|(port, fact)| {
+            let protocol = match port.protocol.as_deref() {
+                None => Some(SrvProtocol::Tcp),
+                Some(p) => kubernetes_protocol(p).ok(),
+            };
+            port.name.as_deref().filter(|n| !n.is_empty()) == fact.name.as_deref()
+                && protocol == Some(fact.protocol)
+                && u16::try_from(port.port).ok() == Some(fact.port)
+        })
 }
 
 /// Validates an MCS EndpointSlice into what DNS serves.

@@ -345,22 +345,16 @@ impl ClustersetZone {
         let key = import_key(import)?;
         let Some((wire, hash, current)) = self.locate(key) else {
             // Not a label: the name check says why.
-            import_fact(import, true)?;
+            import_fact(import, None)?;
             return Ok(0);
         };
-        // A service with an import passed the name check with this namespace and name.
+        // The checks an import of this service passed are not made again.
         let current_import = current.and_then(|c| c.import.as_ref());
-        let (key, draft) = import_fact(import, current_import.is_none())?;
-        let ports_equal = match current_import {
-            Some(fact) => {
-                let ports_equal = draft.ports_equal(&fact.ports);
-                if ports_equal && draft.equals_apart_from_ports(fact) {
-                    return Ok(0);
-                }
-                ports_equal
-            }
-            None => false,
-        };
+        let (key, draft) = import_fact(import, current_import)?;
+        let ports_equal = draft.same_ports();
+        if ports_equal && current_import.is_some_and(|fact| draft.equals_apart_from_ports(fact)) {
+            return Ok(0);
+        }
         let fact = Some(draft.into_fact(current_import.filter(|_| ports_equal)));
         let new = Arc::new(match current {
             Some(c) => ServiceEntry::with_import(c, fact),

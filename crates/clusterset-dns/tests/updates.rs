@@ -253,6 +253,65 @@ fn bad_objects_are_rejected_by_name_and_field_and_the_last_good_version_stays() 
     );
 }
 
+/// A service with an import skips the checks its import passed (its namespace and name, ports
+/// equal to its ports); anything else in a new import of it is checked in full.
+#[test]
+fn a_new_import_of_a_known_service_is_checked_where_it_differs() {
+    let store = ZoneStore::new(ZoneConfig::default());
+    store.mark_synced();
+    let good = import(
+        "shop",
+        "web",
+        "ClusterSetIP",
+        &["242.0.0.1"],
+        &[("http", "TCP", 80), ("dns", "UDP", 53)],
+    );
+    store.upsert_service_import(&good).unwrap();
+    type Ports<'a> = &'a [(&'a str, &'a str, i32)];
+    let cases: [(Ports, &str); 5] = [
+        (
+            &[("http", "TCP", 80), ("dns", "XYZ", 53)],
+            "spec.ports[1].protocol: unknown protocol \"XYZ\"",
+        ),
+        (
+            &[("http", "TCP", 80), ("dns", "UDP", 70053)],
+            "spec.ports[1].port: 70053 is not a port number (1-65535)",
+        ),
+        (
+            &[("http", "TCP", 0), ("dns", "UDP", 53)],
+            "spec.ports[0].port: 0 is not a port number (1-65535)",
+        ),
+        (
+            &[("HTTP", "TCP", 80), ("dns", "UDP", 53)],
+            "spec.ports[0].name: port name \"HTTP\"",
+        ),
+        (
+            &[("http", "TCP", 80), ("dns", "UDP", 53), ("dns_", "UDP", 54)],
+            "spec.ports[2].name: port name \"dns_\"",
+        ),
+    ];
+    for (ports, problem) in cases {
+        let bad = import("shop", "web", "ClusterSetIP", &["242.0.0.9"], ports);
+        let err = store.upsert_service_import(&bad).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("ServiceImport shop/web: {problem}")),
+            "{ports:?}: {err}"
+        );
+    }
+    // The last good import keeps serving; the same ports with a new address are accepted.
+    let name = "web.shop.svc.clusterset.local.";
+    assert_eq!(rdata(&wire(&store, name, RecordType::A)), ["242.0.0.1"]);
+    let moved = import(
+        "shop",
+        "web",
+        "ClusterSetIP",
+        &["242.0.0.2"],
+        &[("http", "TCP", 80), ("dns", "UDP", 53)],
+    );
+    store.upsert_service_import(&moved).unwrap();
+    assert_eq!(rdata(&wire(&store, name, RecordType::A)), ["242.0.0.2"]);
+}
+
 #[test]
 fn documents_of_other_kinds_and_wrong_shapes_name_the_field() {
     let err = ZoneObject::from_document(serde_json::json!({
