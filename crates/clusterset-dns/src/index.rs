@@ -964,87 +964,35 @@ impl ZoneIndex {
     /// each shard they touch is built once, in shard order, for all of its changes; the
     /// updates of one address keep their order. Must run before the index is read or
     /// published.
+    ///
+    /// The two maps are independent: after a big batch the reverse index is built on a second
+    /// thread while this one builds the services map.
     pub(crate) fn flush(&mut self) {
-        self.flush_services();
-        self.flush_reverse();
-    }
-
-    fn flush_services(&mut self) {
+        let big = self.pending.len() >= PARALLEL_FLUSH
+            && self.staged.0.records.len() >= PARALLEL_FLUSH / 2;
+        let mut reverse = Some(ReverseFlush {
+            map: &mut self.reverse,
+            shared: &mut self.shared,
+            pending: &mut self.pending,
+            order: &mut self.order.0,
+            slots: &mut self.reverse_slots.0,
+        });
         let staged = &mut self.staged.0;
-        if staged.is_empty() {
-            return;
-        }
-        let mut in_shard: Vec<usize> = Vec::new();
-        self.services.rebuild_shards(
-            staged.touched_shards(),
-            &mut self.service_slots.0,
-            |shard, current, out| {
-                // The shard's records (one per key), ordered by hash like its entries.
-                in_shard.clear();
-                let mut at = staged.head(shard);
-                while let Ok(index) = usize::try_from(at)
-                    && let Some(record) = staged.records.get(index)
-                {
-                    in_shard.push(index);
-                    at = record.previous;
-                }
-                let records = &mut staged.records;
-                in_shard.sort_unstable_by_key(|&at| records.get(at).map_or(0, |r| r.hash));
-                merge_shard(current, &in_shard, records, out);
-            },
-        );
-        staged.clear();
-    }
-
-    fn flush_reverse(&mut self) {
-        if self.pending.is_empty() {
-            return;
-        }
-        // The updates in shard order (stable: each address's updates keep their order).
-        let mut order = std::mem::take(&mut self.order.0);
-        order.clear();
-        order.extend((0..self.pending.len()).filter_map(|at| u32::try_from(at).ok()));
-        let shard_of = |pending: &[Option<ReverseOp>], at: u32| {
-            usize::try_from(at)
-                .ok()
-                .and_then(|at| pending.get(at))
-                .and_then(Option::as_ref)
-                .map_or(0, |op| shard_index(op.hash))
-        };
-        if self.pending.len() <= 64 {
-            // A change of one or two services: a few updates.
-            order.sort_by_key(|&at| shard_of(&self.pending, at));
-        } else {
-            counting_sort_by_shard(&self.pending, &mut order);
-        }
-        let mut shards: Vec<usize> = order
-            .iter()
-            .map(|&at| shard_of(&self.pending, at))
-            .collect();
-        shards.dedup();
-        let mut ops = std::mem::take(&mut self.pending);
-        let mut next = 0;
-        let shared = &mut self.shared;
-        self.reverse
-            .rebuild_shards(shards, &mut self.reverse_slots.0, |shard, current, out| {
-                out.extend_from_slice(current);
-                while let Some(&at) = order.get(next)
-                    && shard_of(&ops, at) == shard
-                {
-                    next += 1;
-                    if let Some(op) = usize::try_from(at)
-                        .ok()
-                        .and_then(|at| ops.get_mut(at))
-                        .and_then(Option::take)
-                    {
-                        update_reverse(out, shared, op);
-                    }
-                }
+        if big {
+            std::thread::scope(|scope| {
+                let work = &mut reverse;
+                // Not started (the system refused a thread): the work stays for below.
+                let _started = std::thread::Builder::new()
+                    .name("dns-zone-flush".to_owned())
+                    .spawn_scoped(scope, move || work.take().map(ReverseFlush::run));
+                flush_services(&mut self.services, staged, &mut self.service_slots.0);
             });
-        ops.clear();
-        self.pending = ops;
-        order.clear();
-        self.order = WriterOnly(order);
+        } else {
+            flush_services(&mut self.services, staged, &mut self.service_slots.0);
+        }
+        if let Some(reverse) = reverse {
+            reverse.run();
+        }
     }
 
     /// Whether every change was applied to the maps.
@@ -1140,6 +1088,101 @@ impl ZoneIndex {
                 (!ptr.is_empty()).then(|| ptr_name(&self.config, ip, ptr))
             })
             .as_ref()
+    }
+}
+
+/// Reverse-index updates at least this many (and half as many changed services) are applied
+/// on a second thread (see [`ZoneIndex::flush`]): a batch of thousands of changes. Fewer are
+/// not worth the thread.
+const PARALLEL_FLUSH: usize = 4096;
+
+/// Builds the shards of the services map that `staged` changes touch, and forgets the changes.
+fn flush_services(
+    services: &mut ServiceMap,
+    staged: &mut StagedServices,
+    slots: &mut Vec<Slot<WireKey, Arc<ServiceEntry>>>,
+) {
+    if staged.is_empty() {
+        return;
+    }
+    let mut in_shard: Vec<usize> = Vec::new();
+    services.rebuild_shards(staged.touched_shards(), slots, |shard, current, out| {
+        // The shard's records (one per key), ordered by hash like its entries.
+        in_shard.clear();
+        let mut at = staged.head(shard);
+        while let Ok(index) = usize::try_from(at)
+            && let Some(record) = staged.records.get(index)
+        {
+            in_shard.push(index);
+            at = record.previous;
+        }
+        let records = &mut staged.records;
+        in_shard.sort_unstable_by_key(|&at| records.get(at).map_or(0, |r| r.hash));
+        merge_shard(current, &in_shard, records, out);
+    });
+    staged.clear();
+}
+
+/// The reverse index and the updates queued for it: what [`ReverseFlush::run`] needs, apart
+/// from the rest of the index.
+struct ReverseFlush<'a> {
+    map: &'a mut ReverseMap,
+    shared: &'a mut Arc<FastSet<IpAddr>>,
+    pending: &'a mut Vec<Option<ReverseOp>>,
+    /// Buffers kept from batch to batch.
+    order: &'a mut Vec<u32>,
+    slots: &'a mut Vec<Slot<IpAddr, ReverseEntry>>,
+}
+
+impl ReverseFlush<'_> {
+    /// Applies the queued updates, shard by shard, each address's in the order queued.
+    fn run(self) {
+        let Self {
+            map,
+            shared,
+            pending,
+            order,
+            slots,
+        } = self;
+        if pending.is_empty() {
+            return;
+        }
+        let shard_of = |pending: &[Option<ReverseOp>], at: u32| {
+            usize::try_from(at)
+                .ok()
+                .and_then(|at| pending.get(at))
+                .and_then(Option::as_ref)
+                .map_or(0, |op| shard_index(op.hash))
+        };
+        // The updates in shard order (stable: each address's updates keep their order).
+        if pending.len() <= 64 {
+            // A change of one or two services: a few updates.
+            order.clear();
+            order.extend((0..pending.len()).filter_map(|at| u32::try_from(at).ok()));
+            order.sort_by_key(|&at| shard_of(pending, at));
+        } else {
+            counting_sort_by_shard(pending, order);
+        }
+        let mut shards: Vec<usize> = order.iter().map(|&at| shard_of(pending, at)).collect();
+        shards.dedup();
+        let mut next = 0;
+        map.rebuild_shards(shards, slots, |shard, current, out| {
+            out.extend_from_slice(current);
+            while let Some(&at) = order.get(next)
+                && shard_of(pending, at) == shard
+            {
+                next += 1;
+                if let Some(op) = usize::try_from(at)
+                    .ok()
+                    .and_then(|at| pending.get_mut(at))
+                    .and_then(Option::take)
+                {
+                    update_reverse(out, shared, op);
+                }
+            }
+        });
+        pending.clear();
+        order.clear();
     }
 }
 

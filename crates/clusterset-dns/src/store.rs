@@ -141,11 +141,11 @@ impl ZoneStore {
         let mut inner = self.lock();
         let mut report = ApplyReport::default();
         let mut changed = 0;
-        let changes = changes.into_iter();
-        let mut applied = Vec::with_capacity(changes.size_hint().0);
-        for change in changes {
+        // A vector of changes is kept as it is (no copy), to be freed by the reaper below.
+        let changes: Vec<ZoneChange> = changes.into_iter().collect();
+        for change in &changes {
             let zone = &mut inner.zone;
-            let result = match &change {
+            let result = match change {
                 ZoneChange::Upsert(ZoneObject::ServiceImport(import)) => {
                     zone.apply_import(import, None)
                 }
@@ -155,7 +155,6 @@ impl ZoneStore {
                 ZoneChange::DeleteServiceImport(key) => Ok(zone.apply_delete_import(key, None)),
                 ZoneChange::DeleteEndpointSlice(key) => Ok(zone.apply_delete_slice(key, None)),
             };
-            applied.push(change);
             match result {
                 Ok(services) => {
                     report.applied += 1;
@@ -171,7 +170,7 @@ impl ZoneStore {
         }
         drop(inner);
         // The objects are done with; freeing a big batch's is the reaper's work too.
-        self.retire(Retired::Changes(applied));
+        self.retire(Retired::Changes(changes));
         report
     }
 
