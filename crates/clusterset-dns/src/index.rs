@@ -609,6 +609,18 @@ pub(crate) fn service_wire_key(key: ServiceRef<'_>) -> Option<ServiceWireKey> {
     Some(wire)
 }
 
+/// Where a service is in the index ([`ZoneIndex::locate`]): what [`ZoneIndex::replace`]
+/// needs to replace its entry without looking it up again.
+#[derive(Debug)]
+pub(crate) struct ServicePlace {
+    key: WireKey,
+    hash: u64,
+    /// Its record among the changes since the last flush, if one staged it.
+    staged: Option<usize>,
+    /// Its entry as the changes so far leave it.
+    pub(crate) entry: Option<Arc<ServiceEntry>>,
+}
+
 /// The services by the wire form of `<svc>.<ns>`.
 pub(crate) type ServiceMap = CowMap<WireKey, Arc<ServiceEntry>>;
 
@@ -783,50 +795,62 @@ impl ZoneIndex {
         self.imports
     }
 
-    /// The entry of the service under `key` (`hash` is its [`CowMap::hash`]) as the changes
-    /// so far leave it, and the key the index holds for it: `None` if the index never had it,
-    /// `Some((key, None))` if a change of this batch removed it.
-    pub(crate) fn service(
-        &self,
-        hash: u64,
-        key: &[u8],
-    ) -> Option<(&WireKey, Option<&Arc<ServiceEntry>>)> {
-        if let Some(record) = self
-            .staged
-            .0
-            .find(hash, key)
-            .and_then(|at| self.staged.0.records.get(at))
+    /// Where the service `key` is: its key as the index holds it (the reverse index shares it
+    /// as the owner) or a new one, and its entry as the changes so far leave it. `None` when
+    /// the namespace or the name is not a DNS label (such a service never has names).
+    pub(crate) fn locate(&self, key: ServiceRef<'_>) -> Option<ServicePlace> {
+        let wire = service_wire_key(key)?;
+        let hash = ServiceMap::hash(wire.as_slice());
+        let staged = &self.staged.0;
+        if let Some(at) = staged.find(hash, wire.as_slice())
+            && let Some(record) = staged.records.get(at)
         {
-            return Some((&record.key, record.entry.as_ref()));
+            return Some(ServicePlace {
+                key: record.key.clone(),
+                hash,
+                staged: Some(at),
+                entry: record.entry.clone(),
+            });
         }
-        self.services
-            .get_key_value_hashed(hash, key)
-            .map(|(key, entry)| (key, Some(entry)))
+        Some(
+            match self.services.get_key_value_hashed(hash, wire.as_slice()) {
+                Some((key, entry)) => ServicePlace {
+                    key: key.clone(),
+                    hash,
+                    staged: None,
+                    entry: Some(Arc::clone(entry)),
+                },
+                None => ServicePlace {
+                    key: wire.as_slice().into(),
+                    hash,
+                    staged: None,
+                    entry: None,
+                },
+            },
+        )
     }
 
-    /// Replaces the service under `wire_key` (as [`Self::service`] finds it) with `new`
-    /// (`None`: removes it), keeping the namespaces in step; `hash` is the key's
-    /// [`CowMap::hash`]. The services map and the reverse index follow at the next
-    /// [`Self::flush`]. Returns the entry replaced and the new one.
+    /// Replaces the entry of the service at `place` (found by [`Self::locate`], nothing
+    /// changed since) with `new` (`None`: removes it), keeping the namespaces in step. The
+    /// services map and the reverse index follow at the next [`Self::flush`]. Returns the entry
+    /// replaced and the new one.
     pub(crate) fn replace(
         &mut self,
-        wire_key: &WireKey,
-        hash: u64,
+        place: ServicePlace,
         new: Option<Arc<ServiceEntry>>,
     ) -> Replaced {
-        let staged = &mut self.staged.0;
-        let replaced = match staged.find(hash, wire_key) {
-            Some(at) => staged
-                .records
-                .get_mut(at)
-                .and_then(|record| std::mem::replace(&mut record.entry, new.clone())),
-            None => {
-                staged.stage(hash, wire_key.clone(), new.clone());
-                self.services
-                    .get_key_value_hashed(hash, &**wire_key)
-                    .map(|(_, entry)| Arc::clone(entry))
-            }
-        };
+        let ServicePlace {
+            key: wire_key,
+            hash,
+            staged,
+            entry: replaced,
+        } = place;
+        let records = &mut self.staged.0;
+        match staged.and_then(|at| records.records.get_mut(at)) {
+            Some(record) => record.entry = new.clone(),
+            None => records.stage(hash, wire_key.clone(), new.clone()),
+        }
+        let wire_key = &wire_key;
         let old = replaced.as_ref();
         // A service someone asked about gets its names and answers ready here, before the new
         // snapshot is published, so its queries do not pay for the change; services nobody

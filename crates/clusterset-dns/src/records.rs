@@ -15,9 +15,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use mcs_types::ServiceImportType;
 use mcs_types::names::{ClustersetName, Zone};
 
-use crate::index::{
-    FastMap, Found, ServiceEntry, ServiceMap, ServiceNames, WireKey, ZoneIndex, service_wire_key,
-};
+use crate::index::{FastMap, Found, ServiceEntry, ServiceNames, ServicePlace, ZoneIndex};
 use crate::objects::{
     ImportFact, ObjectError, PortFact, ReadyAddress, ServiceKey, ServiceRef, SliceFact, SliceKey,
     import_fact, import_key, slice_fact,
@@ -299,38 +297,24 @@ impl ClustersetZone {
     ) -> bool {
         // A service whose namespace or name is not a label never gets names (its import is
         // rejected): its slices are not kept either.
-        let Some((wire, hash, current)) = self.locate(key) else {
+        let Some(place) = self.index.locate(key) else {
             return false;
         };
-        let Some(new) = make(current.map(|entry| &**entry)) else {
+        let Some(new) = make(place.entry.as_deref()) else {
             return false;
         };
-        self.put(&wire, hash, new, log);
+        self.put(place, new, log);
         true
     }
 
-    /// Where a service goes in the index: its key (the one the index holds, which the reverse
-    /// index shares as an owner, or a new one), the key's hash, and its entry as the changes so
-    /// far leave it. `None` when the namespace or the name is not a DNS label.
-    fn locate(&self, key: ServiceRef<'_>) -> Option<(WireKey, u64, Option<&Arc<ServiceEntry>>)> {
-        let wire = service_wire_key(key)?;
-        let hash = ServiceMap::hash(wire.as_slice());
-        let found = self.index.service(hash, wire.as_slice());
-        Some(match found {
-            Some((key, current)) => (key.clone(), hash, current),
-            None => (wire.as_slice().into(), hash, None),
-        })
-    }
-
-    /// Replaces the entry of the service [`Self::locate`] found.
+    /// Replaces the entry of the service at `place` (see [`ZoneIndex::locate`]).
     fn put(
         &mut self,
-        wire: &WireKey,
-        hash: u64,
+        place: ServicePlace,
         new: Option<Arc<ServiceEntry>>,
         log: Option<&mut Vec<Replaced>>,
     ) {
-        let replaced = self.index.replace(wire, hash, new);
+        let replaced = self.index.replace(place, new);
         if let Some(log) = log {
             log.push(replaced);
         }
@@ -343,11 +327,12 @@ impl ClustersetZone {
         log: Option<&mut Vec<Replaced>>,
     ) -> Result<usize, ObjectError> {
         let key = import_key(import)?;
-        let Some((wire, hash, current)) = self.locate(key) else {
+        let Some(place) = self.index.locate(key) else {
             // Not a label: the name check says why.
             import_fact(import, None)?;
             return Ok(0);
         };
+        let current = place.entry.as_deref();
         // The checks an import of this service passed are not made again.
         let current_import = current.and_then(|c| c.import.as_ref());
         let (key, draft) = import_fact(import, current_import)?;
@@ -360,7 +345,7 @@ impl ClustersetZone {
             Some(c) => ServiceEntry::with_import(c, fact),
             None => ServiceEntry::new(Arc::new(key.to_key()), fact, BTreeMap::new()),
         });
-        self.put(&wire, hash, Some(new), log);
+        self.put(place, Some(new), log);
         Ok(1)
     }
 
