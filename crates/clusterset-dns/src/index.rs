@@ -1663,6 +1663,152 @@ mod tests {
         }
     }
 
+    /// A batch big enough for the two-thread flush (see [`PARALLEL_FLUSH`]), with addresses
+    /// that move between services, come to be shared and stop being shared, deleted imports and
+    /// relabelled slices, ends with the zone a rebuild from the final objects has.
+    #[test]
+    fn a_batch_flushed_on_two_threads_ends_where_a_rebuild_does() {
+        use crate::synthetic::{endpoint_slice, service_import, service_ip};
+        use crate::{ZoneChange, ZoneObject, ZoneStore};
+        use hickory_proto::rr::RecordType;
+        use mcs_types::labels::SERVICE_NAME_LABEL;
+
+        const SERVICES: usize = 3000;
+        let import = |i: usize, generation: u8, ip: Option<String>| {
+            let mut import = service_import(i, generation);
+            if let Some(ip) = ip {
+                import.spec.ips = vec![ip];
+            }
+            ZoneObject::ServiceImport(Box::new(import))
+        };
+        // Before: every service sixth in ten shares the address of the one before it.
+        let before = |i: usize| import(i, 0, (i % 10 == 6).then(|| service_ip(i - 1, 0)));
+        let mut slices: Vec<ZoneObject> = (0..SERVICES)
+            .map(|i| ZoneObject::EndpointSlice(Box::new(endpoint_slice(i))))
+            .collect();
+        let incremental = ZoneStore::new(ZoneConfig::default());
+        incremental
+            .replace_all((0..SERVICES).map(before).chain(slices.clone()).collect())
+            .unwrap();
+        let mut imports: Vec<Option<ZoneObject>> = Vec::new();
+        let mut changes = Vec::new();
+        for (i, slice_now) in slices.iter_mut().enumerate() {
+            let ip = match i % 10 {
+                // Deleted.
+                0 => {
+                    imports.push(None);
+                    changes.push(ZoneChange::DeleteServiceImport(ServiceKey::new(
+                        "bench",
+                        &crate::synthetic::service_name(i),
+                    )));
+                    continue;
+                }
+                // Takes the address of the one before it, which is deleted.
+                1 => Some(service_ip(i - 1, 0)),
+                // Its slice moves to the next service.
+                3 => {
+                    let mut slice = endpoint_slice(i);
+                    let labels = slice.metadata.labels.get_or_insert_default();
+                    labels.insert(
+                        SERVICE_NAME_LABEL.to_owned(),
+                        crate::synthetic::service_name(i + 1),
+                    );
+                    *slice_now = ZoneObject::EndpointSlice(Box::new(slice.clone()));
+                    changes.push(ZoneChange::Upsert(ZoneObject::EndpointSlice(Box::new(
+                        slice,
+                    ))));
+                    None
+                }
+                // Comes to share the new address of the one before it, and stops sharing its
+                // old one with the next (which moves to an address of its own).
+                5 => Some(service_ip(i - 1, 1)),
+                _ => None,
+            };
+            // Changed twice in the batch, the second change the one that stays.
+            if i % 7 == 0 {
+                changes.push(ZoneChange::Upsert(import(i, 2, None)));
+            }
+            imports.push(Some(import(i, 1, ip.clone())));
+            changes.push(ZoneChange::Upsert(import(i, 1, ip)));
+        }
+        // Every kept import changes its address: two reverse updates each, and a staged
+        // service each, enough for the second thread.
+        const { assert!(SERVICES * 9 / 10 * 2 >= PARALLEL_FLUSH && SERVICES >= PARALLEL_FLUSH / 2) };
+        let report = incremental.apply(changes);
+        assert!(report.rejected.is_empty(), "{:?}", report.rejected);
+
+        let rebuilt = ZoneStore::new(ZoneConfig::default());
+        let objects: Vec<ZoneObject> = imports.into_iter().flatten().chain(slices).collect();
+        rebuilt.replace_all(objects).unwrap();
+        let without_soa = |file: String| -> Vec<String> {
+            file.lines()
+                .filter(|line| !line.contains("SOA"))
+                .map(str::to_owned)
+                .collect()
+        };
+        assert_eq!(
+            without_soa(incremental.zone_file()),
+            without_soa(rebuilt.zone_file())
+        );
+        let ptr = |store: &ZoneStore, ip: &str| {
+            let name = crate::records::reverse_name(ip.parse().unwrap());
+            let mut targets: Vec<String> = store
+                .answer(&name, RecordType::PTR)
+                .answers
+                .iter()
+                .map(|r| r.data.to_string())
+                .collect();
+            targets.sort();
+            targets
+        };
+        let service = |i: usize| format!("svc-{i}.bench.svc.clusterset.local.");
+        let endpoint = |n: u8, i: usize| {
+            let [_, _, hi, lo] = u32::try_from(i).unwrap().to_be_bytes();
+            format!("10.{n}.{hi}.{lo}")
+        };
+        for base in (0..SERVICES).step_by(10) {
+            let expected: [(String, Vec<String>); 8] = [
+                // A deleted service's address, taken by the next.
+                (service_ip(base, 0), vec![service(base + 1)]),
+                (service_ip(base + 1, 0), vec![]),
+                // A new address two services share.
+                (
+                    service_ip(base + 4, 1),
+                    vec![service(base + 4), service(base + 5)],
+                ),
+                // An address two services shared, now nobody's.
+                (service_ip(base + 5, 0), vec![]),
+                (service_ip(base + 6, 1), vec![service(base + 6)]),
+                // An address of a change that a later one in the batch replaced.
+                (service_ip(base + 7, 2), vec![]),
+                (service_ip(base + 7, 1), vec![service(base + 7)]),
+                (service_ip(base + 9, 0), vec![]),
+            ];
+            for (ip, targets) in expected {
+                assert_eq!(ptr(&incremental, &ip), targets, "{ip}");
+            }
+            // The endpoints of a relabelled slice belong to the service it moved to.
+            for n in [1, 2] {
+                let targets = ptr(&incremental, &endpoint(n, base + 3));
+                assert!(!targets.is_empty(), "{}", endpoint(n, base + 3));
+                let owner = format!(".{}", service(base + 4));
+                assert!(targets.iter().all(|t| t.ends_with(&owner)), "{targets:?}");
+            }
+        }
+        // And every address answers as in the rebuilt zone.
+        for i in 0..SERVICES {
+            for ip in [
+                service_ip(i, 0),
+                service_ip(i, 1),
+                service_ip(i, 2),
+                endpoint(1, i),
+                endpoint(2, i),
+            ] {
+                assert_eq!(ptr(&incremental, &ip), ptr(&rebuilt, &ip), "{ip}");
+            }
+        }
+    }
+
     #[test]
     fn cow_map_clones_do_not_see_later_changes() {
         let mut map: CowMap<u32, u32> = CowMap::new();
