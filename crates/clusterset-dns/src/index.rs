@@ -44,7 +44,7 @@ pub(crate) struct Slot<K, V> {
 
 /// A shard: its entries sorted by hash, in one allocation with its reference count (a handful
 /// of entries in a zone of 10,000 services: one or two cache lines to scan). A shard is never
-/// changed: a change builds it anew ([`CowMap::rebuild_shards`]).
+/// changed while a clone shares it: a change builds it anew ([`CowMap::rebuild_shards`]).
 type Shard<K, V> = Arc<[Slot<K, V>]>;
 /// A group of shards: the shard pointers inline behind the group's reference count.
 type Group<K, V> = Arc<[Shard<K, V>]>;
@@ -54,10 +54,10 @@ type Group<K, V> = Arc<[Shard<K, V>]>;
 /// a batch touches is built once, straight into its allocation, and each group it touches is
 /// copied once (or changed in place when no clone shares it).
 ///
-/// A key is hashed once per operation (callers that look a key up and then change it pass the
-/// hash of [`CowMap::hash`] to the `_hashed` methods): the top bits of the hash pick the group
-/// and the shard, and the full hash orders the shard's entries, so a lookup compares hashes
-/// in one small array and reads a key only when its hash matches.
+/// A key is hashed once per operation (callers that keep the hash of [`CowMap::hash`] pass it to
+/// [`CowMap::get_key_value_hashed`] and to the shards they build): the top bits of the hash pick
+/// the group and the shard, and the full hash orders the shard's entries, so a lookup compares
+/// hashes in one small array and reads a key only when its hash matches.
 #[derive(Debug)]
 pub(crate) struct CowMap<K, V> {
     groups: Box<[Group<K, V>]>,
@@ -168,8 +168,8 @@ impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
         Some((&slot.key, &slot.value))
     }
 
-    /// Rebuilds the shards `shards` (indexes below [`SHARDS`], ascending, each once; others
-    /// are ignored): `build` gets a shard's index and its entries and pushes the shard's new
+    /// Rebuilds the shards `shards` (indexes below [`SHARDS`], ascending; an index not above
+    /// the one before it is ignored): `build` gets a shard's index and its entries and pushes the shard's new
     /// entries, sorted by hash, into the empty vector it is given (`scratch`, kept by the
     /// caller from batch to batch). Each group is copied once for all of its shards, or changed
     /// in place when no clone shares it, and each shard is built straight into its allocation.
@@ -179,7 +179,17 @@ impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
         scratch: &mut Vec<Slot<K, V>>,
         mut build: impl FnMut(usize, &[Slot<K, V>], &mut Vec<Slot<K, V>>),
     ) {
-        let mut shards = shards.into_iter().peekable();
+        let mut last: Option<usize> = None;
+        let mut shards = shards
+            .into_iter()
+            .filter(move |&index| {
+                let ascending = last.is_none_or(|last| index > last);
+                if ascending {
+                    last = Some(index);
+                }
+                ascending
+            })
+            .peekable();
         let mut len = self.len;
         let mut rebuild = |index: usize, current: &[Slot<K, V>]| -> Shard<K, V> {
             scratch.clear();
@@ -212,8 +222,6 @@ impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
                     })
                     .collect();
                 *group = copy;
-                // Indexes out of order or repeated: ignored, as documented.
-                while shards.next_if(in_group).is_some() {}
             }
         }
         self.len = len;
@@ -1660,6 +1668,19 @@ mod tests {
                 assert_eq!(before.len(), 5000);
                 assert!((0..5000).all(|i| before.get(&i) == Some(&i)));
             }
+            // An index not above the one before it is ignored, the group shared or not.
+            let _clone = shared.then(|| map.clone());
+            let mut built = Vec::new();
+            map.rebuild_shards(
+                [0, 0, 5, 3, 64, 70, 64],
+                &mut scratch,
+                |shard, current, out| {
+                    built.push(shard);
+                    out.extend_from_slice(current);
+                },
+            );
+            assert_eq!(built, [0, 5, 64, 70], "shared: {shared}");
+            assert_eq!(map.len(), want.len());
         }
     }
 

@@ -492,7 +492,7 @@ fn port_name<'a>(
 pub(crate) struct ImportDraft<'a> {
     type_: ServiceImportType,
     ips: IpList,
-    /// Validated.
+    /// Validated, or equal to the validated ports of the import it replaces.
     ports: &'a [ServicePort],
     /// Whether the ports are those of the import it replaces.
     same_ports: bool,

@@ -243,8 +243,9 @@ impl ClustersetZone {
         &self.index
     }
 
-    /// Brings the reverse index up to date with the changes applied (through the `apply_`
-    /// methods) since the last flush; the index must be flushed before it is read or published.
+    /// Applies the changes made (through the `apply_` methods) since the last flush to the
+    /// services map and the reverse index: until then they are staged. The index must be
+    /// flushed before it is read or published.
     pub(crate) fn flush(&mut self) {
         self.index.flush();
     }

@@ -119,7 +119,8 @@ impl ZoneStore {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        // A writer that panicked left consistent data behind (every change is applied whole).
+        // A writer that panicked (nothing in it panics on input) may have left its batch
+        // partly applied; the zone is still whole, and the next change publishes it.
         self.inner
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -216,6 +217,7 @@ impl ZoneStore {
         let mut inner = self.lock();
         if !inner.synced {
             inner.synced = true;
+            inner.zone.flush();
             let snapshot = Snapshot::new(&inner.zone, true, Some(&self.snapshot.load()));
             self.swap_in(snapshot);
         }
