@@ -2,7 +2,8 @@
 //! `--services N` services on `--listen ADDR` with `--workers W` UDP threads.
 //!
 //! `--writer-nice N` runs every thread but the UDP workers (the churn writer on the main thread,
-//! the store's reaper) at nice N, as a deployment that gives the query threads priority would.
+//! the store's reaper; the store's flush threads inherit the writer's) at nice N, as a
+//! deployment that gives the query threads priority would.
 //!
 //! `--print-zone` prints the zone as a master file (for the peer servers) and exits.
 //! `--churn-ms MS` changes every service's clusterset IP in one batch every MS milliseconds
@@ -179,6 +180,10 @@ fn renice_all_but_udp_workers(nice: i32) -> Result<(), String> {
             .status()
             .map_err(|e| format!("renice: {e}"))?;
         if !status.success() {
+            // A thread that ended since the listing (the store's flush threads come and go).
+            if !task.path().exists() {
+                continue;
+            }
             return Err(format!("renice -n {nice} -p {tid} failed ({status})"));
         }
         println!("thread {tid} ({}) at nice {nice}", comm.trim());

@@ -997,11 +997,14 @@ impl ZoneIndex {
     /// updates of one address keep their order. Must run before the index is read or
     /// published.
     ///
-    /// The two maps are independent: after a big batch the reverse index is built on a second
-    /// thread while this one builds the services map.
+    /// The two maps are independent: after a big batch, when the process may run on more than
+    /// one CPU, the reverse index is built on a second thread while this one builds the
+    /// services map. (On one CPU a second thread would only take turns with this one, and with
+    /// the query threads.)
     pub(crate) fn flush(&mut self) {
         let big = self.pending.len() >= PARALLEL_FLUSH
-            && self.staged.0.records.len() >= PARALLEL_FLUSH / 2;
+            && self.staged.0.records.len() >= PARALLEL_FLUSH / 2
+            && std::thread::available_parallelism().is_ok_and(|cpus| cpus.get() > 1);
         let mut reverse = Some(ReverseFlush {
             map: &mut self.reverse,
             shared: &mut self.shared,
@@ -1124,8 +1127,8 @@ impl ZoneIndex {
 }
 
 /// Reverse-index updates at least this many (and half as many changed services) are applied
-/// on a second thread (see [`ZoneIndex::flush`]): a batch of thousands of changes. Fewer are
-/// not worth the thread.
+/// on a second thread when there is a second CPU (see [`ZoneIndex::flush`]): a batch of
+/// thousands of changes. Fewer are not worth the thread.
 const PARALLEL_FLUSH: usize = 4096;
 
 /// Builds the shards of the services map that `staged` changes touch, and forgets the changes.
@@ -1695,6 +1698,10 @@ mod tests {
         use mcs_types::labels::SERVICE_NAME_LABEL;
 
         const SERVICES: usize = 3000;
+        assert!(
+            std::thread::available_parallelism().is_ok_and(|cpus| cpus.get() > 1),
+            "this test covers the flush on two threads, which needs two CPUs"
+        );
         let import = |i: usize, generation: u8, ip: Option<String>| {
             let mut import = service_import(i, generation);
             if let Some(ip) = ip {
