@@ -711,14 +711,21 @@ impl StagedServices {
 
     /// The record of `key`, if a change of this batch staged one.
     fn find(&self, hash: u64, key: &[u8]) -> Option<usize> {
-        let mut at = self.head(shard_index(hash));
-        while let Some(record) = self.records.get(usize::try_from(at).ok()?) {
-            if record.hash == hash && *record.key == *key {
-                return usize::try_from(at).ok();
-            }
-            at = record.previous;
-        }
-        None
+        self.in_shard(shard_index(hash)).find(|&at| {
+            self.records
+                .get(at)
+                .is_some_and(|record| record.hash == hash && *record.key == *key)
+        })
+    }
+
+    /// The records of a shard, the last staged first.
+    fn in_shard(&self, shard: usize) -> impl Iterator<Item = usize> + '_ {
+        let mut at = self.head(shard);
+        std::iter::from_fn(move || {
+            let index = usize::try_from(at).ok()?;
+            at = self.records.get(index)?.previous;
+            Some(index)
+        })
     }
 
     fn stage(&mut self, hash: u64, key: WireKey, entry: Option<Arc<ServiceEntry>>) {
@@ -1144,13 +1151,7 @@ fn flush_services(
     services.rebuild_shards(staged.touched_shards(), slots, |shard, current, out| {
         // The shard's records (one per key), ordered by hash like its entries.
         in_shard.clear();
-        let mut at = staged.head(shard);
-        while let Ok(index) = usize::try_from(at)
-            && let Some(record) = staged.records.get(index)
-        {
-            in_shard.push(index);
-            at = record.previous;
-        }
+        in_shard.extend(staged.in_shard(shard));
         let records = &mut staged.records;
         in_shard.sort_unstable_by_key(|&at| records.get(at).map_or(0, |r| r.hash));
         merge_shard(current, &in_shard, records, out);

@@ -461,15 +461,17 @@ fn protocol(
     field: &dyn Display,
     value: Option<&str>,
 ) -> Result<SrvProtocol, ObjectError> {
-    match value {
-        None => Ok(SrvProtocol::Tcp),
-        Some(p) => kubernetes_protocol(p).map_err(|e: mcs_types::names::UnknownProtocol| {
-            fault.at(
-                field,
-                format!("{e} (Kubernetes spells them TCP, UDP, SCTP)"),
-            )
-        }),
-    }
+    port_protocol(value).map_err(|e| {
+        fault.at(
+            field,
+            format!("{e} (Kubernetes spells them TCP, UDP, SCTP)"),
+        )
+    })
+}
+
+/// The protocol of a port as Kubernetes spells it; absent means TCP.
+fn port_protocol(value: Option<&str>) -> Result<SrvProtocol, mcs_types::names::UnknownProtocol> {
+    value.map_or(Ok(SrvProtocol::Tcp), kubernetes_protocol)
 }
 
 fn port_name<'a>(
@@ -503,10 +505,7 @@ pub(crate) struct ImportDraft<'a> {
 fn valid_port(p: &ServicePort) -> (Option<&str>, SrvProtocol, u16) {
     (
         p.name.as_deref().filter(|n| !n.is_empty()),
-        p.protocol
-            .as_deref()
-            .and_then(|p| kubernetes_protocol(p).ok())
-            .unwrap_or(SrvProtocol::Tcp),
+        port_protocol(p.protocol.as_deref()).unwrap_or(SrvProtocol::Tcp),
         u16::try_from(p.port).unwrap_or(0),
     )
 }
@@ -609,12 +608,8 @@ pub(crate) fn import_fact<'a>(
     import: &'a mcs_types::v1beta1::ServiceImport,
     current: Option<&ImportFact>,
 ) -> Result<(ServiceRef<'a>, ImportDraft<'a>), ObjectError> {
+    let ServiceRef { namespace, name } = import_key(import)?;
     let fault = Fault::new(ObjectKind::ServiceImport, &import.metadata);
-    let (namespace, name) = metadata_key(
-        &fault,
-        import.metadata.namespace.as_deref(),
-        import.metadata.name.as_deref(),
-    )?;
     // The name must make a valid clusterset name.
     if current.is_none() {
         mcs_types::names::ClustersetName::check_service(namespace, name)
@@ -661,10 +656,7 @@ pub(crate) fn import_fact<'a>(
 fn same_ports(ports: &[ServicePort], facts: &[PortFact]) -> bool {
     ports.len() == facts.len()
         && ports.iter().zip(facts).all(|(port, fact)| {
-            let protocol = match port.protocol.as_deref() {
-                None => Some(SrvProtocol::Tcp),
-                Some(p) => kubernetes_protocol(p).ok(),
-            };
+            let protocol = port_protocol(port.protocol.as_deref()).ok();
             port.name.as_deref().filter(|n| !n.is_empty()) == fact.name.as_deref()
                 && protocol == Some(fact.protocol)
                 && u16::try_from(port.port).ok() == Some(fact.port)
