@@ -43,7 +43,10 @@ struct MonStatus {
 /// every monmap change makes the mons elect: a quorum that re-forms within the allowance was
 /// not lost; one that does not is reported with every mon's state. Like any client, it learns
 /// that peons died when the leader does (when their lease acknowledgements time out, 10 s by
-/// default): until then the leader still reports its quorum.
+/// default): until then the leader still reports its quorum. While a mon of the monmap is down,
+/// no election ends before Ceph's `mon_election_timeout` (5 s by default), and a mon joining
+/// then takes two such rounds: give a probe that watches a cluster with a dead mon a longer
+/// allowance ([`AdminSocketQuorum::election_allowance`]).
 ///
 /// ```no_run
 /// use std::sync::Arc;
