@@ -25,10 +25,14 @@ zone_and_queries() { # services work-dir
   grep -E "^svc-[0-9]+\.bench\.svc\.$ZONE\. .* IN A " "$2/zone.db" | awk '{print $1, "A"}' >"$2/queries.txt"
 }
 
-# Waits (up to about 10 s) until the server on 127.0.0.1:$1 answers svc-0's A query.
+# Waits (up to about 10 s) until the server on 127.0.0.1:$1 answers svc-0's A query with an
+# address. dig prints its own errors ("connection refused") on standard output too, so only an
+# address counts: before this check, a server still starting passed at once.
 wait_for() { # port
+  local answer
   for _ in $(seq 1 100); do
-    if [ -n "$(dig +short +time=1 +tries=1 @127.0.0.1 -p "$1" "svc-0.bench.svc.$ZONE" A 2>/dev/null)" ]; then
+    answer=$(dig +short +time=1 +tries=1 @127.0.0.1 -p "$1" "svc-0.bench.svc.$ZONE" A 2>/dev/null) || answer=
+    if [[ $answer =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$ ]]; then
       return 0
     fi
     sleep 0.1

@@ -145,15 +145,25 @@ latency() { # port qps -> "p50 .. p99.9 (ms) lost"
 
 # Real-time priority (SCHED_FIFO 1) for the threads of process $1 and of its descendants (NSD
 # answers from a forked child) whose name starts with $2 (every thread when $2 is empty).
+# Fails when no thread matched: a measurement "at real-time priority" must be one.
 realtime() { # pid [thread name prefix]
+  RAISED=0
+  raise_threads "$@"
+  if ((RAISED == 0)); then
+    echo "error: process $1 has no thread named ${2:-(any)}* to raise to real-time priority" >&2
+    exit 1
+  fi
+}
+raise_threads() { # pid [thread name prefix]
   local task comm child
   for task in /proc/"$1"/task/*; do
     comm=$(cat "$task/comm" 2>/dev/null) || continue
     [[ -z ${2:-} || $comm == "$2"* ]] || continue
     chrt -f -p 1 "${task##*/}" >/dev/null || { echo "error: chrt -f -p 1 ${task##*/} ($comm) failed" >&2; exit 1; }
+    RAISED=$((RAISED + 1))
   done
   for child in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
-    realtime "$child" "${2:-}"
+    raise_threads "$child" "${2:-}"
   done
 }
 
