@@ -854,9 +854,9 @@ async fn the_old_mon_killed_during_its_failover_is_removed_and_quorum_holds() {
     // waits the whole round for a's acknowledgement. d joining takes two such rounds (the first
     // while d still probes, the second with d; b's log on an idle machine: "calling monitor
     // election" at :51.44, "mid-election, bumping" at :56.44, "is new leader, mons b,c,d" at
-    // :01.45), and on a loaded machine d can miss the second round too. So b, c and d may elect
-    // for three rounds and more; four rounds (20 s) without a quorum count as a loss. A real
-    // loss (fewer than a majority of the monmap alive) never re-forms, so it is still caught.
+    // :01.45; the same with both CPUs kept busy), and d may miss the second round too on a
+    // slower machine. Four rounds (20 s) without a quorum count as a loss. A real loss (fewer
+    // than a majority of the monmap alive) never re-forms, so it is still caught.
     let watch = lab.watch_allowing_election_rounds(4);
     let mut driver = lab.driver().await;
     // Mon a is being replaced: d's address is ready and d is about to start when a's process
