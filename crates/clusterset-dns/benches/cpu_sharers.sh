@@ -28,7 +28,12 @@ require_tools "linux-perf bind9-dnsutils util-linux" perf dig taskset chrt
 WORK=$(mktemp -d /tmp/clusterset-dns-sharers.XXXXXX)
 SERVER=
 cleanup() {
-  [[ -n $SERVER ]] && kill "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null
+  # The server dies of the kill (status 143): under `set -e` that status would end the trap
+  # before the work directory is removed and become the script's.
+  if [[ -n $SERVER ]]; then
+    kill "$SERVER" 2>/dev/null || true
+    wait "$SERVER" 2>/dev/null || true
+  fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT
