@@ -337,6 +337,19 @@ impl LocalCluster {
         crate::QuorumWatch::start(std::sync::Arc::new(self.quorum_probe()), every)
     }
 
+    /// [`Self::quorum_watch`] letting an election last `election_allowance` instead of 10 s:
+    /// while a mon of the monmap is down, every election lasts Ceph's whole
+    /// `mon_election_timeout` and a joining mon takes two of them
+    /// ([`AdminSocketQuorum`](crate::AdminSocketQuorum)).
+    pub fn quorum_watch_allowing(
+        &self,
+        every: std::time::Duration,
+        election_allowance: std::time::Duration,
+    ) -> crate::QuorumWatch {
+        let probe = self.quorum_probe().election_allowance(election_allowance);
+        crate::QuorumWatch::start(std::sync::Arc::new(probe), every)
+    }
+
     /// The admin port for this cluster as `client.admin` (inside `netns` if given).
     pub fn admin(&self, netns: Option<&str>) -> CephCli {
         let cli = CephCli::new(self.conf()).keyring(self.keyring());

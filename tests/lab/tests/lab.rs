@@ -342,11 +342,8 @@ impl Lab {
     /// A quorum watch like [`Lab::watch`] that lets an election last `rounds` rounds of Ceph's
     /// `mon_election_timeout` (5 s) before it counts as a loss.
     fn watch_allowing_election_rounds(&self, rounds: u32) -> QuorumWatch {
-        let probe = self
-            .cluster
-            .quorum_probe()
-            .election_allowance(MON_ELECTION_TIMEOUT * rounds);
-        QuorumWatch::start(Arc::new(probe), Duration::from_secs(1))
+        self.cluster
+            .quorum_watch_allowing(Duration::from_secs(1), MON_ELECTION_TIMEOUT * rounds)
     }
 
     async fn driver(&self) -> Driver {
