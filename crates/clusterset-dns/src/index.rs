@@ -711,20 +711,19 @@ impl StagedServices {
 
     /// The record of `key`, if a change of this batch staged one.
     fn find(&self, hash: u64, key: &[u8]) -> Option<usize> {
-        self.in_shard(shard_index(hash)).find(|&at| {
-            self.records
-                .get(at)
-                .is_some_and(|record| record.hash == hash && *record.key == *key)
-        })
+        self.in_shard(shard_index(hash))
+            .find(|(_, record)| record.hash == hash && *record.key == *key)
+            .map(|(at, _)| at)
     }
 
-    /// The records of a shard, the last staged first.
-    fn in_shard(&self, shard: usize) -> impl Iterator<Item = usize> + '_ {
+    /// The records of a shard with their indexes, the last staged first.
+    fn in_shard(&self, shard: usize) -> impl Iterator<Item = (usize, &StagedService)> + '_ {
         let mut at = self.head(shard);
         std::iter::from_fn(move || {
             let index = usize::try_from(at).ok()?;
-            at = self.records.get(index)?.previous;
-            Some(index)
+            let record = self.records.get(index)?;
+            at = record.previous;
+            Some((index, record))
         })
     }
 
@@ -1151,7 +1150,7 @@ fn flush_services(
     services.rebuild_shards(staged.touched_shards(), slots, |shard, current, out| {
         // The shard's records (one per key), ordered by hash like its entries.
         in_shard.clear();
-        in_shard.extend(staged.in_shard(shard));
+        in_shard.extend(staged.in_shard(shard).map(|(at, _)| at));
         let records = &mut staged.records;
         in_shard.sort_unstable_by_key(|&at| records.get(at).map_or(0, |r| r.hash));
         merge_shard(current, &in_shard, records, out);
