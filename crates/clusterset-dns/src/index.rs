@@ -14,10 +14,12 @@
 //! here and answered from a small table per configuration (see [`crate::records`]).
 
 use std::borrow::Borrow;
+use std::collections::VecDeque;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use mcs_types::ServiceImportType;
 
@@ -179,52 +181,42 @@ impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
         scratch: &mut Vec<Slot<K, V>>,
         mut build: impl FnMut(usize, &[Slot<K, V>], &mut Vec<Slot<K, V>>),
     ) {
-        let mut last: Option<usize> = None;
-        let mut shards = shards
-            .into_iter()
-            .filter(move |&index| {
-                let ascending = last.is_none_or(|last| index > last);
-                if ascending {
-                    last = Some(index);
-                }
-                ascending
-            })
-            .peekable();
+        let mut shards = ascending(shards).peekable();
         let mut len = self.len;
-        let mut rebuild = |index: usize, current: &[Slot<K, V>]| -> Shard<K, V> {
-            scratch.clear();
-            build(index, current, scratch);
-            len = (len + scratch.len()).saturating_sub(current.len());
-            // A draining iterator knows its length: the shard is allocated once, exactly.
-            scratch.drain(..).collect()
-        };
         while let Some(&first) = shards.peek() {
             let group_index = first / SHARDS_PER_GROUP;
-            let base = group_index * SHARDS_PER_GROUP;
-            let in_group = |index: &usize| index / SHARDS_PER_GROUP == group_index;
-            let Some(group) = self.groups.get_mut(group_index) else {
-                shards.next();
-                continue;
-            };
-            if let Some(unique) = Arc::get_mut(group) {
-                while let Some(index) = shards.next_if(in_group) {
-                    if let Some(shard) = unique.get_mut(index - base) {
-                        *shard = rebuild(index, shard);
-                    }
+            match self.groups.get_mut(group_index) {
+                Some(group) => {
+                    rebuild_group(group, group_index, &mut shards, |index, current| {
+                        let shard = build_shard(index, current, scratch, &mut build);
+                        len = (len + shard.len()).saturating_sub(current.len());
+                        shard
+                    });
                 }
-            } else {
-                let copy: Group<K, V> = group
-                    .iter()
-                    .enumerate()
-                    .map(|(i, shard)| match shards.next_if_eq(&(base + i)) {
-                        Some(index) => rebuild(index, shard),
-                        None => Arc::clone(shard),
-                    })
-                    .collect();
-                *group = copy;
+                None => {
+                    shards.next();
+                }
             }
         }
         self.len = len;
+    }
+
+    /// Hands `work` the map's groups, one [`GroupPart`] each, to be rebuilt independently (on
+    /// several threads, say); the parts count the entries they add and remove, and the map's
+    /// length follows when `work` returns.
+    pub(crate) fn rebuild_in_parts<R>(
+        &mut self,
+        work: impl FnOnce(GroupParts<'_, K, V>) -> R,
+    ) -> R {
+        let added = AtomicUsize::new(0);
+        let removed = AtomicUsize::new(0);
+        let result = work(GroupParts {
+            groups: self.groups.iter_mut().enumerate(),
+            added: &added,
+            removed: &removed,
+        });
+        self.len = (self.len + added.into_inner()).saturating_sub(removed.into_inner());
+        result
     }
 
     /// Inserts or replaces one entry (its shard is built anew, unless no clone shares it and
@@ -291,6 +283,132 @@ impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
                 .flat_map(|shard| shard.iter().map(|slot| (&slot.key, &slot.value)))
         })
     }
+}
+
+/// One group of a [`CowMap`] (see [`CowMap::rebuild_in_parts`]): its shards are rebuilt
+/// without the rest of the map, so that different groups can be rebuilt on different threads.
+pub(crate) struct GroupPart<'a, K, V> {
+    index: usize,
+    group: &'a mut Group<K, V>,
+    /// Entries of the map before and after the shards this part rebuilt, over all its parts.
+    added: &'a AtomicUsize,
+    removed: &'a AtomicUsize,
+}
+
+/// The groups of a [`CowMap`], in order, a [`GroupPart`] each (see
+/// [`CowMap::rebuild_in_parts`]).
+pub(crate) struct GroupParts<'a, K, V> {
+    groups: std::iter::Enumerate<std::slice::IterMut<'a, Group<K, V>>>,
+    added: &'a AtomicUsize,
+    removed: &'a AtomicUsize,
+}
+
+impl<'a, K, V> Iterator for GroupParts<'a, K, V> {
+    type Item = GroupPart<'a, K, V>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.nth(0)
+    }
+
+    /// Skips `n` groups without visiting them.
+    fn nth(&mut self, n: usize) -> Option<Self::Item> {
+        let (index, group) = self.groups.nth(n)?;
+        Some(GroupPart {
+            index,
+            group,
+            added: self.added,
+            removed: self.removed,
+        })
+    }
+}
+
+impl<K: Clone, V: Clone> GroupPart<'_, K, V> {
+    /// The shards of this group, as indexes over all groups (those [`shard_index`] gives).
+    pub(crate) fn shards(&self) -> std::ops::Range<usize> {
+        let base = self.index * SHARDS_PER_GROUP;
+        base..base + SHARDS_PER_GROUP
+    }
+
+    /// Rebuilds the shards `shards` of this group as [`CowMap::rebuild_shards`] does (indexes
+    /// of other groups, and any not above the one before, are ignored).
+    pub(crate) fn rebuild_shards(
+        self,
+        shards: impl IntoIterator<Item = usize>,
+        scratch: &mut Vec<Slot<K, V>>,
+        mut build: impl FnMut(usize, &[Slot<K, V>], &mut Vec<Slot<K, V>>),
+    ) {
+        let mine = self.shards();
+        let mut shards = ascending(shards)
+            .filter(move |index| mine.contains(index))
+            .peekable();
+        let (mut before, mut after) = (0, 0);
+        rebuild_group(self.group, self.index, &mut shards, |index, current| {
+            let shard = build_shard(index, current, scratch, &mut build);
+            before += current.len();
+            after += shard.len();
+            shard
+        });
+        self.added.fetch_add(after, Ordering::Relaxed);
+        self.removed.fetch_add(before, Ordering::Relaxed);
+    }
+}
+
+/// `shards` without any index that is not above the one before it.
+fn ascending(shards: impl IntoIterator<Item = usize>) -> impl Iterator<Item = usize> {
+    let mut last: Option<usize> = None;
+    shards.into_iter().filter(move |&index| {
+        let ascending = last.is_none_or(|last| index > last);
+        if ascending {
+            last = Some(index);
+        }
+        ascending
+    })
+}
+
+/// Builds shard `index` anew from its entries `current`: `build` pushes the new entries into
+/// `scratch` (emptied first), and the shard is allocated once, exactly (a draining iterator
+/// knows its length).
+fn build_shard<K, V>(
+    index: usize,
+    current: &[Slot<K, V>],
+    scratch: &mut Vec<Slot<K, V>>,
+    build: &mut impl FnMut(usize, &[Slot<K, V>], &mut Vec<Slot<K, V>>),
+) -> Shard<K, V> {
+    scratch.clear();
+    build(index, current, scratch);
+    scratch.drain(..).collect()
+}
+
+/// Rebuilds, with `rebuild`, the shards of group `group_index` that `shards` yields next
+/// (ascending; it is left at the first shard of a later group): in place when no clone shares
+/// the group, else in a copy that shares the shards it does not rebuild.
+fn rebuild_group<K, V>(
+    group: &mut Group<K, V>,
+    group_index: usize,
+    shards: &mut std::iter::Peekable<impl Iterator<Item = usize>>,
+    mut rebuild: impl FnMut(usize, &[Slot<K, V>]) -> Shard<K, V>,
+) {
+    let base = group_index * SHARDS_PER_GROUP;
+    let in_group = |index: &usize| index / SHARDS_PER_GROUP == group_index;
+    if let Some(unique) = Arc::get_mut(group) {
+        while let Some(index) = shards.next_if(in_group) {
+            if let Some(shard) = unique.get_mut(index - base) {
+                *shard = rebuild(index, shard);
+            }
+        }
+    } else {
+        let copy: Group<K, V> = group
+            .iter()
+            .enumerate()
+            .map(|(i, shard)| match shards.next_if_eq(&(base + i)) {
+                Some(index) => rebuild(index, shard),
+                None => Arc::clone(shard),
+            })
+            .collect();
+        *group = copy;
+    }
+    // Indexes of this group that were not reached (none, when they ascend): skipped.
+    while shards.next_if(in_group).is_some() {}
 }
 
 /// One service: its facts and its names, computed on first use.
@@ -653,14 +771,16 @@ pub(crate) struct ZoneIndex {
     /// The service changes since the last [`Self::flush`], which builds each shard they touch
     /// once.
     staged: WriterOnly<StagedServices>,
-    /// The reverse-index updates of the changes since the last [`Self::flush`] (each taken
-    /// there), and the order to apply them in: buffers kept from batch to batch, since a big
-    /// batch's would otherwise cost fresh pages (and their faults) every time.
-    pending: Vec<Option<ReverseOp>>,
+    /// The reverse-index updates of the changes since the last [`Self::flush`], and the order
+    /// to apply them in: buffers kept from batch to batch, since a big batch's would otherwise
+    /// cost fresh pages (and their faults) every time.
+    pending: Vec<ReverseOp>,
     order: WriterOnly<Vec<u32>>,
     /// Where shards are built (kept from batch to batch, like the buffers above).
     service_slots: WriterOnly<Vec<Slot<WireKey, Arc<ServiceEntry>>>>,
     reverse_slots: WriterOnly<Vec<Slot<IpAddr, ReverseEntry>>>,
+    /// The same for the second thread of a big batch's flush.
+    helper_slots: WriterOnly<Vec<Slot<IpAddr, ReverseEntry>>>,
 }
 
 /// A buffer of the writer's, kept from batch to batch: a clone of the index (a snapshot) gets
@@ -801,6 +921,7 @@ impl ZoneIndex {
             order: WriterOnly::default(),
             service_slots: WriterOnly::default(),
             reverse_slots: WriterOnly::default(),
+            helper_slots: WriterOnly::default(),
         }
     }
 
@@ -903,12 +1024,12 @@ impl ZoneIndex {
         new: Option<&Arc<ServiceEntry>>,
     ) {
         let mut queue = |ip: IpAddr, present: bool| {
-            self.pending.push(Some(ReverseOp {
+            self.pending.push(ReverseOp {
                 hash: ReverseMap::hash(&ip),
                 ip,
                 owner: wire_key.clone(),
                 present,
-            }));
+            });
         };
         // The usual change, a new import of a service whose slices stay, when no address is
         // shared: only clusterset IPs that its slices do not also hold come and go.
@@ -1004,36 +1125,43 @@ impl ZoneIndex {
     /// published.
     ///
     /// The two maps are independent: after a big batch, when the process may run on more than
-    /// one CPU, the reverse index is built on a second thread while this one builds the
-    /// services map. (On one CPU a second thread would only take turns with this one, and with
-    /// the query threads.)
+    /// one CPU, a second thread starts on the reverse index while this one builds the services
+    /// map, and this one then takes its share of what is left of the reverse index (the
+    /// services map is the smaller half). On one CPU a second thread would only take turns
+    /// with this one, and with the query threads.
     pub(crate) fn flush(&mut self) {
         let big = self.pending.len() >= PARALLEL_FLUSH
             && self.staged.0.records.len() >= PARALLEL_FLUSH / 2
             && std::thread::available_parallelism().is_ok_and(|cpus| cpus.get() > 1);
-        let mut reverse = Some(ReverseFlush {
+        let reverse = ReverseFlush {
             map: &mut self.reverse,
             shared: &mut self.shared,
             pending: &mut self.pending,
             order: &mut self.order.0,
-            slots: &mut self.reverse_slots.0,
-        });
-        let staged = &mut self.staged.0;
+            slots: [&mut self.reverse_slots.0, &mut self.helper_slots.0],
+        };
+        let (services, staged) = (&mut self.services, &mut self.staged.0);
+        let service_slots = &mut self.service_slots.0;
+        let mut flush_services = || flush_services(services, staged, service_slots);
         if big {
-            std::thread::scope(|scope| {
-                let work = &mut reverse;
-                // Not started (the system refused a thread): the work stays for below.
-                let _started = std::thread::Builder::new()
-                    .name("dns-zone-flush".to_owned())
-                    .spawn_scoped(scope, move || work.take().map(ReverseFlush::run));
-                flush_services(&mut self.services, staged, &mut self.service_slots.0);
-            });
+            reverse.run(Some(flush_services));
         } else {
-            flush_services(&mut self.services, staged, &mut self.service_slots.0);
+            flush_services();
+            reverse.run(None::<fn()>);
         }
-        if let Some(reverse) = reverse {
-            reverse.run();
-        }
+    }
+
+    /// The addresses the index says several services hold, and those with an entry of several
+    /// owners: the same set, unless a flush lost track of one.
+    #[cfg(test)]
+    pub(crate) fn shared_addresses(&self) -> (BTreeSet<IpAddr>, BTreeSet<IpAddr>) {
+        let many = self
+            .reverse
+            .iter()
+            .filter(|(_, entry)| matches!(entry, ReverseEntry::Many(_)))
+            .map(|(ip, _)| *ip)
+            .collect();
+        (self.shared.iter().copied().collect(), many)
     }
 
     /// Whether every change was applied to the maps.
@@ -1163,61 +1291,146 @@ fn flush_services(
 struct ReverseFlush<'a> {
     map: &'a mut ReverseMap,
     shared: &'a mut Arc<FastSet<IpAddr>>,
-    pending: &'a mut Vec<Option<ReverseOp>>,
-    /// Buffers kept from batch to batch.
+    pending: &'a mut Vec<ReverseOp>,
+    /// Buffers kept from batch to batch: the order of the updates, and where each of the two
+    /// threads builds shards.
     order: &'a mut Vec<u32>,
-    slots: &'a mut Vec<Slot<IpAddr, ReverseEntry>>,
+    slots: [&'a mut Vec<Slot<IpAddr, ReverseEntry>>; 2],
 }
 
+/// The groups of the reverse index a flush rebuilds, each with its updates (indexes of the
+/// queued updates, in shard order): taken from the front by the second thread and from the
+/// back by the first.
+type GroupQueue<'a, 'm> = Mutex<VecDeque<(GroupPart<'m, IpAddr, ReverseEntry>, &'a [u32])>>;
+
 impl ReverseFlush<'_> {
-    /// Applies the queued updates, shard by shard, each address's in the order queued.
-    fn run(self) {
+    /// Applies the queued updates, shard by shard, each address's in the order queued. With
+    /// `beside`, a second thread starts on the reverse index while this one runs `beside`, and
+    /// the two then share what is left of it, a group of shards at a time.
+    fn run(self, beside: Option<impl FnOnce()>) {
         let Self {
             map,
             shared,
             pending,
             order,
-            slots,
+            slots: [slots, helper_slots],
         } = self;
         if pending.is_empty() {
+            if let Some(beside) = beside {
+                beside();
+            }
             return;
         }
-        let shard_of = |pending: &[Option<ReverseOp>], at: u32| {
-            usize::try_from(at)
-                .ok()
-                .and_then(|at| pending.get(at))
-                .and_then(Option::as_ref)
-                .map_or(0, |op| shard_index(op.hash))
-        };
-        // The updates in shard order (stable: each address's updates keep their order).
-        if pending.len() <= 64 {
-            // A change of one or two services: a few updates.
-            order.clear();
-            order.extend((0..pending.len()).filter_map(|at| u32::try_from(at).ok()));
-            order.sort_by_key(|&at| shard_of(pending, at));
-        } else {
-            counting_sort_by_shard(pending, order);
-        }
-        let mut shards: Vec<usize> = order.iter().map(|&at| shard_of(pending, at)).collect();
-        shards.dedup();
-        let mut next = 0;
-        map.rebuild_shards(shards, slots, |shard, current, out| {
-            out.extend_from_slice(current);
-            while let Some(&at) = order.get(next)
-                && shard_of(pending, at) == shard
-            {
-                next += 1;
-                if let Some(op) = usize::try_from(at)
-                    .ok()
-                    .and_then(|at| pending.get_mut(at))
-                    .and_then(Option::take)
+        let group_bounds = sort_by_shard(pending, order);
+        let (queued, in_order): (&[ReverseOp], &[u32]) = (pending, order);
+        let mut became_shared = Vec::new();
+        map.rebuild_in_parts(|parts| {
+            // The groups with updates (after a change of one service, one or two of the 64).
+            let mut parts = parts;
+            let mut passed = 0;
+            let mut queue = VecDeque::new();
+            for (group, bounds) in group_bounds.windows(2).enumerate() {
+                if let [start, end] = *bounds
+                    && start < end
+                    && let Some(updates) = in_order.get(start..end)
+                    && let Some(part) = parts.nth(group - passed)
                 {
-                    update_reverse(out, shared, op);
+                    queue.push_back((part, updates));
+                    passed = group + 1;
                 }
             }
+            let queue: GroupQueue<'_, '_> = Mutex::new(queue);
+            let Some(beside) = beside else {
+                rebuild_groups(&queue, Take::Front, queued, slots, &mut became_shared);
+                return;
+            };
+            std::thread::scope(|scope| {
+                let queue = &queue;
+                // Not started (the system refused a thread): this thread does it all below.
+                let helper = std::thread::Builder::new()
+                    .name("dns-zone-flush".to_owned())
+                    .spawn_scoped(scope, move || {
+                        let mut became_shared = Vec::new();
+                        rebuild_groups(
+                            queue,
+                            Take::Front,
+                            queued,
+                            helper_slots,
+                            &mut became_shared,
+                        );
+                        became_shared
+                    });
+                beside();
+                rebuild_groups(queue, Take::Back, queued, slots, &mut became_shared);
+                if let Ok(helper) = helper {
+                    match helper.join() {
+                        Ok(theirs) => became_shared.extend(theirs),
+                        Err(panic) => std::panic::resume_unwind(panic),
+                    }
+                }
+            });
         });
+        // Each address is in one group, rebuilt by one thread, which kept its changes in order.
+        if !became_shared.is_empty() {
+            let set = Arc::make_mut(shared);
+            for (ip, is_shared) in became_shared {
+                if is_shared {
+                    set.insert(ip);
+                } else {
+                    set.remove(&ip);
+                }
+            }
+        }
         pending.clear();
         order.clear();
+    }
+}
+
+/// Which end of a [`GroupQueue`] a thread takes its groups from.
+#[derive(Clone, Copy)]
+enum Take {
+    Front,
+    Back,
+}
+
+/// Rebuilds the groups of `queue`, taking them one at a time from its end `take` until it is
+/// empty, each shard with its updates; `became_shared` gets, in order, each address whose entry
+/// came to have several owners (`true`) or stopped having them (`false`).
+fn rebuild_groups(
+    queue: &GroupQueue<'_, '_>,
+    take: Take,
+    pending: &[ReverseOp],
+    scratch: &mut Vec<Slot<IpAddr, ReverseEntry>>,
+    became_shared: &mut Vec<(IpAddr, bool)>,
+) {
+    let op = |at: &u32| usize::try_from(*at).ok().and_then(|at| pending.get(at));
+    loop {
+        let next = {
+            let mut queue = queue.lock().unwrap_or_else(PoisonError::into_inner);
+            match take {
+                Take::Front => queue.pop_front(),
+                Take::Back => queue.pop_back(),
+            }
+        };
+        let Some((part, updates)) = next else {
+            return;
+        };
+        let shards = updates
+            .iter()
+            .filter_map(op)
+            .map(|update| shard_index(update.hash));
+        let mut next_update = 0;
+        part.rebuild_shards(shards, scratch, |shard, current, out| {
+            out.extend_from_slice(current);
+            while let Some(update) = updates
+                .get(next_update)
+                .and_then(op)
+                .filter(|update| shard_index(update.hash) == shard)
+            {
+                next_update += 1;
+                update_reverse(out, became_shared, update);
+            }
+        });
     }
 }
 
@@ -1280,11 +1493,37 @@ fn merge_shard(
     }
 }
 
-/// Orders `order` (indexes of `pending`) by the shard of each update, stably, in one counting
-/// pass: a batch's thousands of updates.
-fn counting_sort_by_shard(pending: &[Option<ReverseOp>], order: &mut Vec<u32>) {
-    let mut starts = vec![0u32; SHARDS + 1];
-    for op in pending.iter().flatten() {
+/// Orders `order` (indexes of `pending`) by the shard of each update, stably (so each
+/// address's updates keep their order), and returns where each group's updates start in it
+/// (`GROUPS + 1` bounds). A batch's thousands of updates are sorted in one counting pass.
+fn sort_by_shard(pending: &[ReverseOp], order: &mut Vec<u32>) -> [usize; GROUPS + 1] {
+    order.clear();
+    let shard_of = |at: &u32| {
+        usize::try_from(*at)
+            .ok()
+            .and_then(|at| pending.get(at))
+            .map_or(0, |op| shard_index(op.hash))
+    };
+    if pending.len() <= 64 {
+        // A change of one or two services: a few updates.
+        order.extend((0..pending.len()).filter_map(|at| u32::try_from(at).ok()));
+        order.sort_by_key(shard_of);
+        let mut group_bounds = [0; GROUPS + 1];
+        for op in pending {
+            if let Some(count) = group_bounds.get_mut(shard_index(op.hash) / SHARDS_PER_GROUP + 1) {
+                *count += 1;
+            }
+        }
+        for group in 1..group_bounds.len() {
+            let before = group_bounds.get(group - 1).copied().unwrap_or(0);
+            if let Some(bound) = group_bounds.get_mut(group) {
+                *bound += before;
+            }
+        }
+        return group_bounds;
+    }
+    let mut starts = vec![0usize; SHARDS + 1];
+    for op in pending {
         if let Some(count) = starts.get_mut(shard_index(op.hash) + 1) {
             *count += 1;
         }
@@ -1295,37 +1534,44 @@ fn counting_sort_by_shard(pending: &[Option<ReverseOp>], order: &mut Vec<u32>) {
             *start += before;
         }
     }
-    order.clear();
-    order.resize(pending.iter().flatten().count(), 0);
+    let mut group_bounds = [0; GROUPS + 1];
+    for (bound, start) in group_bounds
+        .iter_mut()
+        .zip(starts.iter().step_by(SHARDS_PER_GROUP))
+    {
+        *bound = *start;
+    }
+    order.resize(pending.len(), 0);
     for (at, op) in pending.iter().enumerate() {
-        let (Some(op), Ok(at)) = (op, u32::try_from(at)) else {
+        let Ok(at) = u32::try_from(at) else {
             continue;
         };
         if let Some(next) = starts.get_mut(shard_index(op.hash))
-            && let Some(slot) = order.get_mut(usize::try_from(*next).unwrap_or(usize::MAX))
+            && let Some(slot) = order.get_mut(*next)
         {
             *slot = at;
             *next += 1;
         }
     }
+    group_bounds
 }
 
 /// Applies one reverse-index update to `shard` (the entries of the shard being built).
 fn update_reverse(
     shard: &mut Vec<Slot<IpAddr, ReverseEntry>>,
-    shared: &mut Arc<FastSet<IpAddr>>,
-    op: ReverseOp,
+    became_shared: &mut Vec<(IpAddr, bool)>,
+    op: &ReverseOp,
 ) {
-    let ReverseOp {
+    let &ReverseOp {
         hash,
         ip,
-        owner,
+        ref owner,
         present,
     } = op;
     let found = find(shard, hash, &ip);
     let current = found.ok().and_then(|at| shard.get_mut(at));
     let (mut owners, was_shared): (Vec<WireKey>, bool) = match current.map(|slot| &mut slot.value) {
-        Some(ReverseEntry::One(one)) if same_key(one, &owner) => {
+        Some(ReverseEntry::One(one)) if same_key(one, owner) => {
             // Still the one owner (its own answer follows its entry), or gone.
             if !present && let Ok(at) = found {
                 shard.remove(at);
@@ -1334,7 +1580,7 @@ fn update_reverse(
         }
         None => {
             if present && let Err(at) = found {
-                let value = ReverseEntry::One(owner);
+                let value = ReverseEntry::One(owner.clone());
                 shard.insert(
                     at,
                     Slot {
@@ -1349,26 +1595,21 @@ fn update_reverse(
         Some(ReverseEntry::One(one)) => (vec![one.clone()], false),
         // Still one of several: the same owners, a fresh merged answer.
         Some(ReverseEntry::Many(many))
-            if present && many.owners.iter().any(|o| same_key(o, &owner)) =>
+            if present && many.owners.iter().any(|o| same_key(o, owner)) =>
         {
             *many = SharedReverse::unprepared(Arc::clone(&many.owners));
             return;
         }
         Some(ReverseEntry::Many(many)) => (many.owners.to_vec(), true),
     };
-    owners.retain(|o| !same_key(o, &owner));
+    owners.retain(|o| !same_key(o, owner));
     if present {
-        owners.push(owner);
+        owners.push(owner.clone());
     }
     let entry = ReverseEntry::of(owners);
     let is_shared = matches!(entry, Some(ReverseEntry::Many(_)));
     if is_shared != was_shared {
-        let set = Arc::make_mut(shared);
-        if is_shared {
-            set.insert(ip);
-        } else {
-            set.remove(&ip);
-        }
+        became_shared.push((ip, is_shared));
     }
     match (entry, found) {
         (Some(value), Ok(at)) => {
@@ -1687,6 +1928,68 @@ mod tests {
         }
     }
 
+    /// Groups rebuilt in parts, on two threads, end where one rebuild of the same shards does,
+    /// count the map's entries, and leave a clone's shards alone.
+    #[test]
+    fn groups_rebuilt_in_parts_on_two_threads_end_as_one_rebuild_does() {
+        // Shard by shard: odd keys dropped, a new key where its hash falls in the shard.
+        let build = |shard: usize, current: &[Slot<u32, u32>], out: &mut Vec<Slot<u32, u32>>| {
+            out.extend(current.iter().filter(|slot| slot.key % 2 == 0).cloned());
+            let key = 1_000_000 + u32::try_from(shard).unwrap();
+            let hash = CowMap::<u32, u32>::hash(&key);
+            if shard_index(hash) == shard {
+                let at = out.partition_point(|slot| slot.hash < hash);
+                out.insert(
+                    at,
+                    Slot {
+                        hash,
+                        key,
+                        value: 7,
+                    },
+                );
+            }
+        };
+        let touched: Vec<usize> = (0..SHARDS).filter(|shard| shard % 5 != 1).collect();
+        let mut whole: CowMap<u32, u32> = CowMap::new();
+        for i in 0..5000 {
+            whole.insert(i, i);
+        }
+        let mut in_parts = whole.clone();
+        let clone = in_parts.clone();
+        whole.rebuild_shards(touched.iter().copied(), &mut Vec::new(), build);
+
+        let threads = in_parts.rebuild_in_parts(|parts| {
+            let queue = Mutex::new(parts.collect::<VecDeque<_>>());
+            let work = || {
+                let mut scratch = Vec::new();
+                let mut ran = 0;
+                while let Some(part) = queue.lock().unwrap().pop_front() {
+                    // Indexes of other groups, repeated or descending ones are ignored.
+                    let mine = part.shards();
+                    let extra = [mine.start + 64, mine.start, mine.start];
+                    let shards = touched.iter().copied().filter(|s| mine.contains(s));
+                    part.rebuild_shards(shards.chain(extra), &mut scratch, build);
+                    ran += 1;
+                }
+                ran
+            };
+            std::thread::scope(|scope| {
+                let other = scope.spawn(work);
+                [work(), other.join().unwrap()]
+            })
+        });
+        assert_eq!(threads.iter().sum::<usize>(), GROUPS);
+        let entries = |map: &CowMap<u32, u32>| -> BTreeMap<u32, u32> {
+            map.iter().map(|(k, v)| (*k, *v)).collect()
+        };
+        assert_eq!(entries(&in_parts), entries(&whole));
+        assert_eq!(in_parts.len(), whole.len());
+        assert_eq!(in_parts.len(), entries(&whole).len());
+        assert!(in_parts.len() < 5000);
+        assert_eq!(clone.len(), 5000);
+        assert!((0..5000).all(|i| clone.get(&i) == Some(&i)));
+    }
+
     /// A batch big enough for the two-thread flush (see [`PARALLEL_FLUSH`]), with addresses
     /// that move between services, come to be shared and stop being shared, deleted imports and
     /// relabelled slices, ends with the zone a rebuild from the final objects has.
@@ -1764,6 +2067,10 @@ mod tests {
         const { assert!(SERVICES * 9 / 10 * 2 >= PARALLEL_FLUSH && SERVICES >= PARALLEL_FLUSH / 2) };
         let report = incremental.apply(changes);
         assert!(report.rejected.is_empty(), "{:?}", report.rejected);
+        // The two threads' changes of which addresses are shared all reached the index.
+        let (said, held) = incremental.snapshot().index().shared_addresses();
+        assert!(!held.is_empty());
+        assert_eq!(said, held);
 
         let rebuilt = ZoneStore::new(ZoneConfig::default());
         let objects: Vec<ZoneObject> = imports.into_iter().flatten().chain(slices).collect();

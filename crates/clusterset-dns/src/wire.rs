@@ -246,6 +246,12 @@ impl Snapshot {
         }
     }
 
+    /// The indexes this snapshot answers from.
+    #[cfg(test)]
+    pub(crate) fn index(&self) -> &ZoneIndex {
+        &self.index
+    }
+
     /// Whether the store had synced when this snapshot was taken (until then: SERVFAIL).
     pub fn is_synced(&self) -> bool {
         self.synced
