@@ -1514,12 +1514,7 @@ fn sort_by_shard(pending: &[ReverseOp], order: &mut Vec<u32>) -> [usize; GROUPS 
                 *count += 1;
             }
         }
-        for group in 1..group_bounds.len() {
-            let before = group_bounds.get(group - 1).copied().unwrap_or(0);
-            if let Some(bound) = group_bounds.get_mut(group) {
-                *bound += before;
-            }
-        }
+        running_totals(&mut group_bounds);
         return group_bounds;
     }
     let mut starts = vec![0usize; SHARDS + 1];
@@ -1528,12 +1523,7 @@ fn sort_by_shard(pending: &[ReverseOp], order: &mut Vec<u32>) -> [usize; GROUPS 
             *count += 1;
         }
     }
-    for i in 1..starts.len() {
-        let before = starts.get(i - 1).copied().unwrap_or(0);
-        if let Some(start) = starts.get_mut(i) {
-            *start += before;
-        }
-    }
+    running_totals(&mut starts);
     let mut group_bounds = [0; GROUPS + 1];
     for (bound, start) in group_bounds
         .iter_mut()
@@ -1554,6 +1544,15 @@ fn sort_by_shard(pending: &[ReverseOp], order: &mut Vec<u32>) -> [usize; GROUPS 
         }
     }
     group_bounds
+}
+
+/// Turns counts into running totals (counts shifted by one place become where each part starts).
+fn running_totals(counts: &mut [usize]) {
+    let mut total = 0;
+    for count in counts {
+        total += *count;
+        *count = total;
+    }
 }
 
 /// Applies one reverse-index update to `shard` (the entries of the shard being built).
