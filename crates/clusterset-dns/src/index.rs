@@ -18,6 +18,7 @@ use std::collections::VecDeque;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
@@ -202,21 +203,23 @@ impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
     }
 
     /// Hands `work` the map's groups, one [`GroupPart`] each, to be rebuilt independently (on
-    /// several threads, say); the parts count the entries they add and remove, and the map's
-    /// length follows when `work` returns.
+    /// several threads, say). The parts count the entries of each shard they replace, and the
+    /// map's length follows them when `work` returns, or unwinds.
     pub(crate) fn rebuild_in_parts<R>(
         &mut self,
         work: impl FnOnce(GroupParts<'_, K, V>) -> R,
     ) -> R {
-        let added = AtomicUsize::new(0);
-        let removed = AtomicUsize::new(0);
-        let result = work(GroupParts {
-            groups: self.groups.iter_mut().enumerate(),
-            added: &added,
-            removed: &removed,
-        });
-        self.len = (self.len + added.into_inner()).saturating_sub(removed.into_inner());
-        result
+        let Self { groups, len } = self;
+        let counts = LengthChange {
+            len,
+            added: AtomicUsize::new(0),
+            removed: AtomicUsize::new(0),
+        };
+        work(GroupParts {
+            groups: groups.iter_mut().enumerate(),
+            added: &counts.added,
+            removed: &counts.removed,
+        })
     }
 
     /// Inserts or replaces one entry (its shard is built anew, unless no clone shares it and
@@ -285,14 +288,40 @@ impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
     }
 }
 
+/// The entries the parts of a [`CowMap`] added and removed, applied to its length when dropped.
+struct LengthChange<'a> {
+    len: &'a mut usize,
+    added: AtomicUsize,
+    removed: AtomicUsize,
+}
+
+impl Drop for LengthChange<'_> {
+    fn drop(&mut self) {
+        *self.len = (*self.len + *self.added.get_mut()).saturating_sub(*self.removed.get_mut());
+    }
+}
+
 /// One group of a [`CowMap`] (see [`CowMap::rebuild_in_parts`]): its shards are rebuilt
 /// without the rest of the map, so that different groups can be rebuilt on different threads.
 pub(crate) struct GroupPart<'a, K, V> {
     index: usize,
     group: &'a mut Group<K, V>,
-    /// Entries of the map before and after the shards this part rebuilt, over all its parts.
+    /// Entries of the replaced shards after (`added`) and before (`removed`), summed over all
+    /// the map's parts when each part is dropped.
     added: &'a AtomicUsize,
     removed: &'a AtomicUsize,
+    /// This part's own counts (so that two threads do not share a counter's cache line per
+    /// shard); taken there, even when a builder panics, since each is counted as its shard is
+    /// replaced.
+    added_here: usize,
+    removed_here: usize,
+}
+
+impl<K, V> Drop for GroupPart<'_, K, V> {
+    fn drop(&mut self) {
+        self.added.fetch_add(self.added_here, Ordering::Relaxed);
+        self.removed.fetch_add(self.removed_here, Ordering::Relaxed);
+    }
 }
 
 /// The groups of a [`CowMap`], in order, a [`GroupPart`] each (see
@@ -318,6 +347,8 @@ impl<'a, K, V> Iterator for GroupParts<'a, K, V> {
             group,
             added: self.added,
             removed: self.removed,
+            added_here: 0,
+            removed_here: 0,
         })
     }
 }
@@ -332,7 +363,7 @@ impl<K: Clone, V: Clone> GroupPart<'_, K, V> {
     /// Rebuilds the shards `shards` of this group as [`CowMap::rebuild_shards`] does (indexes
     /// of other groups, and any not above the one before, are ignored).
     pub(crate) fn rebuild_shards(
-        self,
+        mut self,
         shards: impl IntoIterator<Item = usize>,
         scratch: &mut Vec<Slot<K, V>>,
         mut build: impl FnMut(usize, &[Slot<K, V>], &mut Vec<Slot<K, V>>),
@@ -341,15 +372,14 @@ impl<K: Clone, V: Clone> GroupPart<'_, K, V> {
         let mut shards = ascending(shards)
             .filter(move |index| mine.contains(index))
             .peekable();
-        let (mut before, mut after) = (0, 0);
+        let (added, removed) = (&mut self.added_here, &mut self.removed_here);
         rebuild_group(self.group, self.index, &mut shards, |index, current| {
             let shard = build_shard(index, current, scratch, &mut build);
-            before += current.len();
-            after += shard.len();
+            // Counted as the shard is replaced (right after this returns).
+            *added += shard.len();
+            *removed += current.len();
             shard
         });
-        self.added.fetch_add(after, Ordering::Relaxed);
-        self.removed.fetch_add(before, Ordering::Relaxed);
     }
 }
 
@@ -1120,15 +1150,14 @@ impl ZoneIndex {
     }
 
     /// Applies the changes since the last flush to the services map and the reverse index:
-    /// each shard they touch is built once, in shard order, for all of its changes; the
-    /// updates of one address keep their order. Must run before the index is read or
-    /// published.
+    /// each shard they touch is built once for all of its changes; the updates of one address
+    /// keep their order. Must run before the index is read or published.
     ///
     /// The two maps are independent: after a big batch, when the process may run on more than
-    /// one CPU, a second thread starts on the reverse index while this one builds the services
-    /// map, and this one then takes its share of what is left of the reverse index (the
-    /// services map is the smaller half). On one CPU a second thread would only take turns
-    /// with this one, and with the query threads.
+    /// one CPU, this thread orders the reverse updates by shard, a second thread starts on the
+    /// reverse index while this one builds the services map, and this one then takes its share
+    /// of what is left of the reverse index (the services map is the smaller half). On one CPU
+    /// a second thread would only take turns with this one, and with the query threads.
     pub(crate) fn flush(&mut self) {
         let big = self.pending.len() >= PARALLEL_FLUSH
             && self.staged.0.records.len() >= PARALLEL_FLUSH / 2
@@ -1155,13 +1184,10 @@ impl ZoneIndex {
     /// owners: the same set, unless a flush lost track of one.
     #[cfg(test)]
     pub(crate) fn shared_addresses(&self) -> (BTreeSet<IpAddr>, BTreeSet<IpAddr>) {
-        let many = self
-            .reverse
-            .iter()
-            .filter(|(_, entry)| matches!(entry, ReverseEntry::Many(_)))
-            .map(|(ip, _)| *ip)
-            .collect();
-        (self.shared.iter().copied().collect(), many)
+        (
+            self.shared.iter().copied().collect(),
+            many_owner_addresses(&self.reverse).into_iter().collect(),
+        )
     }
 
     /// Whether every change was applied to the maps.
@@ -1260,8 +1286,8 @@ impl ZoneIndex {
     }
 }
 
-/// Reverse-index updates at least this many (and half as many changed services) are applied
-/// on a second thread when there is a second CPU (see [`ZoneIndex::flush`]): a batch of
+/// Reverse-index updates at least this many (and half as many changed services) are shared
+/// with a second thread when there is a second CPU (see [`ZoneIndex::flush`]): a batch of
 /// thousands of changes. Fewer are not worth the thread.
 const PARALLEL_FLUSH: usize = 4096;
 
@@ -1300,7 +1326,7 @@ struct ReverseFlush<'a> {
 
 /// The groups of the reverse index a flush rebuilds, each with its updates (indexes of the
 /// queued updates, in shard order): taken from the front by the second thread and from the
-/// back by the first.
+/// back by the writer (from the front when the writer flushes alone).
 type GroupQueue<'a, 'm> = Mutex<VecDeque<(GroupPart<'m, IpAddr, ReverseEntry>, &'a [u32])>>;
 
 impl ReverseFlush<'_> {
@@ -1324,52 +1350,62 @@ impl ReverseFlush<'_> {
         let group_bounds = sort_by_shard(pending, order);
         let (queued, in_order): (&[ReverseOp], &[u32]) = (pending, order);
         let mut became_shared = Vec::new();
-        map.rebuild_in_parts(|parts| {
-            // The groups with updates (after a change of one service, one or two of the 64).
-            let mut parts = parts;
-            let mut passed = 0;
-            let mut queue = VecDeque::new();
-            for (group, bounds) in group_bounds.windows(2).enumerate() {
-                if let [start, end] = *bounds
-                    && start < end
-                    && let Some(updates) = in_order.get(start..end)
-                    && let Some(part) = parts.nth(group - passed)
-                {
-                    queue.push_back((part, updates));
-                    passed = group + 1;
-                }
-            }
-            let queue: GroupQueue<'_, '_> = Mutex::new(queue);
-            let Some(beside) = beside else {
-                rebuild_groups(&queue, Take::Front, queued, slots, &mut became_shared);
-                return;
-            };
-            std::thread::scope(|scope| {
-                let queue = &queue;
-                // Not started (the system refused a thread): this thread does it all below.
-                let helper = std::thread::Builder::new()
-                    .name("dns-zone-flush".to_owned())
-                    .spawn_scoped(scope, move || {
-                        let mut became_shared = Vec::new();
-                        rebuild_groups(
-                            queue,
-                            Take::Front,
-                            queued,
-                            helper_slots,
-                            &mut became_shared,
-                        );
-                        became_shared
-                    });
-                beside();
-                rebuild_groups(queue, Take::Back, queued, slots, &mut became_shared);
-                if let Ok(helper) = helper {
-                    match helper.join() {
-                        Ok(theirs) => became_shared.extend(theirs),
-                        Err(panic) => std::panic::resume_unwind(panic),
+        let rebuilt = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            map.rebuild_in_parts(|parts| {
+                // The groups with updates (after a change of one service, one or two of the 64).
+                let mut parts = parts;
+                let mut passed = 0;
+                let mut queue = VecDeque::new();
+                for (group, bounds) in group_bounds.windows(2).enumerate() {
+                    if let [start, end] = *bounds
+                        && start < end
+                        && let Some(updates) = in_order.get(start..end)
+                        && let Some(part) = parts.nth(group - passed)
+                    {
+                        queue.push_back((part, updates));
+                        passed = group + 1;
                     }
                 }
-            });
-        });
+                let queue: GroupQueue<'_, '_> = Mutex::new(queue);
+                let Some(beside) = beside else {
+                    rebuild_groups(&queue, Take::Front, queued, slots, &mut became_shared);
+                    return;
+                };
+                std::thread::scope(|scope| {
+                    let queue = &queue;
+                    // Not started (the system refused a thread): this thread does it all below.
+                    let helper = std::thread::Builder::new()
+                        .name("dns-zone-flush".to_owned())
+                        .spawn_scoped(scope, move || {
+                            let mut became_shared = Vec::new();
+                            rebuild_groups(
+                                queue,
+                                Take::Front,
+                                queued,
+                                helper_slots,
+                                &mut became_shared,
+                            );
+                            became_shared
+                        });
+                    beside();
+                    rebuild_groups(queue, Take::Back, queued, slots, &mut became_shared);
+                    if let Ok(helper) = helper {
+                        match helper.join() {
+                            Ok(theirs) => became_shared.extend(theirs),
+                            Err(panic) => std::panic::resume_unwind(panic),
+                        }
+                    }
+                });
+            })
+        }));
+        if let Err(panic) = rebuilt {
+            // A bug (nothing here panics on input) left some groups rebuilt and others not. The
+            // updates stay queued: the next flush applies them again, which leaves each address
+            // with the owners they say. The shared addresses are taken from the entries
+            // themselves, so that the next changes' updates are decided right.
+            *shared = Arc::new(many_owner_addresses(map));
+            std::panic::resume_unwind(panic);
+        }
         // Each address is in one group, rebuilt by one thread, which kept its changes in order.
         if !became_shared.is_empty() {
             let set = Arc::make_mut(shared);
@@ -1384,6 +1420,14 @@ impl ReverseFlush<'_> {
         pending.clear();
         order.clear();
     }
+}
+
+/// The addresses whose entry has several owners (what [`ZoneIndex`]'s `shared` set holds).
+fn many_owner_addresses(map: &ReverseMap) -> FastSet<IpAddr> {
+    map.iter()
+        .filter(|(_, entry)| matches!(entry, ReverseEntry::Many(_)))
+        .map(|(ip, _)| *ip)
+        .collect()
 }
 
 /// Which end of a [`GroupQueue`] a thread takes its groups from.
@@ -1555,7 +1599,9 @@ fn running_totals(counts: &mut [usize]) {
     }
 }
 
-/// Applies one reverse-index update to `shard` (the entries of the shard being built).
+/// Applies one reverse-index update to `shard` (the entries of the shard being built); an
+/// address whose entry comes to have several owners, or stops having them, is pushed onto
+/// `became_shared` (with `true` or `false`).
 fn update_reverse(
     shard: &mut Vec<Slot<IpAddr, ReverseEntry>>,
     became_shared: &mut Vec<(IpAddr, bool)>,
@@ -1928,7 +1974,8 @@ mod tests {
     }
 
     /// Groups rebuilt in parts, on two threads, end where one rebuild of the same shards does,
-    /// count the map's entries, and leave a clone's shards alone.
+    /// count the map's entries, and leave a clone's shards alone (groups shared with a clone are
+    /// copied, the others changed in place).
     #[test]
     fn groups_rebuilt_in_parts_on_two_threads_end_as_one_rebuild_does() {
         // Shard by shard: odd keys dropped, a new key where its hash falls in the shard.
@@ -1949,44 +1996,150 @@ mod tests {
             }
         };
         let touched: Vec<usize> = (0..SHARDS).filter(|shard| shard % 5 != 1).collect();
-        let mut whole: CowMap<u32, u32> = CowMap::new();
-        for i in 0..5000 {
-            whole.insert(i, i);
-        }
-        let mut in_parts = whole.clone();
-        let clone = in_parts.clone();
-        whole.rebuild_shards(touched.iter().copied(), &mut Vec::new(), build);
-
-        let threads = in_parts.rebuild_in_parts(|parts| {
-            let queue = Mutex::new(parts.collect::<VecDeque<_>>());
-            let work = || {
-                let mut scratch = Vec::new();
-                let mut ran = 0;
-                while let Some(part) = queue.lock().unwrap().pop_front() {
-                    // Indexes of other groups, repeated or descending ones are ignored.
-                    let mine = part.shards();
-                    let extra = [mine.start + 64, mine.start, mine.start];
-                    let shards = touched.iter().copied().filter(|s| mine.contains(s));
-                    part.rebuild_shards(shards.chain(extra), &mut scratch, build);
-                    ran += 1;
-                }
-                ran
-            };
-            std::thread::scope(|scope| {
-                let other = scope.spawn(work);
-                [work(), other.join().unwrap()]
-            })
-        });
-        assert_eq!(threads.iter().sum::<usize>(), GROUPS);
         let entries = |map: &CowMap<u32, u32>| -> BTreeMap<u32, u32> {
             map.iter().map(|(k, v)| (*k, *v)).collect()
         };
-        assert_eq!(entries(&in_parts), entries(&whole));
-        assert_eq!(in_parts.len(), whole.len());
-        assert_eq!(in_parts.len(), entries(&whole).len());
-        assert!(in_parts.len() < 5000);
-        assert_eq!(clone.len(), 5000);
-        assert!((0..5000).all(|i| clone.get(&i) == Some(&i)));
+        for shared in [false, true] {
+            let mut whole: CowMap<u32, u32> = CowMap::new();
+            for i in 0..5000 {
+                whole.insert(i, i);
+            }
+            let mut in_parts = whole.clone();
+            whole.rebuild_shards(touched.iter().copied(), &mut Vec::new(), build);
+            let clone = shared.then(|| in_parts.clone());
+
+            let threads = in_parts.rebuild_in_parts(|parts| {
+                let queue = Mutex::new(parts.collect::<VecDeque<_>>());
+                let work = || {
+                    let mut scratch = Vec::new();
+                    let mut ran = 0;
+                    while let Some(part) = queue.lock().unwrap().pop_front() {
+                        // Indexes of other groups, repeated or descending ones are ignored.
+                        let mine = part.shards();
+                        let extra = [mine.start + 64, mine.start, mine.start];
+                        let shards = touched.iter().copied().filter(|s| mine.contains(s));
+                        part.rebuild_shards(shards.chain(extra), &mut scratch, build);
+                        ran += 1;
+                    }
+                    ran
+                };
+                std::thread::scope(|scope| {
+                    let other = scope.spawn(work);
+                    [work(), other.join().unwrap()]
+                })
+            });
+            assert_eq!(threads.iter().sum::<usize>(), GROUPS);
+            assert_eq!(entries(&in_parts), entries(&whole), "shared: {shared}");
+            assert_eq!(in_parts.len(), entries(&whole).len(), "shared: {shared}");
+            assert!(in_parts.len() < 5000);
+            if let Some(clone) = clone {
+                assert!((0..5000).all(|i| clone.get(&i) == Some(&i)));
+                assert_eq!(clone.iter().count(), 5000);
+            }
+        }
+    }
+
+    /// A flush that panics half way (a bug; here the writer's own work panics after the second
+    /// thread has started) leaves the map's length and its shared addresses true to its
+    /// entries and its updates queued, and the next flush ends where an uninterrupted one does.
+    #[test]
+    #[allow(clippy::panic)]
+    fn a_flush_that_panics_half_way_is_finished_by_the_next_one() {
+        let owner = |name: String| WireKey::from(name.as_bytes());
+        let ip = |i: u32| IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + i));
+        // Every address gets an owner; every tenth a second one, then loses its first.
+        let mut updates = Vec::new();
+        for i in 0..6000 {
+            updates.push((ip(i), owner(format!("a{i}")), true));
+        }
+        for i in (0..6000).step_by(10) {
+            updates.push((ip(i), owner(format!("b{i}")), true));
+        }
+        for i in (0..6000).step_by(20) {
+            updates.push((ip(i), owner(format!("a{i}")), false));
+        }
+        let queue = |pending: &mut Vec<ReverseOp>| {
+            pending.extend(updates.iter().map(|(ip, owner, present)| ReverseOp {
+                hash: ReverseMap::hash(ip),
+                ip: *ip,
+                owner: owner.clone(),
+                present: *present,
+            }));
+        };
+        struct State {
+            map: ReverseMap,
+            shared: Arc<FastSet<IpAddr>>,
+            pending: Vec<ReverseOp>,
+            order: Vec<u32>,
+            slots: [Vec<Slot<IpAddr, ReverseEntry>>; 2],
+        }
+        let run = |state: &mut State, beside: Option<fn()>| {
+            let [slots, helper_slots] = &mut state.slots;
+            ReverseFlush {
+                map: &mut state.map,
+                shared: &mut state.shared,
+                pending: &mut state.pending,
+                order: &mut state.order,
+                slots: [slots, helper_slots],
+            }
+            .run(beside);
+        };
+        let entries = |map: &ReverseMap| -> Vec<(IpAddr, Vec<Vec<u8>>)> {
+            let mut entries: Vec<_> = map
+                .iter()
+                .map(|(ip, entry)| {
+                    let mut owners: Vec<Vec<u8>> = match entry {
+                        ReverseEntry::One(one) => vec![one.to_vec()],
+                        ReverseEntry::Many(many) => {
+                            many.owners.iter().map(|o| o.to_vec()).collect()
+                        }
+                    };
+                    owners.sort();
+                    (*ip, owners)
+                })
+                .collect();
+            entries.sort();
+            entries
+        };
+
+        let fresh = || State {
+            map: CowMap::new(),
+            shared: Arc::default(),
+            pending: Vec::new(),
+            order: Vec::new(),
+            slots: [Vec::new(), Vec::new()],
+        };
+        let mut whole = fresh();
+        queue(&mut whole.pending);
+        run(&mut whole, None);
+        assert!(whole.pending.is_empty());
+        assert_eq!(
+            whole.shared.len(),
+            300,
+            "every twentieth address keeps two owners"
+        );
+
+        let mut broken = fresh();
+        queue(&mut broken.pending);
+        let panicked = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            run(&mut broken, Some(|| panic!("a bug in the writer's half")));
+        }));
+        assert!(panicked.is_err());
+        assert_eq!(broken.map.len(), broken.map.iter().count());
+        let shared: BTreeSet<IpAddr> = broken.shared.iter().copied().collect();
+        let many: BTreeSet<IpAddr> = many_owner_addresses(&broken.map).into_iter().collect();
+        assert_eq!(shared, many);
+        assert_eq!(
+            broken.pending.len(),
+            updates.len(),
+            "the updates stay queued"
+        );
+
+        run(&mut broken, None);
+        assert!(broken.pending.is_empty());
+        assert_eq!(entries(&broken.map), entries(&whole.map));
+        assert_eq!(broken.map.len(), whole.map.len());
+        assert_eq!(broken.shared, whole.shared);
     }
 
     /// A batch big enough for the two-thread flush (see [`PARALLEL_FLUSH`]), with addresses
