@@ -183,23 +183,17 @@ impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
         mut build: impl FnMut(usize, &[Slot<K, V>], &mut Vec<Slot<K, V>>),
     ) {
         let mut shards = ascending(shards).peekable();
-        let mut len = self.len;
-        while let Some(&first) = shards.peek() {
-            let group_index = first / SHARDS_PER_GROUP;
-            match self.groups.get_mut(group_index) {
-                Some(group) => {
-                    rebuild_group(group, group_index, &mut shards, |index, current| {
-                        let shard = build_shard(index, current, scratch, &mut build);
-                        len = (len + shard.len()).saturating_sub(current.len());
-                        shard
-                    });
-                }
-                None => {
-                    shards.next();
-                }
+        self.rebuild_in_parts(|mut parts| {
+            // Ascending: an index past the last group ends it, and so would every later one.
+            while let Some(part) = shards
+                .peek()
+                .and_then(|&first| parts.group(first / SHARDS_PER_GROUP))
+            {
+                let mine = part.shards();
+                let in_group = std::iter::from_fn(|| shards.next_if(|index| mine.contains(index)));
+                part.rebuild_shards(in_group, scratch, &mut build);
             }
-        }
-        self.len = len;
+        });
     }
 
     /// Hands `work` the map's groups, one [`GroupPart`] each, to be rebuilt independently (on
@@ -217,6 +211,7 @@ impl<K: Hash + Eq + Clone, V: Clone> CowMap<K, V> {
         };
         work(GroupParts {
             groups: groups.iter_mut().enumerate(),
+            next: 0,
             added: &counts.added,
             removed: &counts.removed,
         })
@@ -328,8 +323,19 @@ impl<K, V> Drop for GroupPart<'_, K, V> {
 /// [`CowMap::rebuild_in_parts`]).
 pub(crate) struct GroupParts<'a, K, V> {
     groups: std::iter::Enumerate<std::slice::IterMut<'a, Group<K, V>>>,
+    /// The index of the group the next part is of.
+    next: usize,
     added: &'a AtomicUsize,
     removed: &'a AtomicUsize,
+}
+
+impl<'a, K, V> GroupParts<'a, K, V> {
+    /// The part of group `index`, skipping the groups before it that were not handed out
+    /// (`None`: a group already passed, or past the last).
+    pub(crate) fn group(&mut self, index: usize) -> Option<GroupPart<'a, K, V>> {
+        let skip = index.checked_sub(self.next)?;
+        self.nth(skip)
+    }
 }
 
 impl<'a, K, V> Iterator for GroupParts<'a, K, V> {
@@ -342,6 +348,7 @@ impl<'a, K, V> Iterator for GroupParts<'a, K, V> {
     /// Skips `n` groups without visiting them.
     fn nth(&mut self, n: usize) -> Option<Self::Item> {
         let (index, group) = self.groups.nth(n)?;
+        self.next = index + 1;
         Some(GroupPart {
             index,
             group,
@@ -369,17 +376,42 @@ impl<K: Clone, V: Clone> GroupPart<'_, K, V> {
         mut build: impl FnMut(usize, &[Slot<K, V>], &mut Vec<Slot<K, V>>),
     ) {
         let mine = self.shards();
-        let mut shards = ascending(shards)
-            .filter(move |index| mine.contains(index))
-            .peekable();
-        let (added, removed) = (&mut self.added_here, &mut self.removed_here);
-        rebuild_group(self.group, self.index, &mut shards, |index, current| {
-            let shard = build_shard(index, current, scratch, &mut build);
+        let base = mine.start;
+        // The group's shards to rebuild, a bit each.
+        const { assert!(SHARDS_PER_GROUP <= 64) };
+        let chosen = ascending(shards)
+            .filter(|index| mine.contains(index))
+            .fold(0u64, |chosen, index| chosen | 1 << (index - base));
+        let is_chosen = |i: usize| chosen >> i & 1 == 1;
+        let mut rebuild = |index: usize, current: &[Slot<K, V>]| -> Shard<K, V> {
+            scratch.clear();
+            build(index, current, scratch);
             // Counted as the shard is replaced (right after this returns).
-            *added += shard.len();
-            *removed += current.len();
-            shard
-        });
+            self.added_here += scratch.len();
+            self.removed_here += current.len();
+            // A draining iterator knows its length: the shard is allocated once, exactly.
+            scratch.drain(..).collect()
+        };
+        if let Some(unique) = Arc::get_mut(self.group) {
+            for (i, shard) in unique.iter_mut().enumerate().filter(|(i, _)| is_chosen(*i)) {
+                *shard = rebuild(base + i, shard);
+            }
+        } else {
+            // Shared with a clone: a copy that shares the shards it does not rebuild.
+            let copy: Group<K, V> = self
+                .group
+                .iter()
+                .enumerate()
+                .map(|(i, shard)| {
+                    if is_chosen(i) {
+                        rebuild(base + i, shard)
+                    } else {
+                        Arc::clone(shard)
+                    }
+                })
+                .collect();
+            *self.group = copy;
+        }
     }
 }
 
@@ -393,52 +425,6 @@ fn ascending(shards: impl IntoIterator<Item = usize>) -> impl Iterator<Item = us
         }
         ascending
     })
-}
-
-/// Builds shard `index` anew from its entries `current`: `build` pushes the new entries into
-/// `scratch` (emptied first), and the shard is allocated once, exactly (a draining iterator
-/// knows its length).
-fn build_shard<K, V>(
-    index: usize,
-    current: &[Slot<K, V>],
-    scratch: &mut Vec<Slot<K, V>>,
-    build: &mut impl FnMut(usize, &[Slot<K, V>], &mut Vec<Slot<K, V>>),
-) -> Shard<K, V> {
-    scratch.clear();
-    build(index, current, scratch);
-    scratch.drain(..).collect()
-}
-
-/// Rebuilds, with `rebuild`, the shards of group `group_index` that `shards` yields next
-/// (ascending; it is left at the first shard of a later group): in place when no clone shares
-/// the group, else in a copy that shares the shards it does not rebuild.
-fn rebuild_group<K, V>(
-    group: &mut Group<K, V>,
-    group_index: usize,
-    shards: &mut std::iter::Peekable<impl Iterator<Item = usize>>,
-    mut rebuild: impl FnMut(usize, &[Slot<K, V>]) -> Shard<K, V>,
-) {
-    let base = group_index * SHARDS_PER_GROUP;
-    let in_group = |index: &usize| index / SHARDS_PER_GROUP == group_index;
-    if let Some(unique) = Arc::get_mut(group) {
-        while let Some(index) = shards.next_if(in_group) {
-            if let Some(shard) = unique.get_mut(index - base) {
-                *shard = rebuild(index, shard);
-            }
-        }
-    } else {
-        let copy: Group<K, V> = group
-            .iter()
-            .enumerate()
-            .map(|(i, shard)| match shards.next_if_eq(&(base + i)) {
-                Some(index) => rebuild(index, shard),
-                None => Arc::clone(shard),
-            })
-            .collect();
-        *group = copy;
-    }
-    // Indexes of this group that were not reached (none, when they ascend): skipped.
-    while shards.next_if(in_group).is_some() {}
 }
 
 /// One service: its facts and its names, computed on first use.
@@ -1351,19 +1337,16 @@ impl ReverseFlush<'_> {
         let (queued, in_order): (&[ReverseOp], &[u32]) = (pending, order);
         let mut became_shared = Vec::new();
         let rebuilt = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            map.rebuild_in_parts(|parts| {
+            map.rebuild_in_parts(|mut parts| {
                 // The groups with updates (after a change of one service, one or two of the 64).
-                let mut parts = parts;
-                let mut passed = 0;
                 let mut queue = VecDeque::new();
                 for (group, bounds) in group_bounds.windows(2).enumerate() {
                     if let [start, end] = *bounds
                         && start < end
                         && let Some(updates) = in_order.get(start..end)
-                        && let Some(part) = parts.nth(group - passed)
+                        && let Some(part) = parts.group(group)
                     {
                         queue.push_back((part, updates));
-                        passed = group + 1;
                     }
                 }
                 let queue: GroupQueue<'_, '_> = Mutex::new(queue);
@@ -1553,21 +1536,11 @@ fn sort_by_shard(pending: &[ReverseOp], order: &mut Vec<u32>) -> [usize; GROUPS 
         order.extend((0..pending.len()).filter_map(|at| u32::try_from(at).ok()));
         order.sort_by_key(shard_of);
         let mut group_bounds = [0; GROUPS + 1];
-        for op in pending {
-            if let Some(count) = group_bounds.get_mut(shard_index(op.hash) / SHARDS_PER_GROUP + 1) {
-                *count += 1;
-            }
-        }
-        running_totals(&mut group_bounds);
+        bucket_starts(pending, &mut group_bounds, |shard| shard / SHARDS_PER_GROUP);
         return group_bounds;
     }
     let mut starts = vec![0usize; SHARDS + 1];
-    for op in pending {
-        if let Some(count) = starts.get_mut(shard_index(op.hash) + 1) {
-            *count += 1;
-        }
-    }
-    running_totals(&mut starts);
+    bucket_starts(pending, &mut starts, |shard| shard);
     let mut group_bounds = [0; GROUPS + 1];
     for (bound, start) in group_bounds
         .iter_mut()
@@ -1590,12 +1563,18 @@ fn sort_by_shard(pending: &[ReverseOp], order: &mut Vec<u32>) -> [usize; GROUPS 
     group_bounds
 }
 
-/// Turns counts into running totals (counts shifted by one place become where each part starts).
-fn running_totals(counts: &mut [usize]) {
+/// Fills `starts` (zeroed, one more than the buckets) with where each bucket's updates start in
+/// their order by bucket, the bucket of an update being `bucket` of its shard.
+fn bucket_starts(pending: &[ReverseOp], starts: &mut [usize], bucket: impl Fn(usize) -> usize) {
+    for op in pending {
+        if let Some(count) = starts.get_mut(bucket(shard_index(op.hash)) + 1) {
+            *count += 1;
+        }
+    }
     let mut total = 0;
-    for count in counts {
-        total += *count;
-        *count = total;
+    for start in starts {
+        total += *start;
+        *start = total;
     }
 }
 
