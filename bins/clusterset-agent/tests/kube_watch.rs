@@ -312,7 +312,7 @@ const LOCAL: [(&str, &str, &str, &str); 6] = [
     (
         "endpointslices",
         "/apis/discovery.k8s.io/v1/endpointslices",
-        "kubernetes.io/service-name,endpointslice.kubernetes.io/managed-by!=clusterset.io/mcs-controller",
+        "kubernetes.io/service-name,endpointslice.kubernetes.io/managed-by!=mcs-controller.clusterset.io",
         "103",
     ),
     ("namespaces", "/api/v1/namespaces", "", "104"),
@@ -325,7 +325,7 @@ const LOCAL: [(&str, &str, &str, &str); 6] = [
     (
         "imported-endpointslices",
         "/apis/discovery.k8s.io/v1/endpointslices",
-        "endpointslice.kubernetes.io/managed-by=clusterset.io/mcs-controller",
+        "endpointslice.kubernetes.io/managed-by=mcs-controller.clusterset.io",
         "106",
     ),
 ];

@@ -267,7 +267,7 @@ async fn imported_endpoint_slices_are_applied_and_deleted_in_the_service_namespa
                 assert_eq!(body["kind"], "EndpointSlice");
                 assert_eq!(
                     body["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"],
-                    "clusterset.io/mcs-controller"
+                    "mcs-controller.clusterset.io"
                 );
                 assert_eq!(
                     body["endpoints"][0]["addresses"],

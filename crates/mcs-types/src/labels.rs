@@ -35,8 +35,15 @@ pub const ENDPOINTSLICE_MANAGED_BY_LABEL: &str = "endpointslice.kubernetes.io/ma
 /// The `managed-by` value of Kubernetes' own EndpointSlice controller; MCS slices must not use it.
 pub const KUBERNETES_ENDPOINTSLICE_CONTROLLER: &str = "endpointslice-controller.k8s.io";
 
-/// The `managed-by` value clusterset's controller puts on the EndpointSlices it writes.
-pub const CLUSTERSET_ENDPOINTSLICE_CONTROLLER: &str = "clusterset.io/mcs-controller";
+/// The `managed-by` value clusterset's controller puts on the EndpointSlices it writes (and
+/// selects them by). A label *value*, so no `/`: a DNS-style name in the form of Kubernetes'
+/// own `endpointslice-controller.k8s.io` and Lighthouse's `lighthouse-agent.submariner.io`.
+///
+/// ```
+/// use mcs_types::labels::CLUSTERSET_ENDPOINTSLICE_CONTROLLER;
+/// assert!(kube_syntax::labels::label_value(CLUSTERSET_ENDPOINTSLICE_CONTROLLER).is_ok());
+/// ```
+pub const CLUSTERSET_ENDPOINTSLICE_CONTROLLER: &str = "mcs-controller.clusterset.io";
 
 /// The standard `app.kubernetes.io/managed-by` label key.
 pub const APP_MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";

@@ -73,7 +73,7 @@ pub fn slice(
             "labels": {
                 "multicluster.kubernetes.io/service-name": service,
                 "multicluster.kubernetes.io/source-cluster": cluster,
-                "endpointslice.kubernetes.io/managed-by": "clusterset.io/mcs-controller",
+                "endpointslice.kubernetes.io/managed-by": "mcs-controller.clusterset.io",
             },
         },
         "addressType": address_type,

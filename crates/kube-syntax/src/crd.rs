@@ -1,0 +1,743 @@
+//! CustomResourceDefinitions as the API server validates them, and custom objects checked
+//! against a CRD's `openAPIV3Schema`.
+//!
+//! - [`crd_errors`]: `metadata.name` is `<plural>.<group>`, the group a DNS subdomain with a dot,
+//!   names DNS-1035 labels, one storage version, structural schemas, and for protected groups
+//!   (`*.k8s.io`, `*.kubernetes.io`, KEP-2337) the [`APPROVAL_ANNOTATION`];
+//! - [`schema_errors`]: an object against one version's schema (types, required, enum, lengths,
+//!   items, bounds, patterns, formats, list types) and fields the schema does not declare.
+//!
+//! ```
+//! use kube_syntax::crd::{approval_required, is_protected_group};
+//! assert!(is_protected_group("about.k8s.io"));
+//! assert!(!is_protected_group("multicluster.x-k8s.io"));
+//! assert!(approval_required("about.k8s.io"));
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use crate::error::FieldError;
+use crate::names::{dns1035_label_problems, dns1123_subdomain_problems};
+
+/// The annotation a CRD of a protected group must carry: a URL of the approving API review
+/// (or a value starting with `unapproved`, which the server accepts but reports as not
+/// conformant).
+pub const APPROVAL_ANNOTATION: &str = "api-approved.kubernetes.io";
+
+/// Whether `group` is protected (KEP-2337): `k8s.io`, `kubernetes.io` or a subdomain of either.
+pub fn is_protected_group(group: &str) -> bool {
+    group == "k8s.io"
+        || group == "kubernetes.io"
+        || group.ends_with(".k8s.io")
+        || group.ends_with(".kubernetes.io")
+}
+
+/// Whether a CRD of `group` needs the [`APPROVAL_ANNOTATION`] (the same as
+/// [`is_protected_group`], named for the question callers ask).
+pub fn approval_required(group: &str) -> bool {
+    is_protected_group(group)
+}
+
+fn is_url(value: &str) -> bool {
+    let Some((scheme, rest)) = value.split_once("://") else {
+        return false;
+    };
+    !scheme.is_empty()
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        && !rest.is_empty()
+        && !rest.contains(char::is_whitespace)
+}
+
+/// The problems of a CRD's approval annotation for `group`.
+pub fn approval_errors(group: &str, annotations: &BTreeMap<String, String>) -> Vec<FieldError> {
+    let field = format!("metadata.annotations[{APPROVAL_ANNOTATION}]");
+    let protected = is_protected_group(group);
+    match annotations.get(APPROVAL_ANNOTATION) {
+        None if protected => vec![FieldError::required(
+            &field,
+            format!(
+                "protected groups must have approval annotation {APPROVAL_ANNOTATION:?}, see https://github.com/kubernetes/enhancements/pull/1111"
+            ),
+        )],
+        None => Vec::new(),
+        Some(value) if !protected => vec![FieldError::invalid(
+            &field,
+            value,
+            format!(
+                "approval annotation {APPROVAL_ANNOTATION:?} is only allowed for protected groups (k8s.io, kubernetes.io and their subdomains)"
+            ),
+        )],
+        Some(value) if value.starts_with("unapproved") || is_url(value) => Vec::new(),
+        Some(value) => vec![FieldError::invalid(
+            &field,
+            value,
+            "protected groups must have approval annotation with a URL of the API review, or a value starting with \"unapproved\"",
+        )],
+    }
+}
+
+fn string_map(value: Option<&Value>) -> BTreeMap<String, String> {
+    value
+        .and_then(Value::as_object)
+        .map(|map| {
+            map.iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn text<'a>(value: &'a Value, pointer: &str) -> &'a str {
+    value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Every problem the API server finds in a `CustomResourceDefinition` (as JSON).
+pub fn crd_errors(crd: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let group = text(crd, "/spec/group");
+    let plural = text(crd, "/spec/names/plural");
+    let name = text(crd, "/metadata/name");
+    if name != format!("{plural}.{group}") {
+        errors.push(FieldError::invalid(
+            "metadata.name",
+            name,
+            "must be spec.names.plural+\".\"+spec.group",
+        ));
+    }
+    if group.is_empty() {
+        errors.push(FieldError::required("spec.group", ""));
+    } else {
+        let problems = dns1123_subdomain_problems(group);
+        if !problems.is_empty() {
+            errors.push(FieldError::invalid(
+                "spec.group",
+                group,
+                problems.join(", "),
+            ));
+        } else if !group.contains('.') {
+            errors.push(FieldError::invalid(
+                "spec.group",
+                group,
+                "should be a domain with at least one dot",
+            ));
+        }
+    }
+    errors.extend(approval_errors(
+        group,
+        &string_map(crd.pointer("/metadata/annotations")),
+    ));
+    let lower_dns1035 = |field: &str, value: &str, errors: &mut Vec<FieldError>| {
+        let problems = dns1035_label_problems(&value.to_ascii_lowercase());
+        if !problems.is_empty() {
+            errors.push(FieldError::invalid(field, value, problems.join(", ")));
+        }
+    };
+    for key in ["plural", "singular"] {
+        let value = text(crd, &format!("/spec/names/{key}"));
+        if value.is_empty() && key == "plural" {
+            errors.push(FieldError::required("spec.names.plural", ""));
+        } else if !value.is_empty() {
+            let problems = dns1035_label_problems(value);
+            if !problems.is_empty() {
+                errors.push(FieldError::invalid(
+                    &format!("spec.names.{key}"),
+                    value,
+                    problems.join(", "),
+                ));
+            }
+        }
+    }
+    for key in ["kind", "listKind"] {
+        let value = text(crd, &format!("/spec/names/{key}"));
+        if value.is_empty() {
+            if key == "kind" {
+                errors.push(FieldError::required("spec.names.kind", ""));
+            }
+        } else {
+            lower_dns1035(&format!("spec.names.{key}"), value, &mut errors);
+        }
+    }
+    for key in ["shortNames", "categories"] {
+        for (i, item) in crd
+            .pointer(&format!("/spec/names/{key}"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            lower_dns1035(
+                &format!("spec.names.{key}[{i}]"),
+                item.as_str().unwrap_or(""),
+                &mut errors,
+            );
+        }
+    }
+    match text(crd, "/spec/scope") {
+        "Cluster" | "Namespaced" => {}
+        scope => errors.push(FieldError::not_supported(
+            "spec.scope",
+            scope,
+            &["Cluster", "Namespaced"],
+        )),
+    }
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if versions.is_empty() {
+        errors.push(FieldError::required(
+            "spec.versions",
+            "must have exactly one version marked as storage version",
+        ));
+    }
+    let mut seen = BTreeSet::new();
+    let mut storage = 0;
+    for (i, version) in versions.iter().enumerate() {
+        let field = format!("spec.versions[{i}]");
+        let name = text(version, "/name");
+        let problems = dns1035_label_problems(name);
+        if !problems.is_empty() {
+            errors.push(FieldError::invalid(
+                &format!("{field}.name"),
+                name,
+                problems.join(", "),
+            ));
+        }
+        if !seen.insert(name.to_owned()) {
+            errors.push(FieldError::duplicate(&format!("{field}.name"), name));
+        }
+        if version.get("storage").and_then(Value::as_bool) == Some(true) {
+            storage += 1;
+        }
+        match version.pointer("/schema/openAPIV3Schema") {
+            Some(schema) => errors.extend(structural_errors(
+                &format!("{field}.schema.openAPIV3Schema"),
+                schema,
+            )),
+            None => errors.push(FieldError::required(
+                &format!("{field}.schema.openAPIV3Schema"),
+                "schemas are required",
+            )),
+        }
+    }
+    if !versions.is_empty() && storage != 1 {
+        errors.push(FieldError::invalid_json(
+            "spec.versions",
+            &Value::from(storage),
+            "must have exactly one version marked as storage version",
+        ));
+    }
+    errors
+}
+
+/// Keys a CRD schema may not use anywhere.
+const FORBIDDEN_KEYS: [&str; 7] = [
+    "$ref",
+    "$schema",
+    "id",
+    "definitions",
+    "additionalItems",
+    "patternProperties",
+    "dependencies",
+];
+
+/// Keys that may not appear inside `allOf`, `anyOf`, `oneOf` or `not` (value validations only).
+const NOT_IN_JUNCTORS: [&str; 8] = [
+    "type",
+    "description",
+    "default",
+    "additionalProperties",
+    "nullable",
+    "x-kubernetes-preserve-unknown-fields",
+    "x-kubernetes-embedded-resource",
+    "x-kubernetes-int-or-string",
+];
+
+/// Every way `schema` at `field` is not a structural schema (the rules of apiextensions'
+/// `structuralschema` and `ValidateCustomResourceDefinitionOpenAPISchema`).
+pub fn structural_errors(field: &str, schema: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        errors.push(FieldError::invalid(
+            &format!("{field}.type"),
+            schema.get("type").and_then(Value::as_str).unwrap_or(""),
+            "must be object at the root",
+        ));
+    }
+    if let Some(metadata) = schema.pointer("/properties/metadata") {
+        let allowed: BTreeSet<&str> = ["type", "properties", "description"].into();
+        let extra = metadata
+            .as_object()
+            .into_iter()
+            .flat_map(|m| m.keys())
+            .any(|k| !allowed.contains(k.as_str()));
+        let props_ok = metadata
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_none_or(|p| p.keys().all(|k| k == "name" || k == "generateName"));
+        if extra || !props_ok {
+            errors.push(FieldError::forbidden(
+                &format!("{field}.properties[metadata]"),
+                "must not specify anything other than name and generateName, but metadata is implicitly specified",
+            ));
+        }
+        if metadata
+            .get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t != "object")
+        {
+            errors.push(FieldError::invalid(
+                &format!("{field}.properties[metadata].type"),
+                metadata.get("type").and_then(Value::as_str).unwrap_or(""),
+                "must be object",
+            ));
+        }
+    }
+    walk_structural(field, schema, false, &mut errors);
+    errors
+}
+
+fn walk_structural(field: &str, schema: &Value, in_junctor: bool, errors: &mut Vec<FieldError>) {
+    let Some(object) = schema.as_object() else {
+        errors.push(FieldError::invalid_json(
+            field,
+            schema,
+            "must be a schema object",
+        ));
+        return;
+    };
+    for key in FORBIDDEN_KEYS {
+        if object.contains_key(key) {
+            errors.push(FieldError::forbidden(
+                &format!("{field}.{key}"),
+                format!("{key} is not supported"),
+            ));
+        }
+    }
+    if object.get("uniqueItems").and_then(Value::as_bool) == Some(true) {
+        errors.push(FieldError::forbidden(
+            &format!("{field}.uniqueItems"),
+            "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
+        ));
+    }
+    if in_junctor {
+        for key in NOT_IN_JUNCTORS {
+            if object.contains_key(key) {
+                errors.push(FieldError::forbidden(
+                    &format!("{field}.{key}"),
+                    "must not be specified inside allOf, anyOf, oneOf or not",
+                ));
+            }
+        }
+    } else {
+        let flag = |key: &str| object.get(key).and_then(Value::as_bool) == Some(true);
+        let typed = object
+            .get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| !t.is_empty());
+        if !typed
+            && !flag("x-kubernetes-int-or-string")
+            && !flag("x-kubernetes-preserve-unknown-fields")
+        {
+            errors.push(FieldError::required(
+                &format!("{field}.type"),
+                "must not be empty for specified object fields",
+            ));
+        }
+        if let Some(kind) = object.get("type").and_then(Value::as_str)
+            && !["object", "array", "string", "integer", "number", "boolean"].contains(&kind)
+        {
+            errors.push(FieldError::not_supported(
+                &format!("{field}.type"),
+                kind,
+                &["array", "boolean", "integer", "number", "object", "string"],
+            ));
+        }
+        if object.contains_key("properties") && object.contains_key("additionalProperties") {
+            errors.push(FieldError::forbidden(
+                &format!("{field}.additionalProperties"),
+                "additionalProperties and properties are mutual exclusive",
+            ));
+        }
+        if flag("x-kubernetes-int-or-string") && typed {
+            errors.push(FieldError::forbidden(
+                &format!("{field}.type"),
+                "must be empty if x-kubernetes-int-or-string is true",
+            ));
+        }
+        if object.get("type").and_then(Value::as_str) == Some("array")
+            && !object.contains_key("items")
+        {
+            errors.push(FieldError::required(
+                &format!("{field}.items"),
+                "must be specified",
+            ));
+        }
+        if object.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map")
+            && object
+                .get("x-kubernetes-list-map-keys")
+                .and_then(Value::as_array)
+                .is_none_or(Vec::is_empty)
+        {
+            errors.push(FieldError::required(
+                &format!("{field}.x-kubernetes-list-map-keys"),
+                "must not be empty if x-kubernetes-list-type is map",
+            ));
+        }
+    }
+    if let Some(properties) = object.get("properties").and_then(Value::as_object) {
+        for (name, child) in properties {
+            walk_structural(
+                &format!("{field}.properties[{name}]"),
+                child,
+                in_junctor,
+                errors,
+            );
+        }
+    }
+    if let Some(child) = object.get("additionalProperties")
+        && child.is_object()
+    {
+        walk_structural(
+            &format!("{field}.additionalProperties"),
+            child,
+            in_junctor,
+            errors,
+        );
+    }
+    if let Some(child) = object.get("items") {
+        walk_structural(&format!("{field}.items"), child, in_junctor, errors);
+    }
+    for junctor in ["allOf", "anyOf", "oneOf"] {
+        for (i, child) in object
+            .get(junctor)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            walk_structural(&format!("{field}.{junctor}[{i}]"), child, true, errors);
+        }
+    }
+    if let Some(child) = object.get("not") {
+        walk_structural(&format!("{field}.not"), child, true, errors);
+    }
+}
+
+/// The `openAPIV3Schema` of `version` in a CRD (as JSON), if it has one.
+pub fn version_schema<'a>(crd: &'a Value, version: &str) -> Option<&'a Value> {
+    crd.pointer("/spec/versions")?
+        .as_array()?
+        .iter()
+        .find(|v| v.get("name").and_then(Value::as_str) == Some(version))?
+        .pointer("/schema/openAPIV3Schema")
+}
+
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn is_rfc3339(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let digits = |range: std::ops::Range<usize>| {
+        bytes
+            .get(range)
+            .is_some_and(|s| s.iter().all(u8::is_ascii_digit))
+    };
+    if bytes.len() < 20
+        || !digits(0..4)
+        || bytes[4] != b'-'
+        || !digits(5..7)
+        || bytes[7] != b'-'
+        || !digits(8..10)
+        || !matches!(bytes[10], b'T' | b't')
+        || !digits(11..13)
+        || bytes[13] != b':'
+        || !digits(14..16)
+        || bytes[16] != b':'
+        || !digits(17..19)
+    {
+        return false;
+    }
+    let mut rest = &text[19..];
+    if let Some(fraction) = rest.strip_prefix('.') {
+        let n = fraction.bytes().take_while(u8::is_ascii_digit).count();
+        if n == 0 {
+            return false;
+        }
+        rest = &fraction[n..];
+    }
+    matches!(rest, "Z" | "z")
+        || (rest.len() == 6
+            && matches!(rest.as_bytes()[0], b'+' | b'-')
+            && rest.as_bytes()[3] == b':'
+            && rest[1..3].bytes().all(|b| b.is_ascii_digit())
+            && rest[4..6].bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Every problem of `value` at `field` against a CRD schema, with `metadata` at the root left to
+/// [`crate::object`] and fields the schema does not declare reported as unknown (what the API
+/// server refuses under strict field validation and silently drops otherwise).
+pub fn schema_errors(field: &str, value: &Value, schema: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    check_schema(field, value, schema, true, &mut errors);
+    errors
+}
+
+fn join(field: &str, key: &str) -> String {
+    if field.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{field}.{key}")
+    }
+}
+
+fn check_schema(
+    field: &str,
+    value: &Value,
+    schema: &Value,
+    root: bool,
+    errors: &mut Vec<FieldError>,
+) {
+    let shown = if field.is_empty() { "<root>" } else { field };
+    let get = |key: &str| schema.get(key);
+    let flag = |key: &str| get(key).and_then(Value::as_bool) == Some(true);
+    if value.is_null() {
+        if !flag("nullable") {
+            errors.push(FieldError::invalid(
+                shown,
+                "null",
+                format!(
+                    "{shown} in body must be of type {}: \"null\"",
+                    get("type").and_then(Value::as_str).unwrap_or("object")
+                ),
+            ));
+        }
+        return;
+    }
+    if flag("x-kubernetes-int-or-string") {
+        if !(value.is_string() || value.is_i64() || value.is_u64()) {
+            errors.push(FieldError::invalid(
+                shown,
+                type_name(value),
+                format!(
+                    "{shown} in body must be of type integer or string: {:?}",
+                    type_name(value)
+                ),
+            ));
+        }
+        return;
+    }
+    if let Some(expected) = get("type").and_then(Value::as_str) {
+        let actual = type_name(value);
+        let fits = actual == expected || (expected == "number" && actual == "integer");
+        if !fits {
+            errors.push(FieldError::invalid(
+                shown,
+                actual,
+                format!("{shown} in body must be of type {expected}: {actual:?}"),
+            ));
+            return;
+        }
+    }
+    if let Some(options) = get("enum").and_then(Value::as_array)
+        && !options.contains(value)
+    {
+        let supported: Vec<String> = options.iter().map(Value::to_string).collect();
+        let supported: Vec<&str> = supported.iter().map(String::as_str).collect();
+        let mut error = FieldError::not_supported(shown, "", &[]);
+        error.kind = crate::error::ErrorKind::NotSupported(
+            value.to_string(),
+            supported.iter().map(|s| (*s).to_owned()).collect(),
+        );
+        errors.push(error);
+    }
+    match value {
+        Value::String(text) => {
+            let length = text.chars().count();
+            if let Some(max) = get("maxLength").and_then(Value::as_u64)
+                && length as u64 > max
+            {
+                errors.push(FieldError::too_long(shown, max as usize));
+            }
+            if let Some(min) = get("minLength").and_then(Value::as_u64)
+                && (length as u64) < min
+            {
+                errors.push(FieldError::invalid(
+                    shown,
+                    text,
+                    format!("{shown} in body should be at least {min} chars long"),
+                ));
+            }
+            if let Some(pattern) = get("pattern").and_then(Value::as_str) {
+                match regex::Regex::new(pattern) {
+                    Ok(re) if re.is_match(text) => {}
+                    Ok(_) => errors.push(FieldError::invalid(
+                        shown,
+                        text,
+                        format!("{shown} in body should match '{pattern}'"),
+                    )),
+                    Err(error) => errors.push(FieldError::invalid(
+                        shown,
+                        pattern,
+                        format!("the schema's pattern does not compile: {error}"),
+                    )),
+                }
+            }
+            match get("format").and_then(Value::as_str) {
+                Some("date-time") if !is_rfc3339(text) => errors.push(FieldError::invalid(
+                    shown,
+                    text,
+                    format!("{shown} in body must be of type date-time: {text:?}"),
+                )),
+                _ => {}
+            }
+        }
+        Value::Number(number) => {
+            let n = number.as_f64().unwrap_or(0.0);
+            if let Some(max) = get("maximum").and_then(Value::as_f64) {
+                let exclusive = flag("exclusiveMaximum");
+                if n > max || (exclusive && n >= max) {
+                    errors.push(FieldError::invalid_json(
+                        shown,
+                        value,
+                        format!(
+                            "{shown} in body should be less than {}{max}",
+                            if exclusive { "" } else { "or equal to " }
+                        ),
+                    ));
+                }
+            }
+            if let Some(min) = get("minimum").and_then(Value::as_f64) {
+                let exclusive = flag("exclusiveMinimum");
+                if n < min || (exclusive && n <= min) {
+                    errors.push(FieldError::invalid_json(
+                        shown,
+                        value,
+                        format!(
+                            "{shown} in body should be greater than {}{min}",
+                            if exclusive { "" } else { "or equal to " }
+                        ),
+                    ));
+                }
+            }
+            let (low, high) = match get("format").and_then(Value::as_str) {
+                Some("int32") => (f64::from(i32::MIN), f64::from(i32::MAX)),
+                _ => (f64::MIN, f64::MAX),
+            };
+            if n < low || n > high {
+                errors.push(FieldError::invalid_json(
+                    shown,
+                    value,
+                    format!("{shown} in body must be of type int32"),
+                ));
+            }
+        }
+        Value::Array(items) => {
+            if let Some(max) = get("maxItems").and_then(Value::as_u64)
+                && items.len() as u64 > max
+            {
+                errors.push(FieldError::too_many(shown, items.len(), max as usize));
+            }
+            if let Some(min) = get("minItems").and_then(Value::as_u64)
+                && (items.len() as u64) < min
+            {
+                errors.push(FieldError::invalid_json(
+                    shown,
+                    value,
+                    format!("{shown} in body should have at least {min} items"),
+                ));
+            }
+            match get("x-kubernetes-list-type").and_then(Value::as_str) {
+                Some("set") => {
+                    let mut seen = BTreeSet::new();
+                    for (i, item) in items.iter().enumerate() {
+                        if !seen.insert(item.to_string()) {
+                            errors.push(FieldError::duplicate(
+                                &format!("{field}[{i}]"),
+                                &item.to_string(),
+                            ));
+                        }
+                    }
+                }
+                Some("map") => {
+                    let keys: Vec<&str> = get("x-kubernetes-list-map-keys")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .collect();
+                    let mut seen = BTreeSet::new();
+                    for (i, item) in items.iter().enumerate() {
+                        let key: Vec<String> = keys
+                            .iter()
+                            .map(|k| item.get(*k).map(Value::to_string).unwrap_or_default())
+                            .collect();
+                        if !seen.insert(key.clone()) {
+                            let shown_key: serde_json::Map<String, Value> = keys
+                                .iter()
+                                .filter_map(|k| item.get(*k).map(|v| ((*k).to_owned(), v.clone())))
+                                .collect();
+                            errors.push(FieldError::duplicate(
+                                &format!("{field}[{i}]"),
+                                &Value::Object(shown_key).to_string(),
+                            ));
+                        }
+                    }
+                }
+                _ => {}
+            }
+            if let Some(item_schema) = get("items") {
+                for (i, item) in items.iter().enumerate() {
+                    check_schema(&format!("{field}[{i}]"), item, item_schema, false, errors);
+                }
+            }
+        }
+        Value::Object(map) => {
+            let properties = get("properties").and_then(Value::as_object);
+            if let Some(required) = get("required").and_then(Value::as_array) {
+                for name in required.iter().filter_map(Value::as_str) {
+                    if !map.contains_key(name) {
+                        errors.push(FieldError::required(&join(field, name), ""));
+                    }
+                }
+            }
+            let preserve = flag("x-kubernetes-preserve-unknown-fields");
+            let embedded = flag("x-kubernetes-embedded-resource");
+            for (key, child) in map {
+                if root && matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
+                    continue;
+                }
+                if embedded && matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
+                    continue;
+                }
+                let path = join(field, key);
+                if let Some(child_schema) = properties.and_then(|p| p.get(key)) {
+                    check_schema(&path, child, child_schema, false, errors);
+                } else if let Some(additional) = get("additionalProperties") {
+                    match additional {
+                        Value::Bool(false) => errors.push(FieldError::unknown(&path)),
+                        Value::Bool(true) => {}
+                        additional => check_schema(&path, child, additional, false, errors),
+                    }
+                } else if !preserve {
+                    errors.push(FieldError::unknown(&path));
+                }
+            }
+        }
+        Value::Bool(_) | Value::Null => {}
+    }
+}

@@ -1,0 +1,725 @@
+//! Whole objects checked as the API server checks them: metadata for every kind, the spec of
+//! the built-in kinds clusterset writes (Service, EndpointSlice, Lease, Event, ConfigMap,
+//! Secret, Deployment), and custom objects against their CRD's schema.
+//!
+//! ```
+//! use kube_syntax::object::{Catalog, Completeness};
+//! let slice = serde_json::json!({
+//!     "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+//!     "metadata": {"name": "web-east", "namespace": "demo", "labels": {
+//!         "endpointslice.kubernetes.io/managed-by": "clusterset.io/mcs-controller"}},
+//!     "addressType": "IPv4", "endpoints": [],
+//! });
+//! let errors = Catalog::builtin().object_errors(&slice, Completeness::Whole);
+//! assert_eq!(errors[0].field, "metadata.labels");
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use serde_json::Value;
+
+use crate::crd::{schema_errors, version_schema};
+use crate::error::FieldError;
+use crate::labels::{annotations_errors, labels_errors};
+use crate::meta::condition_errors;
+use crate::names::{
+    dns1123_label_problems, dns1123_subdomain_problems, iana_service_name_problems,
+    object_name_problems, qualified_name_problems,
+};
+
+/// Whether an object is all there is (a create, a replace, or a patch's result), or only the
+/// fields a patch sends (then missing required fields are not errors).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Completeness {
+    /// The whole object.
+    Whole,
+    /// A patch: only what is present is checked.
+    Patch,
+}
+
+/// One resource type the API server serves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resource {
+    /// API group (`""` for core).
+    pub group: String,
+    /// The versions served.
+    pub versions: Vec<String>,
+    /// Kind.
+    pub kind: String,
+    /// Plural (the path segment).
+    pub plural: String,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+    /// For custom resources: the CRD (as JSON) whose schemas objects must follow.
+    pub crd: Option<Value>,
+}
+
+/// The resource types an API server serves: the built-in ones clusterset touches, plus CRDs.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    resources: Vec<Resource>,
+}
+
+const BUILTIN: &[(&str, &str, &str, &str, bool)] = &[
+    ("", "v1", "Service", "services", true),
+    ("", "v1", "ConfigMap", "configmaps", true),
+    ("", "v1", "Secret", "secrets", true),
+    ("", "v1", "Pod", "pods", true),
+    ("", "v1", "Event", "events", true),
+    ("", "v1", "Endpoints", "endpoints", true),
+    (
+        "",
+        "v1",
+        "PersistentVolumeClaim",
+        "persistentvolumeclaims",
+        true,
+    ),
+    ("", "v1", "ServiceAccount", "serviceaccounts", true),
+    ("", "v1", "Namespace", "namespaces", false),
+    ("", "v1", "Node", "nodes", false),
+    ("apps", "v1", "Deployment", "deployments", true),
+    (
+        "discovery.k8s.io",
+        "v1",
+        "EndpointSlice",
+        "endpointslices",
+        true,
+    ),
+    ("coordination.k8s.io", "v1", "Lease", "leases", true),
+    ("events.k8s.io", "v1", "Event", "events", true),
+    (
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+    ),
+];
+
+/// `("apps", "v1")` from `"apps/v1"`, `("", "v1")` from `"v1"`.
+pub fn split_api_version(api_version: &str) -> (&str, &str) {
+    api_version.split_once('/').unwrap_or(("", api_version))
+}
+
+impl Catalog {
+    /// The built-in types clusterset reads and writes.
+    pub fn builtin() -> Self {
+        Self {
+            resources: BUILTIN
+                .iter()
+                .map(|(group, version, kind, plural, namespaced)| Resource {
+                    group: (*group).to_owned(),
+                    versions: vec![(*version).to_owned()],
+                    kind: (*kind).to_owned(),
+                    plural: (*plural).to_owned(),
+                    namespaced: *namespaced,
+                    crd: None,
+                })
+                .collect(),
+        }
+    }
+
+    /// Also serves the custom resource of `crd` (a CustomResourceDefinition as JSON).
+    pub fn with_crd(mut self, crd: &Value) -> Self {
+        let text = |p: &str| {
+            crd.pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        };
+        let versions = crd
+            .pointer("/spec/versions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|v| v.get("served").and_then(Value::as_bool) != Some(false))
+            .filter_map(|v| v.get("name").and_then(Value::as_str).map(str::to_owned))
+            .collect();
+        self.resources.push(Resource {
+            group: text("/spec/group"),
+            versions,
+            kind: text("/spec/names/kind"),
+            plural: text("/spec/names/plural"),
+            namespaced: text("/spec/scope") != "Cluster",
+            crd: Some(crd.clone()),
+        });
+        self
+    }
+
+    /// The resource at `group`/`plural`.
+    pub fn by_plural(&self, group: &str, plural: &str) -> Option<&Resource> {
+        self.resources
+            .iter()
+            .find(|r| r.group == group && r.plural == plural)
+    }
+
+    /// The resource of `kind` in `group`.
+    pub fn by_kind(&self, group: &str, kind: &str) -> Option<&Resource> {
+        self.resources
+            .iter()
+            .find(|r| r.group == group && r.kind == kind)
+    }
+
+    /// Every problem the API server finds in `object` (by its `apiVersion` and `kind`).
+    /// Objects of a type the catalog does not know get their metadata checked only.
+    pub fn object_errors(&self, object: &Value, completeness: Completeness) -> Vec<FieldError> {
+        let api_version = object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
+        let (group, version) = split_api_version(api_version);
+        let resource = self.by_kind(group, kind);
+        let namespaced = resource.is_none_or(|r| r.namespaced);
+        let mut errors = metadata_errors(group, kind, object, namespaced, completeness);
+        let whole = completeness == Completeness::Whole;
+        match (group, kind) {
+            ("", "Service") => errors.extend(service_errors(object, whole)),
+            ("discovery.k8s.io", "EndpointSlice") => {
+                errors.extend(endpoint_slice_errors(object, whole));
+            }
+            ("coordination.k8s.io", "Lease") => errors.extend(lease_errors(object)),
+            ("events.k8s.io", "Event") => errors.extend(event_errors(object, whole)),
+            ("", "Event") => errors.extend(core_event_errors(object)),
+            ("", "ConfigMap") | ("", "Secret") => errors.extend(data_key_errors(object)),
+            ("apps", "Deployment") => errors.extend(deployment_errors(object, whole)),
+            ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+                errors.extend(crate::crd::crd_errors(object));
+            }
+            _ => {}
+        }
+        if let Some(crd) = resource.and_then(|r| r.crd.as_ref()) {
+            match version_schema(crd, version) {
+                Some(schema) => {
+                    let mut found = schema_errors("", object, schema);
+                    if !whole {
+                        found.retain(|e| e.kind != crate::error::ErrorKind::Required);
+                    }
+                    errors.extend(found);
+                    errors.extend(status_condition_errors(object));
+                }
+                None => errors.push(FieldError::not_supported("apiVersion", api_version, &[])),
+            }
+        }
+        errors
+    }
+}
+
+fn text<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {
+    value.pointer(pointer).and_then(Value::as_str)
+}
+
+fn string_map(value: Option<&Value>) -> BTreeMap<String, String> {
+    value
+        .and_then(Value::as_object)
+        .map(|map| {
+            map.iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v.as_str().map_or_else(|| v.to_string(), str::to_owned),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn items<'a>(value: &'a Value, pointer: &str) -> &'a [Value] {
+    value
+        .pointer(pointer)
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+fn problems_error(field: &str, value: &str, problems: Vec<String>) -> Option<FieldError> {
+    (!problems.is_empty()).then(|| FieldError::invalid(field, value, problems.join(", ")))
+}
+
+/// `ValidateObjectMeta` for an object of `kind` in `group`.
+pub fn metadata_errors(
+    group: &str,
+    kind: &str,
+    object: &Value,
+    namespaced: bool,
+    completeness: Completeness,
+) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let name = text(object, "/metadata/name");
+    let generate_name = text(object, "/metadata/generateName");
+    match (name, generate_name) {
+        (Some(name), _) if !name.is_empty() => {
+            errors.extend(problems_error(
+                "metadata.name",
+                name,
+                object_name_problems(group, kind, name),
+            ));
+        }
+        (_, Some(prefix)) if !prefix.is_empty() => {
+            let masked = prefix
+                .strip_suffix('-')
+                .map_or(prefix.to_owned(), |p| format!("{p}a"));
+            errors.extend(problems_error(
+                "metadata.generateName",
+                prefix,
+                object_name_problems(group, kind, &masked),
+            ));
+        }
+        _ if completeness == Completeness::Whole => errors.push(FieldError::required(
+            "metadata.name",
+            "name or generateName is required",
+        )),
+        _ => {}
+    }
+    match text(object, "/metadata/namespace") {
+        Some(namespace) if !namespace.is_empty() => {
+            if !namespaced {
+                errors.push(FieldError::forbidden(
+                    "metadata.namespace",
+                    "not allowed on this type",
+                ));
+            } else {
+                errors.extend(problems_error(
+                    "metadata.namespace",
+                    namespace,
+                    dns1123_label_problems(namespace),
+                ));
+            }
+        }
+        _ => {}
+    }
+    if let Some(labels) = object.pointer("/metadata/labels") {
+        if labels
+            .as_object()
+            .is_some_and(|m| m.values().all(Value::is_string))
+        {
+            errors.extend(labels_errors("metadata.labels", &string_map(Some(labels))));
+        } else if !labels.is_null() {
+            errors.push(FieldError::invalid_json(
+                "metadata.labels",
+                labels,
+                "must be a map of strings",
+            ));
+        }
+    }
+    if let Some(annotations) = object.pointer("/metadata/annotations") {
+        if annotations
+            .as_object()
+            .is_some_and(|m| m.values().all(Value::is_string))
+        {
+            errors.extend(annotations_errors(
+                "metadata.annotations",
+                &string_map(Some(annotations)),
+            ));
+        } else if !annotations.is_null() {
+            errors.push(FieldError::invalid_json(
+                "metadata.annotations",
+                annotations,
+                "must be a map of strings",
+            ));
+        }
+    }
+    for (i, finalizer) in items(object, "/metadata/finalizers").iter().enumerate() {
+        let finalizer = finalizer.as_str().unwrap_or("");
+        errors.extend(problems_error(
+            &format!("metadata.finalizers[{i}]"),
+            finalizer,
+            qualified_name_problems(finalizer),
+        ));
+    }
+    for (i, owner) in items(object, "/metadata/ownerReferences")
+        .iter()
+        .enumerate()
+    {
+        for key in ["apiVersion", "kind", "name", "uid"] {
+            if text(owner, &format!("/{key}")).is_none_or(str::is_empty) {
+                errors.push(FieldError::required(
+                    &format!("metadata.ownerReferences[{i}].{key}"),
+                    "",
+                ));
+            }
+        }
+    }
+    errors
+}
+
+fn status_condition_errors(object: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let mut types = BTreeSet::new();
+    for (i, condition) in items(object, "/status/conditions").iter().enumerate() {
+        let field = format!("status.conditions[{i}]");
+        errors.extend(condition_errors(&field, condition));
+        if let Some(kind) = text(condition, "/type")
+            && !types.insert(kind.to_owned())
+        {
+            errors.push(FieldError::duplicate(&format!("{field}.type"), kind));
+        }
+    }
+    errors
+}
+
+const PROTOCOLS: [&str; 3] = ["TCP", "UDP", "SCTP"];
+
+fn port_number_error(field: &str, value: &Value, allow_zero: bool) -> Option<FieldError> {
+    let low = if allow_zero { 0 } else { 1 };
+    match value.as_i64() {
+        Some(port) if (low..=65535).contains(&port) => None,
+        _ => Some(FieldError::invalid_json(
+            field,
+            value,
+            format!("must be between {low} and 65535, inclusive"),
+        )),
+    }
+}
+
+fn protocol_error(field: &str, port: &Value) -> Option<FieldError> {
+    match text(port, "/protocol") {
+        Some(protocol) if !PROTOCOLS.contains(&protocol) => {
+            Some(FieldError::not_supported(field, protocol, &PROTOCOLS))
+        }
+        _ => None,
+    }
+}
+
+fn service_errors(service: &Value, whole: bool) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let ports = items(service, "/spec/ports");
+    let kind = text(service, "/spec/type").unwrap_or("ClusterIP");
+    const TYPES: [&str; 4] = ["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"];
+    if !TYPES.contains(&kind) {
+        errors.push(FieldError::not_supported("spec.type", kind, &TYPES));
+    }
+    let headless = text(service, "/spec/clusterIP") == Some("None");
+    if whole && ports.is_empty() && kind != "ExternalName" && !headless {
+        errors.push(FieldError::required("spec.ports", ""));
+    }
+    let mut names = BTreeSet::new();
+    for (i, port) in ports.iter().enumerate() {
+        let field = format!("spec.ports[{i}]");
+        match text(port, "/name") {
+            Some(name) if !name.is_empty() => {
+                errors.extend(problems_error(
+                    &format!("{field}.name"),
+                    name,
+                    dns1123_label_problems(name),
+                ));
+                if !names.insert(name.to_owned()) {
+                    errors.push(FieldError::duplicate(&format!("{field}.name"), name));
+                }
+            }
+            _ if ports.len() > 1 => errors.push(FieldError::required(&format!("{field}.name"), "")),
+            _ => {}
+        }
+        match port.get("port") {
+            Some(number) => {
+                errors.extend(port_number_error(&format!("{field}.port"), number, false))
+            }
+            None => errors.push(FieldError::required(&format!("{field}.port"), "")),
+        }
+        errors.extend(protocol_error(&format!("{field}.protocol"), port));
+        match port.get("targetPort") {
+            Some(Value::String(name)) => errors.extend(problems_error(
+                &format!("{field}.targetPort"),
+                name,
+                iana_service_name_problems(name),
+            )),
+            Some(number @ Value::Number(_)) => {
+                errors.extend(port_number_error(
+                    &format!("{field}.targetPort"),
+                    number,
+                    false,
+                ));
+            }
+            _ => {}
+        }
+    }
+    if let Some(selector) = service.pointer("/spec/selector") {
+        errors.extend(labels_errors("spec.selector", &string_map(Some(selector))));
+    }
+    match text(service, "/spec/clusterIP") {
+        None | Some("") | Some("None") => {}
+        Some(ip) if ip.parse::<IpAddr>().is_ok() => {}
+        Some(ip) => errors.push(FieldError::invalid(
+            "spec.clusterIP",
+            ip,
+            "must be empty, 'None', or a valid IP address",
+        )),
+    }
+    for (i, family) in items(service, "/spec/ipFamilies").iter().enumerate() {
+        let family = family.as_str().unwrap_or("");
+        if !["IPv4", "IPv6"].contains(&family) {
+            errors.push(FieldError::not_supported(
+                &format!("spec.ipFamilies[{i}]"),
+                family,
+                &["IPv4", "IPv6"],
+            ));
+        }
+    }
+    if let Some(affinity) = text(service, "/spec/sessionAffinity")
+        && !["None", "ClientIP"].contains(&affinity)
+    {
+        errors.push(FieldError::not_supported(
+            "spec.sessionAffinity",
+            affinity,
+            &["ClientIP", "None"],
+        ));
+    }
+    errors
+}
+
+const ADDRESS_TYPES: [&str; 3] = ["IPv4", "IPv6", "FQDN"];
+
+fn endpoint_slice_errors(slice: &Value, whole: bool) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let address_type = text(slice, "/addressType");
+    match address_type {
+        None if whole => errors.push(FieldError::required("addressType", "")),
+        None => {}
+        Some(kind) if !ADDRESS_TYPES.contains(&kind) => {
+            errors.push(FieldError::not_supported(
+                "addressType",
+                kind,
+                &ADDRESS_TYPES,
+            ));
+        }
+        Some(_) => {}
+    }
+    let endpoints = items(slice, "/endpoints");
+    if endpoints.len() > 1000 {
+        errors.push(FieldError::too_many("endpoints", endpoints.len(), 1000));
+    }
+    for (i, endpoint) in endpoints.iter().enumerate() {
+        let field = format!("endpoints[{i}]");
+        let addresses = items(endpoint, "/addresses");
+        if addresses.is_empty() {
+            errors.push(FieldError::required(
+                &format!("{field}.addresses"),
+                "must contain at least 1 address",
+            ));
+        } else if addresses.len() > 100 {
+            errors.push(FieldError::too_many(
+                &format!("{field}.addresses"),
+                addresses.len(),
+                100,
+            ));
+        }
+        for (j, address) in addresses.iter().enumerate() {
+            let address = address.as_str().unwrap_or("");
+            let path = format!("{field}.addresses[{j}]");
+            let problem = match address_type {
+                Some("IPv4") => address
+                    .parse::<Ipv4Addr>()
+                    .is_err()
+                    .then_some("must be a valid IPv4 address"),
+                Some("IPv6") => address
+                    .parse::<Ipv6Addr>()
+                    .is_err()
+                    .then_some("must be a valid IPv6 address"),
+                Some("FQDN") => (!dns1123_subdomain_problems(address).is_empty())
+                    .then_some("must be a valid FQDN"),
+                _ => None,
+            };
+            if let Some(problem) = problem {
+                errors.push(FieldError::invalid(&path, address, problem));
+            }
+        }
+        if let Some(hostname) = text(endpoint, "/hostname") {
+            errors.extend(problems_error(
+                &format!("{field}.hostname"),
+                hostname,
+                dns1123_label_problems(hostname),
+            ));
+        }
+        if let Some(node) = text(endpoint, "/nodeName") {
+            errors.extend(problems_error(
+                &format!("{field}.nodeName"),
+                node,
+                dns1123_subdomain_problems(node),
+            ));
+        }
+    }
+    let ports = items(slice, "/ports");
+    if ports.len() > 100 {
+        errors.push(FieldError::too_many("ports", ports.len(), 100));
+    }
+    let mut names = BTreeSet::new();
+    for (i, port) in ports.iter().enumerate() {
+        let field = format!("ports[{i}]");
+        let name = text(port, "/name").unwrap_or("");
+        if !name.is_empty() {
+            errors.extend(problems_error(
+                &format!("{field}.name"),
+                name,
+                dns1123_label_problems(name),
+            ));
+        }
+        if !names.insert(name.to_owned()) {
+            errors.push(FieldError::duplicate(&format!("{field}.name"), name));
+        }
+        if let Some(number) = port.get("port").filter(|p| !p.is_null()) {
+            errors.extend(port_number_error(&format!("{field}.port"), number, false));
+        }
+        errors.extend(protocol_error(&format!("{field}.protocol"), port));
+        if let Some(app) = text(port, "/appProtocol") {
+            errors.extend(problems_error(
+                &format!("{field}.appProtocol"),
+                app,
+                qualified_name_problems(app),
+            ));
+        }
+    }
+    errors
+}
+
+fn lease_errors(lease: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    if let Some(duration) = lease.pointer("/spec/leaseDurationSeconds")
+        && duration.as_i64().is_none_or(|d| d <= 0)
+    {
+        errors.push(FieldError::invalid_json(
+            "spec.leaseDurationSeconds",
+            duration,
+            "must be greater than 0",
+        ));
+    }
+    if let Some(transitions) = lease.pointer("/spec/leaseTransitions")
+        && transitions.as_i64().is_none_or(|t| t < 0)
+    {
+        errors.push(FieldError::invalid_json(
+            "spec.leaseTransitions",
+            transitions,
+            "must be greater than or equal to 0",
+        ));
+    }
+    errors
+}
+
+fn namespace_match_error(event: &Value, regarding: &str) -> Option<FieldError> {
+    let namespace = text(event, "/metadata/namespace").unwrap_or("");
+    let involved = text(event, &format!("/{regarding}/namespace")).unwrap_or("");
+    if involved.is_empty() {
+        (!namespace.is_empty() && namespace != "default").then(|| {
+            FieldError::invalid(
+                &format!("{regarding}.namespace"),
+                involved,
+                "does not match event.namespace",
+            )
+        })
+    } else {
+        (namespace != involved).then(|| {
+            FieldError::invalid(
+                &format!("{regarding}.namespace"),
+                involved,
+                "does not match event.namespace",
+            )
+        })
+    }
+}
+
+fn event_errors(event: &Value, whole: bool) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    errors.extend(namespace_match_error(event, "regarding"));
+    let required_upto =
+        |key: &str, max: usize, errors: &mut Vec<FieldError>| match text(event, &format!("/{key}"))
+        {
+            None | Some("") if whole => errors.push(FieldError::required(key, "")),
+            Some(value) if value.len() > max => errors.push(FieldError::too_long(key, max)),
+            _ => {}
+        };
+    match text(event, "/reportingController") {
+        None | Some("") if whole => errors.push(FieldError::required("reportingController", "")),
+        Some(controller) if !controller.is_empty() => errors.extend(problems_error(
+            "reportingController",
+            controller,
+            qualified_name_problems(controller),
+        )),
+        _ => {}
+    }
+    required_upto("reportingInstance", 128, &mut errors);
+    required_upto("action", 128, &mut errors);
+    required_upto("reason", 128, &mut errors);
+    match text(event, "/type") {
+        Some("Normal" | "Warning") => {}
+        None if !whole => {}
+        other => errors.push(FieldError::not_supported(
+            "type",
+            other.unwrap_or(""),
+            &["Normal", "Warning"],
+        )),
+    }
+    if text(event, "/note").is_some_and(|n| n.len() > 1024) {
+        errors.push(FieldError::too_long("note", 1024));
+    }
+    if whole && text(event, "/eventTime").is_none_or(str::is_empty) {
+        errors.push(FieldError::required("eventTime", ""));
+    }
+    errors
+}
+
+fn core_event_errors(event: &Value) -> Vec<FieldError> {
+    namespace_match_error(event, "involvedObject")
+        .into_iter()
+        .collect()
+}
+
+fn data_key_errors(object: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    for section in ["data", "binaryData", "stringData"] {
+        for key in object
+            .get(section)
+            .and_then(Value::as_object)
+            .into_iter()
+            .flat_map(|m| m.keys())
+        {
+            let valid = !key.is_empty()
+                && key.len() <= 253
+                && key
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+            if !valid {
+                errors.push(FieldError::invalid(
+                    &format!("{section}[{key}]"),
+                    key,
+                    "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')",
+                ));
+            }
+        }
+    }
+    errors
+}
+
+fn deployment_errors(deployment: &Value, whole: bool) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let selector = string_map(deployment.pointer("/spec/selector/matchLabels"));
+    errors.extend(labels_errors("spec.selector.matchLabels", &selector));
+    let template = string_map(deployment.pointer("/spec/template/metadata/labels"));
+    errors.extend(labels_errors("spec.template.metadata.labels", &template));
+    if whole {
+        if deployment.pointer("/spec/selector").is_none() {
+            errors.push(FieldError::required("spec.selector", ""));
+        } else if !selector.iter().all(|(k, v)| template.get(k) == Some(v)) {
+            errors.push(FieldError::invalid_json(
+                "spec.template.metadata.labels",
+                &serde_json::json!(template),
+                "`selector` does not match template `labels`",
+            ));
+        }
+    }
+    for (i, container) in items(deployment, "/spec/template/spec/containers")
+        .iter()
+        .enumerate()
+    {
+        let field = format!("spec.template.spec.containers[{i}]");
+        match text(container, "/name") {
+            Some(name) => errors.extend(problems_error(
+                &format!("{field}.name"),
+                name,
+                dns1123_label_problems(name),
+            )),
+            None if whole => errors.push(FieldError::required(&format!("{field}.name"), "")),
+            None => {}
+        }
+    }
+    errors
+}

@@ -1,0 +1,325 @@
+//! What an API server answers when it refuses a request: the `Status` bodies (422 Invalid with
+//! every cause and its field path, 400 BadRequest), and [`Catalog::check_request`], which finds
+//! the refusal a real server would give a request: a selector it cannot parse, a bad field
+//! manager, an object that breaks the rules of [`crate::object`], a body whose name, namespace
+//! or type does not match its URL.
+//!
+//! ```
+//! use std::collections::BTreeMap;
+//! use kube_syntax::object::Catalog;
+//! use kube_syntax::status::Request;
+//! let query = BTreeMap::from([(
+//!     "labelSelector".to_owned(),
+//!     "endpointslice.kubernetes.io/managed-by=clusterset.io/mcs-controller".to_owned(),
+//! )]);
+//! let request = Request {
+//!     method: "GET", path: "/apis/discovery.k8s.io/v1/endpointslices", query: &query,
+//!     content_type: "", body: None,
+//! };
+//! let refusal = Catalog::builtin().check_request(&request).unwrap_err();
+//! assert_eq!(refusal.code, 400);
+//! assert_eq!(refusal.body["reason"], "BadRequest");
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use crate::error::FieldError;
+use crate::meta::field_manager;
+use crate::object::{Catalog, Completeness, split_api_version};
+use crate::selector::{FieldSelector, LabelSelector};
+
+/// The content type of a server-side apply.
+pub const APPLY_PATCH: &str = "application/apply-patch+yaml";
+
+/// A refused request: the HTTP status code and the `Status` body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    /// 400, 404, 422, ...
+    pub code: u16,
+    /// The `Status` object.
+    pub body: Value,
+}
+
+impl Refusal {
+    /// The `message` of the body.
+    pub fn message(&self) -> &str {
+        self.body
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+}
+
+fn failure(code: u16, reason: &str, message: &str, details: Option<Value>) -> Refusal {
+    let mut body = json!({
+        "kind": "Status", "apiVersion": "v1", "metadata": {},
+        "status": "Failure", "message": message, "reason": reason, "code": code,
+    });
+    if let Some(details) = details {
+        body["details"] = details;
+    }
+    Refusal { code, body }
+}
+
+/// `400 BadRequest` with `message`.
+pub fn bad_request(message: &str) -> Refusal {
+    failure(400, "BadRequest", message, None)
+}
+
+/// `404 NotFound` for `plural` `name` (`services "web" not found`).
+pub fn not_found(group: &str, plural: &str, name: &str) -> Refusal {
+    let resource = if group.is_empty() {
+        plural.to_owned()
+    } else {
+        format!("{plural}.{group}")
+    };
+    failure(
+        404,
+        "NotFound",
+        &format!("{resource} {name:?} not found"),
+        Some(json!({"name": name, "group": group, "kind": plural})),
+    )
+}
+
+/// `422 Invalid` for an object of `kind` in `group` named `name`, listing every error as the
+/// message (`EndpointSlice.discovery.k8s.io "web" is invalid: metadata.labels: Invalid value:
+/// ...`) and as the `causes` with their field paths.
+pub fn invalid(group: &str, kind: &str, name: &str, errors: &[FieldError]) -> Refusal {
+    let qualified = if group.is_empty() {
+        kind.to_owned()
+    } else {
+        format!("{kind}.{group}")
+    };
+    let listed = match errors {
+        [one] => one.to_string(),
+        many => format!(
+            "[{}]",
+            many.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let causes: Vec<Value> = errors
+        .iter()
+        .map(|e| json!({"reason": e.kind.cause_reason(), "message": e.message(), "field": e.field}))
+        .collect();
+    failure(
+        422,
+        "Invalid",
+        &format!("{qualified} {name:?} is invalid: {listed}"),
+        Some(json!({"name": name, "group": group, "kind": kind, "causes": causes})),
+    )
+}
+
+/// A request as a fake API server receives it.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    /// `GET`, `POST`, `PUT`, `PATCH`, `DELETE`.
+    pub method: &'a str,
+    /// The URL path.
+    pub path: &'a str,
+    /// The decoded query.
+    pub query: &'a BTreeMap<String, String>,
+    /// The `Content-Type` header (empty without a body).
+    pub content_type: &'a str,
+    /// The JSON body, if any.
+    pub body: Option<&'a Value>,
+}
+
+/// A request path taken apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourcePath {
+    /// API group (`""` for core).
+    pub group: String,
+    /// Version.
+    pub version: String,
+    /// Namespace, for namespaced requests.
+    pub namespace: Option<String>,
+    /// The resource's plural.
+    pub plural: String,
+    /// The object's name, for requests on one object.
+    pub name: Option<String>,
+    /// The subresource (`status`), if any.
+    pub subresource: Option<String>,
+}
+
+/// Takes apart `/api/v1/namespaces/ns/services/web/status` and the like; `None` for paths that
+/// name no resource (discovery, `/version`).
+pub fn parse_path(path: &str) -> Option<ResourcePath> {
+    let (group, version, rest) = if let Some(rest) = path.strip_prefix("/api/") {
+        let (version, rest) = rest.split_once('/')?;
+        ("", version, rest)
+    } else {
+        let rest = path.strip_prefix("/apis/")?;
+        let mut parts = rest.splitn(3, '/');
+        let (group, version, rest) = (parts.next()?, parts.next()?, parts.next()?);
+        (group, version, rest)
+    };
+    let segments: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    let (namespace, tail): (Option<&str>, &[&str]) = match segments.as_slice() {
+        ["namespaces", namespace, tail @ ..] if !tail.is_empty() => (Some(*namespace), tail),
+        tail => (None, tail),
+    };
+    let (plural, name, subresource) = match tail {
+        [plural] => (*plural, None, None),
+        [plural, name] => (*plural, Some(*name), None),
+        [plural, name, sub] => (*plural, Some(*name), Some(*sub)),
+        _ => return None,
+    };
+    Some(ResourcePath {
+        group: group.to_owned(),
+        version: version.to_owned(),
+        namespace: namespace.map(str::to_owned),
+        plural: plural.to_owned(),
+        name: name.map(str::to_owned),
+        subresource: subresource.map(str::to_owned),
+    })
+}
+
+impl Catalog {
+    /// The refusal a real API server gives `request`, if any. Types the catalog does not know
+    /// pass (the fake server answers them, usually with 404). Patches are checked on what they
+    /// send; a server that keeps objects should also check the patched result with
+    /// [`Catalog::object_errors`] and [`Completeness::Whole`].
+    pub fn check_request(&self, request: &Request<'_>) -> Result<(), Refusal> {
+        let Some(path) = parse_path(request.path) else {
+            return Ok(());
+        };
+        let Some(resource) = self.by_plural(&path.group, &path.plural) else {
+            return Ok(());
+        };
+        if let Some(selector) = request.query.get("labelSelector") {
+            LabelSelector::parse(selector).map_err(|e| bad_request(&e.message))?;
+        }
+        if let Some(selector) = request.query.get("fieldSelector") {
+            FieldSelector::parse_for(&resource.group, &resource.kind, selector)
+                .map_err(|e| bad_request(&e.message))?;
+        }
+        let apply = request.method == "PATCH" && request.content_type == APPLY_PATCH;
+        let writes = matches!(request.method, "POST" | "PUT" | "PATCH");
+        if writes {
+            let manager = request.query.get("fieldManager").map_or("", String::as_str);
+            if let Err(problem) = field_manager(manager, apply) {
+                let options = match request.method {
+                    "POST" => "CreateOptions",
+                    "PUT" => "UpdateOptions",
+                    _ => "PatchOptions",
+                };
+                return Err(invalid(
+                    "meta.k8s.io",
+                    options,
+                    "",
+                    &[FieldError::invalid(
+                        "fieldManager",
+                        manager,
+                        problem.detail(),
+                    )],
+                ));
+            }
+            if apply
+                && request
+                    .query
+                    .get("force")
+                    .is_some_and(|f| f != "true" && f != "false")
+            {
+                return Err(bad_request("force: must be true or false"));
+            }
+        }
+        let Some(body) = request.body.filter(|_| writes) else {
+            return Ok(());
+        };
+        if !body.is_object() {
+            return Err(bad_request("the body of the request is not a JSON object"));
+        }
+        let kind = body.get("kind").and_then(Value::as_str);
+        let api_version = body.get("apiVersion").and_then(Value::as_str);
+        let merge_patch = request.method == "PATCH" && !apply;
+        if !merge_patch || kind.is_some() || api_version.is_some() {
+            let expected = if path.group.is_empty() {
+                path.version.clone()
+            } else {
+                format!("{}/{}", path.group, path.version)
+            };
+            match (api_version, kind) {
+                (None, _) if apply => {
+                    return Err(bad_request("apiVersion must be set in an apply patch"));
+                }
+                (_, None) if apply => {
+                    return Err(bad_request("kind must be set in an apply patch"));
+                }
+                (Some(have), _) if have != expected => {
+                    return Err(bad_request(&format!(
+                        "the API version in the data ({have}) does not match the expected API version ({expected})"
+                    )));
+                }
+                (_, Some(have)) if have != resource.kind => {
+                    return Err(bad_request(&format!(
+                        "the kind in the data ({have}) does not match the expected kind ({})",
+                        resource.kind
+                    )));
+                }
+                _ => {}
+            }
+        }
+        let body_namespace = body.pointer("/metadata/namespace").and_then(Value::as_str);
+        if let (Some(have), Some(url)) = (body_namespace, path.namespace.as_deref())
+            && !have.is_empty()
+            && have != url
+        {
+            return Err(bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        let body_name = body.pointer("/metadata/name").and_then(Value::as_str);
+        if let (Some(have), Some(url)) = (body_name, path.name.as_deref())
+            && have != url
+        {
+            return Err(bad_request(&format!(
+                "the name of the object ({have}) does not match the name on the URL ({url})"
+            )));
+        }
+        let mut object = body.clone();
+        if object.get("kind").is_none() {
+            object["kind"] = Value::from(resource.kind.clone());
+        }
+        if object.get("apiVersion").is_none() {
+            let api_version = if path.group.is_empty() {
+                path.version.clone()
+            } else {
+                format!("{}/{}", path.group, path.version)
+            };
+            object["apiVersion"] = Value::from(api_version);
+        }
+        if let Some(name) = &path.name
+            && object.pointer("/metadata/name").is_none()
+        {
+            if !object.get("metadata").is_some_and(Value::is_object) {
+                object["metadata"] = json!({});
+            }
+            object["metadata"]["name"] = Value::from(name.clone());
+        }
+        let completeness = if request.method == "PATCH" {
+            Completeness::Patch
+        } else {
+            Completeness::Whole
+        };
+        let errors = self.object_errors(&object, completeness);
+        if errors.is_empty() {
+            return Ok(());
+        }
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let (group, _) = split_api_version(
+            object
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+        );
+        Err(invalid(group, &resource.kind, name, &errors))
+    }
+}
