@@ -45,6 +45,17 @@ fn is_label_shape(s: &[u8]) -> bool {
     }
 }
 
+/// Whether `label` is a DNS-1123 label (the fast form of [`dns1123_label`], for hot paths that
+/// need no message).
+pub fn is_dns1123_label(label: &[u8]) -> bool {
+    label.len() <= MAX_LABEL_LEN && is_label_shape(label)
+}
+
+/// Whether `label` is a DNS-1035 label (the fast form of [`dns1035_label`]).
+pub fn is_dns1035_label(label: &[u8]) -> bool {
+    label.first().is_some_and(u8::is_ascii_lowercase) && is_dns1123_label(label)
+}
+
 /// Problems of `value` as a DNS-1123 label (none when valid).
 pub fn dns1123_label_problems(value: &str) -> Vec<String> {
     let mut problems = Vec::new();

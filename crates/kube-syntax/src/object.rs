@@ -171,6 +171,7 @@ impl Catalog {
         let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
         let (group, version) = split_api_version(api_version);
         let resource = self.by_kind(group, kind);
+        // A kind the catalog does not know may be either; its namespace is checked as a name.
         let namespaced = resource.is_none_or(|r| r.namespaced);
         let mut errors = metadata_errors(group, kind, object, namespaced, completeness);
         let whole = completeness == Completeness::Whole;

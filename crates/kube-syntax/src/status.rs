@@ -180,20 +180,39 @@ pub fn parse_path(path: &str) -> Option<ResourcePath> {
 }
 
 impl Catalog {
-    /// The refusal a real API server gives `request`, if any. Types the catalog does not know
-    /// pass (the fake server answers them, usually with 404). Patches are checked on what they
+    /// The refusal a real API server gives `request`, if any. Requests on types the catalog does
+    /// not know get the rules every kind shares (selectors, field manager, metadata). Patches are checked on what they
     /// send; a server that keeps objects should also check the patched result with
     /// [`Catalog::object_errors`] and [`Completeness::Whole`].
     pub fn check_request(&self, request: &Request<'_>) -> Result<(), Refusal> {
         let Some(path) = parse_path(request.path) else {
             return Ok(());
         };
-        let Some(resource) = self.by_plural(&path.group, &path.plural) else {
-            return Ok(());
-        };
         if let Some(selector) = request.query.get("labelSelector") {
             LabelSelector::parse(selector).map_err(|e| bad_request(&e.message))?;
         }
+        // A type the catalog does not know: its kind is unknown, so only the rules every kind
+        // shares apply (selectors above, the field manager and the metadata below).
+        let unknown;
+        let resource = match self.by_plural(&path.group, &path.plural) {
+            Some(resource) => resource,
+            None => {
+                unknown = crate::object::Resource {
+                    group: path.group.clone(),
+                    versions: vec![path.version.clone()],
+                    kind: request
+                        .body
+                        .and_then(|b| b.get("kind"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned(),
+                    plural: path.plural.clone(),
+                    namespaced: path.namespace.is_some(),
+                    crd: None,
+                };
+                &unknown
+            }
+        };
         if let Some(selector) = request.query.get("fieldSelector") {
             FieldSelector::parse_for(&resource.group, &resource.kind, selector)
                 .map_err(|e| bad_request(&e.message))?;
@@ -255,7 +274,7 @@ impl Catalog {
                         "the API version in the data ({have}) does not match the expected API version ({expected})"
                     )));
                 }
-                (_, Some(have)) if have != resource.kind => {
+                (_, Some(have)) if !resource.kind.is_empty() && have != resource.kind => {
                     return Err(bad_request(&format!(
                         "the kind in the data ({have}) does not match the expected kind ({})",
                         resource.kind

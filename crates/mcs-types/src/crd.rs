@@ -35,6 +35,10 @@ use crate::{
 /// The API versions every CRD here serves, with the storage version last.
 pub const VERSIONS: [&str; 2] = ["v1alpha1", "v1beta1"];
 
+/// The API review that approved the `about.k8s.io` group (KEP-2149, the About API), the value of
+/// the `api-approved.kubernetes.io` annotation its CRD must carry.
+pub const ABOUT_API_APPROVAL: &str = "https://github.com/kubernetes/enhancements/pull/3084";
+
 /// The version the API server stores.
 pub const STORAGE_VERSION: &str = "v1beta1";
 
@@ -264,10 +268,19 @@ fn build_crd(shape: CrdShape<'_>) -> CustomResourceDefinition {
         })
         .collect();
     let singular = shape.kind.to_ascii_lowercase();
+    // A CRD of a protected group (`*.k8s.io`, KEP-2337) is refused without the approval
+    // annotation; about-api's own overlay adds the same one.
+    let annotations = kube_syntax::crd::approval_required(shape.group).then(|| {
+        BTreeMap::from([(
+            kube_syntax::crd::APPROVAL_ANNOTATION.to_owned(),
+            ABOUT_API_APPROVAL.to_owned(),
+        )])
+    });
     CustomResourceDefinition {
         metadata: ObjectMeta {
             name: Some(format!("{}.{}", shape.plural, shape.group)),
             labels: (!labels.is_empty()).then_some(labels),
+            annotations,
             ..Default::default()
         },
         spec: CustomResourceDefinitionSpec {

@@ -173,34 +173,15 @@ pub fn dns_label_problem(label: &str, must_start_with_letter: bool) -> Option<St
     ))
 }
 
-/// The bytes a DNS label may hold: lower-case letters, digits and `-`.
-const LABEL_BYTES: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut byte = 0;
-    while byte < 256 {
-        let b = byte as u8;
-        table[byte] = b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-';
-        byte += 1;
-    }
-    table
-};
-
 /// Whether `label` is a valid label (the short path of [`dns_label_problem`], which says why
-/// not): 1 to 63 lower-case letters, digits or `-`, starting and ending with a letter or digit
-/// (a letter with `must_start_with_letter`).
+/// not): Kubernetes' DNS-1123 label, or with `must_start_with_letter` its DNS-1035 label, as
+/// `kube-syntax` defines them.
 fn is_dns_label(label: &[u8], must_start_with_letter: bool) -> bool {
-    let (Some(&first), Some(&last)) = (label.first(), label.last()) else {
-        return false;
-    };
-    let start_ok = if must_start_with_letter {
-        first.is_ascii_lowercase()
+    if must_start_with_letter {
+        kube_syntax::names::is_dns1035_label(label)
     } else {
-        first.is_ascii_lowercase() || first.is_ascii_digit()
-    };
-    label.len() <= MAX_LABEL_LEN
-        && start_ok
-        && (last.is_ascii_lowercase() || last.is_ascii_digit())
-        && label.iter().all(|&b| LABEL_BYTES[usize::from(b)])
+        kube_syntax::names::is_dns1123_label(label)
+    }
 }
 
 fn check_label(part: NamePart, value: &str) -> Result<(), NameError> {
