@@ -1,6 +1,8 @@
 //! A Kubernetes API server in miniature for tests, answering from recorded objects: GET of
-//! one object and lists (one namespace or all) with label selectors (`k=v`, `k`, `k in (a,b)`)
-//! and the `metadata.name` field selector. Resource types that no object has (and that were
+//! one object and lists (one namespace or all) with label and field selectors. It is strict as a
+//! real server is: a selector the server cannot parse is answered 400 BadRequest with the
+//! server's message (kube-syntax's rules), and it refuses to hold a recorded object that a real
+//! server would have refused. Resource types that no object has (and that were
 //! not declared served) answer 404, as an API server does for a CRD that is not installed.
 //! Shared by the unit tests (through a tower-test mock service) and the process tests (over
 //! HTTP on loopback); it records every request.
@@ -8,6 +10,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use kube_syntax::object::{Catalog, Completeness};
+use kube_syntax::selector::{FieldSelector, LabelSelector};
+use kube_syntax::status::Request;
 use serde_json::{Value, json};
 
 /// A request as the fake API server saw it, with its query decoded.
@@ -93,57 +98,18 @@ fn type_path(object: &Value) -> String {
     format!("{prefix}/{}s", kind.to_lowercase())
 }
 
-/// Whether `labels` match a label selector (`k=v`, `k==v`, `k!=v`, `k`, `!k`,
-/// `k in (a,b)`, `k notin (a,b)`, comma-joined).
-pub fn selector_matches(selector: &str, labels: &BTreeMap<String, String>) -> bool {
-    let mut terms = Vec::new();
-    let mut depth = 0;
-    let mut start = 0;
-    for (i, c) in selector.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
-                terms.push(&selector[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    terms.push(&selector[start..]);
-    terms
+/// The API server's rules for the types of a member cluster: the built-in types, the MCS and
+/// About CRDs, and the operator's `CephClusterAddressing` (CephCluster has no CRD here: its
+/// objects get the rules every kind shares).
+pub fn catalog() -> Catalog {
+    let crds = mcs_types::crd::mcs_crds()
+        .unwrap()
         .into_iter()
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .all(|term| {
-            let set = |rest: &str| -> BTreeSet<String> {
-                rest.trim()
-                    .trim_start_matches('(')
-                    .trim_end_matches(')')
-                    .split(',')
-                    .map(|v| v.trim().to_owned())
-                    .collect()
-            };
-            if let Some((key, rest)) = term.split_once(" notin ") {
-                !labels
-                    .get(key.trim())
-                    .is_some_and(|v| set(rest).contains(v))
-            } else if let Some((key, rest)) = term.split_once(" in ") {
-                labels
-                    .get(key.trim())
-                    .is_some_and(|v| set(rest).contains(v))
-            } else if let Some((key, value)) = term.split_once("!=") {
-                labels.get(key.trim()).map(String::as_str) != Some(value.trim())
-            } else if let Some((key, value)) =
-                term.split_once("==").or_else(|| term.split_once('='))
-            {
-                labels.get(key.trim()).map(String::as_str) == Some(value.trim())
-            } else if let Some(key) = term.strip_prefix('!') {
-                !labels.contains_key(key.trim())
-            } else {
-                labels.contains_key(term)
-            }
-        })
+        .chain(mcs_types::crd::about_crds().unwrap())
+        .chain([mcs_ceph_operator::resources::crd()]);
+    crds.fold(Catalog::builtin(), |catalog, crd| {
+        catalog.with_crd(&serde_json::to_value(crd).unwrap())
+    })
 }
 
 /// The fake API server's data and rules.
@@ -152,6 +118,7 @@ pub struct FakeApi {
     objects: Vec<Value>,
     served: BTreeSet<String>,
     forbidden: BTreeSet<String>,
+    catalog: Catalog,
 }
 
 fn status(code: u16, reason: &str, message: &str) -> Vec<u8> {
@@ -165,7 +132,22 @@ fn status(code: u16, reason: &str, message: &str) -> Vec<u8> {
 impl FakeApi {
     /// Serves `objects`; core types (Services, ConfigMaps, EndpointSlices, Deployments) are
     /// always served, custom types only when an object has them (or [`FakeApi::serve`]).
+    ///
+    /// # Panics
+    /// When an object breaks the API server's rules: a real server never stores one, so a
+    /// fixture holding one would let the code under test see what no cluster can show it.
     pub fn new(objects: Vec<Value>) -> Self {
+        let catalog = catalog();
+        for object in &objects {
+            let errors = catalog.object_errors(object, Completeness::Whole);
+            assert!(
+                errors.is_empty(),
+                "a real API server would refuse the recorded {} {:?}: {}",
+                object["kind"],
+                object["metadata"]["name"],
+                errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+            );
+        }
         let mut served: BTreeSet<String> = [
             "/api/v1/services",
             "/api/v1/configmaps",
@@ -180,6 +162,7 @@ impl FakeApi {
             objects,
             served,
             forbidden: BTreeSet::new(),
+            catalog,
         }
     }
 
@@ -199,6 +182,16 @@ impl FakeApi {
     pub fn respond(&self, request: &Seen) -> (u16, Vec<u8>) {
         if request.method != "GET" {
             return (405, status(405, "MethodNotAllowed", "read-only fake"));
+        }
+        let checked = Request {
+            method: &request.method,
+            path: &request.path,
+            query: &request.query,
+            content_type: "",
+            body: None,
+        };
+        if let Err(refusal) = self.catalog.check_request(&checked) {
+            return (refusal.code, serde_json::to_vec(&refusal.body).unwrap());
         }
         let path = request.path.as_str();
         let (prefix, rest) = if let Some(rest) = path.strip_prefix("/api/v1/") {
@@ -268,16 +261,14 @@ impl FakeApi {
                 ),
             );
         }
-        let label_selector = request
-            .query
-            .get("labelSelector")
-            .cloned()
-            .unwrap_or_default();
-        let field_name = request
-            .query
-            .get("fieldSelector")
-            .and_then(|f| f.strip_prefix("metadata.name="))
-            .map(str::to_owned);
+        // Both parse: check_request refused the request otherwise.
+        let label_selector = LabelSelector::parse(
+            request.query.get("labelSelector").map_or("", String::as_str),
+        )
+        .unwrap();
+        let field_selector =
+            FieldSelector::parse(request.query.get("fieldSelector").map_or("", String::as_str))
+                .unwrap();
         let matching: Vec<Value> = self
             .objects
             .iter()
@@ -285,14 +276,15 @@ impl FakeApi {
             .filter(|o| namespace.is_none_or(|ns| o["metadata"]["namespace"] == ns))
             .filter(|o| name.is_none_or(|n| o["metadata"]["name"] == n))
             .filter(|o| {
-                field_name
-                    .as_deref()
-                    .is_none_or(|n| o["metadata"]["name"] == n)
+                field_selector.matches(|field| {
+                    let pointer = format!("/{}", field.replace('.', "/"));
+                    o.pointer(&pointer).and_then(Value::as_str).map(str::to_owned)
+                })
             })
             .filter(|o| {
                 let labels: BTreeMap<String, String> =
                     serde_json::from_value(o["metadata"]["labels"].clone()).unwrap_or_default();
-                selector_matches(&label_selector, &labels)
+                label_selector.matches(&labels)
             })
             .cloned()
             .collect();
@@ -318,23 +310,69 @@ impl FakeApi {
 }
 
 #[cfg(test)]
-mod selector_tests {
+mod strict_tests {
     use super::*;
+
+    fn get(target: &str) -> (u16, Value) {
+        let (code, body) = FakeApi::new(Vec::new()).respond(&seen("GET", target));
+        (code, serde_json::from_slice(&body).unwrap())
+    }
+
+    #[test]
+    fn a_selector_a_real_server_cannot_parse_is_answered_400_with_its_message() {
+        let (code, body) = get(
+            "/apis/discovery.k8s.io/v1/endpointslices?labelSelector=endpointslice.kubernetes.io%2Fmanaged-by%3Dclusterset.io%2Fmcs-controller",
+        );
+        assert_eq!(code, 400);
+        assert_eq!(body["reason"], "BadRequest");
+        assert!(
+            body["message"].as_str().unwrap().starts_with(
+                "unable to parse requirement: values[0][endpointslice.kubernetes.io/managed-by]: Invalid value: \"clusterset.io/mcs-controller\""
+            ),
+            "{body}"
+        );
+        let (code, _) = get(
+            "/apis/discovery.k8s.io/v1/endpointslices?labelSelector=endpointslice.kubernetes.io%2Fmanaged-by%3Dmcs-controller.clusterset.io",
+        );
+        assert_eq!(code, 200);
+    }
+
+    #[test]
+    fn an_unsupported_field_selector_is_answered_400() {
+        let (code, body) = get("/api/v1/services?fieldSelector=spec.type%3DClusterIP");
+        assert_eq!(code, 400);
+        assert_eq!(body["message"], "field label not supported: spec.type");
+    }
 
     #[test]
     fn selectors_match_as_kubernetes_does() {
-        let labels: BTreeMap<String, String> = [("app", "rook-ceph-mon"), ("mon", "a")]
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect();
-        assert!(selector_matches("", &labels));
-        assert!(selector_matches("app=rook-ceph-mon,mon", &labels));
-        assert!(selector_matches(
-            "app in (rook-ceph-osd, rook-ceph-mon)",
-            &labels
-        ));
-        assert!(!selector_matches("app in (rook-ceph-osd),mon", &labels));
-        assert!(!selector_matches("osd", &labels));
-        assert!(selector_matches("!osd,mon!=b", &labels));
+        let mon = json!({"apiVersion": "v1", "kind": "Service", "metadata": {
+            "name": "rook-ceph-mon-a", "namespace": "rook-ceph",
+            "labels": {"app": "rook-ceph-mon", "mon": "a"}},
+            "spec": {"ports": [{"port": 3300}]}});
+        let api = FakeApi::new(vec![mon]);
+        let count = |selector: &str| {
+            let target = format!("/api/v1/services?labelSelector={selector}");
+            let (code, body) = api.respond(&seen("GET", &target));
+            assert_eq!(code, 200, "{selector}");
+            let list: Value = serde_json::from_slice(&body).unwrap();
+            list["items"].as_array().unwrap().len()
+        };
+        assert_eq!(count(""), 1);
+        assert_eq!(count("app%3Drook-ceph-mon%2Cmon"), 1);
+        assert_eq!(count("app+in+%28rook-ceph-osd%2C+rook-ceph-mon%29"), 1);
+        assert_eq!(count("app+in+%28rook-ceph-osd%29%2Cmon"), 0);
+        assert_eq!(count("osd"), 0);
+        assert_eq!(count("%21osd%2Cmon%21%3Db"), 1);
+    }
+
+    #[test]
+    #[should_panic(expected = "a real API server would refuse the recorded")]
+    fn a_fixture_a_real_server_would_refuse_is_not_served() {
+        let slice = json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "web-east", "namespace": "demo", "labels": {
+                "endpointslice.kubernetes.io/managed-by": "clusterset.io/mcs-controller"}},
+            "addressType": "IPv4", "endpoints": []});
+        let _ = FakeApi::new(vec![slice]);
     }
 }
