@@ -12,6 +12,8 @@
 //!   test runs from; build it first with `cargo build -p clusterset-agent`).
 #![forbid(unsafe_code)]
 
+pub mod scenarios;
+
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::{SocketAddr, TcpListener};
@@ -24,8 +26,8 @@ use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::discovery::pinned_kind;
 use kube::core::GroupVersionKind;
+use kube::discovery::pinned_kind;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
@@ -153,21 +155,32 @@ impl Cluster {
     /// Server-side applies one object (as JSON), forced, under [`MANAGER`].
     pub async fn apply(&self, object: &serde_json::Value) -> anyhow::Result<()> {
         let object: DynamicObject = serde_json::from_value(object.clone())?;
-        let types = object.types.clone().context("an object without apiVersion/kind")?;
+        let types = object
+            .types
+            .clone()
+            .context("an object without apiVersion/kind")?;
         let gvk = GroupVersionKind::try_from(&types)?;
         let (resource, capabilities) = pinned_kind(&self.client, &gvk)
             .await
             .with_context(|| format!("{} {} is not served", types.api_version, types.kind))?;
-        let name = object.metadata.name.clone().context("an object without a name")?;
+        let name = object
+            .metadata
+            .name
+            .clone()
+            .context("an object without a name")?;
         let api: Api<DynamicObject> = match &object.metadata.namespace {
             Some(ns) if capabilities.scope == kube::discovery::Scope::Namespaced => {
                 Api::namespaced_with(self.client.clone(), ns, &resource)
             }
             _ => Api::all_with(self.client.clone(), &resource),
         };
-        api.patch(&name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&object))
-            .await
-            .with_context(|| format!("cannot apply {} {name} to {}", types.kind, self.id))?;
+        api.patch(
+            &name,
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(&object),
+        )
+        .await
+        .with_context(|| format!("cannot apply {} {name} to {}", types.kind, self.id))?;
         Ok(())
     }
 
@@ -308,14 +321,13 @@ pub async fn dig(server: SocketAddr, name: &str, record: &str) -> anyhow::Result
         .collect())
 }
 
-/// One `clusterset-agent run` process of a member cluster, with ServiceAccount credentials.
+/// A daemon of ours run as a process (an agent or the operator): started, killed with SIGKILL,
+/// started again with the same flags; ready when its `/readyz` answers 200.
 #[derive(Debug)]
-pub struct Agent {
-    /// The cluster id.
-    pub cluster_id: String,
-    /// DNS address (UDP and TCP).
-    pub dns: SocketAddr,
-    /// HTTP address (`/metrics`, `/readyz`).
+pub struct Daemon {
+    /// What it is (`agent east`), for messages.
+    pub name: String,
+    /// Its HTTP address (`/metrics`, `/healthz`, `/readyz`).
     pub http: SocketAddr,
     command: Vec<String>,
     env: BTreeMap<String, String>,
@@ -323,49 +335,35 @@ pub struct Agent {
     child: Option<Child>,
 }
 
-impl Agent {
-    /// Prepares the agent of `member` with `broker_kubeconfig` (the hub, as `agent-<id>`) and
-    /// `local_kubeconfig` (the member, as `clusterset-system/clusterset-agent`); global CIDR
-    /// `242.<n>.0.0/16`, clusterset CIDR `243.<n>.0.0/16`.
+impl Daemon {
+    /// A daemon running `binary` with `args`, `KUBECONFIG=kubeconfig`, logging to
+    /// `<log_dir>/<file name of name>.log`.
     pub fn new(
-        settings: &Settings,
-        member: &Cluster,
-        n: u8,
-        local_kubeconfig: &Path,
-        broker_kubeconfig: &Path,
+        name: &str,
+        binary: &Path,
+        args: Vec<String>,
+        kubeconfig: &Path,
+        http: SocketAddr,
         log_dir: &Path,
-    ) -> anyhow::Result<Self> {
-        let dns = SocketAddr::from(([127, 0, 0, 1], free_port()?));
-        let http = SocketAddr::from(([127, 0, 0, 1], free_port()?));
-        let binary = settings.binary("clusterset-agent")?;
-        let command = vec![
-            binary.display().to_string(),
-            "run".to_owned(),
-            format!("--cluster-id={}", member.id),
-            format!("--identity=e2e-agent-{}", member.id),
-            format!("--broker-kubeconfig={}", broker_kubeconfig.display()),
-            format!("--global-cidr=242.{n}.0.0/16"),
-            format!("--clusterset-cidr=243.{n}.0.0/16"),
-            format!("--dns-listen={dns}"),
-            format!("--http-listen={http}"),
-            "--lease-seconds=10".to_owned(),
-        ];
+    ) -> Self {
+        let mut command = vec![binary.display().to_string()];
+        command.extend(args);
         let env = BTreeMap::from([
-            ("KUBECONFIG".to_owned(), local_kubeconfig.display().to_string()),
+            ("KUBECONFIG".to_owned(), kubeconfig.display().to_string()),
             ("RUST_LOG".to_owned(), "info".to_owned()),
+            ("PATH".to_owned(), std::env::var("PATH").unwrap_or_default()),
         ]);
-        Ok(Self {
-            cluster_id: member.id.clone(),
-            dns,
+        Self {
+            name: name.to_owned(),
             http,
             command,
             env,
-            log: log_dir.join(format!("agent-{}.log", member.id)),
+            log: log_dir.join(format!("{}.log", name.replace(' ', "-"))),
             child: None,
-        })
+        }
     }
 
-    /// Starts the process (its output appended to its log) and waits until `/readyz` is 200.
+    /// Starts the process (output appended to its log) and waits until `/readyz` is 200.
     pub async fn start(&mut self) -> anyhow::Result<()> {
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -375,7 +373,6 @@ impl Agent {
             .args(&self.command[1..])
             .env_clear()
             .envs(&self.env)
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
@@ -384,9 +381,8 @@ impl Agent {
             .with_context(|| format!("cannot start {}", self.command[0]))?;
         self.child = Some(child);
         let http = self.http;
-        let log = self.log.clone();
         wait_for(
-            &format!("agent {} to be ready", self.cluster_id),
+            &format!("{} to be ready", self.name),
             Duration::from_secs(60),
             || async move {
                 match http_get(http, "/readyz").await {
@@ -397,7 +393,7 @@ impl Agent {
             },
         )
         .await
-        .with_context(|| format!("see the agent's log {}", log.display()))
+        .with_context(|| format!("see the log {}", self.log.display()))
     }
 
     /// Kills the process (SIGKILL: no clean shutdown) and reaps it.
@@ -408,8 +404,357 @@ impl Agent {
         Ok(())
     }
 
-    /// The agent's log so far.
+    /// Whether the process is still running.
+    pub fn running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
+    /// The sum of every series of the counter or gauge `family` on `/metrics`.
+    pub async fn metric(&self, family: &str) -> anyhow::Result<f64> {
+        let (code, body) = http_get(self.http, "/metrics").await?;
+        if code != 200 {
+            bail!("/metrics of {} answered {code}", self.name);
+        }
+        Ok(body
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter(|l| {
+                l.strip_prefix(family)
+                    .is_some_and(|rest| rest.starts_with(' ') || rest.starts_with('{'))
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum())
+    }
+
+    /// The daemon's log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+}
+
+/// One `clusterset-agent run` of a member cluster, with ServiceAccount credentials.
+#[derive(Debug)]
+pub struct Agent {
+    /// The cluster id.
+    pub cluster_id: String,
+    /// DNS address (UDP and TCP).
+    pub dns: SocketAddr,
+    /// The process.
+    pub daemon: Daemon,
+}
+
+impl Agent {
+    /// The agent of `member` with `broker_kubeconfig` (the hub, as `agent-<id>`) and
+    /// `local_kubeconfig` (the member, as `clusterset-system/clusterset-agent`); global CIDR
+    /// `242.<n>.0.0/16`, clusterset CIDR `243.<n>.0.0/16`, Lighthouse-style names served too
+    /// (`<cluster>.<svc>.<ns>.svc.clusterset.local`, which the operator resolves).
+    pub fn new(
+        settings: &Settings,
+        member: &Cluster,
+        n: u8,
+        local_kubeconfig: &Path,
+        broker_kubeconfig: &Path,
+        log_dir: &Path,
+    ) -> anyhow::Result<Self> {
+        let dns = SocketAddr::from(([127, 0, 0, 1], free_port()?));
+        let http = SocketAddr::from(([127, 0, 0, 1], free_port()?));
+        let args = vec![
+            "run".to_owned(),
+            format!("--cluster-id={}", member.id),
+            format!("--identity=e2e-agent-{}", member.id),
+            format!("--broker-kubeconfig={}", broker_kubeconfig.display()),
+            format!("--global-cidr=242.{n}.0.0/16"),
+            format!("--clusterset-cidr=243.{n}.0.0/16"),
+            format!("--dns-listen={dns}"),
+            format!("--http-listen={http}"),
+            "--lease-seconds=10".to_owned(),
+            "--lighthouse-names".to_owned(),
+        ];
+        let daemon = Daemon::new(
+            &format!("agent {}", member.id),
+            &settings.binary("clusterset-agent")?,
+            args,
+            local_kubeconfig,
+            http,
+            log_dir,
+        );
+        Ok(Self {
+            cluster_id: member.id.clone(),
+            dns,
+            daemon,
+        })
+    }
+}
+
+/// The tests share two clusters and one agent per cluster id: they run one at a time.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The namespace of the hub's broker (deploy/clusterset-agent/hub.yaml).
+pub const BROKER_NAMESPACE: &str = "clusterset-broker";
+/// The agent's namespace on a member (deploy/clusterset-agent/member.yaml).
+pub const AGENT_NAMESPACE: &str = "clusterset-system";
+/// The operator's namespace (deploy/mcs-ceph-operator/operator.yaml).
+pub const OPERATOR_NAMESPACE: &str = "mcs-ceph-operator";
+
+fn documents(file: &str) -> anyhow::Result<Vec<serde_json::Value>> {
+    let text = std::fs::read_to_string(repo_root().join(file))
+        .with_context(|| format!("cannot read {file}"))?;
+    Ok(serde_saphyr::from_multiple(&text)?)
+}
+
+/// Two clusters with the CRDs and deploy/'s RBAC installed and an agent running in each (east
+/// is also the hub), for one test at a time.
+pub struct World {
+    /// The settings.
+    pub settings: Settings,
+    /// Cluster east (member and hub).
+    pub east: Cluster,
+    /// Cluster west.
+    pub west: Cluster,
+    /// The agents: east's, then west's.
+    pub agents: Vec<Agent>,
+    /// Kubeconfigs and logs.
+    pub dir: tempfile::TempDir,
+    /// Where the daemons log (`CLUSTERSET_E2E_LOG_DIR`, default inside `dir`).
+    pub logs: PathBuf,
+    namespaces: Vec<String>,
+    _serial: tokio::sync::MutexGuard<'static, ()>,
+}
+
+impl World {
+    /// Installs everything and starts both agents (with ServiceAccount tokens).
+    pub async fn start() -> anyhow::Result<Self> {
+        let serial = SERIAL.lock().await;
+        let settings = Settings::from_env()?;
+        let east = Cluster::connect("east", &settings.east_context).await?;
+        let west = Cluster::connect("west", &settings.west_context).await?;
+        let started = Instant::now();
+        install(&east, &west).await?;
+        println!(
+            "installed the CRDs and deploy/'s RBAC on both clusters in {:?}",
+            started.elapsed()
+        );
+        let dir = tempfile::tempdir()?;
+        let logs = std::env::var_os("CLUSTERSET_E2E_LOG_DIR")
+            .map_or_else(|| dir.path().to_path_buf(), PathBuf::from);
+        std::fs::create_dir_all(&logs)?;
+        let mut agents = Vec::new();
+        for (n, member) in [(1u8, &east), (2u8, &west)] {
+            let local = member
+                .service_account_kubeconfig(AGENT_NAMESPACE, "clusterset-agent", dir.path())
+                .await?;
+            let broker = east
+                .service_account_kubeconfig(
+                    BROKER_NAMESPACE,
+                    &format!("agent-{}", member.id),
+                    dir.path(),
+                )
+                .await?;
+            let mut agent = Agent::new(&settings, member, n, &local, &broker, &logs)?;
+            agent.daemon.start().await?;
+            println!(
+                "agent {} ready with ServiceAccount credentials, DNS on {}",
+                member.id, agent.dns
+            );
+            agents.push(agent);
+        }
+        Ok(Self {
+            settings,
+            east,
+            west,
+            agents,
+            dir,
+            logs,
+            namespaces: Vec::new(),
+            _serial: serial,
+        })
+    }
+
+    /// A new namespace `<prefix>-<seconds>` in both clusters (MCS namespace sameness), deleted
+    /// by [`World::stop`].
+    pub async fn namespace(&mut self, prefix: &str) -> anyhow::Result<String> {
+        let seconds = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_secs();
+        let name = format!("{prefix}-{seconds}");
+        for cluster in [&self.east, &self.west] {
+            cluster
+                .apply(&serde_json::json!({
+                    "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}
+                }))
+                .await?;
+        }
+        self.namespaces.push(name.clone());
+        Ok(name)
+    }
+
+    /// Prints every daemon's log (after a failure).
+    pub fn print_logs(&self) {
+        for agent in &self.agents {
+            eprintln!(
+                "---- log of {} ----\n{}",
+                agent.daemon.name,
+                agent.daemon.log()
+            );
+        }
+    }
+
+    /// Kills the agents and deletes the test namespaces.
+    pub async fn stop(mut self) -> anyhow::Result<()> {
+        for agent in &mut self.agents {
+            agent.daemon.kill().await?;
+        }
+        for cluster in [&self.east, &self.west] {
+            let namespaces: Api<k8s_openapi::api::core::v1::Namespace> =
+                Api::all(cluster.client.clone());
+            for name in &self.namespaces {
+                let _ = namespaces
+                    .delete(name, &kube::api::DeleteParams::default())
+                    .await;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Installs the CRDs and deploy/'s RBAC: the broker on east (the hub) with a ServiceAccount per
+/// member, the agent's ClusterRole and ServiceAccount on each member, the operator's on east.
+async fn install(east: &Cluster, west: &Cluster) -> anyhow::Result<()> {
+    for cluster in [east, west] {
+        for crd in mcs_types::crd::mcs_crds()?
+            .into_iter()
+            .chain(mcs_types::crd::about_crds()?)
+        {
+            cluster.apply(&serde_json::to_value(crd)?).await?;
+        }
+    }
+    east.apply(&serde_json::to_value(clusterset_agent::broker::crd())?)
+        .await?;
+    for document in documents("deploy/mcs-ceph-operator/crd.yaml")? {
+        east.apply(&document).await?;
+    }
+    for cluster in [east, west] {
+        wait_for(
+            "the MCS CRDs to be served",
+            Duration::from_secs(60),
+            || async move {
+                let api: Api<mcs_types::v1beta1::ServiceExport> = Api::all(cluster.client.clone());
+                Ok(api
+                    .list(&kube::api::ListParams::default().limit(1))
+                    .await
+                    .ok()
+                    .map(|_| ()))
+            },
+        )
+        .await?;
+    }
+    let hub = documents("deploy/clusterset-agent/hub.yaml")?;
+    for document in &hub {
+        east.apply(document).await?;
+    }
+    // hub.yaml shows east's ServiceAccount and RoleBinding; every member gets its own.
+    for document in &hub {
+        let kind = document["kind"].as_str().unwrap_or("");
+        if kind == "ServiceAccount" || kind == "RoleBinding" {
+            let text = serde_json::to_string(document)?.replace("agent-east", "agent-west");
+            east.apply(&serde_json::from_str(&text)?).await?;
+        }
+    }
+    // The daemons run here as processes: their Deployments and Services are not applied.
+    let rbac = |document: &serde_json::Value| {
+        matches!(
+            document["kind"].as_str().unwrap_or(""),
+            "Namespace"
+                | "ServiceAccount"
+                | "ClusterRole"
+                | "ClusterRoleBinding"
+                | "Role"
+                | "RoleBinding"
+        )
+    };
+    for document in documents("deploy/clusterset-agent/member.yaml")? {
+        if rbac(&document) {
+            east.apply(&document).await?;
+            west.apply(&document).await?;
+        }
+    }
+    for document in documents("deploy/mcs-ceph-operator/operator.yaml")? {
+        if rbac(&document) {
+            east.apply(&document).await?;
+        }
+    }
+    Ok(())
+}
+
+/// A stand-in for the kubelet on API servers without nodes: every pod of `namespace` is bound
+/// to a node that does not exist and marked Running and Ready with a pod IP, as a kubelet
+/// would report it. Runs until the task is dropped or aborted.
+pub fn kubelet(cluster: &Cluster, namespace: &str) -> tokio::task::JoinHandle<()> {
+    use futures::StreamExt;
+    use k8s_openapi::api::core::v1::Pod;
+    let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), namespace);
+    tokio::spawn(async move {
+        let mut next_ip = 10u32;
+        let mut events =
+            kube::runtime::watcher(pods.clone(), kube::runtime::watcher::Config::default()).boxed();
+        while let Some(event) = events.next().await {
+            let pod = match event {
+                Ok(kube::runtime::watcher::Event::Apply(pod))
+                | Ok(kube::runtime::watcher::Event::InitApply(pod)) => pod,
+                _ => continue,
+            };
+            let ready = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+            if ready || pod.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            let Some(name) = pod.metadata.name.clone() else {
+                continue;
+            };
+            if pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.node_name.as_ref())
+                .is_none()
+            {
+                let binding = serde_json::json!({
+                    "apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
+                    "target": {"apiVersion": "v1", "kind": "Node", "name": "e2e-node"},
+                });
+                let _ = pods
+                    .create_subresource::<_, serde_json::Value>(
+                        "binding",
+                        &name,
+                        &PostParams::default(),
+                        &binding,
+                    )
+                    .await;
+            }
+            next_ip += 1;
+            let ip = format!("10.244.{}.{}", next_ip / 250, next_ip % 250 + 1);
+            let now = k8s_openapi::jiff::Timestamp::now().to_string();
+            let status = serde_json::json!({
+                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                "status": {
+                    "phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}],
+                    "conditions": [
+                        {"type": "Ready", "status": "True", "lastTransitionTime": now},
+                        {"type": "ContainersReady", "status": "True", "lastTransitionTime": now},
+                    ],
+                },
+            });
+            let _ = pods
+                .patch_status(
+                    &name,
+                    &PatchParams::apply("e2e-kubelet").force(),
+                    &Patch::Apply(&status),
+                )
+                .await;
+        }
+    })
 }
