@@ -145,7 +145,11 @@ impl FakeApi {
                 "a real API server would refuse the recorded {} {:?}: {}",
                 object["kind"],
                 object["metadata"]["name"],
-                errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+                errors
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
             );
         }
         let mut served: BTreeSet<String> = [
@@ -263,12 +267,19 @@ impl FakeApi {
         }
         // Both parse: check_request refused the request otherwise.
         let label_selector = LabelSelector::parse(
-            request.query.get("labelSelector").map_or("", String::as_str),
+            request
+                .query
+                .get("labelSelector")
+                .map_or("", String::as_str),
         )
         .unwrap();
-        let field_selector =
-            FieldSelector::parse(request.query.get("fieldSelector").map_or("", String::as_str))
-                .unwrap();
+        let field_selector = FieldSelector::parse(
+            request
+                .query
+                .get("fieldSelector")
+                .map_or("", String::as_str),
+        )
+        .unwrap();
         let matching: Vec<Value> = self
             .objects
             .iter()
@@ -278,7 +289,9 @@ impl FakeApi {
             .filter(|o| {
                 field_selector.matches(|field| {
                     let pointer = format!("/{}", field.replace('.', "/"));
-                    o.pointer(&pointer).and_then(Value::as_str).map(str::to_owned)
+                    o.pointer(&pointer)
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
                 })
             })
             .filter(|o| {
