@@ -40,42 +40,44 @@ pub fn approval_required(group: &str) -> bool {
     is_protected_group(group)
 }
 
+/// What `url.ParseRequestURI` accepts with a scheme and a host (`https://github.com/...`).
 fn is_url(value: &str) -> bool {
     let Some((scheme, rest)) = value.split_once("://") else {
         return false;
     };
-    !scheme.is_empty()
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    scheme.starts_with(|c: char| c.is_ascii_alphabetic())
         && scheme
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-        && !rest.is_empty()
-        && !rest.contains(char::is_whitespace)
+        && !host.is_empty()
+        && !host.contains(|c: char| c.is_whitespace() || c.is_control())
+        && !rest.contains(char::is_control)
 }
 
-/// The problems of a CRD's approval annotation for `group`.
+/// The problems of a CRD's approval annotation for `group` (`validateAPIApproval` on create):
+/// none for groups that are not protected, whatever the annotation says; for protected groups,
+/// `Required` when missing or empty, `Invalid` unless a URL or a value starting with
+/// `unapproved`.
 pub fn approval_errors(group: &str, annotations: &BTreeMap<String, String>) -> Vec<FieldError> {
+    if !is_protected_group(group) {
+        return Vec::new();
+    }
     let field = format!("metadata.annotations[{APPROVAL_ANNOTATION}]");
-    let protected = is_protected_group(group);
-    match annotations.get(APPROVAL_ANNOTATION) {
-        None if protected => vec![FieldError::required(
+    match annotations.get(APPROVAL_ANNOTATION).map(String::as_str) {
+        None | Some("") => vec![FieldError::required(
             &field,
             format!(
                 "protected groups must have approval annotation {APPROVAL_ANNOTATION:?}, see https://github.com/kubernetes/enhancements/pull/1111"
-            ),
-        )],
-        None => Vec::new(),
-        Some(value) if !protected => vec![FieldError::invalid(
-            &field,
-            value,
-            format!(
-                "approval annotation {APPROVAL_ANNOTATION:?} is only allowed for protected groups (k8s.io, kubernetes.io and their subdomains)"
             ),
         )],
         Some(value) if value.starts_with("unapproved") || is_url(value) => Vec::new(),
         Some(value) => vec![FieldError::invalid(
             &field,
             value,
-            "protected groups must have approval annotation with a URL of the API review, or a value starting with \"unapproved\"",
+            format!(
+                "protected groups must have approval annotation {APPROVAL_ANNOTATION:?} with either a URL or a reason starting with \"unapproved\", see https://github.com/kubernetes/enhancements/pull/1111"
+            ),
         )],
     }
 }
@@ -113,11 +115,7 @@ pub fn crd_errors(crd: &Value) -> Vec<FieldError> {
     } else {
         let problems = dns1123_subdomain_problems(group);
         if !problems.is_empty() {
-            errors.push(FieldError::invalid(
-                "spec.group",
-                group,
-                problems.join(", "),
-            ));
+            errors.push(FieldError::invalid("spec.group", group, problems.join(",")));
         } else if !group.contains('.') {
             errors.push(FieldError::invalid(
                 "spec.group",
@@ -130,26 +128,22 @@ pub fn crd_errors(crd: &Value) -> Vec<FieldError> {
         group,
         &string_map(crd.pointer("/metadata/annotations")),
     ));
-    let lower_dns1035 = |field: &str, value: &str, errors: &mut Vec<FieldError>| {
-        let problems = dns1035_label_problems(&value.to_ascii_lowercase());
+    // `ValidateCustomResourceDefinitionNames`: problems joined with ",".
+    let dns1035 = |field: &str, value: &str, errors: &mut Vec<FieldError>| {
+        let problems = dns1035_label_problems(value);
         if !problems.is_empty() {
-            errors.push(FieldError::invalid(field, value, problems.join(", ")));
+            errors.push(FieldError::invalid(field, value, problems.join(",")));
         }
     };
-    for key in ["plural", "singular"] {
-        let value = text(crd, &format!("/spec/names/{key}"));
-        if value.is_empty() && key == "plural" {
-            errors.push(FieldError::required("spec.names.plural", ""));
-        } else if !value.is_empty() {
-            let problems = dns1035_label_problems(value);
-            if !problems.is_empty() {
-                errors.push(FieldError::invalid(
-                    &format!("spec.names.{key}"),
-                    value,
-                    problems.join(", "),
-                ));
-            }
-        }
+    if plural.is_empty() {
+        errors.push(FieldError::required("spec.names.plural", ""));
+    } else {
+        dns1035("spec.names.plural", plural, &mut errors);
+    }
+    // Singular and listKind are defaulted from the kind when missing.
+    let singular = text(crd, "/spec/names/singular");
+    if !singular.is_empty() {
+        dns1035("spec.names.singular", singular, &mut errors);
     }
     for key in ["kind", "listKind"] {
         let value = text(crd, &format!("/spec/names/{key}"));
@@ -158,8 +152,26 @@ pub fn crd_errors(crd: &Value) -> Vec<FieldError> {
                 errors.push(FieldError::required("spec.names.kind", ""));
             }
         } else {
-            lower_dns1035(&format!("spec.names.{key}"), value, &mut errors);
+            let problems = dns1035_label_problems(&value.to_ascii_lowercase());
+            if !problems.is_empty() {
+                errors.push(FieldError::invalid(
+                    &format!("spec.names.{key}"),
+                    value,
+                    format!(
+                        "may have mixed case, but should otherwise match: {}",
+                        problems.join(",")
+                    ),
+                ));
+            }
         }
+    }
+    let kind = text(crd, "/spec/names/kind");
+    if !kind.is_empty() && kind == text(crd, "/spec/names/listKind") {
+        errors.push(FieldError::invalid(
+            "spec.names.listKind",
+            kind,
+            "kind and listKind may not be the same",
+        ));
     }
     for key in ["shortNames", "categories"] {
         for (i, item) in crd
@@ -169,7 +181,7 @@ pub fn crd_errors(crd: &Value) -> Vec<FieldError> {
             .flatten()
             .enumerate()
         {
-            lower_dns1035(
+            dns1035(
                 &format!("spec.names.{key}[{i}]"),
                 item.as_str().unwrap_or(""),
                 &mut errors,
@@ -189,13 +201,8 @@ pub fn crd_errors(crd: &Value) -> Vec<FieldError> {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    if versions.is_empty() {
-        errors.push(FieldError::required(
-            "spec.versions",
-            "must have exactly one version marked as storage version",
-        ));
-    }
     let mut seen = BTreeSet::new();
+    let mut unique = true;
     let mut storage = 0;
     for (i, version) in versions.iter().enumerate() {
         let field = format!("spec.versions[{i}]");
@@ -205,12 +212,10 @@ pub fn crd_errors(crd: &Value) -> Vec<FieldError> {
             errors.push(FieldError::invalid(
                 &format!("{field}.name"),
                 name,
-                problems.join(", "),
+                problems.join(","),
             ));
         }
-        if !seen.insert(name.to_owned()) {
-            errors.push(FieldError::duplicate(&format!("{field}.name"), name));
-        }
+        unique &= seen.insert(name.to_owned());
         if version.get("storage").and_then(Value::as_bool) == Some(true) {
             storage += 1;
         }
@@ -225,10 +230,19 @@ pub fn crd_errors(crd: &Value) -> Vec<FieldError> {
             )),
         }
     }
-    if !versions.is_empty() && storage != 1 {
+    // Both at `spec.versions`, the versions as the value, as upstream reports them.
+    let all = Value::Array(versions.clone());
+    if !unique {
         errors.push(FieldError::invalid_json(
             "spec.versions",
-            &Value::from(storage),
+            &all,
+            "must contain unique version names",
+        ));
+    }
+    if storage != 1 {
+        errors.push(FieldError::invalid_json(
+            "spec.versions",
+            &all,
             "must have exactly one version marked as storage version",
         ));
     }
@@ -358,7 +372,15 @@ fn walk_structural(field: &str, schema: &Value, in_junctor: bool, errors: &mut V
                 &["array", "boolean", "integer", "number", "object", "string"],
             ));
         }
-        if object.contains_key("properties") && object.contains_key("additionalProperties") {
+        // `additionalProperties: true` beside properties is allowed; false or a schema is not.
+        if object
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(|p| !p.is_empty())
+            && object
+                .get("additionalProperties")
+                .is_some_and(|a| a.is_object() || *a == Value::Bool(false))
+        {
             errors.push(FieldError::forbidden(
                 &format!("{field}.additionalProperties"),
                 "additionalProperties and properties are mutual exclusive",
@@ -413,6 +435,12 @@ fn walk_structural(field: &str, schema: &Value, in_junctor: bool, errors: &mut V
     if let Some(child) = object.get("items") {
         walk_structural(&format!("{field}.items"), child, in_junctor, errors);
     }
+    // The int-or-string patterns are allowed: `anyOf: [{type: integer}, {type: string}]`, or
+    // the same as the `anyOf` of the first `allOf`.
+    let int_or_string = object
+        .get("x-kubernetes-int-or-string")
+        .and_then(Value::as_bool)
+        == Some(true);
     for junctor in ["allOf", "anyOf", "oneOf"] {
         for (i, child) in object
             .get(junctor)
@@ -421,12 +449,33 @@ fn walk_structural(field: &str, schema: &Value, in_junctor: bool, errors: &mut V
             .flatten()
             .enumerate()
         {
-            walk_structural(&format!("{field}.{junctor}[{i}]"), child, true, errors);
+            let path = format!("{field}.{junctor}[{i}]");
+            if int_or_string && junctor == "anyOf" && is_int_or_string_any_of(object.get("anyOf")) {
+                continue;
+            }
+            if int_or_string
+                && junctor == "allOf"
+                && i == 0
+                && is_int_or_string_any_of(child.get("anyOf"))
+            {
+                let mut rest = child.clone();
+                if let Some(map) = rest.as_object_mut() {
+                    map.remove("anyOf");
+                }
+                walk_structural(&path, &rest, true, errors);
+                continue;
+            }
+            walk_structural(&path, child, true, errors);
         }
     }
     if let Some(child) = object.get("not") {
         walk_structural(&format!("{field}.not"), child, true, errors);
     }
+}
+
+/// Whether `any_of` is exactly `[{"type": "integer"}, {"type": "string"}]`.
+fn is_int_or_string_any_of(any_of: Option<&Value>) -> bool {
+    any_of == Some(&serde_json::json!([{"type": "integer"}, {"type": "string"}]))
 }
 
 /// The `openAPIV3Schema` of `version` in a CRD (as JSON), if it has one.
@@ -495,6 +544,20 @@ pub fn schema_errors(field: &str, value: &Value, schema: &Value) -> Vec<FieldErr
     let mut errors = Vec::new();
     check_schema(field, value, schema, true, &mut errors);
     errors
+}
+
+/// `field: Duplicate value: <value>`, the value printed as Go prints it: a string quoted, an
+/// object or a number as JSON.
+fn duplicate(field: &str, value: &Value) -> FieldError {
+    let shown = match value {
+        Value::String(text) => crate::error::go_quote(text),
+        other => other.to_string(),
+    };
+    FieldError {
+        field: field.to_owned(),
+        kind: crate::error::ErrorKind::Duplicate(shown),
+        detail: String::new(),
+    }
 }
 
 fn join(field: &str, key: &str) -> String {
@@ -663,13 +726,13 @@ fn check_schema(
             }
             match get("x-kubernetes-list-type").and_then(Value::as_str) {
                 Some("set") => {
-                    let mut seen = BTreeSet::new();
+                    // The second appearance of each repeated item, once.
+                    let mut seen = BTreeMap::new();
                     for (i, item) in items.iter().enumerate() {
-                        if !seen.insert(item.to_string()) {
-                            errors.push(FieldError::duplicate(
-                                &format!("{field}[{i}]"),
-                                &item.to_string(),
-                            ));
+                        let count = seen.entry(item.to_string()).or_insert(0);
+                        *count += 1;
+                        if *count == 2 {
+                            errors.push(duplicate(&format!("{field}[{i}]"), item));
                         }
                     }
                 }
@@ -680,21 +743,19 @@ fn check_schema(
                         .flatten()
                         .filter_map(Value::as_str)
                         .collect();
-                    let mut seen = BTreeSet::new();
+                    // The second appearance of each repeated key, once, shown as the keys'
+                    // object (`{"type":"Ready"}`).
+                    let mut seen = BTreeMap::new();
                     for (i, item) in items.iter().enumerate() {
-                        let key: Vec<String> = keys
+                        let shown_key: serde_json::Map<String, Value> = keys
                             .iter()
-                            .map(|k| item.get(*k).map(Value::to_string).unwrap_or_default())
+                            .filter_map(|k| item.get(*k).map(|v| ((*k).to_owned(), v.clone())))
                             .collect();
-                        if !seen.insert(key.clone()) {
-                            let shown_key: serde_json::Map<String, Value> = keys
-                                .iter()
-                                .filter_map(|k| item.get(*k).map(|v| ((*k).to_owned(), v.clone())))
-                                .collect();
-                            errors.push(FieldError::duplicate(
-                                &format!("{field}[{i}]"),
-                                &Value::Object(shown_key).to_string(),
-                            ));
+                        let shown_key = Value::Object(shown_key);
+                        let count = seen.entry(shown_key.to_string()).or_insert(0);
+                        *count += 1;
+                        if *count == 2 {
+                            errors.push(duplicate(&format!("{field}[{i}]"), &shown_key));
                         }
                     }
                 }

@@ -97,6 +97,58 @@ impl Invalid {
     pub fn at(&self, field: &str) -> FieldError {
         FieldError::invalid(field, &self.value, self.detail())
     }
+
+    /// This error as one field error at `field` per problem, as the API server lists them
+    /// (`for _, msg := range IsQualifiedName(..) { field.Invalid(..., msg) }`).
+    pub fn each_at(&self, field: &str) -> Vec<FieldError> {
+        self.problems
+            .iter()
+            .map(|problem| FieldError::invalid(field, &self.value, problem.as_str()))
+            .collect()
+    }
+}
+
+/// Whether Go's `unicode.IsPrint` holds for `c` (near enough: control characters, white space
+/// other than ' ' and the common format characters are not printable).
+pub(crate) fn is_printable(c: char) -> bool {
+    c == ' '
+        || !(c.is_control()
+            || c.is_whitespace()
+            || matches!(
+                c,
+                '\u{ad}'
+                    | '\u{200b}'..='\u{200f}'
+                    | '\u{202a}'..='\u{202e}'
+                    | '\u{2060}'..='\u{2064}'
+                    | '\u{feff}'
+            ))
+}
+
+/// `text` quoted as Go's `%q` (`strconv.Quote`) quotes it, as field errors print values.
+pub(crate) fn go_quote(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if is_printable(c) => out.push(c),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{b}' => out.push_str("\\v"),
+            c if u32::from(c) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\x{:02x}", u32::from(c)));
+            }
+            c if u32::from(c) < 0x10000 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push_str(&format!("\\U{:08x}", u32::from(c))),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// The type of a field error, as `k8s.io/apimachinery/pkg/util/validation/field.ErrorType`.
@@ -161,7 +213,7 @@ impl FieldError {
     pub fn invalid(field: &str, value: &str, detail: impl Into<String>) -> Self {
         Self {
             field: field.to_owned(),
-            kind: ErrorKind::Invalid(format!("{value:?}")),
+            kind: ErrorKind::Invalid(go_quote(value)),
             detail: detail.into(),
         }
     }
@@ -180,8 +232,8 @@ impl FieldError {
         Self {
             field: field.to_owned(),
             kind: ErrorKind::NotSupported(
-                format!("{value:?}"),
-                supported.iter().map(|s| format!("{s:?}")).collect(),
+                go_quote(value),
+                supported.iter().map(|s| go_quote(s)).collect(),
             ),
             detail: String::new(),
         }
@@ -191,7 +243,7 @@ impl FieldError {
     pub fn duplicate(field: &str, value: &str) -> Self {
         Self {
             field: field.to_owned(),
-            kind: ErrorKind::Duplicate(format!("{value:?}")),
+            kind: ErrorKind::Duplicate(go_quote(value)),
             detail: String::new(),
         }
     }

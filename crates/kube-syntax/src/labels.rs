@@ -54,15 +54,15 @@ pub fn annotation_key(key: &str) -> Result<(), Invalid> {
 }
 
 /// Every problem of a label map at `field` (`metadata.labels`, `spec.selector`), as the API
-/// server lists them (keys first, then the value, per label).
+/// server lists them (keys first, then the value, per label; one error per problem).
 pub fn labels_errors(field: &str, labels: &BTreeMap<String, String>) -> Vec<FieldError> {
     let mut errors = Vec::new();
     for (key, value) in labels {
         if let Err(invalid) = label_key(key) {
-            errors.push(invalid.at(field));
+            errors.extend(invalid.each_at(field));
         }
         if let Err(invalid) = label_value(value) {
-            errors.push(invalid.at(field));
+            errors.extend(invalid.each_at(field));
         }
     }
     errors
@@ -75,7 +75,7 @@ pub fn annotations_errors(field: &str, annotations: &BTreeMap<String, String>) -
     let mut size = 0usize;
     for (key, value) in annotations {
         if let Err(invalid) = annotation_key(key) {
-            errors.push(invalid.at(field));
+            errors.extend(invalid.each_at(field));
         }
         size += key.len() + value.len();
     }

@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use crate::error::{FieldError, Invalid, Rule};
+use crate::error::{FieldError, Invalid, Rule, is_printable};
 use crate::names::qualified_name_problems;
 
 /// The longest field manager name.
@@ -24,22 +24,60 @@ pub const MAX_CONDITION_MESSAGE_LEN: usize = 32768;
 /// The statuses a condition may have.
 pub const CONDITION_STATUSES: [&str; 3] = ["True", "False", "Unknown"];
 
-/// The `fieldManager` of a write (`ValidateFieldManager` and the patch handler): at most 128
-/// printable characters; required for a server-side apply (`apply`).
-pub fn field_manager(manager: &str, apply: bool) -> Result<(), Invalid> {
+/// The problems of a field manager name (`ValidatePatchOptions` and `ValidateFieldManager`), in
+/// their order: required for apply, at most 128 bytes, one problem per non-printable character.
+fn field_manager_problems(manager: &str, apply: bool) -> Vec<String> {
     let mut problems = Vec::new();
     if manager.is_empty() && apply {
         problems.push("is required for apply patch".to_owned());
     }
-    if manager.chars().count() > MAX_FIELD_MANAGER_LEN {
+    if manager.len() > MAX_FIELD_MANAGER_LEN {
         problems.push(format!(
-            "must be no more than {MAX_FIELD_MANAGER_LEN} characters"
+            "may not be more than {MAX_FIELD_MANAGER_LEN} bytes"
         ));
     }
-    if manager.chars().any(|c| c.is_control()) {
-        problems.push("must consist of printable characters".to_owned());
+    for (i, c) in manager.char_indices() {
+        if !is_printable(c) {
+            problems.push(format!(
+                "invalid character U+{:04X} (at position {i})",
+                u32::from(c)
+            ));
+        }
     }
-    Invalid::check(Rule::FieldManager, manager, problems)
+    problems
+}
+
+/// The `fieldManager` of a write (`ValidateFieldManager` and the patch handler): at most 128
+/// bytes of printable characters; required for a server-side apply (`apply`).
+pub fn field_manager(manager: &str, apply: bool) -> Result<(), Invalid> {
+    Invalid::check(
+        Rule::FieldManager,
+        manager,
+        field_manager_problems(manager, apply),
+    )
+}
+
+/// The field errors of a field manager at `field` (`fieldManager`), as the API server lists
+/// them: `Required value: is required for apply patch`, `Too long: may not be more than 128
+/// bytes`, `Invalid value: "...": invalid character U+0007 (at position 3)`.
+pub fn field_manager_errors(field: &str, manager: &str, apply: bool) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    if manager.is_empty() && apply {
+        errors.push(FieldError::required(field, "is required for apply patch"));
+    }
+    if manager.len() > MAX_FIELD_MANAGER_LEN {
+        errors.push(FieldError::too_long(field, MAX_FIELD_MANAGER_LEN));
+    }
+    for (i, c) in manager.char_indices() {
+        if !is_printable(c) {
+            errors.push(FieldError::invalid(
+                field,
+                manager,
+                format!("invalid character U+{:04X} (at position {i})", u32::from(c)),
+            ));
+        }
+    }
+    errors
 }
 
 /// A condition's `type`: a qualified name of at most 316 characters.
@@ -76,26 +114,31 @@ pub fn condition_reason(value: &str) -> Result<(), Invalid> {
 }
 
 /// Every problem of one `metav1.Condition` (as JSON) at `field` (`status.conditions[0]`), as
-/// `ValidateCondition` lists them.
+/// `ValidateCondition` lists them (one error per problem of the type; the reason's pattern and
+/// length apart).
 pub fn condition_errors(field: &str, condition: &Value) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let text = |key: &str| condition.get(key).and_then(Value::as_str);
     match text("type") {
-        None => errors.push(FieldError::required(&format!("{field}.type"), "")),
+        None | Some("") => errors.push(FieldError::required(
+            &format!("{field}.type"),
+            "is required",
+        )),
         Some(kind) => {
             if let Err(invalid) = condition_type(kind) {
-                errors.push(invalid.at(&format!("{field}.type")));
+                errors.extend(invalid.each_at(&format!("{field}.type")));
             }
         }
     }
     match text("status") {
+        None | Some("") => errors.push(FieldError::required(&format!("{field}.status"), "")),
         Some(status) if CONDITION_STATUSES.contains(&status) => {}
+        // Sorted, as `validConditionStatuses.List()` lists them.
         Some(status) => errors.push(FieldError::not_supported(
             &format!("{field}.status"),
             status,
-            &CONDITION_STATUSES,
+            &["False", "True", "Unknown"],
         )),
-        None => errors.push(FieldError::required(&format!("{field}.status"), "")),
     }
     if let Some(generation) = condition.get("observedGeneration").and_then(Value::as_i64)
         && generation < 0
@@ -109,17 +152,28 @@ pub fn condition_errors(field: &str, condition: &Value) -> Vec<FieldError> {
     if text("lastTransitionTime").is_none_or(str::is_empty) {
         errors.push(FieldError::required(
             &format!("{field}.lastTransitionTime"),
-            "must be set",
+            "",
         ));
     }
     match text("reason") {
-        None | Some("") => errors.push(FieldError::required(
-            &format!("{field}.reason"),
-            "must be set",
-        )),
+        None | Some("") => errors.push(FieldError::required(&format!("{field}.reason"), "")),
         Some(reason) => {
             if let Err(invalid) = condition_reason(reason) {
-                errors.push(invalid.at(&format!("{field}.reason")));
+                for problem in &invalid.problems {
+                    if problem.starts_with("a condition reason") {
+                        errors.push(FieldError::invalid(
+                            &format!("{field}.reason"),
+                            reason,
+                            problem.as_str(),
+                        ));
+                    }
+                }
+            }
+            if reason.len() > MAX_CONDITION_REASON_LEN {
+                errors.push(FieldError::too_long(
+                    &format!("{field}.reason"),
+                    MAX_CONDITION_REASON_LEN,
+                ));
             }
         }
     }

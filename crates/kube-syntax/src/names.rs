@@ -63,9 +63,19 @@ pub fn dns1123_label_problems(value: &str) -> Vec<String> {
         problems.push(max_len_msg(MAX_LABEL_LEN));
     }
     if !is_label_shape(value.as_bytes()) {
-        problems.push(DNS1123_LABEL_MSG.to_owned());
+        // A valid subdomain that is no label (its length checked above) has dots.
+        if is_subdomain_shape(value) {
+            problems.push("must not contain dots".to_owned());
+        } else {
+            problems.push(DNS1123_LABEL_MSG.to_owned());
+        }
     }
     problems
+}
+
+/// Whether `s` is dot-separated DNS-1123 label shapes (any length).
+fn is_subdomain_shape(s: &str) -> bool {
+    s.split('.').all(|part| is_label_shape(part.as_bytes()))
 }
 
 /// A DNS-1123 label (`IsDNS1123Label`): 1-63 lower-case letters, digits or `-`, starting and
@@ -80,7 +90,7 @@ pub fn dns1123_subdomain_problems(value: &str) -> Vec<String> {
     if value.len() > MAX_SUBDOMAIN_LEN {
         problems.push(max_len_msg(MAX_SUBDOMAIN_LEN));
     }
-    if !value.split('.').all(|part| is_label_shape(part.as_bytes())) {
+    if !is_subdomain_shape(value) {
         problems.push(DNS1123_SUBDOMAIN_MSG.to_owned());
     }
     problems
@@ -161,7 +171,7 @@ pub fn qualified_name_problems(value: &str) -> Vec<String> {
     } else if name.len() > MAX_QUALIFIED_NAME_LEN {
         problems.push(format!("name part {}", max_len_msg(MAX_QUALIFIED_NAME_LEN)));
     }
-    if !name.is_empty() && !is_qualified_name_part(name) {
+    if !is_qualified_name_part(name) {
         problems.push(QUALIFIED_NAME_MSG.to_owned());
     }
     problems
@@ -179,19 +189,20 @@ pub fn iana_service_name_problems(value: &str) -> Vec<String> {
     if value.len() > 15 {
         problems.push(max_len_msg(15));
     }
-    if !value
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    if value.is_empty()
+        || !value
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
     {
         problems.push(
             "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".to_owned(),
         );
     }
-    if value.contains("--") {
-        problems.push("must not contain consecutive hyphens".to_owned());
-    }
     if !value.bytes().any(|b| b.is_ascii_lowercase()) {
         problems.push("must contain at least one letter (a-z)".to_owned());
+    }
+    if value.contains("--") {
+        problems.push("must not contain consecutive hyphens".to_owned());
     }
     if value.starts_with('-') || value.ends_with('-') {
         problems.push("must not begin or end with a hyphen".to_owned());

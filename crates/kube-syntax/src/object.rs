@@ -190,15 +190,25 @@ impl Catalog {
             }
             _ => {}
         }
-        if let Some(crd) = resource.and_then(|r| r.crd.as_ref()) {
-            match version_schema(crd, version) {
+        if let Some((resource, crd)) = resource.and_then(|r| r.crd.as_ref().map(|c| (r, c))) {
+            // Only served versions have a schema to follow; others are not there.
+            let served = resource.versions.iter().any(|v| v == version);
+            match version_schema(crd, version).filter(|_| served) {
                 Some(schema) => {
                     let mut found = schema_errors("", object, schema);
                     if !whole {
                         found.retain(|e| e.kind != crate::error::ErrorKind::Required);
                     }
                     errors.extend(found);
-                    errors.extend(status_condition_errors(object));
+                    // Where the schema declares the conditions, it alone checks them, as on a
+                    // real server; where it leaves them free (preserve-unknown-fields), they are
+                    // checked as `metav1.Condition`s (`ValidateConditions`).
+                    if schema
+                        .pointer("/properties/status/properties/conditions")
+                        .is_none()
+                    {
+                        errors.extend(status_condition_errors(object));
+                    }
                 }
                 None => errors.push(FieldError::not_supported("apiVersion", api_version, &[])),
             }
@@ -234,8 +244,12 @@ fn items<'a>(value: &'a Value, pointer: &str) -> &'a [Value] {
         .map_or(&[], Vec::as_slice)
 }
 
-fn problems_error(field: &str, value: &str, problems: Vec<String>) -> Option<FieldError> {
-    (!problems.is_empty()).then(|| FieldError::invalid(field, value, problems.join(", ")))
+/// One `Invalid` error per problem, as the API server lists them.
+fn problems_error(field: &str, value: &str, problems: Vec<String>) -> Vec<FieldError> {
+    problems
+        .into_iter()
+        .map(|problem| FieldError::invalid(field, value, problem))
+        .collect()
 }
 
 /// `ValidateObjectMeta` for an object of `kind` in `group`.
@@ -321,10 +335,11 @@ pub fn metadata_errors(
             ));
         }
     }
-    for (i, finalizer) in items(object, "/metadata/finalizers").iter().enumerate() {
+    for finalizer in items(object, "/metadata/finalizers") {
+        // `ValidateFinalizers` reports at `metadata.finalizers`, without the index.
         let finalizer = finalizer.as_str().unwrap_or("");
         errors.extend(problems_error(
-            &format!("metadata.finalizers[{i}]"),
+            "metadata.finalizers",
             finalizer,
             qualified_name_problems(finalizer),
         ));
@@ -337,7 +352,7 @@ pub fn metadata_errors(
             if text(owner, &format!("/{key}")).is_none_or(str::is_empty) {
                 errors.push(FieldError::required(
                     &format!("metadata.ownerReferences[{i}].{key}"),
-                    "",
+                    "must not be empty",
                 ));
             }
         }
@@ -348,19 +363,21 @@ pub fn metadata_errors(
 fn status_condition_errors(object: &Value) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let mut types = BTreeSet::new();
+    // `ValidateConditions`: a repeated type is a duplicate at the condition, listed first.
     for (i, condition) in items(object, "/status/conditions").iter().enumerate() {
         let field = format!("status.conditions[{i}]");
-        errors.extend(condition_errors(&field, condition));
         if let Some(kind) = text(condition, "/type")
             && !types.insert(kind.to_owned())
         {
-            errors.push(FieldError::duplicate(&format!("{field}.type"), kind));
+            errors.push(FieldError::duplicate(&field, kind));
         }
+        errors.extend(condition_errors(&field, condition));
     }
     errors
 }
 
-const PROTOCOLS: [&str; 3] = ["TCP", "UDP", "SCTP"];
+/// Sorted, as `sets.List(supportedPortProtocols)` lists them in messages.
+const PROTOCOLS: [&str; 3] = ["SCTP", "TCP", "UDP"];
 
 fn port_number_error(field: &str, value: &Value, allow_zero: bool) -> Option<FieldError> {
     let low = if allow_zero { 0 } else { 1 };
@@ -664,6 +681,29 @@ fn core_event_errors(event: &Value) -> Vec<FieldError> {
         .collect()
 }
 
+/// `IsConfigMapKey`: at most 253 of `[-._a-zA-Z0-9]`, and not `.`, `..` or `..*`.
+fn config_key_problems(key: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    if key.len() > 253 {
+        problems.push(crate::names::max_len_msg(253));
+    }
+    if key.is_empty()
+        || !key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
+        problems.push("a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')".to_owned());
+    }
+    if key == "." {
+        problems.push("must not be '.'".to_owned());
+    } else if key == ".." {
+        problems.push("must not be '..'".to_owned());
+    } else if key.starts_with("..") {
+        problems.push("must not start with '..'".to_owned());
+    }
+    problems
+}
+
 fn data_key_errors(object: &Value) -> Vec<FieldError> {
     let mut errors = Vec::new();
     for section in ["data", "binaryData", "stringData"] {
@@ -673,18 +713,11 @@ fn data_key_errors(object: &Value) -> Vec<FieldError> {
             .into_iter()
             .flat_map(|m| m.keys())
         {
-            let valid = !key.is_empty()
-                && key.len() <= 253
-                && key
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-            if !valid {
-                errors.push(FieldError::invalid(
-                    &format!("{section}[{key}]"),
-                    key,
-                    "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')",
-                ));
-            }
+            errors.extend(problems_error(
+                &format!("{section}[{key}]"),
+                key,
+                config_key_problems(key),
+            ));
         }
     }
     errors

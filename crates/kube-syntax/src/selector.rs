@@ -121,7 +121,11 @@ impl Requirement {
         }
         for (i, value) in values.iter().enumerate() {
             if let Err(invalid) = label_value(value) {
-                return Err(invalid.at(&format!("values[{i}][{key}]")));
+                return Err(FieldError::invalid(
+                    &format!("values[{i}][{key}]"),
+                    value,
+                    invalid.problems.join("; "),
+                ));
             }
         }
         Ok(Self {
@@ -216,6 +220,11 @@ impl Token {
     }
 }
 
+/// The lexer's white space: space, tab, carriage return and new line only.
+fn is_blank(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\r' | '\n')
+}
+
 fn is_special(c: char) -> bool {
     matches!(c, '!' | '=' | ',' | '(' | ')' | '<' | '>')
 }
@@ -226,7 +235,7 @@ fn lex(input: &str) -> Vec<Token> {
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
-        if c.is_whitespace() {
+        if is_blank(c) {
             i += 1;
             continue;
         }
@@ -248,7 +257,7 @@ fn lex(input: &str) -> Vec<Token> {
             continue;
         }
         let start = i;
-        while i < chars.len() && !chars[i].is_whitespace() && !is_special(chars[i]) {
+        while i < chars.len() && !is_blank(chars[i]) && !is_special(chars[i]) {
             i += 1;
         }
         let word: String = chars[start..i].iter().collect();
@@ -272,6 +281,16 @@ impl Parser {
         self.tokens.get(self.position).unwrap_or(&Token::End)
     }
 
+    /// The next token where a key or a value may stand: `in` and `notin` are identifiers there
+    /// (`in=notin` is the key `in` equal to `notin`).
+    fn peek_value(&self) -> Token {
+        match self.peek() {
+            Token::In => Token::Identifier("in".to_owned()),
+            Token::NotIn => Token::Identifier("notin".to_owned()),
+            other => other.clone(),
+        }
+    }
+
     fn next(&mut self) -> Token {
         let token = self.peek().clone();
         if self.position < self.tokens.len() {
@@ -280,39 +299,53 @@ impl Parser {
         token
     }
 
+    fn next_value(&mut self) -> Token {
+        let token = self.peek_value();
+        self.next();
+        token
+    }
+
     fn found(token: &Token, expected: &str) -> SelectorError {
         SelectorError::new(format!("found '{}', expected: {expected}", token.text()))
     }
 
+    /// One requirement (`parseRequirement`); its errors are wrapped by the caller.
     fn requirement(&mut self) -> Result<Requirement, SelectorError> {
         let mut operator = None;
-        if *self.peek() == Token::Bang {
-            self.next();
+        let mut token = self.next_value();
+        if token == Token::Bang {
             operator = Some(Operator::DoesNotExist);
+            token = self.next_value();
         }
-        let key = match self.next() {
+        let key = match token {
             Token::Identifier(key) => key,
-            other => return Err(Self::found(&other, "!, identifier, or 'end of string'")),
+            other => return Err(Self::found(&other, "identifier")),
         };
+        if let Err(invalid) = label_key(&key) {
+            // `labels.Parse` checks the key at a nil field path, printed `<nil>`.
+            return Err(SelectorError::new(
+                FieldError::invalid("<nil>", &key, invalid.problems.join("; ")).to_string(),
+            ));
+        }
         let build = |key: &str, operator, values| {
-            Requirement::new(key, operator, values).map_err(|error| {
-                SelectorError::new(format!("unable to parse requirement: {error}"))
-            })
+            Requirement::new(key, operator, values)
+                .map_err(|error| SelectorError::new(error.to_string()))
         };
         if let Some(operator) = operator {
             return build(&key, operator, Vec::new());
         }
-        let operator = match self.peek() {
-            Token::End | Token::Comma => return build(&key, Operator::Exists, Vec::new()),
+        if matches!(self.peek_value(), Token::End | Token::Comma) {
+            return build(&key, Operator::Exists, Vec::new());
+        }
+        let operator = match self.next() {
             Token::Equals | Token::DoubleEquals => Operator::Equals,
             Token::NotEquals => Operator::NotEquals,
             Token::In => Operator::In,
             Token::NotIn => Operator::NotIn,
             Token::Greater => Operator::GreaterThan,
             Token::Less => Operator::LessThan,
-            other => return Err(Self::found(other, "in, notin, =, ==, !=, gt, lt")),
+            other => return Err(Self::found(&other, "in, notin, =, ==, !=, gt, lt")),
         };
-        self.next();
         let values = match operator {
             Operator::In | Operator::NotIn => self.set_values()?,
             _ => self.exact_value()?,
@@ -320,8 +353,9 @@ impl Parser {
         build(&key, operator, values)
     }
 
+    /// `parseExactValue`: one identifier, or nothing (the empty value).
     fn exact_value(&mut self) -> Result<Vec<String>, SelectorError> {
-        match self.peek().clone() {
+        match self.peek_value() {
             Token::End | Token::Comma => Ok(vec![String::new()]),
             Token::Identifier(value) => {
                 self.next();
@@ -331,63 +365,89 @@ impl Parser {
         }
     }
 
+    /// `parseValues`: `(a,b)`, sorted and without duplicates; empty items are the empty value.
     fn set_values(&mut self) -> Result<Vec<String>, SelectorError> {
-        let open = self.next();
+        let open = self.next_value();
         if open != Token::Open {
-            return Err(Self::found(&open, "'('"));
+            // Upstream's wording has no comma here.
+            return Err(SelectorError::new(format!(
+                "found '{}' expected: '('",
+                open.text()
+            )));
         }
         let mut values = BTreeSet::new();
-        if *self.peek() == Token::Close {
-            self.next();
-            values.insert(String::new());
-            return Ok(values.into_iter().collect());
+        match self.peek_value() {
+            Token::Close => {
+                self.next();
+                values.insert(String::new());
+                return Ok(values.into_iter().collect());
+            }
+            Token::Identifier(_) | Token::Comma => {}
+            other => return Err(Self::found(&other, "',', ')' or identifier")),
         }
+        // `parseIdentifiersList`: returns with `)` ahead.
         loop {
-            match self.next() {
+            match self.next_value() {
                 Token::Identifier(value) => {
                     values.insert(value);
-                    match self.next() {
+                    match self.peek_value() {
                         Token::Comma => {}
-                        Token::Close => return Ok(values.into_iter().collect()),
+                        Token::Close => break,
                         other => return Err(Self::found(&other, "',' or ')'")),
                     }
                 }
                 Token::Comma => {
-                    values.insert(String::new());
+                    if values.is_empty() {
+                        values.insert(String::new());
+                    }
+                    match self.peek_value() {
+                        Token::Close => {
+                            values.insert(String::new());
+                            break;
+                        }
+                        Token::Comma => {
+                            values.insert(String::new());
+                        }
+                        _ => {}
+                    }
                 }
-                Token::Close => {
-                    values.insert(String::new());
-                    return Ok(values.into_iter().collect());
-                }
-                other => return Err(Self::found(&other, "',', ')' or identifier")),
+                other => return Err(Self::found(&other, "',', or identifier")),
             }
         }
+        self.next();
+        Ok(values.into_iter().collect())
     }
 }
 
 impl LabelSelector {
-    /// Parses a label selector string as the API server does for `?labelSelector=`.
+    /// Parses a label selector string as the API server does for `?labelSelector=`, with its
+    /// messages: errors inside a requirement start with `unable to parse requirement: `.
     pub fn parse(text: &str) -> Result<Self, SelectorError> {
         let mut parser = Parser {
             tokens: lex(text),
             position: 0,
         };
         let mut requirements = Vec::new();
-        if *parser.peek() == Token::End {
-            return Ok(Self { requirements });
-        }
         loop {
-            requirements.push(parser.requirement()?);
-            match parser.next() {
+            match parser.peek_value() {
+                Token::Identifier(_) | Token::Bang => {}
                 Token::End => break,
-                Token::Comma => {
-                    if *parser.peek() == Token::End {
-                        return Err(Parser::found(
-                            &Token::End,
-                            "!, identifier, or 'end of string'",
-                        ));
-                    }
+                other => {
+                    return Err(Parser::found(&other, "!, identifier, or 'end of string'"));
                 }
+            }
+            let requirement = parser.requirement().map_err(|error| {
+                SelectorError::new(format!("unable to parse requirement: {error}"))
+            })?;
+            requirements.push(requirement);
+            match parser.next_value() {
+                Token::End => break,
+                Token::Comma => match parser.peek_value() {
+                    Token::Identifier(_) | Token::Bang => {}
+                    other => {
+                        return Err(Parser::found(&other, "identifier after ','"));
+                    }
+                },
                 other => return Err(Parser::found(&other, "',' or 'end of string'")),
             }
         }
@@ -468,7 +528,7 @@ pub fn extra_selectable_fields(group: &str, kind: &str) -> &'static [&'static st
     }
 }
 
-/// Splits on an unescaped `sep` (`\` escapes `\`, `,`, `=` and `!`).
+/// Splits on an unescaped `sep` (`splitTerms`: a `\\` keeps the next character, escape and all).
 fn split_unescaped(text: &str, sep: char) -> Vec<String> {
     let mut parts = Vec::new();
     let mut current = String::new();
@@ -493,13 +553,15 @@ fn split_unescaped(text: &str, sep: char) -> Vec<String> {
     parts
 }
 
+/// `fields.UnescapeValue`: `\\`, `\,` and `\=` are the only escapes; `,` and `=` must be
+/// escaped.
 fn unescape(value: &str) -> Result<String, SelectorError> {
     let mut out = String::new();
     let mut chars = value.chars();
     while let Some(c) = chars.next() {
         if c == '\\' {
             match chars.next() {
-                Some(e @ ('\\' | ',' | '=' | '!')) => out.push(e),
+                Some(e @ ('\\' | ',' | '=')) => out.push(e),
                 Some(other) => {
                     return Err(SelectorError::new(format!(
                         "invalid field selector: invalid escape sequence: \\{other}"
@@ -507,13 +569,15 @@ fn unescape(value: &str) -> Result<String, SelectorError> {
                 }
                 None => {
                     return Err(SelectorError::new(
-                        "invalid field selector: unterminated escape sequence",
+                        "invalid field selector: invalid escape sequence: \\",
                     ));
                 }
             }
         } else if matches!(c, ',' | '=') {
+            // Go prints the rune with %v: its code point.
             return Err(SelectorError::new(format!(
-                "invalid field selector: unescaped {c} in value"
+                "invalid field selector: unescaped character in value: {}",
+                u32::from(c)
             )));
         } else {
             out.push(c);
@@ -522,28 +586,36 @@ fn unescape(value: &str) -> Result<String, SelectorError> {
     Ok(out)
 }
 
+/// `splitTerm`: the first `!=`, `==` or `=` from the left splits the term.
+fn split_term(term: &str) -> Option<(&str, bool, &str)> {
+    term.char_indices().find_map(|(i, _)| {
+        let rest = &term[i..];
+        ["!=", "==", "="].iter().find_map(|op| {
+            rest.strip_prefix(op)
+                .map(|value| (&term[..i], *op == "!=", value))
+        })
+    })
+}
+
 impl FieldSelector {
     /// Parses a field selector (`fields.ParseSelector`) without checking which fields the kind
-    /// supports.
+    /// supports. Empty terms are skipped; nothing is trimmed.
     pub fn parse(text: &str) -> Result<Self, SelectorError> {
         let mut requirements = Vec::new();
-        if text.trim().is_empty() {
+        if text.is_empty() {
             return Ok(Self { requirements });
         }
         for term in split_unescaped(text, ',') {
-            let (field, negated, value) = if let Some((f, v)) = term.split_once("!=") {
-                (f, true, v)
-            } else if let Some((f, v)) = term.split_once("==") {
-                (f, false, v)
-            } else if let Some((f, v)) = term.split_once('=') {
-                (f, false, v)
-            } else {
+            if term.is_empty() {
+                continue;
+            }
+            let Some((field, negated, value)) = split_term(&term) else {
                 return Err(SelectorError::new(format!(
                     "invalid selector: '{text}'; can't understand '{term}'"
                 )));
             };
             requirements.push(FieldRequirement {
-                field: field.trim().to_owned(),
+                field: field.to_owned(),
                 negated,
                 value: unescape(value)?,
             });

@@ -25,8 +25,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use crate::error::FieldError;
-use crate::meta::field_manager;
+use crate::error::{FieldError, go_quote};
+use crate::meta::field_manager_errors;
 use crate::object::{Catalog, Completeness, split_api_version};
 use crate::selector::{FieldSelector, LabelSelector};
 
@@ -78,7 +78,7 @@ pub fn not_found(group: &str, plural: &str, name: &str) -> Refusal {
     failure(
         404,
         "NotFound",
-        &format!("{resource} {name:?} not found"),
+        &format!("{resource} {} not found", go_quote(name)),
         Some(json!({"name": name, "group": group, "kind": plural})),
     )
 }
@@ -92,15 +92,18 @@ pub fn invalid(group: &str, kind: &str, name: &str, errors: &[FieldError]) -> Re
     } else {
         format!("{kind}.{group}")
     };
-    let listed = match errors {
-        [one] => one.to_string(),
-        many => format!(
-            "[{}]",
-            many.iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+    // `errors.ToAggregate()` prints each distinct message once, in brackets when several.
+    let mut messages: Vec<String> = Vec::new();
+    for error in errors {
+        let message = error.to_string();
+        if !messages.contains(&message) {
+            messages.push(message);
+        }
+    }
+    let listed = match messages.as_slice() {
+        [] => String::new(),
+        [one] => format!(": {one}"),
+        many => format!(": [{}]", many.join(", ")),
     };
     let causes: Vec<Value> = errors
         .iter()
@@ -109,7 +112,7 @@ pub fn invalid(group: &str, kind: &str, name: &str, errors: &[FieldError]) -> Re
     failure(
         422,
         "Invalid",
-        &format!("{qualified} {name:?} is invalid: {listed}"),
+        &format!("{qualified} {} is invalid{listed}", go_quote(name)),
         Some(json!({"name": name, "group": group, "kind": kind, "causes": causes})),
     )
 }
@@ -160,7 +163,13 @@ pub fn parse_path(path: &str) -> Option<ResourcePath> {
     };
     let segments: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
     let (namespace, tail): (Option<&str>, &[&str]) = match segments.as_slice() {
-        ["namespaces", namespace, tail @ ..] if !tail.is_empty() => (Some(*namespace), tail),
+        // `/namespaces/demo/status` and `/namespaces/demo/finalize` are the namespace's own
+        // subresources, as the request info of the API server reads them.
+        ["namespaces", namespace, tail @ ..]
+            if !tail.is_empty() && !matches!(tail[0], "status" | "finalize") =>
+        {
+            (Some(*namespace), tail)
+        }
         tail => (None, tail),
     };
     let (plural, name, subresource) = match tail {
@@ -221,22 +230,14 @@ impl Catalog {
         let writes = matches!(request.method, "POST" | "PUT" | "PATCH");
         if writes {
             let manager = request.query.get("fieldManager").map_or("", String::as_str);
-            if let Err(problem) = field_manager(manager, apply) {
+            let errors = field_manager_errors("fieldManager", manager, apply);
+            if !errors.is_empty() {
                 let options = match request.method {
                     "POST" => "CreateOptions",
                     "PUT" => "UpdateOptions",
                     _ => "PatchOptions",
                 };
-                return Err(invalid(
-                    "meta.k8s.io",
-                    options,
-                    "",
-                    &[FieldError::invalid(
-                        "fieldManager",
-                        manager,
-                        problem.detail(),
-                    )],
-                ));
+                return Err(invalid("meta.k8s.io", options, "", &errors));
             }
             if apply
                 && request
