@@ -119,8 +119,9 @@ pub struct RunArgs {
     /// when it changes); 0: never.
     #[arg(long, env = "MCS_CEPH_REDISCOVER_SECONDS", default_value_t = 300)]
     pub rediscover_seconds: u64,
-    /// Namespace of Rook's operator (the `rook.io/operator-namespace` label of daemons).
-    #[arg(long, env = "MCS_CEPH_ROOK_OPERATOR_NAMESPACE")]
+    /// Namespace of Rook's operator (the `rook.io/operator-namespace` label of daemons: a
+    /// namespace name, so a valid label value).
+    #[arg(long, env = "MCS_CEPH_ROOK_OPERATOR_NAMESPACE", value_parser = namespace_name)]
     pub rook_operator_namespace: Option<String>,
     /// Address of `/metrics`, `/healthz` and `/readyz`.
     #[arg(long, env = "MCS_CEPH_LISTEN", default_value = "0.0.0.0:8080")]
@@ -400,6 +401,22 @@ mod tests {
             parse(&["--lease-renew-deadline-seconds", "20"]).lease_settings("ops"),
             Err(CliError::LeaseTiming(_))
         ));
+    }
+
+    #[test]
+    fn the_rook_operator_namespace_is_a_namespace_name() {
+        let parse = |value: &str| {
+            Cli::try_parse_from([
+                "mcs-ceph-operator",
+                "run",
+                "--rook-operator-namespace",
+                value,
+            ])
+        };
+        assert!(parse("rook-system").is_ok());
+        // It becomes a label value of every OSD Service: a `/` would have each apply refused.
+        let error = parse("rook/ceph").unwrap_err().to_string();
+        assert!(error.contains("is not a namespace name"), "{error}");
     }
 
     #[test]

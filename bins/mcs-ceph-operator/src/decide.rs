@@ -503,7 +503,7 @@ fn stage(snapshot: &Snapshot, context: &Context) -> Stage {
             Stage::Idle
         };
     }
-    let mut failures = Vec::new();
+    let mut failures: Vec<GuardFailure> = guards::cluster_name(cluster).into_iter().collect();
     let settings = match guards::settings(cluster, &context.config) {
         Ok(settings) => Some(settings),
         Err(failure) => {

@@ -1,5 +1,5 @@
-//! The guards a CephCluster must pass before anything is written for it: a spec the operator
-//! can read, a valid `clusterID`, Ceph 17.2.6 or later, pod networking, the MCS API served, and
+//! The guards a CephCluster must pass before anything is written for it: a name that fits in a
+//! label value, a spec the operator can read, a valid `clusterID`, Ceph 17.2.6 or later, pod networking, the MCS API served, and
 //! an inventory the planner accepts. Each failure has a condition reason and a message that
 //! names the fix.
 
@@ -64,6 +64,23 @@ pub fn settings(cluster: &CephCluster, config: &Config) -> Result<ClusterSetting
     Ok(settings)
 }
 
+/// The guard on the CephCluster's name. Rook puts it in the `app.kubernetes.io/part-of` label
+/// of every daemon and its Services, and so does the planner on the Services the operator
+/// makes: a label value holds at most 63 characters, an object name up to 253. A longer name
+/// would have every Service apply refused by the API server (422), so nothing is written.
+pub fn cluster_name(cluster: &CephCluster) -> Option<GuardFailure> {
+    let name = cluster.metadata.name.as_deref().unwrap_or_default();
+    (name.len() > mcs_types::names::MAX_LABEL_LEN).then(|| GuardFailure {
+        reason: "InvalidName",
+        message: format!(
+            "the CephCluster name {name:?} has {} characters: it is the value of the label app.kubernetes.io/part-of on every Service of the cluster, and a label value holds at most {}: use a CephCluster name of at most {} characters",
+            name.len(),
+            mcs_types::names::MAX_LABEL_LEN,
+            mcs_types::names::MAX_LABEL_LEN
+        ),
+    })
+}
+
 /// The guard on the MCS API.
 pub fn mcs_api(api: &McsApi) -> Option<GuardFailure> {
     match api {
@@ -109,6 +126,22 @@ mod tests {
         let settings = settings(&cluster, &config).unwrap();
         assert_eq!(settings.ceph_version, Some(CephVersion::new(17, 2, 7)));
         assert_eq!(settings.operator_namespace, "rook-system");
+    }
+
+    #[test]
+    fn a_cluster_name_longer_than_a_label_value_is_refused() {
+        let spec = serde_json::json!({});
+        assert_eq!(
+            cluster_name(&CephCluster::new(&"a".repeat(63), "ns", spec.clone())),
+            None
+        );
+        let failure = cluster_name(&CephCluster::new(&"a".repeat(64), "ns", spec)).unwrap();
+        assert_eq!(failure.reason, "InvalidName");
+        assert!(
+            failure.message.contains("has 64 characters"),
+            "{}",
+            failure.message
+        );
     }
 
     #[test]

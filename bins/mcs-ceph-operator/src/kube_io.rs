@@ -1,6 +1,6 @@
 //! The thin kube shell: the [`ClusterApi`] port the reconciler writes through, its kube
-//! implementation ([`KubeApi`]: server-side apply under [`FIELD_MANAGER`], Events through
-//! kube-runtime's recorder), discovery of the MCS API, and the watch caches a snapshot is read
+//! implementation ([`KubeApi`]: server-side apply under [`FIELD_MANAGER`], `events.k8s.io`
+//! Events built by [`event_object`]), discovery of the MCS API, and the watch caches a snapshot is read
 //! from ([`Caches`]), which refuse to answer before every watch has listed once.
 
 use std::sync::Arc;
@@ -9,8 +9,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use async_trait::async_trait;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Service};
-use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
-use kube::runtime::events::{Event, EventType as KubeEventType, Recorder, Reporter};
+use k8s_openapi::api::events::v1::Event as KubeEvent;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::reflector::Store;
 use kube::{Client, Resource, ResourceExt};
 use mcs_types::{v1alpha1, v1beta1};
@@ -40,7 +42,7 @@ pub trait ClusterApi: Send + Sync {
 #[derive(Clone)]
 pub struct KubeApi {
     client: Client,
-    recorder: Recorder,
+    instance: Option<String>,
 }
 
 impl std::fmt::Debug for KubeApi {
@@ -52,14 +54,66 @@ impl std::fmt::Debug for KubeApi {
 impl KubeApi {
     /// Writes through `client`; Events name `instance` (the pod name) as reporting instance.
     pub fn new(client: Client, instance: Option<String>) -> Self {
-        let reporter = Reporter {
-            controller: FIELD_MANAGER.to_owned(),
-            instance,
-        };
-        Self {
-            recorder: Recorder::new(client.clone(), reporter),
-            client,
-        }
+        Self { client, instance }
+    }
+}
+
+/// Object names hold at most this many characters.
+const MAX_NAME_LEN: usize = 253;
+
+/// The Event the operator publishes for `note` about `regarding` at `now`, reported by
+/// [`FIELD_MANAGER`] from `instance` (the pod; the controller's name without one): what
+/// kube-runtime's recorder (and client-go's) makes, named `<regarding>.<nanoseconds in hex>`,
+/// except that the regarding name is cut where that would be longer than an object name may be
+/// (a CephCluster's name may have 253 characters itself; the API server refuses longer names).
+///
+/// ```
+/// use k8s_openapi::api::core::v1::ObjectReference;
+/// use mcs_ceph_operator::decide::EventNote;
+/// use mcs_ceph_operator::kube_io::event_object;
+/// let regarding = ObjectReference {
+///     name: Some("c".repeat(253)), namespace: Some("rook-ceph".into()), ..Default::default()
+/// };
+/// let note = EventNote::warning("InvalidName", "too long".into(), "CheckGuards");
+/// let event = event_object(&regarding, &note, None, "2026-05-01T12:00:00Z".parse().unwrap());
+/// let name = event.metadata.name.unwrap();
+/// assert_eq!(name.len(), 253);
+/// assert!(name.ends_with(".18ab6f4053a98000"), "{name}");
+/// ```
+pub fn event_object(
+    regarding: &ObjectReference,
+    note: &EventNote,
+    instance: Option<&str>,
+    now: Timestamp,
+) -> KubeEvent {
+    let suffix = format!(".{:x}", now.as_nanosecond());
+    let regarding_name = regarding.name.as_deref().unwrap_or(FIELD_MANAGER);
+    let keep = MAX_NAME_LEN.saturating_sub(suffix.len());
+    let prefix = regarding_name
+        .get(..keep.min(regarding_name.len()))
+        .unwrap_or(regarding_name)
+        .trim_end_matches(['.', '-']);
+    KubeEvent {
+        action: Some(note.action.to_owned()),
+        reason: Some(note.reason.clone()),
+        event_time: Some(MicroTime(now)),
+        note: Some(note.note.clone()),
+        metadata: ObjectMeta {
+            name: Some(format!("{prefix}{suffix}")),
+            namespace: regarding.namespace.clone(),
+            ..ObjectMeta::default()
+        },
+        regarding: Some(regarding.clone()),
+        reporting_controller: Some(FIELD_MANAGER.to_owned()),
+        reporting_instance: Some(instance.unwrap_or(FIELD_MANAGER).to_owned()),
+        type_: Some(
+            match note.type_ {
+                EventType::Normal => "Normal",
+                EventType::Warning => "Warning",
+            }
+            .to_owned(),
+        ),
+        ..KubeEvent::default()
     }
 }
 
@@ -184,17 +238,11 @@ impl ClusterApi for KubeApi {
     }
 
     async fn event(&self, regarding: &ObjectReference, event: &EventNote) -> Result<(), ApiError> {
-        let event = Event {
-            type_: match event.type_ {
-                EventType::Normal => KubeEventType::Normal,
-                EventType::Warning => KubeEventType::Warning,
-            },
-            reason: event.reason.clone(),
-            note: Some(event.note.clone()),
-            action: event.action.to_owned(),
-            secondary: None,
-        };
-        self.recorder.publish(&event, regarding).await?;
+        let object = event_object(regarding, event, self.instance.as_deref(), Timestamp::now());
+        let namespace = regarding.namespace.as_deref().unwrap_or("default");
+        Api::<KubeEvent>::namespaced(self.client.clone(), namespace)
+            .create(&PostParams::default(), &object)
+            .await?;
         Ok(())
     }
 }

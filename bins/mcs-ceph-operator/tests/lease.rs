@@ -1,25 +1,25 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers, not only #[test] fns
 //! Leader election: the pure decision over Kubernetes Lease semantics, and the Lease requests
-//! of the elector against a tower-test mock API server (paths, methods, bodies,
-//! `resourceVersion`, what a 404 or a 409 leads to), and the election loop under paused time.
+//! of the elector against a tower-test mock API server that refuses what a real one refuses
+//! (`common::strict`; paths, methods, bodies, `resourceVersion`, what a 404 or a 409 leads
+//! to), and the election loop under paused time.
+
+mod common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use http::{Request, Response, StatusCode};
+use common::strict::{self, Received as Seen, StrictHandle, respond};
+use http::StatusCode;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kube::client::Body;
 use mcs_ceph_operator::lease::{
     Decision, Elector, Leadership, LeaseError, LeaseSettings, Observed, Standing, decide, holder,
     release,
 };
 use mcs_ceph_operator::metrics::Metrics;
 use serde_json::{Value, json};
-use tower_test::mock::{self, Handle};
-
-type ApiHandle = Handle<Request<Body>, Response<Body>>;
 
 const PATH: &str = "/apis/coordination.k8s.io/v1/namespaces/ops/leases";
 
@@ -230,13 +230,6 @@ fn only_the_holder_releases() {
 
 // ---- the elector against a mock API server ----
 
-#[derive(Debug, Clone)]
-struct Seen {
-    method: String,
-    path: String,
-    body: Value,
-}
-
 fn status(code: u16, reason: &str) -> Value {
     json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
            "message": reason, "reason": reason, "code": code})
@@ -248,42 +241,28 @@ fn manual_clock() -> (Arc<Mutex<Timestamp>>, mcs_ceph_operator::lease::Clock) {
     (now, Arc::new(move || *read.lock().unwrap()))
 }
 
-fn elector(identity: &str, clock: mcs_ceph_operator::lease::Clock) -> (Elector, ApiHandle) {
-    let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
-    let client = kube::Client::new(service, "default");
+fn elector(identity: &str, clock: mcs_ceph_operator::lease::Clock) -> (Elector, StrictHandle) {
+    let (client, handle) = strict::pair();
     (Elector::new(client, settings(identity), clock), handle)
 }
 
-/// Answers one request with `answer`, recording it.
+/// Answers one request a real API server accepts with `answer`, recording it (one it refuses
+/// is refused, and fails the test when the handle is dropped).
 async fn serve_one(
-    handle: &mut ApiHandle,
+    handle: &mut StrictHandle,
     seen: &mut Vec<Seen>,
     answer: &mut impl FnMut(&Seen) -> (StatusCode, Value),
 ) {
     let (request, send) = handle.next_request().await.unwrap();
-    let method = request.method().to_string();
-    let path = request.uri().path().to_owned();
-    let bytes = request.into_body().collect_bytes().await.unwrap();
-    let body = if bytes.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_slice(&bytes).unwrap()
-    };
-    let request = Seen { method, path, body };
     let (code, body) = answer(&request);
     seen.push(request);
-    send.send_response(
-        Response::builder()
-            .status(code)
-            .body(Body::from(serde_json::to_vec(&body).unwrap()))
-            .unwrap(),
-    );
+    respond(send, code.as_u16(), &body);
 }
 
 /// One attempt, with `answer` serving every request it makes; the requests in order.
 async fn attempt(
     elector: &mut Elector,
-    handle: &mut ApiHandle,
+    handle: &mut StrictHandle,
     mut answer: impl FnMut(&Seen) -> (StatusCode, Value),
 ) -> (Result<Standing, LeaseError>, Vec<Seen>) {
     let mut seen = Vec::new();
@@ -462,7 +441,9 @@ async fn a_leader_that_cannot_renew_stops_before_the_lease_expires() {
     assert!(metrics.encode().contains("mcs_ceph_operator_leader 1"));
 
     // From now on the API server fails every request; the leader retries every 2 s and gives
-    // up at its 10 s renew deadline, before the 15 s others wait.
+    // up at its 10 s renew deadline, before the 15 s others wait. The test keeps the refusals
+    // of the handle that moves into the task.
+    let (mut handle, _refusals) = handle.detach();
     let serving = tokio::spawn(async move {
         let mut seen = Vec::new();
         let mut fail = |_: &Seen| {

@@ -1,9 +1,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers, not only #[test] fns
-//! The operator's mon-failover ports against a tower-test mock API server: the Kubernetes mon
-//! runtime's requests (paths, field managers, bodies), the driver replacing the first mon with
-//! a mock `CephMonAdmin` while the quorum holds, a restart mid-migration resuming from the
-//! state in the status object without a second new mon, the gate (no migration without the
-//! opt-in annotation), and the admin read from Rook's Secret reaching a real `ceph-mon`.
+//! The operator's mon-failover ports against a tower-test mock API server that refuses what a
+//! real one refuses (`common::strict`): the Kubernetes mon runtime's requests (paths, field
+//! managers, bodies), the driver replacing the first mon with a mock `CephMonAdmin` while the
+//! quorum holds, a restart mid-migration resuming from the state in the status object without
+//! a second new mon, the gate (no migration without the opt-in annotation), and the admin read
+//! from Rook's Secret reaching a real `ceph-mon`.
 
 mod common;
 

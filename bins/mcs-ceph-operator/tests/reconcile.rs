@@ -1,9 +1,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers, not only #[test] fns
-//! The reconciler against a tower-test mock API server (as kube-rs' controller-rs tests do):
-//! every request a reconcile makes — method, path, query (fieldManager, force), content type
-//! and body — for a guard failure, a first enable, exports pending / invalid / conflicting,
-//! a DNS failure and its recovery (mockall resolver), the steady state, MCS disabled, unsynced
-//! caches and a failed write. The caches are real kube reflector stores filled from a
+//! The reconciler against a tower-test mock API server that refuses what a real one refuses
+//! (`common::strict`; as kube-rs' controller-rs tests do): every request a reconcile makes —
+//! method, path, query (fieldManager, force), content type and body — for a guard failure, a
+//! first enable, exports pending / invalid / conflicting, a DNS failure and its recovery
+//! (mockall resolver), the steady state, MCS disabled, unsynced caches, a failed write and a
+//! write refused with 422. The caches are real kube reflector stores filled from a
 //! snapshot; the objects the operator applies are read back from the request bodies into the
 //! next snapshot, so each test walks a cluster through the real HTTP layer. With the mon
 //! migration on, one test walks a whole replacement of mons a, b, c by d, e, f on global IPs,
@@ -135,8 +136,50 @@ async fn run_journaled(
     objects: BTreeMap<String, Value>,
     journal: Option<Journal>,
 ) -> (Result<Action, ReconcileError>, Vec<Seen>, Arc<Metrics>) {
+    let server = Server {
+        fail_first,
+        objects,
+        journal,
+    };
+    let (result, mut server, metrics) =
+        reconcile_on(snapshot, now, resolver, admin, server, Config::default()).await;
+    // Dropping the server fails the test if it refused any request.
+    (result, server.requests(), metrics)
+}
+
+/// How the mock API server of a reconcile starts: its first `fail_first` answers are 500s,
+/// it holds `objects` (by path) and journals every request to `journal` when given.
+struct Server {
+    fail_first: usize,
+    objects: BTreeMap<String, Value>,
+    journal: Option<Journal>,
+}
+
+/// One reconcile of the snapshot's cluster at `now` with `config` against a fresh mock API
+/// server, returned with the result (a test that expects refusals takes them from it).
+async fn reconcile_on(
+    snapshot: &Snapshot,
+    now: Timestamp,
+    resolver: MockClustersetResolver,
+    admin: Option<MockCephMonAdmin>,
+    server: Server,
+    config: Config,
+) -> (Result<Action, ReconcileError>, ApiServer, Arc<Metrics>) {
+    // The API server also holds the Deployments the caches hold: an apply to one is checked
+    // on its merged result, as a real server checks it.
+    let mut objects = server.objects;
+    for deployment in &snapshot.deployments {
+        let meta = &deployment.metadata;
+        objects
+            .entry(format!(
+                "/apis/apps/v1/namespaces/{}/deployments/{}",
+                meta.namespace.as_deref().unwrap(),
+                meta.name.as_deref().unwrap()
+            ))
+            .or_insert_with(|| serde_json::to_value(deployment).unwrap());
+    }
     let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
-    let mut server = ApiServer::start_with(handle, fail_first, objects, journal);
+    let api_server = ApiServer::start_with(handle, server.fail_first, objects, server.journal);
     let client = kube::Client::new(service, "default");
     let metrics = Arc::new(Metrics::new());
     let context = Arc::new(Context {
@@ -146,7 +189,7 @@ async fn run_journaled(
         )),
         resolver: Arc::new(resolver),
         caches: caches(snapshot, true).await,
-        config: Config::default(),
+        config,
         clock: Arc::new(move || now),
         metrics: Arc::clone(&metrics),
         lookup_concurrency: 4,
@@ -158,7 +201,7 @@ async fn run_journaled(
         }),
     });
     let result = reconcile(Arc::new(snapshot.cluster.clone()), context).await;
-    (result, server.requests(), metrics)
+    (result, api_server, metrics)
 }
 
 fn no_lookups() -> MockClustersetResolver {
@@ -824,6 +867,87 @@ async fn nothing_is_done_before_the_caches_have_synced() {
             .encode()
             .contains("mcs_ceph_operator_reconciles_total{kind=\"not_synced\"} 1")
     );
+}
+
+/// The configuration of the strictness tests: a `--rook-operator-namespace` that is no
+/// namespace name (the CLI refuses it; a `Config` built by hand does not). Rook's
+/// `rook.io/operator-namespace` label of every OSD Service carries it, so it is no valid
+/// label value.
+fn operator_namespace_with_a_slash() -> Config {
+    Config {
+        rook_operator_namespace: Some("rook/ceph".into()),
+        ..Config::default()
+    }
+}
+
+/// The mock API server refuses what a real one refuses: an OSD Service whose label value holds
+/// a `/` is answered 422 Invalid, with the cause at `metadata.labels`, and not stored; the
+/// reconcile stops there with the API server's message (nothing else is written, no status).
+#[tokio::test]
+async fn an_invalid_label_value_is_refused_with_422_and_the_reconcile_fails_with_its_message() {
+    let snapshot = rook_cluster(1);
+    let server = Server {
+        fail_first: 0,
+        objects: BTreeMap::new(),
+        journal: None,
+    };
+    let (result, mut server, metrics) = reconcile_on(
+        &snapshot,
+        at(0),
+        no_lookups(),
+        None,
+        server,
+        operator_namespace_with_a_slash(),
+    )
+    .await;
+    let error = result.unwrap_err().to_string();
+    assert!(
+        error.starts_with("apply_service of rook-ceph/rook-ceph-osd-0 failed")
+            && error.contains(r#"Service "rook-ceph-osd-0" is invalid: metadata.labels: Invalid value: "rook/ceph""#),
+        "{error}"
+    );
+    let requests = server.requests();
+    assert_eq!(
+        paths(&requests),
+        [format!("PATCH {SERVICES_PATH}/rook-ceph-osd-0")]
+    );
+    assert_eq!(requests[0].refused, Some(422));
+    let refused = server.take_refusals();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(
+        refused[0].starts_with(&format!(
+            "PATCH {SERVICES_PATH}/rook-ceph-osd-0 -> 422 Invalid: Service \"rook-ceph-osd-0\" is invalid: metadata.labels: Invalid value: \"rook/ceph\": a valid label must be an empty string or consist of alphanumeric characters"
+        )),
+        "{refused:?}"
+    );
+    assert!(
+        metrics
+            .encode()
+            .contains("mcs_ceph_operator_write_errors_total{kind=\"apply_service\"} 1"),
+        "{}",
+        metrics.encode()
+    );
+}
+
+/// A refusal no test takes fails the test: the server panics when it is dropped.
+#[tokio::test]
+#[should_panic(expected = "the mock API server refused 1 requests, as a real kube-apiserver would")]
+async fn a_refusal_the_test_does_not_take_fails_it() {
+    let server = Server {
+        fail_first: 0,
+        objects: BTreeMap::new(),
+        journal: None,
+    };
+    let (result, _server, _) = reconcile_on(
+        &rook_cluster(1),
+        at(0),
+        no_lookups(),
+        None,
+        server,
+        operator_namespace_with_a_slash(),
+    )
+    .await;
+    assert!(result.is_err());
 }
 
 #[tokio::test]

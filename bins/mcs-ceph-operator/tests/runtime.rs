@@ -1,7 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers, not only #[test] fns
-//! The whole runtime against a tower-test mock API server: MCS discovery, one list per watch
-//! (paths, label and field selectors), and the first reconcile's server-side applies, made only
-//! after every list has been answered.
+//! The whole runtime against a tower-test mock API server that refuses what a real one refuses
+//! (`common::strict`): MCS discovery, one list per watch (paths, label and field selectors,
+//! each parsed as the API server parses it), and the first reconcile's server-side applies,
+//! made only after every list has been answered.
 
 mod common;
 
@@ -10,30 +11,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clusterset_dns::resolver::MockClustersetResolver;
+use common::strict::{self, Received as Seen, respond, respond_bytes};
 use common::*;
-use http::{Request, Response, StatusCode};
-use kube::client::Body;
 use mcs_ceph_operator::Config;
 use mcs_ceph_operator::kube_io::KubeApi;
 use mcs_ceph_operator::runtime::{RunOptions, run};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
-use tower_test::mock::{self, Handle, SendResponse};
-
-type ApiHandle = Handle<Request<Body>, Response<Body>>;
-
-#[derive(Debug, Clone)]
-struct Seen {
-    method: String,
-    path: String,
-    query: BTreeMap<String, String>,
-}
-
-fn decode(text: &str) -> String {
-    text.replace("%3D", "=")
-        .replace("%2C", ",")
-        .replace("%2F", "/")
-}
 
 fn list(kind: &str, items: Vec<Value>) -> Vec<u8> {
     serde_json::to_vec(&json!({
@@ -75,20 +59,10 @@ fn to_json<T: serde::Serialize>(object: &T) -> Value {
     serde_json::to_value(object).unwrap()
 }
 
-fn respond(send: SendResponse<Response<Body>>, status: StatusCode, body: Vec<u8>) {
-    send.send_response(
-        Response::builder()
-            .status(status)
-            .body(Body::from(body))
-            .unwrap(),
-    );
-}
-
 /// Runs the operator (watching `watch_namespace`, or every namespace) against a mock API
 /// server until its first three applies, and returns every request until then.
 async fn first_applies(watch_namespace: Option<&str>) -> Vec<Seen> {
-    let (service, mut handle): (_, ApiHandle) = mock::pair::<Request<Body>, Response<Body>>();
-    let client = kube::Client::new(service, "default");
+    let (client, mut handle) = strict::pair();
     let mut resolver = MockClustersetResolver::new();
     resolver.expect_resolve().never();
     let options = RunOptions {
@@ -114,26 +88,21 @@ async fn first_applies(watch_namespace: Option<&str>) -> Vec<Seen> {
     while applies < 3 {
         let (request, send) = tokio::time::timeout(Duration::from_secs(20), handle.next_request())
             .await
-            .unwrap_or_else(|_| panic!("the operator stopped asking after {seen:#?}"))
+            .unwrap_or_else(|_| {
+                panic!(
+                    "the operator stopped asking after {seen:#?}; refused: {:#?}",
+                    handle.log().peek()
+                )
+            })
             .unwrap();
-        let request_seen = Seen {
-            method: request.method().to_string(),
-            path: request.uri().path().to_owned(),
-            query: request
-                .uri()
-                .query()
-                .unwrap_or("")
-                .split('&')
-                .filter_map(|p| p.split_once('='))
-                .map(|(k, v)| (k.to_owned(), decode(v)))
-                .collect(),
-        };
-        seen.push(request_seen.clone());
+        seen.push(request.clone());
         let Seen {
             method,
             path,
             query,
-        } = request_seen;
+            body,
+            ..
+        } = request;
         if path == "/apis/multicluster.x-k8s.io/v1beta1" {
             let resources = json!({
                 "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "multicluster.x-k8s.io/v1beta1",
@@ -142,20 +111,15 @@ async fn first_applies(watch_namespace: Option<&str>) -> Vec<Seen> {
                     {"name": "serviceimports", "singularName": "serviceimport", "namespaced": true, "kind": "ServiceImport", "verbs": ["get", "list", "watch"]}
                 ]
             });
-            respond(
-                send,
-                StatusCode::OK,
-                serde_json::to_vec(&resources).unwrap(),
-            );
+            respond(send, 200, &resources);
         } else if query.get("watch").map(String::as_str) == Some("true") {
             held_watches.push(send);
         } else if method == "GET" {
             let answer = list_answer(&path).unwrap_or_else(|| panic!("unexpected list {path}"));
-            respond(send, StatusCode::OK, answer);
+            respond_bytes(send, 200, answer);
         } else if method == "PATCH" {
             applies += 1;
-            let body = request.into_body().collect_bytes().await.unwrap().to_vec();
-            respond(send, StatusCode::OK, body);
+            respond(send, 200, &body);
         } else {
             panic!("unexpected {method} {path}");
         }
@@ -274,21 +238,55 @@ async fn watching_one_namespace_lists_and_watches_only_that_namespace() {
     assert_eq!(patches, 3);
 }
 
-fn not_found() -> Vec<u8> {
-    serde_json::to_vec(
-        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+/// The mock API server refuses what a real one refuses: a label selector a real API server
+/// cannot parse (the value `clusterset.io/mcs-controller` holds a `/`, as the agent's once
+/// did) is answered 400 BadRequest with the parser's message, and never reaches the test.
+#[tokio::test]
+async fn a_selector_a_real_server_cannot_parse_is_answered_400() {
+    use k8s_openapi::api::core::v1::Service;
+    use kube::api::{Api, ListParams};
+    let (client, mut handle) = strict::pair();
+    let services: Api<Service> = Api::namespaced(client, "rook-ceph");
+    let params =
+        ListParams::default().labels("app.kubernetes.io/managed-by=clusterset.io/mcs-controller");
+    let listing = tokio::spawn(async move { services.list(&params).await });
+    // The list ends (and drops the client) once answered: its result comes first.
+    let error = tokio::select! {
+        biased;
+        result = listing => result.unwrap().unwrap_err(),
+        Some((request, _)) = handle.next_request() => panic!("a request reached the test: {request:?}"),
+    };
+    let kube::Error::Api(status) = &error else {
+        panic!("an API error expected: {error}");
+    };
+    assert_eq!(
+        (status.code, status.reason.as_str()),
+        (400, "BadRequest"),
+        "{status:?}"
+    );
+    assert!(
+        status.message.contains("clusterset.io/mcs-controller"),
+        "{status:?}"
+    );
+    let refused = handle.take_refusals();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(
+        refused[0].starts_with("GET /api/v1/namespaces/rook-ceph/services -> 400 BadRequest: "),
+        "{refused:?}"
+    );
+}
+
+fn not_found() -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
         "status": "Failure", "message": "the server could not find the requested resource",
-        "reason": "NotFound", "code": 404}),
-    )
-    .unwrap()
+        "reason": "NotFound", "code": 404})
 }
 
 #[tokio::test]
 async fn a_newly_served_mcs_api_is_noticed_by_rediscovery() {
     use mcs_ceph_operator::runtime::watch_mcs_api;
     use mcs_ceph_operator::{McsApi, McsVersion};
-    let (service, mut handle): (_, ApiHandle) = mock::pair::<Request<Body>, Response<Body>>();
-    let client = kube::Client::new(service, "default");
+    let (client, mut handle) = strict::pair();
     let known = McsApi::Missing(
         "multicluster.x-k8s.io/v1beta1 is not served, multicluster.x-k8s.io/v1alpha1 is not served"
             .into(),
@@ -298,14 +296,14 @@ async fn a_newly_served_mcs_api_is_noticed_by_rediscovery() {
     for version in ["v1beta1", "v1alpha1"] {
         let (request, send) = handle.next_request().await.unwrap();
         assert_eq!(
-            request.uri().path(),
+            request.path,
             format!("/apis/multicluster.x-k8s.io/{version}")
         );
-        respond(send, StatusCode::NOT_FOUND, not_found());
+        respond(send, 404, &not_found());
     }
     // Second round: v1beta1 is served now.
     let (request, send) = handle.next_request().await.unwrap();
-    assert_eq!(request.uri().path(), "/apis/multicluster.x-k8s.io/v1beta1");
+    assert_eq!(request.path, "/apis/multicluster.x-k8s.io/v1beta1");
     let resources = json!({
         "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "multicluster.x-k8s.io/v1beta1",
         "resources": [
@@ -313,11 +311,7 @@ async fn a_newly_served_mcs_api_is_noticed_by_rediscovery() {
             {"name": "serviceimports", "singularName": "", "namespaced": true, "kind": "ServiceImport", "verbs": ["list"]}
         ]
     });
-    respond(
-        send,
-        StatusCode::OK,
-        serde_json::to_vec(&resources).unwrap(),
-    );
+    respond(send, 200, &resources);
     assert_eq!(watching.await.unwrap(), McsApi::Served(McsVersion::V1Beta1));
 }
 

@@ -1,23 +1,18 @@
 //! A tower-test mock API server shared by the test binaries that check the operator's requests
-//! (the reconciler's and the mon migration's): it answers every request, keeps the objects
-//! applied (merged as server-side apply merges maps) and reports each request as [`Seen`].
+//! (the reconciler's and the mon migration's): it refuses what a real kube-apiserver refuses
+//! ([`super::strict`]), answers every other request, keeps the objects applied (merged as
+//! server-side apply merges maps) and reports each request as [`Seen`].
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use http::{Request, Response, StatusCode};
-use kube::client::Body;
 use mcs_ceph_operator::FIELD_MANAGER;
 use mcs_ceph_operator::mon_migration::MON_FAILOVER_FIELD_MANAGER;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use tower_test::mock::Handle;
 
-/// The test end of a tower-test mock client.
-pub type ApiHandle = Handle<Request<Body>, Response<Body>>;
-
-/// The content type of a server-side apply.
-pub const APPLY: &str = "application/apply-patch+yaml";
+pub use super::strict::{APPLY, ApiHandle};
+use super::strict::{Received, Refusals, StrictHandle, check_stored, respond};
 
 /// One request as the mock API server saw it.
 #[derive(Debug, Clone)]
@@ -26,12 +21,27 @@ pub struct Seen {
     pub method: String,
     /// The URL path.
     pub path: String,
-    /// The query parameters.
+    /// The query parameters, decoded.
     pub query: BTreeMap<String, String>,
     /// The Content-Type header.
     pub content_type: String,
     /// The JSON body (null when empty).
     pub body: Value,
+    /// The status code of the refusal, when the server refused it as a real one would.
+    pub refused: Option<u16>,
+}
+
+impl From<&Received> for Seen {
+    fn from(received: &Received) -> Self {
+        Self {
+            method: received.method.clone(),
+            path: received.path.clone(),
+            query: received.query.clone(),
+            content_type: received.content_type.clone(),
+            body: received.body.clone(),
+            refused: None,
+        }
+    }
 }
 
 impl Seen {
@@ -71,13 +81,18 @@ pub fn merge(stored: &mut Value, applied: &Value) {
 /// line per request, lookup or monmap change).
 pub type Journal = Arc<Mutex<Vec<String>>>;
 
-/// A mock API server that answers every request: applies echo their body (200) and are
-/// merged into `objects`, Event creations echo theirs (201), GETs and DELETEs answer from
-/// `objects` by path (404 otherwise; a DELETE removes the object); `fail_first` requests get a
-/// 500 instead. Each request is also written to the `journal`, when given, as `METHOD path` at
-/// the moment it arrives.
+/// A mock API server that answers every request a real one accepts (see [`super::strict`]:
+/// the others get the real server's 400 or 422, and fail the test unless it
+/// [takes](ApiServer::take_refusals) them): applies are merged into `objects` and answer the
+/// merged object (200) — refused with 422, and not stored, when the merged object is invalid,
+/// as a real server validates the result of an apply — Event creations echo theirs (201), GETs
+/// and DELETEs answer from `objects` by path (404 otherwise; a DELETE removes the object);
+/// `fail_first` accepted requests get a 500 instead. Each request is also written to the
+/// `journal`, when given, as `METHOD path` at the moment it arrives.
+#[must_use = "the server checks its refusals when it is dropped: keep it for the whole test"]
 pub struct ApiServer {
     seen: mpsc::UnboundedReceiver<Seen>,
+    refusals: Refusals,
 }
 
 impl ApiServer {
@@ -94,100 +109,95 @@ impl ApiServer {
     /// A server holding `objects` whose first `fail_first` answers are 500s, journaling every
     /// request to `journal` when given.
     pub fn start_with(
-        mut handle: ApiHandle,
+        handle: ApiHandle,
         fail_first: usize,
         objects: BTreeMap<String, Value>,
         journal: Option<Journal>,
     ) -> Self {
         let (report, seen) = mpsc::unbounded_channel();
+        let (mut handle, refusals) = StrictHandle::new(handle).detach();
         tokio::spawn(async move {
             let mut failures = fail_first;
             let mut objects = objects;
-            while let Some((request, send)) = handle.next_request().await {
-                let (parts, body) = request.into_parts();
-                let bytes = body.collect_bytes().await.unwrap();
-                let body: Value = if bytes.is_empty() {
-                    Value::Null
-                } else {
-                    serde_json::from_slice(&bytes).unwrap()
-                };
-                let query = parts
-                    .uri
-                    .query()
-                    .unwrap_or("")
-                    .split('&')
-                    .filter_map(|p| p.split_once('='))
-                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                    .collect();
-                let seen = Seen {
-                    method: parts.method.to_string(),
-                    path: parts.uri.path().to_owned(),
-                    query,
-                    content_type: parts
-                        .headers
-                        .get(http::header::CONTENT_TYPE)
-                        .map(|v| v.to_str().unwrap().to_owned())
-                        .unwrap_or_default(),
-                    body: body.clone(),
-                };
+            let journal_line = |received: &Received| {
                 if let Some(journal) = &journal {
                     journal
                         .lock()
                         .unwrap()
-                        .push(format!("{} {}", seen.method, seen.path));
+                        .push(format!("{} {}", received.method, received.path));
                 }
-                let _ = report.send(seen.clone());
+            };
+            loop {
+                let next = handle.next_request_seeing(|received, refusal| {
+                    journal_line(received);
+                    let mut seen = Seen::from(received);
+                    seen.refused = Some(refusal.code);
+                    let _ = report.send(seen);
+                });
+                let Some((received, send)) = next.await else {
+                    break;
+                };
+                journal_line(&received);
+                let mut seen = Seen::from(&received);
                 let (status, answer) = if failures > 0 {
                     failures -= 1;
                     (
-                        StatusCode::INTERNAL_SERVER_ERROR,
+                        500,
                         json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
                                "status": "Failure", "message": "etcd is unhappy",
                                "reason": "InternalError", "code": 500}),
                     )
-                } else if seen.method == "POST" {
-                    (StatusCode::CREATED, body)
-                } else if seen.method == "GET" || seen.method == "DELETE" {
-                    let found = if seen.method == "GET" {
-                        objects.get(&seen.path).cloned()
+                } else if received.method == "POST" {
+                    (201, received.body.clone())
+                } else if received.method == "GET" || received.method == "DELETE" {
+                    let found = if received.method == "GET" {
+                        objects.get(&received.path).cloned()
                     } else {
-                        objects.remove(&seen.path)
+                        objects.remove(&received.path)
                     };
                     match found {
-                        Some(object) => (StatusCode::OK, object),
+                        Some(object) => (200, object),
                         None => (
-                            StatusCode::NOT_FOUND,
+                            404,
                             json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
                                    "status": "Failure", "message": "not found",
                                    "reason": "NotFound", "code": 404}),
                         ),
                     }
-                } else {
-                    if seen.content_type == APPLY {
-                        merge(
-                            objects.entry(seen.path.clone()).or_insert(Value::Null),
-                            &body,
-                        );
+                } else if received.is_apply() {
+                    let mut merged = objects.get(&received.path).cloned().unwrap_or(Value::Null);
+                    merge(&mut merged, &received.body);
+                    if let Err(refusal) = check_stored(&merged) {
+                        seen.refused = Some(refusal.code);
+                        let _ = report.send(seen);
+                        handle.log().refuse(&received, send, &refusal);
+                        continue;
                     }
-                    (StatusCode::OK, body)
+                    objects.insert(received.path.clone(), merged.clone());
+                    (200, merged)
+                } else {
+                    (200, received.body.clone())
                 };
-                send.send_response(
-                    Response::builder()
-                        .status(status)
-                        .body(Body::from(serde_json::to_vec(&answer).unwrap()))
-                        .unwrap(),
-                );
+                let _ = report.send(seen);
+                respond(send, status, &answer);
             }
         });
-        Self { seen }
+        Self { seen, refusals }
     }
 
-    /// Every request made so far (a reconcile has returned, so all its requests are in).
+    /// Every request made so far (a reconcile has returned, so all its requests are in),
+    /// refused ones included.
     pub fn requests(&mut self) -> Vec<Seen> {
         let mut all = Vec::new();
         while let Ok(seen) = self.seen.try_recv() {
             all.push(seen);
         }
         all
+    }
+
+    /// The refusals given so far, taken: only a test that expects refusals calls this; any
+    /// refusal left when the server is dropped fails the test.
+    pub fn take_refusals(&self) -> Vec<String> {
+        self.refusals.take()
     }
 }

@@ -5,6 +5,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod api_server;
+pub mod strict;
 
 use std::collections::BTreeMap;
 
@@ -13,7 +14,7 @@ use k8s_openapi::api::core::v1::{
     ConfigMap, Container, PodSpec, PodTemplateSpec, Service, ServiceSpec,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
-    Condition, FieldsV1, ManagedFieldsEntry, ObjectMeta, Time,
+    Condition, FieldsV1, LabelSelector, ManagedFieldsEntry, ObjectMeta, Time,
 };
 use k8s_openapi::jiff::Timestamp;
 use mcs_ceph_operator::decide::Write;
@@ -52,7 +53,7 @@ pub fn cluster() -> CephCluster {
     cluster_with(serde_json::json!({}))
 }
 
-fn managed_by(manager: &str) -> Option<Vec<ManagedFieldsEntry>> {
+pub fn managed_by(manager: &str) -> Option<Vec<ManagedFieldsEntry>> {
     Some(vec![ManagedFieldsEntry {
         manager: Some(manager.to_owned()),
         operation: Some(
@@ -128,17 +129,28 @@ pub fn mon_services() -> Vec<Service> {
 /// Rook's OSD Deployment `rook-ceph-osd-<id>` on `node-<id>`, advertising `public_addr` (none:
 /// its pod IP).
 pub fn osd_deployment(id: u32, public_addr: Option<&str>) -> Deployment {
+    osd_deployment_in(NAMESPACE, id, &format!("node-{id}"), public_addr)
+}
+
+/// Rook's OSD Deployment `rook-ceph-osd-<id>` in `namespace` on the host `host`, advertising
+/// `public_addr` (none: its pod IP).
+pub fn osd_deployment_in(
+    namespace: &str,
+    id: u32,
+    host: &str,
+    public_addr: Option<&str>,
+) -> Deployment {
     let labels: BTreeMap<String, String> = [
         ("app", "rook-ceph-osd".to_owned()),
-        ("rook_cluster", NAMESPACE.to_owned()),
+        ("rook_cluster", namespace.to_owned()),
         ("ceph-osd-id", id.to_string()),
         ("osd", id.to_string()),
-        ("failure-domain", format!("node-{id}")),
+        ("failure-domain", host.to_owned()),
         ("portable", "false".to_owned()),
         ("device-class", "ssd".to_owned()),
         ("osd-store", "bluestore".to_owned()),
         ("encrypted", "false".to_owned()),
-        ("topology-location-host", format!("node-{id}")),
+        ("topology-location-host", host.to_owned()),
         ("topology-location-root", "default".to_owned()),
     ]
     .into_iter()
@@ -150,16 +162,29 @@ pub fn osd_deployment(id: u32, public_addr: Option<&str>) -> Deployment {
         args.push("--public-bind-addr=$(ROOK_POD_IP)".to_owned());
         args.push("--cluster-addr=$(ROOK_POD_IP)".to_owned());
     }
+    // Rook's selector of an OSD Deployment; its pods carry the Deployment's labels.
+    let selector: BTreeMap<String, String> = ["app", "rook_cluster", "ceph-osd-id"]
+        .into_iter()
+        .map(|k| (k.to_owned(), labels[k].clone()))
+        .collect();
     Deployment {
         metadata: ObjectMeta {
             name: Some(format!("rook-ceph-osd-{id}")),
-            namespace: Some(NAMESPACE.into()),
-            labels: Some(labels),
+            namespace: Some(namespace.into()),
+            labels: Some(labels.clone()),
             managed_fields: managed_by("rook"),
             ..ObjectMeta::default()
         },
         spec: Some(DeploymentSpec {
+            selector: LabelSelector {
+                match_labels: Some(selector),
+                match_expressions: None,
+            },
             template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels),
+                    ..ObjectMeta::default()
+                }),
                 spec: Some(PodSpec {
                     containers: vec![Container {
                         name: "osd".into(),
@@ -169,7 +194,6 @@ pub fn osd_deployment(id: u32, public_addr: Option<&str>) -> Deployment {
                     }],
                     ..PodSpec::default()
                 }),
-                ..PodTemplateSpec::default()
             },
             ..DeploymentSpec::default()
         }),
