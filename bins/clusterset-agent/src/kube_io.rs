@@ -64,12 +64,50 @@ where
         .boxed()
 }
 
+/// The label selector of the watch of the member cluster's own EndpointSlices: the slices of a
+/// Service (`kubernetes.io/service-name` set) that our controller did not write.
+///
+/// ```
+/// assert_eq!(
+///     clusterset_agent::kube_io::local_slices_selector(),
+///     "kubernetes.io/service-name,endpointslice.kubernetes.io/managed-by!=mcs-controller.clusterset.io"
+/// );
+/// ```
+pub fn local_slices_selector() -> String {
+    format!(
+        "{KUBERNETES_SERVICE_NAME_LABEL},{ENDPOINTSLICE_MANAGED_BY_LABEL}!={CLUSTERSET_ENDPOINTSLICE_CONTROLLER}"
+    )
+}
+
+/// The label selector of the watch of the EndpointSlices the agent imported: those managed by
+/// our controller.
+///
+/// ```
+/// assert_eq!(
+///     clusterset_agent::kube_io::imported_slices_selector(),
+///     "endpointslice.kubernetes.io/managed-by=mcs-controller.clusterset.io"
+/// );
+/// ```
+pub fn imported_slices_selector() -> String {
+    format!("{ENDPOINTSLICE_MANAGED_BY_LABEL}={CLUSTERSET_ENDPOINTSLICE_CONTROLLER}")
+}
+
+/// The label selector of the broker's Lease watch: the heartbeat Leases (those with a cluster
+/// id label), not the other Leases of the namespace.
+pub const LEASES_SELECTOR: &str = broker::CLUSTER_ID_LABEL;
+
 /// The member cluster's watches: Services, ServiceExports, Services' EndpointSlices, Namespaces,
 /// ServiceImports and our imported EndpointSlices, all namespaces.
 pub fn local_watches(client: &Client) -> Vec<BoxStream<'static, Feed>> {
     let all = watcher::Config::default();
     vec![
-        watch(Api::<Service>::all(client.clone()), all.clone(), "services", false, Input::Service),
+        watch(
+            Api::<Service>::all(client.clone()),
+            all.clone(),
+            "services",
+            false,
+            Input::Service,
+        ),
         watch(
             Api::<ServiceExport>::all(client.clone()),
             all.clone(),
@@ -79,9 +117,7 @@ pub fn local_watches(client: &Client) -> Vec<BoxStream<'static, Feed>> {
         ),
         watch(
             Api::<EndpointSlice>::all(client.clone()),
-            all.clone().labels(&format!(
-                "{KUBERNETES_SERVICE_NAME_LABEL},{ENDPOINTSLICE_MANAGED_BY_LABEL}!={CLUSTERSET_ENDPOINTSLICE_CONTROLLER}"
-            )),
+            all.clone().labels(&local_slices_selector()),
             "endpointslices",
             false,
             Input::LocalEndpointSlice,
@@ -102,9 +138,7 @@ pub fn local_watches(client: &Client) -> Vec<BoxStream<'static, Feed>> {
         ),
         watch(
             Api::<EndpointSlice>::all(client.clone()),
-            all.labels(&format!(
-                "{ENDPOINTSLICE_MANAGED_BY_LABEL}={CLUSTERSET_ENDPOINTSLICE_CONTROLLER}"
-            )),
+            all.labels(&imported_slices_selector()),
             "imported-endpointslices",
             false,
             Input::ImportedEndpointSlice,
@@ -124,7 +158,7 @@ pub fn broker_watches(client: &Client, namespace: &str) -> Vec<BoxStream<'static
         ),
         watch(
             Api::<Lease>::namespaced(client.clone(), namespace),
-            watcher::Config::default().labels(broker::CLUSTER_ID_LABEL),
+            watcher::Config::default().labels(LEASES_SELECTOR),
             "leases",
             true,
             Input::Lease,

@@ -2,6 +2,13 @@
 //! same [`AgentCore`] the real agent runs. Writes are applied to in-memory stores the way the
 //! API server would (server-side apply of the fields we send) and come back as watch events.
 //! Used by the tests (convergence, restarts, stale clusters) and by the propagation benchmark.
+//!
+//! The in-memory API servers are strict: every object the agents write (ServiceImports and
+//! their status, EndpointSlices, ServiceExport status, broker records, heartbeat Leases) is
+//! checked with Kubernetes' own rules ([`kube_syntax`], on the built-in types plus the MCS,
+//! About and broker CRDs) as a real kube-apiserver checks it. An invalid write is not stored:
+//! the agent is told it failed with the API server's 422 message, and the refusal is kept in
+//! [`Simulation::refused`] so that tests can assert that nothing was ever refused.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -12,6 +19,7 @@ use k8s_openapi::api::discovery::v1::{Endpoint, EndpointPort, EndpointSlice};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::runtime::watcher::Event;
+use kube_syntax::object::{Catalog, Completeness, split_api_version};
 use mcs_controller::{ClusterId, EndpointMode, ServiceKey};
 use mcs_types::labels::KUBERNETES_SERVICE_NAME_LABEL;
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
@@ -78,6 +86,13 @@ pub struct Simulation {
     pub leases: BTreeMap<String, Lease>,
     /// The simulated time.
     pub now: Timestamp,
+    /// Every write the simulated API servers refused, as `<cluster>: <the 422 message>`, in
+    /// order. A correct agent never makes an invalid write, so tests assert this stays empty.
+    pub refused: Vec<String>,
+    /// Whether writes are checked (on unless turned off). Only the propagation benchmark turns
+    /// it off: it measures the agents' CPU time, and the checks are the API server's work.
+    pub strict: bool,
+    catalog: Catalog,
     resource_version: u64,
 }
 
@@ -87,6 +102,9 @@ pub enum SimError {
     /// A generated cluster id is invalid.
     #[error(transparent)]
     ClusterId(#[from] mcs_controller::InvalidClusterId),
+    /// The resource types of the simulated API servers cannot be set up (a CRD does not build).
+    #[error("the simulated API server's resource types: {0}")]
+    Catalog(String),
     /// More clusters than the address plan has room for.
     #[error(
         "cluster index {0} is too large: the simulation gives each cluster a /16 of 242/8 and 243/8, so at most 256 clusters"
@@ -200,6 +218,65 @@ pub fn endpoint_slice(key: &ServiceKey, addresses: &[&str], ports: &[i32]) -> En
     }
 }
 
+/// The resource types the simulated API servers serve, as a real one with clusterset installed
+/// does: the built-in types, the MCS CRDs (ServiceExport, ServiceImport), the About API CRD
+/// (ClusterProperty) and the broker's ExportRecord CRD.
+pub fn api_catalog() -> Result<Catalog, SimError> {
+    let failed = |e: &dyn std::fmt::Display| SimError::Catalog(e.to_string());
+    let mut crds = mcs_types::crd::mcs_crds().map_err(|e| failed(&e))?;
+    crds.extend(mcs_types::crd::about_crds().map_err(|e| failed(&e))?);
+    crds.push(crate::broker::crd());
+    crds.iter().try_fold(Catalog::builtin(), |catalog, crd| {
+        let crd = serde_json::to_value(crd).map_err(|e| failed(&e))?;
+        Ok(catalog.with_crd(&crd))
+    })
+}
+
+/// The message of the `422 Invalid` a real API server answers when `object` (a whole object:
+/// a create, an apply's result, a replace) is written, or `None` when it is accepted.
+///
+/// ```
+/// use clusterset_agent::sim::{api_catalog, refusal};
+/// let catalog = api_catalog()?;
+/// let slice = serde_json::json!({
+///     "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+///     "metadata": {"name": "web-c0", "namespace": "shop", "labels": {
+///         "endpointslice.kubernetes.io/managed-by": "clusterset.io/mcs-controller"}},
+///     "addressType": "IPv4", "endpoints": [],
+/// });
+/// let message = refusal(&catalog, &slice).unwrap_or_default();
+/// assert!(message.starts_with("EndpointSlice.discovery.k8s.io \"web-c0\" is invalid: metadata.labels"));
+/// # Ok::<(), clusterset_agent::sim::SimError>(())
+/// ```
+pub fn refusal(catalog: &Catalog, object: &impl serde::Serialize) -> Option<String> {
+    let value = match serde_json::to_value(object) {
+        Ok(value) => value,
+        Err(e) => return Some(format!("the object is not JSON: {e}")),
+    };
+    let errors = catalog.object_errors(&value, Completeness::Whole);
+    if errors.is_empty() {
+        return None;
+    }
+    let text = |pointer: &str| {
+        value
+            .pointer(pointer)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("")
+    };
+    let (group, _) = split_api_version(text("/apiVersion"));
+    let refused =
+        kube_syntax::status::invalid(group, text("/kind"), text("/metadata/name"), &errors);
+    Some(refused.message().to_owned())
+}
+
+/// `object`, or the 422 message that refuses it (never refused without a catalog).
+fn accepted<T: serde::Serialize>(catalog: Option<&Catalog>, object: T) -> Result<T, String> {
+    match catalog.and_then(|catalog| refusal(catalog, &object)) {
+        None => Ok(object),
+        Some(message) => Err(message),
+    }
+}
+
 fn merge_maps(
     stored: &mut Option<BTreeMap<String, String>>,
     desired: Option<&BTreeMap<String, String>>,
@@ -212,32 +289,50 @@ fn merge_maps(
 }
 
 impl Simulation {
-    /// `n` clusters, each with the namespaces given, nothing exported, at time `start`.
+    /// `n` clusters ([`cluster_config`]), each with the namespaces given, nothing exported, at
+    /// time `start`.
     pub fn new(
         n: usize,
         namespaces: &[&str],
         start: Timestamp,
         stale_drop_after: Option<Duration>,
     ) -> Result<Self, SimError> {
-        let clusters = (0..n)
-            .map(|i| {
+        let configs = (0..n)
+            .map(|i| cluster_config(i, stale_drop_after))
+            .collect::<Result<Vec<_>, SimError>>()?;
+        Self::with_configs(configs, namespaces, start)
+    }
+
+    /// One cluster per config (any cluster ids, address plans and endpoint modes), each with
+    /// the namespaces given, nothing exported, at time `start`.
+    pub fn with_configs(
+        configs: Vec<AgentConfig>,
+        namespaces: &[&str],
+        start: Timestamp,
+    ) -> Result<Self, SimError> {
+        let clusters = configs
+            .into_iter()
+            .map(|config| {
                 let mut store = ClusterStore::default();
                 for ns in namespaces {
                     store.namespaces.insert((*ns).to_owned(), namespace(ns));
                 }
-                Ok(SimCluster {
-                    core: AgentCore::new(cluster_config(i, stale_drop_after)?),
+                SimCluster {
+                    core: AgentCore::new(config),
                     store,
                     inbox: VecDeque::new(),
                     heartbeating: true,
-                })
+                }
             })
-            .collect::<Result<Vec<_>, SimError>>()?;
+            .collect();
         Ok(Self {
             clusters,
             records: BTreeMap::new(),
             leases: BTreeMap::new(),
             now: start,
+            refused: Vec::new(),
+            strict: true,
+            catalog: api_catalog()?,
             resource_version: 0,
         })
     }
@@ -399,6 +494,12 @@ impl Simulation {
             {
                 continue; // 409: someone else changed it meanwhile
             }
+            if let Some(message) = self.check(&lease) {
+                // 422: not stored; the agent logs it and tries again at the next heartbeat.
+                let cluster = &self.clusters[i].core.config().cluster_id;
+                self.refused.push(format!("{cluster}: {message}"));
+                continue;
+            }
             lease.metadata.resource_version = Some(self.next_version());
             self.leases.insert(name, lease.clone());
             self.broadcast(|| Input::Lease(Event::Apply(lease.clone())));
@@ -464,15 +565,22 @@ impl Simulation {
     }
 
     /// Applies one write the way the API server would and delivers the resulting watch events.
+    /// A write the API server would refuse (422) is not stored: the agent is told it failed and
+    /// the refusal is kept in [`Simulation::refused`].
     fn carry_out(&mut self, i: usize, write: &Write) {
         let now = self.now;
         match write {
             Write::PublishRecord(record) => {
                 let mut record = (**record).clone();
                 record.metadata.resource_version = Some(self.next_version());
+                if let Some(message) = self.check(&record) {
+                    self.refuse(i, write, message);
+                    return;
+                }
                 let name = record.metadata.name.clone().unwrap_or_default();
                 self.records.insert(name, record.clone());
                 self.broadcast(|| Input::Record(Event::Apply(record.clone())));
+                self.clusters[i].core.write_succeeded(write);
             }
             Write::WithdrawRecord { name, .. } => {
                 if let Some(record) = self.records.remove(name) {
@@ -480,12 +588,14 @@ impl Simulation {
                 }
             }
             local => {
+                let catalog = self.strict.then_some(&self.catalog);
                 let cluster = &mut self.clusters[i];
                 let s = &mut cluster.store;
-                let event = match local {
+                // Ok(Some(event)): stored; Ok(None): 404; Err(message): refused with 422.
+                let result: Result<Option<Input>, String> = match local {
                     Write::ApplyServiceImport(desired) => {
                         let id = ObjectId::of(desired.as_ref());
-                        let stored = s.imports.entry(id).or_insert_with(|| {
+                        let mut stored = s.imports.get(&id).cloned().unwrap_or_else(|| {
                             let mut new = (**desired).clone();
                             new.metadata.creation_timestamp = Some(Time(now));
                             new.metadata.labels = None;
@@ -502,52 +612,85 @@ impl Simulation {
                             &mut stored.metadata.annotations,
                             desired.metadata.annotations.as_ref(),
                         );
-                        Some(Input::ServiceImport(Event::Apply(stored.clone())))
+                        accepted(catalog, stored).map(|stored| {
+                            s.imports.insert(id, stored.clone());
+                            Some(Input::ServiceImport(Event::Apply(stored)))
+                        })
                     }
                     Write::ApplyServiceImportStatus(desired) => {
-                        match s.imports.get_mut(&ObjectId::of(desired.as_ref())) {
+                        let id = ObjectId::of(desired.as_ref());
+                        match s.imports.get(&id) {
                             Some(stored) => {
+                                let mut stored = stored.clone();
                                 stored.status = desired.status.clone();
-                                Some(Input::ServiceImport(Event::Apply(stored.clone())))
+                                accepted(catalog, stored).map(|stored| {
+                                    s.imports.insert(id, stored.clone());
+                                    Some(Input::ServiceImport(Event::Apply(stored)))
+                                })
                             }
-                            None => None, // 404 on the status subresource
+                            None => Ok(None), // 404 on the status subresource
                         }
                     }
-                    Write::DeleteServiceImport(key) => s
+                    Write::DeleteServiceImport(key) => Ok(s
                         .imports
                         .remove(&ObjectId::new(&key.namespace, &key.name))
-                        .map(|o| Input::ServiceImport(Event::Delete(o))),
+                        .map(|o| Input::ServiceImport(Event::Delete(o)))),
                     Write::ApplyEndpointSlice(desired) => {
                         let id = ObjectId::of(desired.as_ref());
-                        s.imported_slices.insert(id, (**desired).clone());
-                        Some(Input::ImportedEndpointSlice(Event::Apply(
-                            (**desired).clone(),
-                        )))
+                        accepted(catalog, (**desired).clone()).map(|slice| {
+                            s.imported_slices.insert(id, slice.clone());
+                            Some(Input::ImportedEndpointSlice(Event::Apply(slice)))
+                        })
                     }
-                    Write::DeleteEndpointSlice { key, name } => s
+                    Write::DeleteEndpointSlice { key, name } => Ok(s
                         .imported_slices
                         .remove(&ObjectId::new(&key.namespace, name))
-                        .map(|o| Input::ImportedEndpointSlice(Event::Delete(o))),
+                        .map(|o| Input::ImportedEndpointSlice(Event::Delete(o)))),
                     Write::ApplyServiceExportStatus { key, status } => {
-                        match s.exports.get_mut(&ObjectId::new(&key.namespace, &key.name)) {
+                        let id = ObjectId::new(&key.namespace, &key.name);
+                        match s.exports.get(&id) {
                             Some(stored) => {
+                                let mut stored = stored.clone();
                                 stored.status = Some(status.clone());
-                                Some(Input::ServiceExport(Event::Apply(stored.clone())))
+                                accepted(catalog, stored).map(|stored| {
+                                    s.exports.insert(id, stored.clone());
+                                    Some(Input::ServiceExport(Event::Apply(stored)))
+                                })
                             }
-                            None => None,
+                            None => Ok(None),
                         }
                     }
-                    Write::PublishRecord(_) | Write::WithdrawRecord { .. } => None,
+                    Write::PublishRecord(_) | Write::WithdrawRecord { .. } => Ok(None),
                 };
-                match event {
-                    Some(event) => {
+                match result {
+                    Ok(Some(event)) => {
                         cluster.core.write_succeeded(local);
                         cluster.inbox.push_back(event);
                     }
-                    None => cluster.core.write_failed(local, "not found (404)", now),
+                    Ok(None) => cluster.core.write_failed(local, "not found (404)", now),
+                    Err(message) => self.refuse(i, write, message),
                 }
             }
         }
+    }
+
+    /// The 422 message that refuses `object`, if the simulation is strict.
+    fn check(&self, object: &impl serde::Serialize) -> Option<String> {
+        self.strict
+            .then(|| refusal(&self.catalog, object))
+            .flatten()
+    }
+
+    /// A write refused with 422 `message`: kept in [`Simulation::refused`] and reported to the
+    /// agent as failed, as the real writer reports the API server's answer.
+    fn refuse(&mut self, i: usize, write: &Write, message: String) {
+        let now = self.now;
+        let Some(cluster) = self.clusters.get_mut(i) else {
+            return;
+        };
+        self.refused
+            .push(format!("{}: {message}", cluster.core.config().cluster_id));
+        cluster.core.write_failed(write, &message, now);
     }
 
     /// Cluster `i`'s stored ServiceImport of `key`.
@@ -584,5 +727,43 @@ impl Simulation {
                 })
                 .collect()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mcs_types::labels::ENDPOINTSLICE_MANAGED_BY_LABEL;
+
+    use super::*;
+
+    #[test]
+    fn an_imported_slice_with_the_old_managed_by_value_is_refused_with_422_and_not_stored() {
+        let start = Timestamp::from_second(1_800_000_000).unwrap();
+        let mut sim = Simulation::new(2, &["shop"], start, None).unwrap();
+        sim.start_all();
+        sim.settle(100);
+        let web = ServiceKey::new("shop", "web");
+        sim.export(0, &web, &[80]);
+        sim.settle(100);
+        assert!(sim.refused.is_empty(), "{:#?}", sim.refused);
+
+        // The agent's own slice, but labelled as before the fix (a `/` in a label value).
+        let mut slice = sim.imported_slices(1, &web)[0].clone();
+        slice.metadata.name = Some("web-old".into());
+        slice.metadata.labels.get_or_insert_default().insert(
+            ENDPOINTSLICE_MANAGED_BY_LABEL.into(),
+            "clusterset.io/mcs-controller".into(),
+        );
+        sim.carry_out(1, &Write::ApplyEndpointSlice(Box::new(slice)));
+        assert_eq!(sim.refused.len(), 1, "{:#?}", sim.refused);
+        let expected = "c1: EndpointSlice.discovery.k8s.io \"web-old\" is invalid: metadata.labels: Invalid value: \"clusterset.io/mcs-controller\"";
+        assert!(sim.refused[0].starts_with(expected), "{}", sim.refused[0]);
+        assert!(
+            !sim.clusters[1]
+                .store
+                .imported_slices
+                .contains_key(&ObjectId::new("shop", "web-old")),
+            "a refused write is not stored"
+        );
     }
 }

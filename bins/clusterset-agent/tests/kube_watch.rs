@@ -4,6 +4,10 @@
 //! version), how a list (page by page) becomes `Init` / `InitApply` / `InitDone` inputs and a
 //! watch stream `Apply` / `Delete`, and how a failed watch comes out as a `WatchError` feed that
 //! the runtime counts while it keeps serving the last listed view.
+//!
+//! The mock is strict (`common::strict`): a request a real kube-apiserver refuses (a label
+//! selector it cannot parse, an invalid object) is answered with the same 400 or 422 and fails
+//! the test.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -13,7 +17,9 @@ use async_trait::async_trait;
 use clusterset_agent::broker::{self, BrokerRecord, Heartbeat};
 use clusterset_agent::core::{AgentCore, Input};
 use clusterset_agent::http::Readiness;
-use clusterset_agent::kube_io::{AgentWriter, Feed, WriteError, broker_watches, local_watches};
+use clusterset_agent::kube_io::{
+    self, AgentWriter, Feed, WriteError, broker_watches, local_watches,
+};
 use clusterset_agent::metrics::Metrics;
 use clusterset_agent::runtime::Runtime;
 use clusterset_agent::sim;
@@ -33,6 +39,9 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tower_test::mock::{self, Handle, SendResponse};
+
+mod common;
+use common::strict::{self, Received};
 
 type ApiHandle = Handle<Request<Body>, Response<Body>>;
 
@@ -56,41 +65,11 @@ impl Seen {
     }
 }
 
-/// Decodes `application/x-www-form-urlencoded` text (`%XX` and `+`).
-fn decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap();
-                out.push(u8::from_str_radix(hex, 16).unwrap());
-                i += 2;
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8(out).unwrap()
-}
-
-fn seen(request: &Request<Body>) -> Seen {
+fn seen(request: &Received) -> Seen {
     Seen {
-        method: request.method().to_string(),
-        path: request.uri().path().to_owned(),
-        query: request
-            .uri()
-            .query()
-            .map(|q| {
-                q.split('&')
-                    .filter(|p| !p.is_empty())
-                    .filter_map(|p| p.split_once('='))
-                    .map(|(k, v)| (decode(k), decode(v)))
-                    .collect()
-            })
-            .unwrap_or_default(),
+        method: request.method.clone(),
+        path: request.path.clone(),
+        query: request.query.clone(),
     }
 }
 
@@ -104,10 +83,15 @@ enum Reply {
 
 type Held = Arc<Mutex<Vec<(Seen, SendResponse<Response<Body>>)>>>;
 
-/// A mock API server: every request is reported on `seen` and answered by `reply`.
+/// A strict mock API server: every request is checked with Kubernetes' rules
+/// (`common::strict`), reported on `seen`, and answered by `reply`, or, when a real API server
+/// would refuse it, answered with that refusal (400, 422) and kept in `refused`. A refusal fails
+/// the test: the next [`ApiServer::next`] panics with it, and so does dropping the server,
+/// unless the test takes it with [`ApiServer::take_refused`].
 struct ApiServer {
     seen: mpsc::UnboundedReceiver<Seen>,
     held: Held,
+    refused: Arc<Mutex<Vec<String>>>,
     task: JoinHandle<()>,
 }
 
@@ -116,9 +100,18 @@ impl ApiServer {
         let (report, reports) = mpsc::unbounded_channel();
         let held: Held = Arc::default();
         let keep = Arc::clone(&held);
+        let refused: Arc<Mutex<Vec<String>>> = Arc::default();
+        let refusals = Arc::clone(&refused);
         let task = tokio::spawn(async move {
             while let Some((request, send)) = handle.next_request().await {
-                let request = seen(&request);
+                let received = strict::receive(request).await;
+                let request = seen(&received);
+                if let Err(refusal) = received.check() {
+                    refusals.lock().unwrap().push(received.describe(&refusal));
+                    let _ = report.send(request);
+                    send.send_response(strict::answer(&refusal));
+                    continue;
+                }
                 let _ = report.send(request.clone());
                 match reply(&request) {
                     Reply::Now(status, body) => send.send_response(
@@ -134,6 +127,7 @@ impl ApiServer {
         Self {
             seen: reports,
             held,
+            refused,
             task,
         }
     }
@@ -146,9 +140,25 @@ impl ApiServer {
                 .await
                 .unwrap_or_else(|_| panic!("only {} of {n} requests arrived: {out:#?}", out.len()))
                 .unwrap();
+            self.assert_nothing_refused();
             out.push(request);
         }
         out
+    }
+
+    /// Panics with every refused request.
+    fn assert_nothing_refused(&self) {
+        let refused = self.refused.lock().unwrap();
+        assert!(
+            refused.is_empty(),
+            "the mock API server refused requests of the agent:\n{}",
+            refused.join("\n")
+        );
+    }
+
+    /// The refused requests so far (for tests that expect a refusal); forgets them.
+    fn take_refused(&self) -> Vec<String> {
+        std::mem::take(&mut *self.refused.lock().unwrap())
     }
 
     /// Answers the held request that `pick` chooses.
@@ -171,6 +181,9 @@ impl ApiServer {
 impl Drop for ApiServer {
     fn drop(&mut self) {
         self.task.abort();
+        if !std::thread::panicking() {
+            self.assert_nothing_refused();
+        }
     }
 }
 
@@ -665,4 +678,49 @@ async fn a_failed_watch_is_counted_and_the_last_listed_view_stays_in_use() {
     stop.send(()).unwrap();
     let core = task.await.unwrap();
     assert_eq!(core.stats().imports, 1);
+}
+
+/// The `managed-by` value the agent used before a real API server refused it: a label value
+/// may not contain `/`.
+const OLD_MANAGED_BY_SELECTOR: &str =
+    "endpointslice.kubernetes.io/managed-by=clusterset.io/mcs-controller";
+
+#[tokio::test]
+async fn the_old_managed_by_selector_is_refused_with_400_bad_request_as_a_real_api_server_does() {
+    let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
+    let client = kube::Client::new(service, "default");
+    let mut server = ApiServer::start(handle, |_| {
+        Reply::Now(StatusCode::OK, list(vec![], "7", None))
+    });
+    let slices = kube::Api::<k8s_openapi::api::discovery::v1::EndpointSlice>::all(client);
+
+    // What the agent's imported-slices watch listed with before the fix: every list was a 400.
+    let params = kube::api::ListParams::default().labels(OLD_MANAGED_BY_SELECTOR);
+    let error = slices.list(&params).await.unwrap_err();
+    let kube::Error::Api(status) = error else {
+        panic!("expected the API server's answer, got {error:?}")
+    };
+    assert_eq!(status.code, 400, "{status:?}");
+    assert_eq!(status.reason, "BadRequest", "{status:?}");
+    assert!(
+        status.message.starts_with(
+            "unable to parse requirement: values[0][endpointslice.kubernetes.io/managed-by]: Invalid value: \"clusterset.io/mcs-controller\""
+        ),
+        "{}",
+        status.message
+    );
+    let refused = server.take_refused();
+    assert_eq!(refused.len(), 1, "{refused:#?}");
+    assert!(refused[0].contains(OLD_MANAGED_BY_SELECTOR), "{refused:?}");
+
+    // The selectors the agent sends now are accepted by the same mock.
+    for selector in [
+        kube_io::imported_slices_selector(),
+        kube_io::local_slices_selector(),
+    ] {
+        let params = kube::api::ListParams::default().labels(&selector);
+        slices.list(&params).await.unwrap();
+    }
+    // Three requests seen: the refused one (already taken) and the two accepted lists.
+    assert_eq!(server.next(3).await.len(), 3);
 }

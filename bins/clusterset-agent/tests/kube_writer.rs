@@ -2,6 +2,9 @@
 //! The kube layer against a tower-test mock API server: the exact requests (method, path,
 //! query, content type, body) every write makes, and how API answers (404 on delete, 409 on
 //! apply and replace) come back.
+//!
+//! The mock is strict (`common::strict`): a request a real kube-apiserver refuses (an invalid
+//! object, a bad field manager) is answered with the same 400 or 422 and fails the test.
 
 use std::collections::BTreeMap;
 
@@ -12,11 +15,15 @@ use clusterset_agent::write::Write;
 use http::{Method, Request, Response, StatusCode};
 use k8s_openapi::jiff::Timestamp;
 use kube::client::Body;
+use kube_syntax::status::Refusal;
 use mcs_controller::{ClusterId, EndpointMode, ExportRecord, LocalExport, ServiceKey};
 use mcs_types::ServiceExportStatus;
 use mcs_types::conditions::{DesiredCondition, set_condition};
 use tokio::task::JoinHandle;
 use tower_test::mock::{self, Handle};
+
+mod common;
+use common::strict;
 
 type ApiHandle = Handle<Request<Body>, Response<Body>>;
 
@@ -44,44 +51,33 @@ struct Expect {
     answer: fn(serde_json::Value) -> serde_json::Value,
 }
 
+/// Serves one request strictly: a request a real API server refuses is answered with that
+/// refusal (400, 422) and the task panics with it (the test's `server.await.unwrap()` fails);
+/// any other request must be the expected one and gets the expected answer.
 fn serve(mut handle: ApiHandle, expect: Expect) -> JoinHandle<()> {
     tokio::spawn(async move {
         let (request, send) = handle.next_request().await.expect("a request");
-        assert_eq!(request.method(), expect.method);
-        assert_eq!(request.uri().path(), expect.path);
-        let query: BTreeMap<String, String> = request
-            .uri()
-            .query()
-            .map(|q| {
-                q.split('&')
-                    .filter(|p| !p.is_empty())
-                    .filter_map(|p| p.split_once('='))
-                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let request = strict::receive(request).await;
+        if let Err(refusal) = request.check() {
+            send.send_response(strict::answer(&refusal));
+            panic!("{}", request.describe(&refusal));
+        }
+        assert_eq!(request.method, expect.method.as_str());
+        assert_eq!(request.path, expect.path);
         let expected: BTreeMap<String, String> = expect
             .query
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
         assert_eq!(
-            query, expected,
+            request.query, expected,
             "query of {} {}",
             expect.method, expect.path
         );
         if let Some(content_type) = expect.content_type {
-            assert_eq!(
-                request.headers().get(http::header::CONTENT_TYPE).unwrap(),
-                content_type
-            );
+            assert_eq!(request.content_type, content_type);
         }
-        let bytes = request.into_body().collect_bytes().await.unwrap();
-        let body: serde_json::Value = if bytes.is_empty() {
-            serde_json::Value::Null
-        } else {
-            serde_json::from_slice(&bytes).unwrap()
-        };
+        let body = request.body.unwrap_or(serde_json::Value::Null);
         (expect.check_body)(&body);
         let answer = (expect.answer)(body);
         let response = Response::builder()
@@ -89,6 +85,20 @@ fn serve(mut handle: ApiHandle, expect: Expect) -> JoinHandle<()> {
             .body(Body::from(serde_json::to_vec(&answer).unwrap()))
             .unwrap();
         send.send_response(response);
+    })
+}
+
+/// Serves one request that a real API server refuses: answers it with the refusal and returns
+/// it (panics if the request is valid).
+fn serve_refused(mut handle: ApiHandle) -> JoinHandle<Refusal> {
+    tokio::spawn(async move {
+        let (request, send) = handle.next_request().await.expect("a request");
+        let request = strict::receive(request).await;
+        let refusal = request
+            .check()
+            .expect_err("a request that a real API server refuses");
+        send.send_response(strict::answer(&refusal));
+        refusal
     })
 }
 
@@ -443,4 +453,42 @@ async fn heartbeat_creates_then_replaces_with_the_resource_version_and_reports_4
     let err = writer.heartbeat(&renew).await.unwrap_err();
     server.await.unwrap();
     assert!(matches!(err, WriteError::Conflict(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn an_endpoint_slice_labelled_with_the_old_managed_by_value_is_refused_with_422() {
+    let (writer, local, _broker) = mock_writer();
+    let (merged, _) = merged_import();
+    let mut slice = mcs_controller::desired_endpoint_slices(&merged).remove(0);
+    let name = slice.metadata.name.clone().unwrap();
+    // The label value the agent wrote before a real API server refused it.
+    slice.metadata.labels.as_mut().unwrap().insert(
+        mcs_types::labels::ENDPOINTSLICE_MANAGED_BY_LABEL.into(),
+        "clusterset.io/mcs-controller".into(),
+    );
+    let server = serve_refused(local);
+    let error = writer
+        .write(&Write::ApplyEndpointSlice(Box::new(slice)))
+        .await
+        .unwrap_err();
+    let refusal = server.await.unwrap();
+    assert_eq!(refusal.code, 422);
+    assert_eq!(refusal.body["reason"], "Invalid");
+    assert_eq!(
+        refusal.body["details"]["causes"][0]["field"],
+        "metadata.labels"
+    );
+    let expected = format!(
+        "EndpointSlice.discovery.k8s.io {name:?} is invalid: metadata.labels: Invalid value: \"clusterset.io/mcs-controller\""
+    );
+    assert!(
+        refusal.message().starts_with(&expected),
+        "{}",
+        refusal.message()
+    );
+    // The writer reports the API server's message (the core shows it and retries).
+    match error {
+        WriteError::Failed(message) => assert!(message.contains(&expected), "{message}"),
+        other => panic!("expected a failed write, got {other:?}"),
+    }
 }

@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers, not only #[test] fns
 //! End-to-end behaviour of the agent's core on simulated clusters: N cores, in-memory API
-//! servers and an in-memory broker (`clusterset_agent::sim`).
+//! servers and an in-memory broker (`clusterset_agent::sim`). The simulated API servers check
+//! every write with Kubernetes' rules; [`settle`] asserts after every step that none was refused.
 
 use std::time::Duration;
 
@@ -22,10 +23,22 @@ fn web() -> ServiceKey {
     ServiceKey::new("shop", "web")
 }
 
+/// Settles the simulation and checks that its strict API servers refused no write: every
+/// object the agents wrote passed the rules a real kube-apiserver applies.
+fn settle(sim: &mut Simulation) -> sim::SettleStats {
+    let stats = sim.settle(ROUNDS);
+    assert!(
+        sim.refused.is_empty(),
+        "the API server refused writes of the agents:\n{}",
+        sim.refused.join("\n")
+    );
+    stats
+}
+
 fn running(n: usize, drop_after: Option<Duration>) -> Simulation {
     let mut sim = Simulation::new(n, &["shop", "rook-ceph"], start(), drop_after).unwrap();
     sim.start_all();
-    sim.settle(ROUNDS);
+    settle(&mut sim);
     for cluster in &sim.clusters {
         assert!(
             cluster.core.is_started(),
@@ -60,7 +73,7 @@ fn an_export_is_imported_in_every_cluster_with_the_namespace_and_removed_after_u
     // c2 has no "shop" namespace.
     sim.local_apply(2, Input::Namespace(Event::Delete(sim::namespace("shop"))));
     sim.export(0, &web(), &[80]);
-    sim.settle(ROUNDS);
+    settle(&mut sim);
 
     for i in 0..2 {
         let import = sim
@@ -107,13 +120,13 @@ fn an_export_is_imported_in_every_cluster_with_the_namespace_and_removed_after_u
 
     // The namespace appears in c2: the import follows.
     sim.local_apply(2, Input::Namespace(Event::Apply(sim::namespace("shop"))));
-    sim.settle(ROUNDS);
+    settle(&mut sim);
     assert_eq!(sim.import(2, &web()).unwrap().spec.ips, ["243.2.0.1"]);
 
     // Unexport: the record is withdrawn, imports and slices go everywhere.
     let export = sim.export_of(0, &web()).unwrap().clone();
     sim.local_apply(0, Input::ServiceExport(Event::Delete(export)));
-    sim.settle(ROUNDS);
+    settle(&mut sim);
     assert!(sim.records.is_empty());
     for i in 0..3 {
         assert!(sim.import(i, &web()).is_none(), "c{i} still imports");
@@ -125,10 +138,10 @@ fn an_export_is_imported_in_every_cluster_with_the_namespace_and_removed_after_u
 fn conflict_is_reported_on_every_exporter_and_ports_are_unioned() {
     let mut sim = running(3, None);
     sim.export(0, &web(), &[80]);
-    sim.settle(ROUNDS);
+    settle(&mut sim);
     sim.advance(Duration::from_secs(5));
     sim.export(1, &web(), &[81]);
-    sim.settle(ROUNDS);
+    settle(&mut sim);
     for i in 0..2 {
         assert_eq!(
             condition(&sim, i, &web(), "Conflict"),
@@ -174,7 +187,7 @@ fn an_invalid_export_gets_valid_false_and_is_not_published() {
         0,
         Input::ServiceExport(Event::Apply(sim::service_export(&web(), sim.now))),
     );
-    sim.settle(ROUNDS);
+    settle(&mut sim);
     assert_eq!(
         condition(&sim, 0, &web(), "Valid"),
         ("False".into(), "NoService".into())
@@ -186,7 +199,7 @@ fn an_invalid_export_gets_valid_false_and_is_not_published() {
         0,
         Input::Service(Event::Apply(sim::service(&web(), "10.96.0.9", &[80]))),
     );
-    sim.settle(ROUNDS);
+    settle(&mut sim);
     assert_eq!(
         condition(&sim, 0, &web(), "Valid"),
         ("True".into(), "Valid".into())
@@ -200,7 +213,7 @@ fn one_changed_export_touches_only_its_service() {
     for n in 0..50 {
         sim.export(n % 4, &ServiceKey::new("shop", &format!("svc-{n}")), &[80]);
     }
-    sim.settle(ROUNDS);
+    settle(&mut sim);
     let changed = ServiceKey::new("shop", "svc-7");
     sim.local_apply(
         3,
@@ -210,7 +223,7 @@ fn one_changed_export_touches_only_its_service() {
             &[80, 443],
         ))),
     );
-    let stats = sim.settle(ROUNDS);
+    let stats = settle(&mut sim);
     // The exporter reconciles on the Service change, every cluster on the record, and the
     // exporter once more for its own record's echo: no other service is touched.
     assert!(
@@ -230,7 +243,7 @@ fn one_changed_export_touches_only_its_service() {
         assert_eq!(ports, [80, 443]);
     }
     // Steady state costs nothing.
-    let idle = sim.settle(ROUNDS);
+    let idle = settle(&mut sim);
     assert_eq!((idle.writes, idle.reconciled), (0, 0));
 }
 
@@ -240,7 +253,7 @@ fn a_restart_keeps_ips_and_writes_nothing_when_nothing_changed() {
     sim.export(0, &web(), &[80]);
     let api = ServiceKey::new("shop", "api");
     sim.export(0, &api, &[8080]);
-    sim.settle(ROUNDS);
+    settle(&mut sim);
     let global_ip = |sim: &Simulation, key: &ServiceKey| {
         sim.records[&format!("c0.{}.{}", key.namespace, key.name)]
             .checked_record()
@@ -258,7 +271,7 @@ fn a_restart_keeps_ips_and_writes_nothing_when_nothing_changed() {
     sim.export(0, &db, &[5432]);
     sim.start_agent(0);
     sim.start_agent(1);
-    let stats = sim.settle(ROUNDS);
+    let stats = settle(&mut sim);
     assert_eq!(global_ip(&sim, &web()), web_ip);
     assert_eq!(global_ip(&sim, &api), api_ip);
     let db_ip = global_ip(&sim, &db);
@@ -279,7 +292,7 @@ fn a_restart_keeps_ips_and_writes_nothing_when_nothing_changed() {
 fn no_deletion_before_both_caches_synced_and_stale_data_is_cleaned_after() {
     let mut sim = running(2, None);
     sim.export(0, &web(), &[80]);
-    sim.settle(ROUNDS);
+    settle(&mut sim);
     // While c0's agent is down, its ServiceExport is deleted (Lighthouse #1416: stale slices
     // after restarts). The store changes, no event is seen.
     let id = clusterset_agent::cache::ObjectId::new("shop", "web");
@@ -347,7 +360,7 @@ fn no_deletion_before_both_caches_synced_and_stale_data_is_cleaned_after() {
     // Now let the simulation drive the restarted agent: the stale record is withdrawn and the
     // imports go everywhere.
     sim.start_agent(0);
-    sim.settle(ROUNDS);
+    settle(&mut sim);
     assert!(sim.records.is_empty());
     assert!(sim.import(0, &web()).is_none());
     assert!(sim.import(1, &web()).is_none());
@@ -357,12 +370,12 @@ fn no_deletion_before_both_caches_synced_and_stale_data_is_cleaned_after() {
 fn a_cluster_that_stops_heartbeating_is_marked_then_dropped_then_welcomed_back() {
     let mut sim = running(3, Some(Duration::from_secs(120)));
     sim.export(1, &web(), &[80]);
-    sim.settle(ROUNDS);
+    settle(&mut sim);
     sim.clusters[1].heartbeating = false;
     for _ in 0..4 {
         sim.advance(Duration::from_secs(10));
         sim.heartbeat_all();
-        sim.settle(ROUNDS);
+        settle(&mut sim);
     }
     let c1 = ClusterId::new("c1").unwrap();
     assert!(matches!(
@@ -385,7 +398,7 @@ fn a_cluster_that_stops_heartbeating_is_marked_then_dropped_then_welcomed_back()
     for _ in 0..12 {
         sim.advance(Duration::from_secs(10));
         sim.heartbeat_all();
-        sim.settle(ROUNDS);
+        settle(&mut sim);
     }
     assert!(matches!(
         sim.clusters[0].core.cluster_health(&c1),
@@ -401,7 +414,7 @@ fn a_cluster_that_stops_heartbeating_is_marked_then_dropped_then_welcomed_back()
     // c1 heartbeats again: imported again, condition clear.
     sim.clusters[1].heartbeating = true;
     sim.heartbeat_all();
-    sim.settle(ROUNDS);
+    settle(&mut sim);
     assert_eq!(
         import_condition(&sim, 0, &web(), STALE_CLUSTERS_CONDITION).0,
         "False"
@@ -424,7 +437,7 @@ fn every_cluster_computes_the_same_import() {
             &[3300],
         );
     }
-    sim.settle(ROUNDS);
+    settle(&mut sim);
     for n in 0..20 {
         let key = ServiceKey::new("rook-ceph", &format!("mon-{n}"));
         let reference = sim.import(0, &key).unwrap();
@@ -457,14 +470,14 @@ fn an_exhausted_global_cidr_is_reported_on_the_export_and_frees_up_on_unexport()
     config.global_cidrs = vec!["242.0.0.0/30".parse().unwrap()]; // two usable addresses
     sim.clusters[0].core = clusterset_agent::AgentCore::new(config);
     sim.start_all();
-    sim.settle(ROUNDS);
+    settle(&mut sim);
     let keys: Vec<ServiceKey> = (0..3)
         .map(|n| ServiceKey::new("shop", &format!("svc-{n}")))
         .collect();
     for key in &keys {
         sim.advance(Duration::from_secs(1));
         sim.export(0, key, &[80]);
-        sim.settle(ROUNDS);
+        settle(&mut sim);
     }
     assert_eq!(sim.records.len(), 2, "only two exports have a global IP");
     let (status, reason) = condition(&sim, 0, &keys[2], "Ready");
@@ -487,7 +500,7 @@ fn an_exhausted_global_cidr_is_reported_on_the_export_and_frees_up_on_unexport()
     // Unexporting svc-0 frees its address; svc-2, waiting for one, gets it with no event of its own.
     let export = sim.export_of(0, &keys[0]).unwrap().clone();
     sim.local_apply(0, Input::ServiceExport(Event::Delete(export)));
-    sim.settle(ROUNDS);
+    settle(&mut sim);
     assert_eq!(
         condition(&sim, 0, &keys[2], "Ready"),
         ("True".into(), "Exported".into())

@@ -1,0 +1,3 @@
+//! Helpers shared by the test files that `mod common;` them.
+
+pub mod strict;
