@@ -601,10 +601,15 @@ impl World {
         }
     }
 
-    /// Kills the agents and deletes the test namespaces.
+    /// Kills the agents and deletes the test namespaces (kept with
+    /// `CLUSTERSET_E2E_KEEP_NAMESPACES=true`, to look at after a failure).
     pub async fn stop(mut self) -> anyhow::Result<()> {
         for agent in &mut self.agents {
             agent.daemon.kill().await?;
+        }
+        if std::env::var("CLUSTERSET_E2E_KEEP_NAMESPACES").is_ok_and(|v| v == "true") {
+            println!("kept the namespaces {:?}", self.namespaces);
+            return Ok(());
         }
         for cluster in [&self.east, &self.west] {
             let namespaces: Api<k8s_openapi::api::core::v1::Namespace> =
@@ -690,71 +695,150 @@ async fn install(east: &Cluster, west: &Cluster) -> anyhow::Result<()> {
 
 /// A stand-in for the kubelet on API servers without nodes: every pod of `namespace` is bound
 /// to a node that does not exist and marked Running and Ready with a pod IP, as a kubelet
-/// would report it. Runs until the task is dropped or aborted.
-pub fn kubelet(cluster: &Cluster, namespace: &str) -> tokio::task::JoinHandle<()> {
+/// would report it, and a pod being deleted is removed at once (the kubelet's confirmation).
+/// Stops when the returned [`Kubelet`] is dropped.
+pub fn kubelet(cluster: &Cluster, namespace: &str) -> Kubelet {
     use futures::StreamExt;
     use k8s_openapi::api::core::v1::Pod;
     let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), namespace);
-    tokio::spawn(async move {
-        let mut next_ip = 10u32;
-        let mut events =
-            kube::runtime::watcher(pods.clone(), kube::runtime::watcher::Config::default()).boxed();
-        while let Some(event) = events.next().await {
-            let pod = match event {
-                Ok(kube::runtime::watcher::Event::Apply(pod))
-                | Ok(kube::runtime::watcher::Event::InitApply(pod)) => pod,
-                _ => continue,
-            };
-            let ready = pod
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
-            if ready || pod.metadata.deletion_timestamp.is_some() {
-                continue;
-            }
-            let Some(name) = pod.metadata.name.clone() else {
-                continue;
-            };
-            if pod
-                .spec
-                .as_ref()
-                .and_then(|s| s.node_name.as_ref())
-                .is_none()
-            {
-                let binding = serde_json::json!({
-                    "apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
-                    "target": {"apiVersion": "v1", "kind": "Node", "name": "e2e-node"},
+    let client = cluster.client.clone();
+    // The node the pods are bound to: it must exist and stay Ready, or the EndpointSlice
+    // controller leaves its pods out and the pod garbage collector deletes them.
+    let heartbeat = tokio::spawn(async move {
+        loop {
+            let _ = node_heartbeat(&client).await;
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        }
+    });
+    Kubelet(
+        heartbeat,
+        tokio::spawn(async move {
+            let mut next_ip = 10u32;
+            let mut events =
+                kube::runtime::watcher(pods.clone(), kube::runtime::watcher::Config::default())
+                    .boxed();
+            while let Some(event) = events.next().await {
+                let pod = match event {
+                    Ok(kube::runtime::watcher::Event::Apply(pod))
+                    | Ok(kube::runtime::watcher::Event::InitApply(pod)) => pod,
+                    _ => continue,
+                };
+                let ready = pod
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+                let Some(name) = pod.metadata.name.clone() else {
+                    continue;
+                };
+                if pod.metadata.deletion_timestamp.is_some() {
+                    // The kubelet confirms a deletion once the containers stopped: here at once.
+                    let _ = pods
+                        .delete(
+                            &name,
+                            &kube::api::DeleteParams {
+                                grace_period_seconds: Some(0),
+                                ..Default::default()
+                            },
+                        )
+                        .await;
+                    continue;
+                }
+                if ready {
+                    continue;
+                }
+                if pod
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.node_name.as_ref())
+                    .is_none()
+                {
+                    let binding = serde_json::json!({
+                        "apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
+                        "target": {"apiVersion": "v1", "kind": "Node", "name": STAND_IN_NODE},
+                    });
+                    let _ = pods
+                        .create_subresource::<_, serde_json::Value>(
+                            "binding",
+                            &name,
+                            &PostParams::default(),
+                            &binding,
+                        )
+                        .await;
+                }
+                next_ip += 1;
+                let ip = format!("10.244.{}.{}", next_ip / 250, next_ip % 250 + 1);
+                let now = k8s_openapi::jiff::Timestamp::now().to_string();
+                let status = serde_json::json!({
+                    "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                    "status": {
+                        "phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}],
+                        "conditions": [
+                            {"type": "Ready", "status": "True", "lastTransitionTime": now},
+                            {"type": "ContainersReady", "status": "True", "lastTransitionTime": now},
+                        ],
+                    },
                 });
                 let _ = pods
-                    .create_subresource::<_, serde_json::Value>(
-                        "binding",
+                    .patch_status(
                         &name,
-                        &PostParams::default(),
-                        &binding,
+                        &PatchParams::apply("e2e-kubelet").force(),
+                        &Patch::Apply(&status),
                     )
                     .await;
             }
-            next_ip += 1;
-            let ip = format!("10.244.{}.{}", next_ip / 250, next_ip % 250 + 1);
-            let now = k8s_openapi::jiff::Timestamp::now().to_string();
-            let status = serde_json::json!({
-                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-                "status": {
-                    "phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}],
-                    "conditions": [
-                        {"type": "Ready", "status": "True", "lastTransitionTime": now},
-                        {"type": "ContainersReady", "status": "True", "lastTransitionTime": now},
-                    ],
-                },
-            });
-            let _ = pods
-                .patch_status(
-                    &name,
-                    &PatchParams::apply("e2e-kubelet").force(),
-                    &Patch::Apply(&status),
-                )
-                .await;
-        }
-    })
+        }),
+    )
+}
+
+/// The node of the kubelet stand-in.
+pub const STAND_IN_NODE: &str = "e2e-node";
+
+/// The stand-in node's heartbeat: the Node (created once) reports Ready, and its Lease in
+/// `kube-node-lease` is renewed, so that the node lifecycle controller keeps it Ready.
+async fn node_heartbeat(client: &kube::Client) -> anyhow::Result<()> {
+    use k8s_openapi::api::coordination::v1::Lease;
+    use k8s_openapi::api::core::v1::Node;
+    let now = k8s_openapi::jiff::Timestamp::now().to_string();
+    let nodes: Api<Node> = Api::all(client.clone());
+    let node = serde_json::json!({
+        "apiVersion": "v1", "kind": "Node", "metadata": {"name": STAND_IN_NODE},
+    });
+    let apply = PatchParams::apply("e2e-kubelet").force();
+    nodes
+        .patch(STAND_IN_NODE, &apply, &Patch::Apply(&node))
+        .await?;
+    let status = serde_json::json!({
+        "apiVersion": "v1", "kind": "Node", "metadata": {"name": STAND_IN_NODE},
+        "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+            "message": "the e2e tests' kubelet stand-in", "lastHeartbeatTime": now,
+            "lastTransitionTime": now}]},
+    });
+    nodes
+        .patch_status(STAND_IN_NODE, &apply, &Patch::Apply(&status))
+        .await?;
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
+    let now_micro = k8s_openapi::jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%S%.6fZ")
+        .to_string();
+    let lease = serde_json::json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": STAND_IN_NODE, "namespace": "kube-node-lease"},
+        "spec": {"holderIdentity": STAND_IN_NODE, "leaseDurationSeconds": 40, "renewTime": now_micro},
+    });
+    leases
+        .patch(STAND_IN_NODE, &apply, &Patch::Apply(&lease))
+        .await?;
+    Ok(())
+}
+
+/// The running kubelet stand-in (node heartbeat, pods); stops when dropped.
+#[derive(Debug)]
+pub struct Kubelet(tokio::task::JoinHandle<()>, tokio::task::JoinHandle<()>);
+
+impl Drop for Kubelet {
+    fn drop(&mut self) {
+        self.0.abort();
+        self.1.abort();
+    }
 }

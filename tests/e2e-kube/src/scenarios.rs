@@ -311,3 +311,614 @@ async fn scenario(
 
     Ok(())
 }
+
+/// A stand-in for Rook's CephCluster CRD (Rook's own is large; the operator reads only a few
+/// fields): applied only where no CephCluster CRD exists, so a cluster with Rook keeps Rook's.
+async fn ensure_ceph_cluster_crd(cluster: &Cluster) -> anyhow::Result<()> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let crds: Api<CustomResourceDefinition> = Api::all(cluster.client.clone());
+    if crds.get_opt("cephclusters.ceph.rook.io").await?.is_none() {
+        let open = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+        cluster
+            .apply(&json!({
+                "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": "cephclusters.ceph.rook.io"},
+                "spec": {"group": "ceph.rook.io", "scope": "Namespaced",
+                    "names": {"kind": "CephCluster", "listKind": "CephClusterList",
+                        "plural": "cephclusters", "singular": "cephcluster"},
+                    "versions": [{"name": "v1", "served": true, "storage": true,
+                        "subresources": {"status": {}},
+                        "schema": {"openAPIV3Schema": {"type": "object",
+                            "properties": {"spec": open, "status": open}}}}]},
+            }))
+            .await?;
+    }
+    wait_for("the CephCluster CRD to be served", LONG, || async move {
+        let api: Api<kube::api::DynamicObject> = Api::all_with(
+            cluster.client.clone(),
+            &kube::api::ApiResource::from_gvk_with_plural(
+                &kube::core::GroupVersionKind::gvk("ceph.rook.io", "v1", "CephCluster"),
+                "cephclusters",
+            ),
+        );
+        Ok(api
+            .list(&ListParams::default().limit(1))
+            .await
+            .ok()
+            .map(|_| ()))
+    })
+    .await
+}
+
+/// Rook's objects of a CephCluster `my-cluster` in `namespace`: three mons on cluster IPs
+/// (Services and `rook-ceph-mon-endpoints`) and `osds` OSD Deployments on their pod IPs,
+/// labelled as Rook labels them. The OSD container runs `pause` (no Ceph is needed for the
+/// addresses; `/pause` ignores Ceph's arguments).
+async fn rook_layout(cluster: &Cluster, namespace: &str, osds: u32) -> anyhow::Result<()> {
+    cluster
+        .apply(&json!({
+            "apiVersion": "ceph.rook.io/v1", "kind": "CephCluster",
+            "metadata": {"name": "my-cluster", "namespace": namespace},
+            "spec": {"cephVersion": {"image": "quay.io/ceph/ceph:v18.2.4"},
+                "dataDirHostPath": "/var/lib/rook", "mon": {"count": 3},
+                "network": {"multiClusterService": {"enabled": true, "clusterID": cluster.id}}},
+        }))
+        .await?;
+    let services: Api<Service> = Api::namespaced(cluster.client.clone(), namespace);
+    let mut endpoints = Vec::new();
+    for id in ["a", "b", "c"] {
+        let name = format!("rook-ceph-mon-{id}");
+        cluster
+            .apply(&json!({
+                "apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": name, "namespace": namespace, "labels": {
+                    "app": "rook-ceph-mon", "rook_cluster": namespace, "mon": id,
+                    "ceph_daemon_type": "mon", "ceph_daemon_id": id}},
+                "spec": {"selector": {"app": "rook-ceph-mon", "mon": id, "rook_cluster": namespace},
+                    "ports": [{"name": "tcp-msgr1", "port": 6789, "protocol": "TCP"},
+                              {"name": "tcp-msgr2", "port": 3300, "protocol": "TCP"}]},
+            }))
+            .await?;
+        let ip = services
+            .get(&name)
+            .await?
+            .spec
+            .and_then(|s| s.cluster_ip)
+            .context("a mon Service without a cluster IP")?;
+        endpoints.push(format!("{id}={ip}:6789"));
+    }
+    cluster
+        .apply(&json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "rook-ceph-mon-endpoints", "namespace": namespace},
+            "data": {"data": endpoints.join(","), "maxMonId": "2", "mapping": "{\"node\":{}}",
+                "outOfQuorum": "", "csi-cluster-config-json": "[]"},
+        }))
+        .await?;
+    for id in 0..osds {
+        let labels = json!({"app": "rook-ceph-osd", "rook_cluster": namespace,
+            "ceph-osd-id": id.to_string(), "osd": id.to_string(),
+            "failure-domain": format!("node-{id}"), "portable": "false",
+            "topology-location-host": format!("node-{id}"), "topology-location-root": "default"});
+        cluster
+            .apply(&json!({
+                "apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": format!("rook-ceph-osd-{id}"), "namespace": namespace,
+                    "labels": labels},
+                "spec": {"replicas": 1, "strategy": {"type": "Recreate"},
+                    "selector": {"matchLabels": {"app": "rook-ceph-osd", "ceph-osd-id": id.to_string()}},
+                    "template": {"metadata": {"labels": labels},
+                        "spec": {"containers": [{"name": "osd", "image": "registry.k8s.io/pause:3.9",
+                            "command": ["/pause"], "args": ["--foreground", format!("--id={id}")]}]}}},
+            }))
+            .await?;
+    }
+    Ok(())
+}
+
+/// The `--public-addr=` of an OSD Deployment's container, if it has one.
+fn public_addr(deployment: &k8s_openapi::api::apps::v1::Deployment) -> Option<String> {
+    deployment
+        .spec
+        .as_ref()?
+        .template
+        .spec
+        .as_ref()?
+        .containers
+        .iter()
+        .flat_map(|c| c.args.iter().flatten())
+        .find_map(|a| a.strip_prefix("--public-addr=").map(str::to_owned))
+}
+
+/// The status of the CephClusterAddressing `my-cluster` in `namespace` (null while none).
+async fn addressing_status(
+    cluster: &Cluster,
+    namespace: &str,
+) -> anyhow::Result<serde_json::Value> {
+    let addressing = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::core::GroupVersionKind::gvk("clusterset.io", "v1alpha1", "CephClusterAddressing"),
+        "cephclusteraddressings",
+    );
+    let api: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(cluster.client.clone(), namespace, &addressing);
+    Ok(api
+        .get_opt("my-cluster")
+        .await?
+        .map(|o| o.data["status"].clone())
+        .unwrap_or_default())
+}
+
+/// Every object's `resourceVersion` in `namespace` of the kinds the operator writes (for
+/// Deployments, whose status the Deployment controller writes, the `generation`).
+async fn versions(cluster: &Cluster, namespace: &str) -> anyhow::Result<BTreeMap<String, String>> {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let mut all = BTreeMap::new();
+    let client = cluster.client.clone();
+    let lp = ListParams::default();
+    let mut put = |kind: &str, meta: &kube::api::ObjectMeta| {
+        all.insert(
+            format!("{kind}/{}", meta.name.clone().unwrap_or_default()),
+            meta.resource_version.clone().unwrap_or_default(),
+        );
+    };
+    for o in Api::<Deployment>::namespaced(client.clone(), namespace)
+        .list(&lp)
+        .await?
+    {
+        // The Deployment controller writes its status; the operator writes its spec.
+        let mut meta = o.metadata.clone();
+        meta.resource_version = meta.generation.map(|g| {
+            format!(
+                "generation {g}: {}",
+                serde_json::to_string(&o.spec).unwrap_or_default()
+            )
+        });
+        put("Deployment", &meta);
+    }
+    for o in Api::<Service>::namespaced(client.clone(), namespace)
+        .list(&lp)
+        .await?
+    {
+        put("Service", &o.metadata);
+    }
+    for o in Api::<ConfigMap>::namespaced(client.clone(), namespace)
+        .list(&lp)
+        .await?
+    {
+        put("ConfigMap", &o.metadata);
+    }
+    for o in Api::<ServiceExport>::namespaced(client.clone(), namespace)
+        .list(&lp)
+        .await?
+    {
+        put("ServiceExport", &o.metadata);
+    }
+    let addressing = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::core::GroupVersionKind::gvk("clusterset.io", "v1alpha1", "CephClusterAddressing"),
+        "cephclusteraddressings",
+    );
+    for o in Api::<kube::api::DynamicObject>::namespaced_with(client, namespace, &addressing)
+        .list(&lp)
+        .await?
+    {
+        put("CephClusterAddressing", &o.metadata);
+    }
+    Ok(all)
+}
+
+/// The operator (with deploy/'s ServiceAccount and RBAC, leader election on) on a Rook-layout
+/// namespace in east, with both agents running: every OSD Deployment comes to
+/// `--public-addr=<its global IP>`, the name `east.rook-ceph-osd-<id>.<ns>.svc.clusterset.local`
+/// resolves to that IP in west, and a second pass changes nothing.
+pub async fn operator_brings_osds_to_global_ips(world: &mut World) -> anyhow::Result<()> {
+    const OSDS: u32 = 3;
+    let namespace = world.namespace("e2e-rook").await?;
+    let east = world.east.clone();
+    ensure_ceph_cluster_crd(&east).await?;
+    let _kubelet = world
+        .settings
+        .mark_pods_ready
+        .then(|| crate::kubelet(&east, &namespace));
+    rook_layout(&east, &namespace, OSDS).await?;
+    let kubeconfig = east
+        .service_account_kubeconfig(
+            crate::OPERATOR_NAMESPACE,
+            "mcs-ceph-operator",
+            world.dir.path(),
+        )
+        .await?;
+    let http = std::net::SocketAddr::from(([127, 0, 0, 1], crate::free_port()?));
+    let args = vec![
+        "run".to_owned(),
+        format!("--nameserver={}", world.agents[0].dns),
+        format!("--listen={http}"),
+        "--instance=e2e-operator".to_owned(),
+        format!("--lease-namespace={}", crate::OPERATOR_NAMESPACE),
+        format!("--watch-namespace={namespace}"),
+        "--debounce-ms=200".to_owned(),
+    ];
+    let mut operator = crate::Daemon::new(
+        "operator east",
+        &world.settings.binary("mcs-ceph-operator")?,
+        args,
+        &kubeconfig,
+        http,
+        &world.logs,
+    );
+    let started = Instant::now();
+    operator.start().await?;
+    let result = async {
+        let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+            Api::namespaced(east.client.clone(), &namespace);
+        let addresses = wait_for(
+            "every OSD Deployment to advertise a global IP",
+            Duration::from_secs(180),
+            || {
+                let deployments = deployments.clone();
+                async move {
+                    let mut found = BTreeMap::new();
+                    for id in 0..OSDS {
+                        let deployment = deployments.get(&format!("rook-ceph-osd-{id}")).await?;
+                        match public_addr(&deployment) {
+                            Some(ip) if ip.starts_with("242.1.") => {
+                                found.insert(id, ip);
+                            }
+                            _ => return Ok(None),
+                        }
+                    }
+                    Ok(Some(found))
+                }
+            },
+        )
+        .await?;
+        println!(
+            "operator + agents: {OSDS} OSD Deployments at their global IPs in {:?}: {addresses:?}",
+            started.elapsed()
+        );
+        let west_dns = world.agents[1].dns;
+        for (id, ip) in &addresses {
+            let name = format!("east.rook-ceph-osd-{id}.{namespace}.svc.clusterset.local");
+            let want = vec![ip.clone()];
+            let answers = wait_for(&format!("{name} in west"), LONG, || {
+                let (name, want) = (name.clone(), want.clone());
+                async move {
+                    let answers = crate::dig(west_dns, &name, "A").await?;
+                    Ok((answers == want).then_some(answers))
+                }
+            })
+            .await?;
+            println!("dig @{west_dns} (west) {name} -> {answers:?}");
+        }
+        // Converged: every OSD rolled out with its new arguments and counted ready.
+        wait_for("the OSD rollouts and the status to converge", LONG, || {
+            let (deployments, east, namespace) =
+                (deployments.clone(), east.clone(), namespace.clone());
+            async move {
+                for d in deployments.list(&ListParams::default()).await? {
+                    let status = d.status.clone().unwrap_or_default();
+                    let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+                    let done = status.observed_generation == d.metadata.generation
+                        && status.updated_replicas == Some(want)
+                        && status.available_replicas == Some(want)
+                        && status.replicas == Some(want);
+                    if !done {
+                        return Ok(None);
+                    }
+                }
+                let addressing = addressing_status(&east, &namespace).await?;
+                let ready = addressing["readyDaemons"].as_u64().unwrap_or(0);
+                Ok((ready >= u64::from(OSDS)).then_some(()))
+            }
+        })
+        .await?;
+        // A second pass: poke the CephCluster and wait for the operator to reconcile it (once
+        // to see the converged state, once more to compare); nothing it writes may change.
+        let operator_ref = &operator;
+        let poke = |n: u32| {
+            let (east, namespace) = (east.clone(), namespace.clone());
+            async move {
+                let reconciles = operator_ref
+                    .metric("mcs_ceph_operator_reconciles_total")
+                    .await?;
+                // A merge patch of one annotation (an apply of only the annotation would take
+                // the spec this harness applied away from the CephCluster).
+                let clusters: Api<kube::api::DynamicObject> = Api::namespaced_with(
+                    east.client.clone(),
+                    &namespace,
+                    &kube::api::ApiResource::from_gvk_with_plural(
+                        &kube::core::GroupVersionKind::gvk("ceph.rook.io", "v1", "CephCluster"),
+                        "cephclusters",
+                    ),
+                );
+                let poke =
+                    json!({"metadata": {"annotations": {"e2e.clusterset.io/poke": n.to_string()}}});
+                clusters
+                    .patch("my-cluster", &PatchParams::default(), &Patch::Merge(&poke))
+                    .await?;
+                wait_for("a reconcile after the poke", LONG, || async move {
+                    let now = operator_ref
+                        .metric("mcs_ceph_operator_reconciles_total")
+                        .await?;
+                    Ok((now > reconciles).then_some(()))
+                })
+                .await
+            }
+        };
+        poke(1).await?;
+        let before = versions(&east, &namespace).await?;
+        poke(2).await?;
+        let after = versions(&east, &namespace).await?;
+        let changed: Vec<&String> = before
+            .iter()
+            .filter(|(k, v)| after.get(*k) != Some(*v))
+            .map(|(k, _)| k)
+            .collect();
+        for name in &changed {
+            eprintln!(
+                "{name}\n  before: {:?}\n  after:  {:?}",
+                before.get(*name),
+                after.get(*name)
+            );
+        }
+        assert!(changed.is_empty(), "the second pass changed {changed:?}");
+        println!("second pass: {} objects, none changed", after.len());
+        anyhow::Ok(())
+    }
+    .await;
+    if result.is_err() {
+        eprintln!("---- log of the operator ----\n{}", operator.log());
+    }
+    operator.kill().await?;
+    result
+}
+
+/// A shell command from the environment variable `name` (how the tests stop and start an API
+/// server: `docker stop east-control-plane` for kind, a script for API servers run by hand).
+fn hook(name: &str) -> anyhow::Result<String> {
+    std::env::var(name).map_err(|_| {
+        anyhow::anyhow!(
+            "{name} is not set: the fault scenario needs a shell command for it (for kind: \
+             CLUSTERSET_E2E_HUB_STOP='docker stop east-control-plane', \
+             CLUSTERSET_E2E_HUB_START='docker start east-control-plane', \
+             CLUSTERSET_E2E_MEMBER_RESTART='docker restart west-control-plane'; see docs/e2e.md)"
+        )
+    })
+}
+
+/// Runs the shell command of hook `name`.
+async fn run_hook(name: &str) -> anyhow::Result<()> {
+    let command = hook(name)?;
+    let status = tokio::process::Command::new("sh")
+        .args(["-c", &command])
+        .status()
+        .await
+        .with_context(|| format!("cannot run {name}: {command}"))?;
+    anyhow::ensure!(status.success(), "{name} ({command}) failed: {status}");
+    Ok(())
+}
+
+/// Waits until `cluster`'s API server answers again (after a stop or restart).
+async fn api_back(cluster: &Cluster) -> anyhow::Result<()> {
+    wait_for(
+        &format!("{}'s API server to answer", cluster.id),
+        Duration::from_secs(180),
+        || async move {
+            let namespaces: Api<k8s_openapi::api::core::v1::Namespace> =
+                Api::all(cluster.client.clone());
+            Ok(namespaces
+                .list(&ListParams::default().limit(1))
+                .await
+                .ok()
+                .map(|_| ()))
+        },
+    )
+    .await
+}
+
+/// A Service `name` with port `port` exported from `cluster`.
+async fn export_service(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+    port: i32,
+) -> anyhow::Result<()> {
+    let mut service = service(namespace, port);
+    service["metadata"]["name"] = json!(name);
+    cluster.apply(&service).await?;
+    let mut export = export(namespace);
+    export["metadata"]["name"] = json!(name);
+    cluster.apply(&export).await
+}
+
+/// Waits for `cluster`'s ServiceImport `name` with an IP and its imported slices from every
+/// cluster of `sources`; its IPs and its slices' addresses by source cluster.
+async fn imported(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+    sources: &[&str],
+) -> anyhow::Result<(Vec<String>, BTreeMap<String, Vec<String>>)> {
+    let imports: Api<ServiceImport> = Api::namespaced(cluster.client.clone(), namespace);
+    let slices: Api<EndpointSlice> = Api::namespaced(cluster.client.clone(), namespace);
+    let sources: Vec<String> = sources.iter().map(|s| (*s).to_owned()).collect();
+    wait_for(
+        &format!("{}'s import of {name} from {sources:?}", cluster.id),
+        Duration::from_secs(120),
+        || {
+            let (imports, slices, sources) = (imports.clone(), slices.clone(), sources.clone());
+            async move {
+                let Some(import) = imports.get_opt(name).await? else {
+                    return Ok(None);
+                };
+                if import.spec.ips.is_empty() {
+                    return Ok(None);
+                }
+                let mut by_source = BTreeMap::new();
+                let selector = format!("multicluster.kubernetes.io/service-name={name}");
+                for slice in slices
+                    .list(&ListParams::default().labels(&selector))
+                    .await?
+                {
+                    let source = slice
+                        .metadata
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get("multicluster.kubernetes.io/source-cluster"))
+                        .cloned()
+                        .unwrap_or_default();
+                    let addresses: Vec<String> = slice
+                        .endpoints
+                        .iter()
+                        .flat_map(|e| e.addresses.clone())
+                        .collect();
+                    by_source.insert(source, addresses);
+                }
+                let complete = sources.iter().all(|s| by_source.contains_key(s));
+                Ok(complete.then_some((import.spec.ips, by_source)))
+            }
+        },
+    )
+    .await
+}
+
+/// Faults, with nothing lost: the hub's API server stopped for a minute (imports and DNS
+/// answers stay in the other cluster, nothing is deleted, a change made meanwhile arrives when
+/// the hub returns), a member's API server restarted (the agent's watches resume, and it makes
+/// no more writes than an undisturbed agent), an agent killed in the middle of a propagation
+/// (it resumes; every IP stays the same).
+///
+/// Hooks (shell commands): `CLUSTERSET_E2E_HUB_STOP`, `CLUSTERSET_E2E_HUB_START` (east's API
+/// server) and `CLUSTERSET_E2E_MEMBER_RESTART` (west's); `CLUSTERSET_E2E_OUTAGE_SECONDS`
+/// (default 60) is how long the hub stays down.
+pub async fn faults_lose_nothing(world: &mut World) -> anyhow::Result<()> {
+    for name in [
+        "CLUSTERSET_E2E_HUB_STOP",
+        "CLUSTERSET_E2E_HUB_START",
+        "CLUSTERSET_E2E_MEMBER_RESTART",
+    ] {
+        hook(name)?;
+    }
+    let outage = Duration::from_secs(
+        std::env::var("CLUSTERSET_E2E_OUTAGE_SECONDS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(60),
+    );
+    let namespace = world.namespace("e2e-faults").await?;
+    let (east, west) = (world.east.clone(), world.west.clone());
+    export_service(&east, &namespace, "web", 80).await?;
+    let web_west = imported(&west, &namespace, "web", &["east"]).await?;
+    let web_east = imported(&east, &namespace, "web", &["east"]).await?;
+    let deleted_west = record_deletions(&west, &namespace);
+
+    // 1. The hub (east's API server) down for `outage`.
+    let west_dns = world.agents[1].dns;
+    let name = format!("web.{namespace}.svc.clusterset.local");
+    run_hook("CLUSTERSET_E2E_HUB_STOP").await?;
+    let stopped = Instant::now();
+    println!("hub stopped; for {outage:?}: west keeps its import and DNS answers");
+    // A change made in west while the hub is down: it reaches east when the hub returns.
+    export_service(&west, &namespace, "api", 8080).await?;
+    let west_imports: Api<ServiceImport> = Api::namespaced(west.client.clone(), &namespace);
+    let mut checks = 0;
+    while stopped.elapsed() < outage {
+        let answers = crate::dig(west_dns, &name, "A").await?;
+        assert_eq!(
+            answers, web_west.0,
+            "west's DNS answer changed while the hub was down"
+        );
+        let import = west_imports.get("web").await?;
+        assert_eq!(
+            import.spec.ips, web_west.0,
+            "west's import changed while the hub was down"
+        );
+        checks += 1;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    run_hook("CLUSTERSET_E2E_HUB_START").await?;
+    api_back(&east).await?;
+    println!(
+        "hub back after {:?}; {checks} checks of west's DNS answer and import during the outage all equal",
+        stopped.elapsed()
+    );
+    let caught_up = Instant::now();
+    let api_east = imported(&east, &namespace, "api", &["west"]).await?;
+    println!(
+        "the export made in west during the outage reached east {:?} after the hub returned: {api_east:?}",
+        caught_up.elapsed()
+    );
+    assert_eq!(
+        imported(&west, &namespace, "web", &["east"]).await?,
+        web_west
+    );
+    assert_eq!(
+        imported(&east, &namespace, "web", &["east"]).await?,
+        web_east
+    );
+
+    // 2. West's API server restarted: the agent's watches resume, and it writes no more than
+    //    an undisturbed agent does for the same change.
+    let writes = |i: usize| {
+        world.agents[i]
+            .daemon
+            .metric("clusterset_agent_writes_total")
+    };
+    let before = writes(1).await?;
+    export_service(&east, &namespace, "control", 81).await?;
+    imported(&west, &namespace, "control", &["east"]).await?;
+    let undisturbed = writes(1).await? - before;
+    let before = writes(1).await?;
+    run_hook("CLUSTERSET_E2E_MEMBER_RESTART").await?;
+    api_back(&west).await?;
+    export_service(&east, &namespace, "db", 82).await?;
+    let db = imported(&west, &namespace, "db", &["east"]).await?;
+    let after_restart = writes(1).await? - before;
+    println!(
+        "west's API server restarted: the agent's watches resumed (db imported: {db:?}); its writes: {after_restart} for the import made after the restart, {undisturbed} for the same import undisturbed"
+    );
+    assert_eq!(
+        after_restart, undisturbed,
+        "west's agent wrote more after its API server restarted than for the same change undisturbed"
+    );
+
+    // 3. West's agent killed in the middle of a propagation: `late` is exported in east and
+    //    west's agent is killed as soon as east's record of it is on the hub.
+    let records = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::core::GroupVersionKind::gvk("clusterset.io", "v1alpha1", "ExportRecord"),
+        "exportrecords",
+    );
+    let hub_records: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(east.client.clone(), crate::BROKER_NAMESPACE, &records);
+    let record_name = format!("east.{namespace}.late");
+    export_service(&east, &namespace, "late", 83).await?;
+    wait_for("east's record of late on the hub", LONG, || {
+        let (api, record_name) = (hub_records.clone(), record_name.clone());
+        async move { Ok(api.get_opt(&record_name).await?.map(|_| ())) }
+    })
+    .await?;
+    world.agents[1].daemon.kill().await?;
+    let late_before_restart = west_imports.get_opt("late").await?.is_some();
+    world.agents[1].daemon.start().await?;
+    let late = imported(&west, &namespace, "late", &["east"]).await?;
+    println!(
+        "west's agent killed mid-propagation (import of late already written: {late_before_restart}); after its restart late is imported: {late:?}"
+    );
+    for (service, sources, want) in [
+        ("web", &["east"][..], &web_west),
+        ("db", &["east"][..], &db),
+    ] {
+        assert_eq!(
+            &imported(&west, &namespace, service, sources).await?,
+            want,
+            "{service}'s IPs changed"
+        );
+    }
+    let deleted = deleted_west.lock().unwrap().clone();
+    assert!(
+        deleted.is_empty(),
+        "deleted in west during the faults: {deleted:?}"
+    );
+    println!("every IP unchanged and nothing deleted in west through all three faults");
+    Ok(())
+}

@@ -24,3 +24,13 @@ where
 async fn export_import_conflict_restart_unexport() -> anyhow::Result<()> {
     run(|w| Box::pin(scenarios::export_import_conflict_restart_unexport(w))).await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_brings_osds_to_global_ips() -> anyhow::Result<()> {
+    run(|w| Box::pin(scenarios::operator_brings_osds_to_global_ips(w))).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faults_lose_nothing() -> anyhow::Result<()> {
+    run(|w| Box::pin(scenarios::faults_lose_nothing(w))).await
+}
