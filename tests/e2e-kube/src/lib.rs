@@ -428,6 +428,19 @@ impl Daemon {
             .sum())
     }
 
+    /// The series of `family` on `/metrics`, as lines (`family{labels} value`).
+    pub async fn metric_lines(&self, family: &str) -> anyhow::Result<Vec<String>> {
+        let (_, body) = http_get(self.http, "/metrics").await?;
+        Ok(body
+            .lines()
+            .filter(|l| {
+                l.strip_prefix(family)
+                    .is_some_and(|rest| rest.starts_with(' ') || rest.starts_with('{'))
+            })
+            .map(str::to_owned)
+            .collect())
+    }
+
     /// The daemon's log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()

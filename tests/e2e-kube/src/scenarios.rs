@@ -865,9 +865,22 @@ pub async fn faults_lose_nothing(world: &mut World) -> anyhow::Result<()> {
             .metric("clusterset_agent_writes_total")
     };
     let before = writes(1).await?;
+    let lines = |i: usize| {
+        world.agents[i]
+            .daemon
+            .metric_lines("clusterset_agent_writes_total")
+    };
+    println!(
+        "west's writes before the control export: {:?}",
+        lines(1).await?
+    );
     export_service(&east, &namespace, "control", 81).await?;
     imported(&west, &namespace, "control", &["east"]).await?;
     let undisturbed = writes(1).await? - before;
+    println!(
+        "west's writes after the control import: {:?}",
+        lines(1).await?
+    );
     let before = writes(1).await?;
     run_hook("CLUSTERSET_E2E_MEMBER_RESTART").await?;
     api_back(&west).await?;
