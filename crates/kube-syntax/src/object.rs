@@ -540,6 +540,11 @@ fn endpoint_slice_errors(slice: &Value, whole: bool) -> Vec<FieldError> {
             };
             if let Some(problem) = problem {
                 errors.push(FieldError::invalid(&path, address, problem));
+            } else if matches!(address_type, Some("IPv4" | "IPv6"))
+                && let Ok(ip) = address.parse::<IpAddr>()
+                && let Some(problem) = special_ip_problem(ip)
+            {
+                errors.push(FieldError::invalid(&path, address, problem));
             }
         }
         if let Some(hostname) = text(endpoint, "/hostname") {
@@ -588,6 +593,36 @@ fn endpoint_slice_errors(slice: &Value, whole: bool) -> Vec<FieldError> {
         }
     }
     errors
+}
+
+/// Why an endpoint may not have `ip` (`ValidateNonSpecialIP`): unspecified, loopback,
+/// link-local or link-local multicast addresses never reach a pod.
+pub fn special_ip_problem(ip: IpAddr) -> Option<&'static str> {
+    let (unspecified, loopback, link_local, link_local_multicast) = match ip {
+        IpAddr::V4(v4) => (
+            v4.is_unspecified(),
+            v4.is_loopback(),
+            v4.is_link_local(),
+            v4.octets()[..3] == [224, 0, 0],
+        ),
+        IpAddr::V6(v6) => (
+            v6.is_unspecified(),
+            v6.is_loopback(),
+            v6.segments()[0] & 0xffc0 == 0xfe80,
+            v6.segments()[0] & 0xff0f == 0xff02,
+        ),
+    };
+    if unspecified {
+        Some("may not be unspecified (0.0.0.0, ::)")
+    } else if loopback {
+        Some("may not be in the loopback range (127.0.0.0/8, ::1/128)")
+    } else if link_local {
+        Some("may not be in the link-local range (169.254.0.0/16, fe80::/10)")
+    } else if link_local_multicast {
+        Some("may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)")
+    } else {
+        None
+    }
 }
 
 fn lease_errors(lease: &Value) -> Vec<FieldError> {

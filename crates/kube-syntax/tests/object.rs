@@ -874,3 +874,42 @@ fn cluster_scoped_custom_resources() {
     assert_eq!(found[0].field, "metadata.namespace");
     assert_eq!(found[0].kind, ErrorKind::Forbidden);
 }
+
+#[test]
+fn endpoint_slice_addresses_that_never_reach_a_pod_are_refused() {
+    for (family, address, fragment) in [
+        ("IPv4", "0.0.0.0", "unspecified"),
+        ("IPv4", "127.0.0.1", "loopback"),
+        ("IPv4", "169.254.1.1", "link-local range"),
+        ("IPv4", "224.0.0.251", "link-local multicast"),
+        ("IPv6", "::", "unspecified"),
+        ("IPv6", "::1", "loopback"),
+        ("IPv6", "fe80::1", "link-local range"),
+        ("IPv6", "ff02::1", "link-local multicast"),
+    ] {
+        let slice = serde_json::json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "web-east", "namespace": "demo"},
+            "addressType": family, "endpoints": [{"addresses": [address]}],
+        });
+        let errors = kube_syntax::object::Catalog::builtin()
+            .object_errors(&slice, kube_syntax::object::Completeness::Whole);
+        assert_eq!(errors.len(), 1, "{address}: {errors:?}");
+        assert_eq!(errors[0].field, "endpoints[0].addresses[0]");
+        assert!(errors[0].detail.contains(fragment), "{address}: {errors:?}");
+    }
+    for (family, address) in [
+        ("IPv4", "242.1.0.1"),
+        ("IPv4", "10.0.0.1"),
+        ("IPv6", "fd00::1"),
+    ] {
+        let slice = serde_json::json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "web-east", "namespace": "demo"},
+            "addressType": family, "endpoints": [{"addresses": [address]}],
+        });
+        let errors = kube_syntax::object::Catalog::builtin()
+            .object_errors(&slice, kube_syntax::object::Completeness::Whole);
+        assert!(errors.is_empty(), "{address}: {errors:?}");
+    }
+}
