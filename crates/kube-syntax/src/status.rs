@@ -117,6 +117,47 @@ pub fn invalid(group: &str, kind: &str, name: &str, errors: &[FieldError]) -> Re
     )
 }
 
+/// A URL query taken apart and percent-decoded (`%2F` → `/`, `+` → space), as the API server
+/// reads `?labelSelector=...&fieldManager=...`. A key without `=` has the empty value.
+///
+/// ```
+/// let query = kube_syntax::status::parse_query("labelSelector=app%3Dweb%2Cmon+in+%28a%29&watch");
+/// assert_eq!(query["labelSelector"], "app=web,mon in (a)");
+/// assert_eq!(query["watch"], "");
+/// ```
+pub fn parse_query(query: &str) -> BTreeMap<String, String> {
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.split_once('=').unwrap_or((p, "")))
+        .map(|(k, v)| (decode_query_part(k), decode_query_part(v)))
+        .collect()
+}
+
+/// One key or value of a URL query, percent-decoded (`+` is a space; a `%` not followed by two
+/// hex digits stays as it is).
+pub fn decode_query_part(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| char::from(b).to_digit(16);
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(high), Some(low)) => {
+                    out.push(u8::try_from(high * 16 + low).unwrap_or(b'%'));
+                    i += 2;
+                }
+                _ => out.push(b'%'),
+            },
+            other => out.push(other),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// A request as a fake API server receives it.
 #[derive(Debug, Clone, Copy)]
 pub struct Request<'a> {

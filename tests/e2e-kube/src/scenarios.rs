@@ -108,17 +108,24 @@ fn record_deletions(cluster: &Cluster, namespace: &str) -> Arc<Mutex<Vec<String>
     deleted
 }
 
-/// The addresses of the imported EndpointSlices of `web` (by source cluster) and the import's IPs.
-async fn addresses(
+/// An import as stored: its IPs, and its imported slices' addresses by source cluster.
+type StoredImport = (Vec<String>, BTreeMap<String, Vec<String>>);
+
+/// `cluster`'s ServiceImport `name` as stored, if it exists.
+async fn read_import(
     cluster: &Cluster,
     namespace: &str,
-) -> anyhow::Result<(Vec<String>, BTreeMap<String, Vec<String>>)> {
+    name: &str,
+) -> anyhow::Result<Option<StoredImport>> {
     let imports: Api<ServiceImport> = Api::namespaced(cluster.client.clone(), namespace);
-    let ips = imports.get("web").await?.spec.ips;
+    let Some(import) = imports.get_opt(name).await? else {
+        return Ok(None);
+    };
     let slices: Api<EndpointSlice> = Api::namespaced(cluster.client.clone(), namespace);
+    let selector = format!("multicluster.kubernetes.io/service-name={name}");
     let mut by_source = BTreeMap::new();
     for slice in slices
-        .list(&ListParams::default().labels("multicluster.kubernetes.io/service-name=web"))
+        .list(&ListParams::default().labels(&selector))
         .await?
     {
         let source = slice
@@ -135,7 +142,14 @@ async fn addresses(
             .collect();
         by_source.insert(source, addresses);
     }
-    Ok((ips, by_source))
+    Ok(Some((import.spec.ips, by_source)))
+}
+
+/// The stored import of `web` (which must exist).
+async fn addresses(cluster: &Cluster, namespace: &str) -> anyhow::Result<StoredImport> {
+    read_import(cluster, namespace, "web")
+        .await?
+        .with_context(|| format!("{} has no import of web", cluster.id))
 }
 
 /// Export in east -> import in west (timed) -> DNS answer -> a port conflict on both exports ->
@@ -738,44 +752,19 @@ async fn imported(
     namespace: &str,
     name: &str,
     sources: &[&str],
-) -> anyhow::Result<(Vec<String>, BTreeMap<String, Vec<String>>)> {
-    let imports: Api<ServiceImport> = Api::namespaced(cluster.client.clone(), namespace);
-    let slices: Api<EndpointSlice> = Api::namespaced(cluster.client.clone(), namespace);
+) -> anyhow::Result<StoredImport> {
     let sources: Vec<String> = sources.iter().map(|s| (*s).to_owned()).collect();
     wait_for(
         &format!("{}'s import of {name} from {sources:?}", cluster.id),
         Duration::from_secs(120),
         || {
-            let (imports, slices, sources) = (imports.clone(), slices.clone(), sources.clone());
+            let sources = sources.clone();
             async move {
-                let Some(import) = imports.get_opt(name).await? else {
-                    return Ok(None);
-                };
-                if import.spec.ips.is_empty() {
-                    return Ok(None);
-                }
-                let mut by_source = BTreeMap::new();
-                let selector = format!("multicluster.kubernetes.io/service-name={name}");
-                for slice in slices
-                    .list(&ListParams::default().labels(&selector))
+                Ok(read_import(cluster, namespace, name)
                     .await?
-                {
-                    let source = slice
-                        .metadata
-                        .labels
-                        .as_ref()
-                        .and_then(|l| l.get("multicluster.kubernetes.io/source-cluster"))
-                        .cloned()
-                        .unwrap_or_default();
-                    let addresses: Vec<String> = slice
-                        .endpoints
-                        .iter()
-                        .flat_map(|e| e.addresses.clone())
-                        .collect();
-                    by_source.insert(source, addresses);
-                }
-                let complete = sources.iter().all(|s| by_source.contains_key(s));
-                Ok(complete.then_some((import.spec.ips, by_source)))
+                    .filter(|(ips, by_source)| {
+                        !ips.is_empty() && sources.iter().all(|s| by_source.contains_key(s))
+                    }))
             }
         },
     )

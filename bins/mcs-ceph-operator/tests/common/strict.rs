@@ -39,38 +39,7 @@ pub fn catalog() -> &'static Catalog {
     })
 }
 
-/// A query value percent-decoded (`%2F` → `/`, `+` → space), as the API server reads it.
-pub fn decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| char::from(b).to_digit(16);
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                (Some(high), Some(low)) => {
-                    out.push(u8::try_from(high * 16 + low).unwrap());
-                    i += 2;
-                }
-                _ => out.push(b'%'),
-            },
-            other => out.push(other),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// A URL query taken apart and decoded.
-pub fn parse_query(query: &str) -> BTreeMap<String, String> {
-    query
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| p.split_once('=').unwrap_or((p, "")))
-        .map(|(k, v)| (decode(k), decode(v)))
-        .collect()
-}
+pub use kube_syntax::status::parse_query;
 
 /// One request as a mock API server receives it.
 #[derive(Debug, Clone)]

@@ -38,38 +38,13 @@ impl Seen {
     }
 }
 
-/// Decodes `application/x-www-form-urlencoded` text (`%XX` and `+`).
-pub fn decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap();
-                out.push(u8::from_str_radix(hex, 16).unwrap());
-                i += 2;
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8(out).unwrap()
-}
-
 /// The method and request target (`/path?query`) as seen.
 pub fn seen(method: &str, target: &str) -> Seen {
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     Seen {
         method: method.to_owned(),
         path: path.to_owned(),
-        query: query
-            .split('&')
-            .filter(|p| !p.is_empty())
-            .filter_map(|p| p.split_once('='))
-            .map(|(k, v)| (decode(k), decode(v)))
-            .collect(),
+        query: kube_syntax::status::parse_query(query),
     }
 }
 
