@@ -123,6 +123,27 @@ pub enum LeaseState {
     },
 }
 
+/// One of the two API servers an agent talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Side {
+    /// The member cluster's own API server.
+    Member,
+    /// The hub's API server (the broker).
+    Broker,
+}
+
+impl Target {
+    fn side(&self) -> Side {
+        match self {
+            Self::Record(_) => Side::Broker,
+            Self::ImportSpec(_)
+            | Self::ImportStatus(_)
+            | Self::Slice(_)
+            | Self::ExportStatus(_) => Side::Member,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 struct Failure {
     attempts: u32,
@@ -179,6 +200,9 @@ pub struct AgentCore {
     problems: Vec<String>,
     waiting_for_address: BTreeSet<ServiceKey>,
     freed: bool,
+    /// The API servers that failed to answer (a watch or a heartbeat failed) and have not
+    /// answered since.
+    unreachable: BTreeSet<Side>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -387,6 +411,7 @@ impl AgentCore {
             problems: Vec::new(),
             waiting_for_address: BTreeSet::new(),
             freed: false,
+            unreachable: BTreeSet::new(),
         }
     }
 
@@ -478,6 +503,10 @@ impl AgentCore {
 
     /// Takes in one watch event.
     pub fn handle(&mut self, input: Input) {
+        self.answered(match &input {
+            Input::Record(_) | Input::Lease(_) => Side::Broker,
+            _ => Side::Member,
+        });
         match input {
             Input::Service(event) => {
                 for change in self.services.handle(event) {
@@ -771,8 +800,43 @@ impl AgentCore {
         });
     }
 
-    /// Reports that a write failed: it is retried with backoff (1 s doubling to 60 s), and a
-    /// failed broker write shows as `Ready=False/Failed` on the ServiceExport.
+    /// Reports that an API server did not answer: one of its watches failed, or (the broker) a
+    /// heartbeat failed. When it answers again ([`answered`](Self::answered)), the writes that
+    /// failed meanwhile are retried at once instead of waiting out their backoff.
+    pub fn unreachable(&mut self, side: Side) {
+        self.unreachable.insert(side);
+    }
+
+    /// Reports that an API server answered: a watch event from it (every input counts; the
+    /// core calls this itself in [`handle`](Self::handle)), or a heartbeat the hub took. If it
+    /// had not answered before ([`unreachable`](Self::unreachable)), every service with a failed
+    /// write to it is reconciled now, its backoff started afresh.
+    pub fn answered(&mut self, side: Side) {
+        if !self.unreachable.remove(&side) {
+            return;
+        }
+        for (key, failure) in &mut self.failures {
+            if failure.targets.iter().any(|t| t.side() == side) {
+                failure.attempts = 0;
+                failure.retry_at = None;
+                self.dirty.insert(key.clone());
+            }
+        }
+    }
+
+    /// Reports that a write was not attempted because an earlier write of its service failed
+    /// (writes of one service go out in order): it is emitted again when the service is next
+    /// reconciled, and its service is reconciled now (so a ServiceExport shows the failure).
+    pub fn write_skipped(&mut self, write: &Write) {
+        self.pending.remove(&write.target());
+        self.dirty.insert(write.service());
+    }
+
+    /// Reports that a write failed: it is retried with backoff (1 s doubling to 60 s, or at once
+    /// when its API server answers again after failing, see [`answered`](Self::answered)), and
+    /// a failed broker write shows as `Ready=False/Failed` on the ServiceExport. Meanwhile the
+    /// service's other writes wait too, except its ServiceExport's status (unless writing that
+    /// is what failed).
     pub fn write_failed(&mut self, write: &Write, message: &str, now: Timestamp) {
         let target = write.target();
         self.pending.remove(&target);
@@ -836,8 +900,17 @@ impl AgentCore {
                 ClusterHealth::Dropped { .. } => {}
             }
         }
-        if let Some(own) = self.own_lease().and_then(broker::lease_expiry) {
-            consider(own);
+        // This agent's own Lease: when it runs out, this agent stops holding it (or another
+        // instance stops blocking it). Once it has run out there is nothing to wait for (an
+        // expired Lease in the past would wake the runtime up at once, again and again).
+        match &self.lease_state {
+            LeaseState::Held => {
+                if let Some(own) = self.own_lease().and_then(broker::lease_expiry) {
+                    consider(own);
+                }
+            }
+            LeaseState::Blocked { until, .. } => consider(*until),
+            LeaseState::NotHeld => {}
         }
         next
     }
@@ -1113,12 +1186,18 @@ impl AgentCore {
         let id = ObjectId::new(&key.namespace, &key.name);
         let me = self.config.cluster_id.clone();
         // While a write of this service waits for its retry time, write nothing else for it
-        // (conditions still show the failure).
+        // (conditions still show the failure: the ServiceExport's status waits only if writing
+        // it is what failed).
         let holding = self
             .failures
             .get(key)
             .and_then(|f| f.retry_at)
             .is_some_and(|t| t > now);
+        let holding_status = holding
+            && self
+                .failures
+                .get(key)
+                .is_some_and(|f| f.targets.contains(&Target::ExportStatus(id.clone())));
 
         // 1. This cluster's export: validity, global IPs, the record to publish.
         let export = self
@@ -1202,6 +1281,12 @@ impl AgentCore {
             .and_then(|r| r.checked_record().ok());
         let published = matches!((&desired_record, stored_own), (Some(d), Some(s)) if d == s);
         let has_stored_own = stored_own.is_some();
+        // The broker holds what it should (our write went through although we were told it
+        // failed, e.g. the hub went away before it answered; or nothing is left to withdraw):
+        // a broker write that failed before has nothing left to retry or report.
+        if published || (desired_record.is_none() && !has_stored_own) {
+            self.broker_settled(key);
+        }
         let lease_state = self.lease_state.clone();
         if lease_state == LeaseState::Held {
             match (&desired_record, has_stored_own) {
@@ -1352,9 +1437,21 @@ impl AgentCore {
                         key: key.clone(),
                         status,
                     },
-                    false,
+                    holding_status,
                 );
             }
+        }
+    }
+
+    /// Forgets the failed broker write of `key` (and the error it shows on the export).
+    fn broker_settled(&mut self, key: &ServiceKey) {
+        let Some(failure) = self.failures.get_mut(key) else {
+            return;
+        };
+        failure.targets.retain(|t| t.side() != Side::Broker);
+        failure.publish_error = None;
+        if failure.targets.is_empty() {
+            self.failures.remove(key);
         }
     }
 

@@ -13,7 +13,7 @@ use k8s_openapi::jiff::Timestamp;
 use mcs_controller::ServiceKey;
 
 use crate::broker::Heartbeat;
-use crate::core::AgentCore;
+use crate::core::{AgentCore, Input, Side};
 use crate::http::Readiness;
 use crate::kube_io::{AgentWriter, Feed, WriteError};
 use crate::metrics::Metrics;
@@ -21,6 +21,10 @@ use crate::write::Write;
 
 /// A source of the current time (the real clock in the agent, a fixed one in tests).
 pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
+
+/// What became of one write: `None` if it was not attempted (an earlier write of its service
+/// failed), else the writer's answer.
+type Outcome = Option<Result<(), WriteError>>;
 
 /// The most events taken in before reconciling (a burst is reconciled once, not per event).
 const MAX_BATCH: usize = 4096;
@@ -95,7 +99,7 @@ impl Runtime {
         }
         if let Some(release) = self.core.release_heartbeat() {
             match self.writer.heartbeat(&release).await {
-                Ok(()) => tracing::info!("heartbeat Lease released for the next instance"),
+                Ok(_) => tracing::info!("heartbeat Lease released for the next instance"),
                 Err(error) => {
                     tracing::warn!(%error, "could not release the heartbeat Lease; the next instance waits for it to expire")
                 }
@@ -112,6 +116,8 @@ impl Runtime {
                 broker,
                 error,
             } => {
+                self.core
+                    .unreachable(if broker { Side::Broker } else { Side::Member });
                 self.metrics.count_error(broker, source);
                 tracing::warn!(watch = source, broker, %error, "watch failed; retrying with backoff, the last complete view stays in use");
             }
@@ -129,11 +135,21 @@ impl Runtime {
             return true;
         }
         match self.writer.heartbeat(&heartbeat).await {
-            Ok(()) => {}
+            Ok(stored) => {
+                self.core.answered(Side::Broker);
+                // The Lease as the hub stored it: the core knows at once that it holds it
+                // (after an outage it may publish without waiting for the Lease watch).
+                if let Some(lease) = stored {
+                    self.core
+                        .handle(Input::Lease(kube::runtime::watcher::Event::Apply(lease)));
+                }
+            }
             Err(WriteError::Conflict(message)) => {
+                self.core.answered(Side::Broker);
                 tracing::debug!(%message, "heartbeat Lease changed meanwhile; retrying with the new version");
             }
             Err(error) => {
+                self.core.unreachable(Side::Broker);
                 self.metrics.count_error(true, "heartbeat");
                 tracing::warn!(%error, "heartbeat Lease renewal failed");
             }
@@ -181,35 +197,36 @@ impl Runtime {
             by_service.entry(write.service()).or_default().push(write);
         }
         let writer = Arc::clone(&self.writer);
-        let results: Vec<Vec<(Write, Result<(), WriteError>)>> =
-            futures::stream::iter(by_service.into_values())
-                .map(|writes| {
-                    let writer = Arc::clone(&writer);
-                    async move {
-                        let mut results = Vec::with_capacity(writes.len());
-                        let mut failed = false;
-                        for write in writes {
-                            let result = if failed {
-                                Err(WriteError::Failed(
-                                    "not attempted: an earlier write of this service failed"
-                                        .to_owned(),
-                                ))
-                            } else {
-                                writer.write(&write).await
-                            };
-                            failed |= result.is_err();
-                            results.push((write, result));
-                        }
-                        results
+        let results: Vec<Vec<(Write, Outcome)>> = futures::stream::iter(by_service.into_values())
+            .map(|writes| {
+                let writer = Arc::clone(&writer);
+                async move {
+                    // `None`: not attempted, because an earlier write of the service failed.
+                    let mut results = Vec::with_capacity(writes.len());
+                    let mut failed = false;
+                    for write in writes {
+                        let result = if failed {
+                            None
+                        } else {
+                            Some(writer.write(&write).await)
+                        };
+                        failed |= matches!(result, Some(Err(_)));
+                        results.push((write, result));
                     }
-                })
-                .buffer_unordered(self.write_concurrency.max(1))
-                .collect()
-                .await;
+                    results
+                }
+            })
+            .buffer_unordered(self.write_concurrency.max(1))
+            .collect()
+            .await;
         let now = (self.clock)();
         for (write, result) in results.into_iter().flatten() {
             match result {
-                Ok(()) => {
+                None => {
+                    tracing::debug!(write = write.kind(), service = %write.service(), "write not attempted: an earlier write of this service failed");
+                    self.core.write_skipped(&write);
+                }
+                Some(Ok(())) => {
                     self.metrics
                         .writes
                         .get_or_create(&crate::metrics::OperationLabels {
@@ -218,7 +235,7 @@ impl Runtime {
                         .inc();
                     self.core.write_succeeded(&write);
                 }
-                Err(error) => {
+                Some(Err(error)) => {
                     self.metrics.count_error(write.is_broker(), write.kind());
                     tracing::warn!(write = write.kind(), service = %write.service(), %error, "write failed; retrying with backoff");
                     self.core.write_failed(&write, &error.to_string(), now);
@@ -239,7 +256,6 @@ mod tests {
 
     use super::*;
     use crate::broker::Heartbeat;
-    use crate::core::Input;
     use crate::kube_io::MockAgentWriter;
     use crate::sim;
 
@@ -286,7 +302,7 @@ mod tests {
         let recorded = Arc::clone(&heartbeats);
         writer.expect_heartbeat().returning(move |h| {
             recorded.lock().unwrap().push(h.clone());
-            Ok(())
+            Ok(None)
         });
 
         let metrics = Arc::new(Metrics::new());
@@ -390,5 +406,113 @@ mod tests {
             }
             other => panic!("expected the Lease release last, got {other:?}"),
         }
+    }
+
+    #[tokio::test]
+    async fn when_the_hub_answers_again_a_failed_publication_goes_out_at_once() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+
+        let config = sim::cluster_config(0, None).unwrap();
+        let key = ServiceKey::new("shop", "web");
+        // The hub answers the first heartbeat and then goes away until `hub_up` is set again.
+        let hub_up = Arc::new(AtomicBool::new(true));
+        let publications: Arc<Mutex<Vec<(Instant, bool)>>> = Arc::default();
+        let mut writer = MockAgentWriter::new();
+        let (up, recorded) = (Arc::clone(&hub_up), Arc::clone(&publications));
+        writer.expect_write().returning(move |write| {
+            if !write.is_broker() {
+                return Ok(());
+            }
+            let up = up.load(Ordering::SeqCst);
+            recorded.lock().unwrap().push((Instant::now(), up));
+            if up {
+                Ok(())
+            } else {
+                Err(WriteError::Failed(sim::UNREACHABLE.into()))
+            }
+        });
+        let up = Arc::clone(&hub_up);
+        let first = AtomicBool::new(true);
+        writer.expect_heartbeat().returning(move |heartbeat| {
+            if !up.load(Ordering::SeqCst) {
+                return Err(WriteError::Failed(sim::UNREACHABLE.into()));
+            }
+            let mut lease = match heartbeat {
+                Heartbeat::Create(lease) | Heartbeat::Replace(lease) => (**lease).clone(),
+                Heartbeat::Blocked { .. } => return Ok(None),
+            };
+            lease.metadata.resource_version = Some("7".into());
+            if first.swap(false, Ordering::SeqCst) {
+                up.store(false, Ordering::SeqCst);
+            }
+            Ok(Some(lease))
+        });
+        let runtime = Runtime {
+            core: AgentCore::new(config),
+            writer: Arc::new(writer),
+            metrics: Arc::new(Metrics::new()),
+            readiness: Arc::new(Readiness::default()),
+            zone: None,
+            write_concurrency: 4,
+            heartbeat_every: Duration::from_millis(100),
+            clock: Arc::new(Timestamp::now),
+        };
+        let (events, feeds) = mpsc::unbounded::<Feed>();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(runtime.run(feeds, async {
+            let _ = stopped.await;
+        }));
+        let namespace = Namespace {
+            metadata: kube::api::ObjectMeta {
+                name: Some("shop".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut all = listed(vec![namespace], Input::Namespace);
+        all.extend(listed(
+            vec![sim::service(&key, "10.96.0.1", &[80])],
+            Input::Service,
+        ));
+        all.extend(listed(
+            vec![sim::service_export(&key, Timestamp::now())],
+            Input::ServiceExport,
+        ));
+        all.extend(listed(Vec::new(), Input::LocalEndpointSlice));
+        all.extend(listed(Vec::new(), Input::ServiceImport));
+        all.extend(listed(Vec::new(), Input::ImportedEndpointSlice));
+        all.extend(listed(Vec::new(), Input::Record));
+        all.extend(listed(Vec::new(), Input::Lease));
+        for f in all {
+            events.unbounded_send(f).unwrap();
+        }
+
+        // No Lease watch event is sent: the Lease the hub stored on the first heartbeat is
+        // enough for the agent to publish. The hub is gone by then: the publication fails and
+        // is retried with backoff (after 1 s, then 2 s, then 4 s).
+        wait_for("three failed publications", || {
+            publications.lock().unwrap().len() >= 3
+        })
+        .await;
+        hub_up.store(true, Ordering::SeqCst);
+        let back = Instant::now();
+        wait_for("the publication after the hub's return", || {
+            publications.lock().unwrap().iter().any(|(_, ok)| *ok)
+        })
+        .await;
+        let took = back.elapsed();
+        stop.send(()).unwrap();
+        task.await.unwrap();
+        let failed = publications
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, ok)| !*ok)
+            .count();
+        assert_eq!(failed, 3, "{:?}", publications.lock().unwrap());
+        assert!(
+            took < Duration::from_secs(2),
+            "the publication went out {took:?} after the hub answered a heartbeat again; its backoff was 4 s"
+        );
     }
 }

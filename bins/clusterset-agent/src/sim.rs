@@ -9,6 +9,13 @@
 //! About and broker CRDs) as a real kube-apiserver checks it. An invalid write is not stored:
 //! the agent is told it failed with the API server's 422 message, and the refusal is kept in
 //! [`Simulation::refused`] so that tests can assert that nothing was ever refused.
+//!
+//! Like a real API server, a write that leaves the stored object as it was (a server-side apply
+//! of what is already there) succeeds without a watch event. The hub and each member's API
+//! server can be stopped ([`Simulation::stop_hub`], [`Simulation::stop_api`]): meanwhile writes
+//! to it fail with a connection error and its watches deliver nothing; when it returns
+//! ([`Simulation::start_hub`], [`Simulation::start_api`]) its watches list again, as kube's
+//! watcher does after its resource version expired.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -27,11 +34,15 @@ use mcs_types::v1beta1::{ServiceExport, ServiceImport};
 use crate::broker::{BrokerRecord, Heartbeat};
 use crate::cache::ObjectId;
 use crate::config::AgentConfig;
-use crate::core::{AgentCore, Input};
+use crate::core::{AgentCore, Input, Side};
 use crate::write::Write;
 
 /// The broker namespace of the simulation.
 pub const BROKER_NAMESPACE: &str = "clusterset-broker";
+
+/// What a client is told while an API server does not answer (kube's error when the
+/// connection is refused).
+pub const UNREACHABLE: &str = "ServiceError: client error (Connect)";
 
 /// One member cluster's stored objects.
 #[derive(Debug, Default, Clone)]
@@ -60,6 +71,26 @@ pub struct SimCluster {
     inbox: VecDeque<Input>,
     /// Whether its agent heartbeats (stop to simulate a dead cluster).
     pub heartbeating: bool,
+    /// Whether its API server answers ([`Simulation::stop_api`], [`Simulation::start_api`]).
+    pub api_up: bool,
+    /// The writes its agent carried out, by kind ([`Write::kind`]), as the agent's
+    /// `writes_total` metric counts them: every successful write, whether it changed the stored
+    /// object or not.
+    pub writes: BTreeMap<&'static str, usize>,
+    /// Its agent's writes that failed, by kind (refused, not found, API server unreachable).
+    pub failed_writes: BTreeMap<&'static str, usize>,
+}
+
+impl SimCluster {
+    /// The writes of one kind its agent carried out.
+    pub fn writes_of(&self, kind: &str) -> usize {
+        self.writes.get(kind).copied().unwrap_or(0)
+    }
+
+    /// Every write its agent carried out.
+    pub fn total_writes(&self) -> usize {
+        self.writes.values().sum()
+    }
 }
 
 /// Counters of one [`Simulation::settle`].
@@ -92,6 +123,13 @@ pub struct Simulation {
     /// Whether writes are checked (on unless turned off). Only the propagation benchmark turns
     /// it off: it measures the agents' CPU time, and the checks are the API server's work.
     pub strict: bool,
+    /// Whether the hub's API server (the broker) answers ([`Simulation::stop_hub`],
+    /// [`Simulation::start_hub`]).
+    pub hub_up: bool,
+    /// Whether the hub carries out broker writes but the agents never get its answer (the
+    /// connection breaks after the request went through): they are told the write failed with
+    /// [`UNREACHABLE`].
+    pub hub_answers_lost: bool,
     catalog: Catalog,
     resource_version: u64,
 }
@@ -288,6 +326,67 @@ fn merge_maps(
     }
 }
 
+/// What a simulated API server answers to a local write.
+enum Answer {
+    /// Stored; the watch event it causes.
+    Stored(Box<Input>),
+    /// Accepted, but the stored object is as it was: no watch event.
+    Unchanged,
+    /// 404.
+    NotFound,
+    /// 422 with this message.
+    Refused(String),
+}
+
+impl Answer {
+    /// Stores an accepted object (`store` returns its watch event) or passes the refusal on.
+    fn store<T>(accepted: Result<T, String>, store: impl FnOnce(T) -> Input) -> Self {
+        match accepted {
+            Ok(object) => Self::Stored(Box::new(store(object))),
+            Err(message) => Self::Refused(message),
+        }
+    }
+}
+
+/// One watch listing `items`: `Init`, `InitApply` per item, `InitDone`.
+fn listed<T>(items: impl Iterator<Item = T>, wrap: fn(Event<T>) -> Input, out: &mut Vec<Input>) {
+    out.push(wrap(Event::Init));
+    out.extend(items.map(|i| wrap(Event::InitApply(i))));
+    out.push(wrap(Event::InitDone));
+}
+
+/// A member's six watches listing everything stored in it.
+fn local_listing(s: &ClusterStore) -> Vec<Input> {
+    let mut inputs = Vec::new();
+    listed(
+        s.namespaces.values().cloned(),
+        Input::Namespace,
+        &mut inputs,
+    );
+    listed(s.services.values().cloned(), Input::Service, &mut inputs);
+    listed(
+        s.exports.values().cloned(),
+        Input::ServiceExport,
+        &mut inputs,
+    );
+    listed(
+        s.local_slices.values().cloned(),
+        Input::LocalEndpointSlice,
+        &mut inputs,
+    );
+    listed(
+        s.imports.values().cloned(),
+        Input::ServiceImport,
+        &mut inputs,
+    );
+    listed(
+        s.imported_slices.values().cloned(),
+        Input::ImportedEndpointSlice,
+        &mut inputs,
+    );
+    inputs
+}
+
 impl Simulation {
     /// `n` clusters ([`cluster_config`]), each with the namespaces given, nothing exported, at
     /// time `start`.
@@ -322,6 +421,9 @@ impl Simulation {
                     store,
                     inbox: VecDeque::new(),
                     heartbeating: true,
+                    api_up: true,
+                    writes: BTreeMap::new(),
+                    failed_writes: BTreeMap::new(),
                 }
             })
             .collect();
@@ -332,64 +434,84 @@ impl Simulation {
             now: start,
             refused: Vec::new(),
             strict: true,
+            hub_up: true,
+            hub_answers_lost: false,
             catalog: api_catalog()?,
             resource_version: 0,
         })
     }
 
-    /// Starts (or restarts, with a fresh core) cluster `i`'s agent: it lists everything.
+    /// Starts (or restarts, with a fresh core) cluster `i`'s agent: it lists everything (what
+    /// answers: a stopped API server's watches list when it returns).
     pub fn start_agent(&mut self, i: usize) {
+        let broker = if self.hub_up {
+            self.broker_listing()
+        } else {
+            Vec::new()
+        };
         let Some(cluster) = self.clusters.get_mut(i) else {
             return;
         };
         let config = cluster.core.config().clone();
         cluster.core = AgentCore::new(config);
-        let s = &cluster.store;
-        let mut inputs: Vec<Input> = Vec::new();
-        fn listed<T: Clone>(
-            items: impl Iterator<Item = T>,
-            wrap: fn(Event<T>) -> Input,
-            out: &mut Vec<Input>,
-        ) {
-            out.push(wrap(Event::Init));
-            out.extend(items.map(|i| wrap(Event::InitApply(i))));
-            out.push(wrap(Event::InitDone));
+        if cluster.api_up {
+            let local = local_listing(&cluster.store);
+            cluster.inbox.extend(local);
         }
-        listed(
-            s.namespaces.values().cloned(),
-            Input::Namespace,
-            &mut inputs,
-        );
-        listed(s.services.values().cloned(), Input::Service, &mut inputs);
-        listed(
-            s.exports.values().cloned(),
-            Input::ServiceExport,
-            &mut inputs,
-        );
-        listed(
-            s.local_slices.values().cloned(),
-            Input::LocalEndpointSlice,
-            &mut inputs,
-        );
-        listed(
-            s.imports.values().cloned(),
-            Input::ServiceImport,
-            &mut inputs,
-        );
-        listed(
-            s.imported_slices.values().cloned(),
-            Input::ImportedEndpointSlice,
-            &mut inputs,
-        );
-        listed(self.records.values().cloned(), Input::Record, &mut inputs);
-        listed(self.leases.values().cloned(), Input::Lease, &mut inputs);
-        cluster.inbox.extend(inputs);
+        cluster.inbox.extend(broker);
     }
 
     /// Starts every agent.
     pub fn start_all(&mut self) {
         for i in 0..self.clusters.len() {
             self.start_agent(i);
+        }
+    }
+
+    /// The broker's watches listing everything: records, then Leases.
+    fn broker_listing(&self) -> Vec<Input> {
+        let mut inputs = Vec::new();
+        listed(self.records.values().cloned(), Input::Record, &mut inputs);
+        listed(self.leases.values().cloned(), Input::Lease, &mut inputs);
+        inputs
+    }
+
+    /// Stops the hub's API server: broker writes and heartbeats fail with [`UNREACHABLE`], and
+    /// every agent's broker watches fail (the agents are told, as the runtime tells them of a
+    /// failed broker watch) and deliver nothing until [`start_hub`](Self::start_hub).
+    pub fn stop_hub(&mut self) {
+        self.hub_up = false;
+        for cluster in &mut self.clusters {
+            cluster.core.unreachable(Side::Broker);
+        }
+    }
+
+    /// Starts the hub's API server again: every agent's broker watches list again (their
+    /// resource version expired meanwhile), so each agent sees what changed during the outage.
+    pub fn start_hub(&mut self) {
+        self.hub_up = true;
+        let listing = self.broker_listing();
+        for cluster in &mut self.clusters {
+            cluster.inbox.extend(listing.iter().cloned());
+        }
+    }
+
+    /// Stops cluster `i`'s API server: its agent's local writes fail with [`UNREACHABLE`] and
+    /// its local watches fail (the agent is told) and deliver nothing until
+    /// [`start_api`](Self::start_api).
+    pub fn stop_api(&mut self, i: usize) {
+        if let Some(cluster) = self.clusters.get_mut(i) {
+            cluster.api_up = false;
+            cluster.core.unreachable(Side::Member);
+        }
+    }
+
+    /// Starts cluster `i`'s API server again: its agent's local watches list again.
+    pub fn start_api(&mut self, i: usize) {
+        if let Some(cluster) = self.clusters.get_mut(i) {
+            cluster.api_up = true;
+            let local = local_listing(&cluster.store);
+            cluster.inbox.extend(local);
         }
     }
 
@@ -474,8 +596,11 @@ impl Simulation {
         self.local_apply(i, Input::ServiceExport(Event::Apply(export)));
     }
 
-    /// Renews the heartbeat of every cluster that heartbeats.
-    pub fn heartbeat_all(&mut self) {
+    /// Renews the heartbeat of every cluster that heartbeats; returns how many Leases were
+    /// written. While the hub is stopped every heartbeat fails, and the agent is told so (as the
+    /// runtime tells it); a heartbeat the hub answers tells the agent that the broker answers.
+    pub fn heartbeat_all(&mut self) -> usize {
+        let mut written = 0;
         for i in 0..self.clusters.len() {
             if !self.clusters[i].heartbeating {
                 continue;
@@ -487,6 +612,11 @@ impl Simulation {
                 Heartbeat::Create(lease) | Heartbeat::Replace(lease) => *lease,
                 Heartbeat::Blocked { .. } => continue,
             };
+            if !self.hub_up {
+                self.clusters[i].core.unreachable(Side::Broker);
+                continue;
+            }
+            self.clusters[i].core.answered(Side::Broker);
             let mut lease = lease;
             let name = lease.metadata.name.clone().unwrap_or_default();
             if let Some(stored) = self.leases.get(&name)
@@ -503,7 +633,9 @@ impl Simulation {
             lease.metadata.resource_version = Some(self.next_version());
             self.leases.insert(name, lease.clone());
             self.broadcast(|| Input::Lease(Event::Apply(lease.clone())));
+            written += 1;
         }
+        written
     }
 
     fn broadcast(&mut self, input: impl Fn() -> Input) {
@@ -554,8 +686,7 @@ impl Simulation {
                     && *c.core.lease_state() != crate::core::LeaseState::Held
                     && c.heartbeating
             }) {
-                self.heartbeat_all();
-                busy = true;
+                busy |= self.heartbeat_all() > 0;
             }
             if !busy && self.clusters.iter().all(|c| c.inbox.is_empty()) {
                 break;
@@ -566,36 +697,57 @@ impl Simulation {
 
     /// Applies one write the way the API server would and delivers the resulting watch events.
     /// A write the API server would refuse (422) is not stored: the agent is told it failed and
-    /// the refusal is kept in [`Simulation::refused`].
+    /// the refusal is kept in [`Simulation::refused`]. A write that leaves the stored object as
+    /// it was succeeds without a watch event; a write to a stopped API server fails with
+    /// [`UNREACHABLE`].
     fn carry_out(&mut self, i: usize, write: &Write) {
         let now = self.now;
+        let up = if write.is_broker() {
+            self.hub_up
+        } else {
+            self.clusters.get(i).is_some_and(|c| c.api_up)
+        };
+        if !up {
+            self.failed(i, write, UNREACHABLE);
+            return;
+        }
         match write {
             Write::PublishRecord(record) => {
                 let mut record = (**record).clone();
+                let name = record.metadata.name.clone().unwrap_or_default();
+                let stored = self.records.get(&name);
+                record.metadata.resource_version =
+                    stored.and_then(|r| r.metadata.resource_version.clone());
+                if stored == Some(&record) {
+                    self.broker_answer(i, write);
+                    return;
+                }
                 record.metadata.resource_version = Some(self.next_version());
                 if let Some(message) = self.check(&record) {
                     self.refuse(i, write, message);
                     return;
                 }
-                let name = record.metadata.name.clone().unwrap_or_default();
                 self.records.insert(name, record.clone());
                 self.broadcast(|| Input::Record(Event::Apply(record.clone())));
-                self.clusters[i].core.write_succeeded(write);
+                self.broker_answer(i, write);
             }
             Write::WithdrawRecord { name, .. } => {
                 if let Some(record) = self.records.remove(name) {
                     self.broadcast(|| Input::Record(Event::Delete(record.clone())));
                 }
+                self.broker_answer(i, write);
             }
             local => {
                 let catalog = self.strict.then_some(&self.catalog);
-                let cluster = &mut self.clusters[i];
+                let Some(cluster) = self.clusters.get_mut(i) else {
+                    return;
+                };
                 let s = &mut cluster.store;
-                // Ok(Some(event)): stored; Ok(None): 404; Err(message): refused with 422.
-                let result: Result<Option<Input>, String> = match local {
+                let result = match local {
                     Write::ApplyServiceImport(desired) => {
                         let id = ObjectId::of(desired.as_ref());
-                        let mut stored = s.imports.get(&id).cloned().unwrap_or_else(|| {
+                        let old = s.imports.get(&id);
+                        let mut stored = old.cloned().unwrap_or_else(|| {
                             let mut new = (**desired).clone();
                             new.metadata.creation_timestamp = Some(Time(now));
                             new.metadata.labels = None;
@@ -612,66 +764,112 @@ impl Simulation {
                             &mut stored.metadata.annotations,
                             desired.metadata.annotations.as_ref(),
                         );
-                        accepted(catalog, stored).map(|stored| {
-                            s.imports.insert(id, stored.clone());
-                            Some(Input::ServiceImport(Event::Apply(stored)))
-                        })
+                        if old == Some(&stored) {
+                            Answer::Unchanged
+                        } else {
+                            Answer::store(accepted(catalog, stored), |stored| {
+                                s.imports.insert(id, stored.clone());
+                                Input::ServiceImport(Event::Apply(stored))
+                            })
+                        }
                     }
                     Write::ApplyServiceImportStatus(desired) => {
                         let id = ObjectId::of(desired.as_ref());
                         match s.imports.get(&id) {
-                            Some(stored) => {
-                                let mut stored = stored.clone();
+                            Some(old) if old.status == desired.status => Answer::Unchanged,
+                            Some(old) => {
+                                let mut stored = old.clone();
                                 stored.status = desired.status.clone();
-                                accepted(catalog, stored).map(|stored| {
+                                Answer::store(accepted(catalog, stored), |stored| {
                                     s.imports.insert(id, stored.clone());
-                                    Some(Input::ServiceImport(Event::Apply(stored)))
+                                    Input::ServiceImport(Event::Apply(stored))
                                 })
                             }
-                            None => Ok(None), // 404 on the status subresource
+                            None => Answer::NotFound, // 404 on the status subresource
                         }
                     }
-                    Write::DeleteServiceImport(key) => Ok(s
+                    Write::DeleteServiceImport(key) => match s
                         .imports
                         .remove(&ObjectId::new(&key.namespace, &key.name))
-                        .map(|o| Input::ServiceImport(Event::Delete(o)))),
+                    {
+                        Some(o) => Answer::Stored(Box::new(Input::ServiceImport(Event::Delete(o)))),
+                        None => Answer::Unchanged, // 404 on a delete: done
+                    },
                     Write::ApplyEndpointSlice(desired) => {
                         let id = ObjectId::of(desired.as_ref());
-                        accepted(catalog, (**desired).clone()).map(|slice| {
-                            s.imported_slices.insert(id, slice.clone());
-                            Some(Input::ImportedEndpointSlice(Event::Apply(slice)))
-                        })
+                        if s.imported_slices.get(&id) == Some(desired.as_ref()) {
+                            Answer::Unchanged
+                        } else {
+                            Answer::store(accepted(catalog, (**desired).clone()), |slice| {
+                                s.imported_slices.insert(id, slice.clone());
+                                Input::ImportedEndpointSlice(Event::Apply(slice))
+                            })
+                        }
                     }
-                    Write::DeleteEndpointSlice { key, name } => Ok(s
+                    Write::DeleteEndpointSlice { key, name } => match s
                         .imported_slices
                         .remove(&ObjectId::new(&key.namespace, name))
-                        .map(|o| Input::ImportedEndpointSlice(Event::Delete(o)))),
+                    {
+                        Some(o) => {
+                            Answer::Stored(Box::new(Input::ImportedEndpointSlice(Event::Delete(o))))
+                        }
+                        None => Answer::Unchanged, // 404 on a delete: done
+                    },
                     Write::ApplyServiceExportStatus { key, status } => {
                         let id = ObjectId::new(&key.namespace, &key.name);
                         match s.exports.get(&id) {
-                            Some(stored) => {
-                                let mut stored = stored.clone();
+                            Some(old) if old.status.as_ref() == Some(status) => Answer::Unchanged,
+                            Some(old) => {
+                                let mut stored = old.clone();
                                 stored.status = Some(status.clone());
-                                accepted(catalog, stored).map(|stored| {
+                                Answer::store(accepted(catalog, stored), |stored| {
                                     s.exports.insert(id, stored.clone());
-                                    Some(Input::ServiceExport(Event::Apply(stored)))
+                                    Input::ServiceExport(Event::Apply(stored))
                                 })
                             }
-                            None => Ok(None),
+                            None => Answer::NotFound,
                         }
                     }
-                    Write::PublishRecord(_) | Write::WithdrawRecord { .. } => Ok(None),
+                    Write::PublishRecord(_) | Write::WithdrawRecord { .. } => Answer::NotFound,
                 };
                 match result {
-                    Ok(Some(event)) => {
-                        cluster.core.write_succeeded(local);
-                        cluster.inbox.push_back(event);
-                    }
-                    Ok(None) => cluster.core.write_failed(local, "not found (404)", now),
-                    Err(message) => self.refuse(i, write, message),
+                    Answer::Stored(event) => self.succeeded(i, local, Some(*event)),
+                    Answer::Unchanged => self.succeeded(i, local, None),
+                    Answer::NotFound => self.failed(i, local, "not found (404)"),
+                    Answer::Refused(message) => self.refuse(i, write, message),
                 }
             }
         }
+    }
+
+    /// A write carried out: counted, reported to the agent, and its watch event (if the stored
+    /// object changed) delivered.
+    fn succeeded(&mut self, i: usize, write: &Write, event: Option<Input>) {
+        let Some(cluster) = self.clusters.get_mut(i) else {
+            return;
+        };
+        *cluster.writes.entry(write.kind()).or_default() += 1;
+        cluster.core.write_succeeded(write);
+        cluster.inbox.extend(event);
+    }
+
+    /// A broker write carried out: the agent hears so, unless the hub's answers are lost.
+    fn broker_answer(&mut self, i: usize, write: &Write) {
+        if self.hub_answers_lost {
+            self.failed(i, write, UNREACHABLE);
+        } else {
+            self.succeeded(i, write, None);
+        }
+    }
+
+    /// A write that failed with `message`: counted and reported to the agent.
+    fn failed(&mut self, i: usize, write: &Write, message: &str) {
+        let now = self.now;
+        let Some(cluster) = self.clusters.get_mut(i) else {
+            return;
+        };
+        *cluster.failed_writes.entry(write.kind()).or_default() += 1;
+        cluster.core.write_failed(write, message, now);
     }
 
     /// The 422 message that refuses `object`, if the simulation is strict.
@@ -684,13 +882,12 @@ impl Simulation {
     /// A write refused with 422 `message`: kept in [`Simulation::refused`] and reported to the
     /// agent as failed, as the real writer reports the API server's answer.
     fn refuse(&mut self, i: usize, write: &Write, message: String) {
-        let now = self.now;
-        let Some(cluster) = self.clusters.get_mut(i) else {
+        let Some(cluster) = self.clusters.get(i) else {
             return;
         };
-        self.refused
-            .push(format!("{}: {message}", cluster.core.config().cluster_id));
-        cluster.core.write_failed(write, &message, now);
+        let id = cluster.core.config().cluster_id.to_string();
+        self.refused.push(format!("{id}: {message}"));
+        self.failed(i, write, &message);
     }
 
     /// Cluster `i`'s stored ServiceImport of `key`.

@@ -569,8 +569,11 @@ impl AgentWriter for AcceptAll {
     async fn write(&self, _: &Write) -> Result<(), WriteError> {
         Ok(())
     }
-    async fn heartbeat(&self, _: &Heartbeat) -> Result<(), WriteError> {
-        Ok(())
+    async fn heartbeat(
+        &self,
+        _: &Heartbeat,
+    ) -> Result<Option<k8s_openapi::api::coordination::v1::Lease>, WriteError> {
+        Ok(None)
     }
 }
 

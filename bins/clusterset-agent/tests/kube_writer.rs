@@ -417,11 +417,17 @@ async fn heartbeat_creates_then_replaces_with_the_resource_version_and_reports_4
             },
         },
     );
-    writer
+    let created = writer
         .heartbeat(&Heartbeat::Create(lease.clone()))
         .await
-        .unwrap();
+        .unwrap()
+        .expect("the Lease as stored");
     server.await.unwrap();
+    assert_eq!(
+        created.metadata.resource_version.as_deref(),
+        Some("41"),
+        "the heartbeat returns the Lease as the hub stored it"
+    );
 
     let mut stored = *lease;
     stored.metadata.resource_version = Some("41".into());
