@@ -476,7 +476,10 @@ impl Agent {
         let args = vec![
             "run".to_owned(),
             format!("--cluster-id={}", member.id),
-            format!("--identity=e2e-agent-{}", member.id),
+            // A fresh identity per run: an agent left running by an earlier run (a killed test
+            // leaves its children behind) holds the Lease under another identity, which the
+            // harness and the agent both notice, instead of two agents writing as one.
+            format!("--identity=e2e-agent-{}-{}", member.id, std::process::id()),
             format!("--broker-kubeconfig={}", broker_kubeconfig.display()),
             format!("--global-cidr=242.{n}.0.0/16"),
             format!("--clusterset-cidr=243.{n}.0.0/16"),
@@ -553,6 +556,9 @@ impl World {
         let logs = std::env::var_os("CLUSTERSET_E2E_LOG_DIR")
             .map_or_else(|| dir.path().to_path_buf(), PathBuf::from);
         std::fs::create_dir_all(&logs)?;
+        for member in [&east, &west] {
+            no_other_agent(&east, &member.id).await?;
+        }
         let mut agents = Vec::new();
         for (n, member) in [(1u8, &east), (2u8, &west)] {
             let local = member
@@ -635,6 +641,46 @@ impl World {
         }
         Ok(())
     }
+}
+
+/// Waits until no other agent of cluster `id` renews its heartbeat Lease on the hub: a Lease
+/// left by a stopped agent runs out within its duration; one still renewed after twice that
+/// belongs to an agent that is still running (an earlier run's, killed with its test), and two
+/// agents of one cluster id would fight over every object.
+async fn no_other_agent(hub: &Cluster, id: &str) -> anyhow::Result<()> {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let leases: Api<Lease> = Api::namespaced(hub.client.clone(), BROKER_NAMESPACE);
+    let name = format!("clusterset-agent-{id}");
+    wait_for(
+        &format!("the heartbeat Lease {name} to run out"),
+        Duration::from_secs(35),
+        || {
+            let (leases, name) = (leases.clone(), name.clone());
+            async move {
+                let Some(lease) = leases.get_opt(&name).await? else {
+                    return Ok(Some(()));
+                };
+                let spec = lease.spec.unwrap_or_default();
+                let holder = spec.holder_identity.clone().unwrap_or_default();
+                let expiry = spec.renew_time.map(|t| {
+                    t.0 + k8s_openapi::jiff::SignedDuration::from_secs(i64::from(
+                        spec.lease_duration_seconds.unwrap_or(0),
+                    ))
+                });
+                if holder.is_empty()
+                    || expiry.is_none_or(|e| e < k8s_openapi::jiff::Timestamp::now())
+                {
+                    return Ok(Some(()));
+                }
+                Err(anyhow!(
+                    "another clusterset-agent of cluster {id} still renews its Lease on the hub \
+                     (holder {holder:?}): stop it first (an e2e run that was killed leaves its \
+                     agents running: pkill -f 'identity=e2e-agent-')"
+                ))
+            }
+        },
+    )
+    .await
 }
 
 /// Installs the CRDs and deploy/'s RBAC: the broker on east (the hub) with a ServiceAccount per

@@ -879,9 +879,9 @@ pub async fn faults_lose_nothing(world: &mut World) -> anyhow::Result<()> {
     println!(
         "west's API server restarted: the agent's watches resumed (db imported: {db:?}); its writes: {after_restart} for the import made after the restart, {undisturbed} for the same import undisturbed"
     );
-    assert_eq!(
-        after_restart, undisturbed,
-        "west's agent wrote more after its API server restarted than for the same change undisturbed"
+    assert!(
+        after_restart <= undisturbed,
+        "west's agent wrote more after its API server restarted ({after_restart}) than for the same change undisturbed ({undisturbed})"
     );
 
     // 3. West's agent killed in the middle of a propagation: `late` is exported in east and
