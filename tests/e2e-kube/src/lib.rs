@@ -606,6 +606,21 @@ impl World {
                 .await?;
         }
         self.namespaces.push(name.clone());
+        // Pods (ours, and a Deployment's) are refused until the controller manager has made the
+        // namespace's `default` ServiceAccount; after an API server restart that can take a
+        // while.
+        for cluster in [&self.east, &self.west] {
+            let accounts: Api<ServiceAccount> = Api::namespaced(cluster.client.clone(), &name);
+            wait_for(
+                &format!("the default ServiceAccount of {name} in {}", cluster.id),
+                Duration::from_secs(120),
+                || {
+                    let accounts = accounts.clone();
+                    async move { Ok(accounts.get_opt("default").await?.map(|_| ())) }
+                },
+            )
+            .await?;
+        }
         Ok(name)
     }
 

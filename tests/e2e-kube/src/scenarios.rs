@@ -884,27 +884,45 @@ pub async fn faults_lose_nothing(world: &mut World) -> anyhow::Result<()> {
         "west's agent wrote more after its API server restarted ({after_restart}) than for the same change undisturbed ({undisturbed})"
     );
 
-    // 3. West's agent killed in the middle of a propagation: `late` is exported in east and
-    //    west's agent is killed as soon as east's record of it is on the hub.
+    // 3. Agents killed in the middle of a propagation: `late` is exported in east and east's
+    //    agent (the exporter) is killed at once, before or while it publishes; then `later` is
+    //    exported and west's agent (the importer) is killed as soon as east's record of it is on
+    //    the hub. Each resumes after its restart, and every IP stays the same.
     let records = kube::api::ApiResource::from_gvk_with_plural(
         &kube::core::GroupVersionKind::gvk("clusterset.io", "v1alpha1", "ExportRecord"),
         "exportrecords",
     );
     let hub_records: Api<kube::api::DynamicObject> =
         Api::namespaced_with(east.client.clone(), crate::BROKER_NAMESPACE, &records);
-    let record_name = format!("east.{namespace}.late");
     export_service(&east, &namespace, "late", 83).await?;
-    wait_for("east's record of late on the hub", LONG, || {
+    world.agents[0].daemon.kill().await?;
+    let published_at_kill = hub_records
+        .get_opt(&format!("east.{namespace}.late"))
+        .await?
+        .is_some();
+    world.agents[0].daemon.start().await?;
+    let late = imported(&west, &namespace, "late", &["east"]).await?;
+    println!(
+        "east's agent killed right after the export of late (its record on the hub then: {published_at_kill}); after its restart late is imported in west: {late:?}"
+    );
+    let record_name = format!("east.{namespace}.later");
+    export_service(&east, &namespace, "later", 84).await?;
+    wait_for("east's record of later on the hub", LONG, || {
         let (api, record_name) = (hub_records.clone(), record_name.clone());
         async move { Ok(api.get_opt(&record_name).await?.map(|_| ())) }
     })
     .await?;
     world.agents[1].daemon.kill().await?;
-    let late_before_restart = west_imports.get_opt("late").await?.is_some();
+    let imported_at_kill = west_imports.get_opt("later").await?.is_some();
     world.agents[1].daemon.start().await?;
-    let late = imported(&west, &namespace, "late", &["east"]).await?;
+    let later = imported(&west, &namespace, "later", &["east"]).await?;
     println!(
-        "west's agent killed mid-propagation (import of late already written: {late_before_restart}); after its restart late is imported: {late:?}"
+        "west's agent killed once east's record of later was on the hub (import written then: {imported_at_kill}); after its restart later is imported: {later:?}"
+    );
+    assert_eq!(
+        imported(&west, &namespace, "late", &["east"]).await?,
+        late,
+        "late's IPs changed when west's agent restarted"
     );
     for (service, sources, want) in [
         ("web", &["east"][..], &web_west),

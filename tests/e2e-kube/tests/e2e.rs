@@ -6,18 +6,25 @@
 //! `cargo build -p clusterset-agent -p mcs-ceph-operator && cargo test -p clusterset-e2e --test e2e`.
 
 use clusterset_e2e::{World, scenarios};
+use futures::FutureExt;
 
 async fn run<F>(scenario: F) -> anyhow::Result<()>
 where
     F: for<'w> FnOnce(&'w mut World) -> futures::future::BoxFuture<'w, anyhow::Result<()>>,
 {
     let mut world = World::start().await?;
-    let result = scenario(&mut world).await;
-    if result.is_err() {
+    // A failed assertion panics: the agents are still stopped and the namespaces deleted.
+    let outcome = std::panic::AssertUnwindSafe(scenario(&mut world))
+        .catch_unwind()
+        .await;
+    if !matches!(outcome, Ok(Ok(()))) {
         world.print_logs();
     }
     world.stop().await?;
-    result
+    match outcome {
+        Ok(result) => result,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
