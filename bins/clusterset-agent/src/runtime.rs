@@ -270,6 +270,30 @@ mod tests {
         feeds
     }
 
+    /// The local watches' first lists of a member with namespace `shop` and `key` exported.
+    fn listed_shop(key: &ServiceKey) -> Vec<Feed> {
+        let namespace = Namespace {
+            metadata: kube::api::ObjectMeta {
+                name: Some("shop".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut local = listed(vec![namespace], Input::Namespace);
+        local.extend(listed(
+            vec![sim::service(key, "10.96.0.1", &[80])],
+            Input::Service,
+        ));
+        local.extend(listed(
+            vec![sim::service_export(key, Timestamp::now())],
+            Input::ServiceExport,
+        ));
+        local.extend(listed(Vec::new(), Input::LocalEndpointSlice));
+        local.extend(listed(Vec::new(), Input::ServiceImport));
+        local.extend(listed(Vec::new(), Input::ImportedEndpointSlice));
+        local
+    }
+
     async fn wait_for(what: &str, mut condition: impl FnMut() -> bool) {
         let deadline = Instant::now() + Duration::from_secs(10);
         while !condition() {
@@ -323,25 +347,7 @@ mod tests {
             let _ = stopped.await;
         }));
 
-        let namespace = Namespace {
-            metadata: kube::api::ObjectMeta {
-                name: Some("shop".into()),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        let mut local = listed(vec![namespace], Input::Namespace);
-        local.extend(listed(
-            vec![sim::service(&key, "10.96.0.1", &[80])],
-            Input::Service,
-        ));
-        local.extend(listed(
-            vec![sim::service_export(&key, Timestamp::now())],
-            Input::ServiceExport,
-        ));
-        local.extend(listed(Vec::new(), Input::LocalEndpointSlice));
-        local.extend(listed(Vec::new(), Input::ServiceImport));
-        local.extend(listed(Vec::new(), Input::ImportedEndpointSlice));
+        let local = listed_shop(&key);
         for f in local {
             events.unbounded_send(f).unwrap();
         }
@@ -462,25 +468,7 @@ mod tests {
         let task = tokio::spawn(runtime.run(feeds, async {
             let _ = stopped.await;
         }));
-        let namespace = Namespace {
-            metadata: kube::api::ObjectMeta {
-                name: Some("shop".into()),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        let mut all = listed(vec![namespace], Input::Namespace);
-        all.extend(listed(
-            vec![sim::service(&key, "10.96.0.1", &[80])],
-            Input::Service,
-        ));
-        all.extend(listed(
-            vec![sim::service_export(&key, Timestamp::now())],
-            Input::ServiceExport,
-        ));
-        all.extend(listed(Vec::new(), Input::LocalEndpointSlice));
-        all.extend(listed(Vec::new(), Input::ServiceImport));
-        all.extend(listed(Vec::new(), Input::ImportedEndpointSlice));
+        let mut all = listed_shop(&key);
         all.extend(listed(Vec::new(), Input::Record));
         all.extend(listed(Vec::new(), Input::Lease));
         for f in all {

@@ -20,26 +20,6 @@ static CATALOG: LazyLock<Catalog> = LazyLock::new(|| {
     clusterset_agent::sim::api_catalog().expect("the mock API server's resource types")
 });
 
-/// Decodes `application/x-www-form-urlencoded` text (`%XX` and `+`).
-pub fn decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap();
-                out.push(u8::from_str_radix(hex, 16).unwrap());
-                i += 2;
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8(out).unwrap()
-}
-
 /// A request as a mock API server received it: method, path, decoded query, content type and
 /// JSON body.
 #[derive(Debug, Clone)]
@@ -61,17 +41,7 @@ pub struct Received {
 pub async fn receive(request: http::Request<Body>) -> Received {
     let method = request.method().to_string();
     let path = request.uri().path().to_owned();
-    let query = request
-        .uri()
-        .query()
-        .map(|q| {
-            q.split('&')
-                .filter(|p| !p.is_empty())
-                .filter_map(|p| p.split_once('='))
-                .map(|(k, v)| (decode(k), decode(v)))
-                .collect()
-        })
-        .unwrap_or_default();
+    let query = kube_syntax::status::parse_query(request.uri().query().unwrap_or(""));
     let content_type = request
         .headers()
         .get(http::header::CONTENT_TYPE)
