@@ -22,7 +22,7 @@ use common::api_server::merge;
 use common::strict::{APPLY, Received, check_stored};
 use common::*;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Service, ServiceSpec};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
 use kube_syntax::object::Completeness;
@@ -194,33 +194,7 @@ fn snapshot_of(world: &World) -> Snapshot {
         .mons
         .iter()
         .enumerate()
-        .map(|(i, m)| {
-            let id = mon_id(*m);
-            Service {
-                metadata: ObjectMeta {
-                    name: Some(format!("rook-ceph-mon-{id}")),
-                    namespace: Some(namespace.clone()),
-                    uid: Some(format!("svc-mon-{id}")),
-                    labels: Some(
-                        [
-                            ("app", "rook-ceph-mon"),
-                            ("rook_cluster", namespace.as_str()),
-                            ("mon", id.as_str()),
-                        ]
-                        .iter()
-                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                        .collect(),
-                    ),
-                    managed_fields: managed_by("rook"),
-                    ..ObjectMeta::default()
-                },
-                spec: Some(ServiceSpec {
-                    cluster_ip: Some(format!("10.96.0.{}", 10 + i)),
-                    ..ServiceSpec::default()
-                }),
-                status: None,
-            }
-        })
+        .map(|(i, m)| mon_service(namespace, mon_id(*m).as_str(), i))
         .collect();
     let data: BTreeMap<String, String> = [
         (

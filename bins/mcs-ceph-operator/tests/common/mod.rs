@@ -94,35 +94,41 @@ pub fn mon_endpoints() -> ConfigMap {
     }
 }
 
-/// Rook's mon Services a, b, c (made by Rook, not by the operator).
+/// Rook's mon Service `rook-ceph-mon-<id>` in `namespace` on cluster IP `10.96.0.<10 + i>`
+/// (made by Rook, not by the operator).
+pub fn mon_service(namespace: &str, id: &str, i: usize) -> Service {
+    Service {
+        metadata: ObjectMeta {
+            name: Some(format!("rook-ceph-mon-{id}")),
+            namespace: Some(namespace.into()),
+            uid: Some(format!("svc-mon-{id}")),
+            labels: Some(
+                [
+                    ("app", "rook-ceph-mon"),
+                    ("rook_cluster", namespace),
+                    ("mon", id),
+                ]
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            ),
+            managed_fields: managed_by("rook"),
+            ..ObjectMeta::default()
+        },
+        spec: Some(ServiceSpec {
+            cluster_ip: Some(format!("10.96.0.{}", 10 + i)),
+            ..ServiceSpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// Rook's mon Services a, b, c.
 pub fn mon_services() -> Vec<Service> {
     ["a", "b", "c"]
         .iter()
         .enumerate()
-        .map(|(i, id)| Service {
-            metadata: ObjectMeta {
-                name: Some(format!("rook-ceph-mon-{id}")),
-                namespace: Some(NAMESPACE.into()),
-                uid: Some(format!("svc-mon-{id}")),
-                labels: Some(
-                    [
-                        ("app", "rook-ceph-mon"),
-                        ("rook_cluster", NAMESPACE),
-                        ("mon", id),
-                    ]
-                    .iter()
-                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                    .collect(),
-                ),
-                managed_fields: managed_by("rook"),
-                ..ObjectMeta::default()
-            },
-            spec: Some(ServiceSpec {
-                cluster_ip: Some(format!("10.96.0.{}", 10 + i)),
-                ..ServiceSpec::default()
-            }),
-            status: None,
-        })
+        .map(|(i, id)| mon_service(NAMESPACE, id, i))
         .collect()
 }
 
