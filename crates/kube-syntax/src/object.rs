@@ -765,8 +765,15 @@ fn deployment_errors(deployment: &Value, whole: bool) -> Vec<FieldError> {
     let template = string_map(deployment.pointer("/spec/template/metadata/labels"));
     errors.extend(labels_errors("spec.template.metadata.labels", &template));
     if whole {
+        let expressions = items(deployment, "/spec/selector/matchExpressions");
         if deployment.pointer("/spec/selector").is_none() {
             errors.push(FieldError::required("spec.selector", ""));
+        } else if selector.is_empty() && expressions.is_empty() {
+            errors.push(FieldError::invalid_json(
+                "spec.selector",
+                deployment.pointer("/spec/selector").unwrap_or(&Value::Null),
+                "empty selector is invalid for deployment",
+            ));
         } else if !selector.iter().all(|(k, v)| template.get(k) == Some(v)) {
             errors.push(FieldError::invalid_json(
                 "spec.template.metadata.labels",
@@ -774,6 +781,9 @@ fn deployment_errors(deployment: &Value, whole: bool) -> Vec<FieldError> {
                 "`selector` does not match template `labels`",
             ));
         }
+    }
+    if whole && items(deployment, "/spec/template/spec/containers").is_empty() {
+        errors.push(FieldError::required("spec.template.spec.containers", ""));
     }
     for (i, container) in items(deployment, "/spec/template/spec/containers")
         .iter()

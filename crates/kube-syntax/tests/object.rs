@@ -913,3 +913,30 @@ fn endpoint_slice_addresses_that_never_reach_a_pod_are_refused() {
         assert!(errors.is_empty(), "{address}: {errors:?}");
     }
 }
+
+#[test]
+fn a_deployment_needs_a_non_empty_selector_and_containers() {
+    let deployment = serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "rook-ceph-osd-0", "namespace": "rook-ceph"},
+        "spec": {"selector": {}, "template": {"metadata": {"labels": {"app": "osd"}},
+            "spec": {"containers": []}}},
+    });
+    let errors = kube_syntax::object::Catalog::builtin()
+        .object_errors(&deployment, kube_syntax::object::Completeness::Whole);
+    let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+    assert_eq!(
+        fields,
+        ["spec.selector", "spec.template.spec.containers"],
+        "{errors:?}"
+    );
+    assert!(
+        errors[0]
+            .detail
+            .contains("empty selector is invalid for deployment")
+    );
+    // A patch sends what it changes: neither is required there.
+    let patch = kube_syntax::object::Catalog::builtin()
+        .object_errors(&deployment, kube_syntax::object::Completeness::Patch);
+    assert!(patch.is_empty(), "{patch:?}");
+}
