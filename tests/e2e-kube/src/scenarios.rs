@@ -4,15 +4,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
-use kube::runtime::watcher;
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
 use serde_json::json;
 
@@ -37,34 +34,16 @@ pub fn export(namespace: &str) -> serde_json::Value {
     })
 }
 
-/// A pod behind the Service; on API servers without nodes it is marked Running and Ready as a
-/// kubelet would (`CLUSTERSET_E2E_MARK_PODS_READY`).
-async fn backend(cluster: &Cluster, namespace: &str, settings: &Settings) -> anyhow::Result<()> {
-    let mut pod = json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "web-0", "namespace": namespace, "labels": {"app": "web"}},
-        "spec": {"containers": [{"name": "web", "image": "registry.k8s.io/pause:3.9"}]},
-    });
-    if settings.mark_pods_ready {
-        pod["spec"]["nodeName"] = json!("e2e-no-node");
-    }
-    cluster.apply(&pod).await?;
-    if settings.mark_pods_ready {
-        let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), namespace);
-        let now = "2026-01-01T00:00:00Z";
-        let status = json!({
-            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-0", "namespace": namespace},
-            "status": {"phase": "Running", "podIP": "10.0.0.10", "podIPs": [{"ip": "10.0.0.10"}],
-                "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}]},
-        });
-        pods.patch_status(
-            "web-0",
-            &PatchParams::apply("e2e-kubelet").force(),
-            &Patch::Apply(&status),
-        )
-        .await?;
-    }
-    Ok(())
+/// A pod behind the Service. On API servers without nodes (`CLUSTERSET_E2E_MARK_PODS_READY`)
+/// the kubelet stand-in the scenario runs binds it to its node and marks it Running and Ready.
+async fn backend(cluster: &Cluster, namespace: &str) -> anyhow::Result<()> {
+    cluster
+        .apply(&json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web-0", "namespace": namespace, "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "web", "image": "registry.k8s.io/pause:3.9"}]},
+        }))
+        .await
 }
 
 fn condition(export: &ServiceExport, kind: &str) -> Option<String> {
@@ -77,35 +56,46 @@ fn condition(export: &ServiceExport, kind: &str) -> Option<String> {
         .map(|c| format!("{} {}", c.status, c.reason))
 }
 
-/// Everything deleted in `namespace` of `cluster` while the recorder runs.
-fn record_deletions(cluster: &Cluster, namespace: &str) -> Arc<Mutex<Vec<String>>> {
-    let deleted = Arc::new(Mutex::new(Vec::new()));
+/// The UID of every ServiceImport and EndpointSlice in `namespace` of `cluster`, by kind and
+/// name: an object deleted (even if made again) has another UID or none afterwards, whatever
+/// a watch would have missed during an outage.
+async fn uids(cluster: &Cluster, namespace: &str) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut all = BTreeMap::new();
+    let lp = ListParams::default();
     let imports: Api<ServiceImport> = Api::namespaced(cluster.client.clone(), namespace);
+    for import in imports.list(&lp).await? {
+        let meta = &import.metadata;
+        all.insert(
+            format!(
+                "{}: ServiceImport {}",
+                cluster.id,
+                meta.name.clone().unwrap_or_default()
+            ),
+            meta.uid.clone().unwrap_or_default(),
+        );
+    }
     let slices: Api<EndpointSlice> = Api::namespaced(cluster.client.clone(), namespace);
-    let (a, b) = (Arc::clone(&deleted), Arc::clone(&deleted));
-    let id = cluster.id.clone();
-    let id2 = id.clone();
-    tokio::spawn(async move {
-        let mut events = watcher(imports, watcher::Config::default()).boxed();
-        while let Some(Ok(event)) = events.next().await {
-            if let watcher::Event::Delete(import) = event {
-                a.lock()
-                    .unwrap()
-                    .push(format!("{id}: ServiceImport {:?}", import.metadata.name));
-            }
-        }
-    });
-    tokio::spawn(async move {
-        let mut events = watcher(slices, watcher::Config::default()).boxed();
-        while let Some(Ok(event)) = events.next().await {
-            if let watcher::Event::Delete(slice) = event {
-                b.lock()
-                    .unwrap()
-                    .push(format!("{id2}: EndpointSlice {:?}", slice.metadata.name));
-            }
-        }
-    });
-    deleted
+    for slice in slices.list(&lp).await? {
+        let meta = &slice.metadata;
+        all.insert(
+            format!(
+                "{}: EndpointSlice {}",
+                cluster.id,
+                meta.name.clone().unwrap_or_default()
+            ),
+            meta.uid.clone().unwrap_or_default(),
+        );
+    }
+    Ok(all)
+}
+
+/// The objects of `before` that are gone or were made again in `after`.
+fn deleted(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) -> Vec<String> {
+    before
+        .iter()
+        .filter(|(name, uid)| after.get(*name) != Some(*uid))
+        .map(|(name, _)| name.clone())
+        .collect()
 }
 
 /// An import as stored: its IPs, and its imported slices' addresses by source cluster.
@@ -170,7 +160,10 @@ async fn scenario(
 ) -> anyhow::Result<()> {
     // 1. Export in east -> ServiceImport in west (and in east), timed.
     east.apply(&service(namespace, 80)).await?;
-    backend(east, namespace, settings).await?;
+    let _kubelet = settings
+        .mark_pods_ready
+        .then(|| crate::kubelet(east, namespace));
+    backend(east, namespace).await?;
     let exported = Instant::now();
     east.apply(&export(namespace)).await?;
     let west_imports: Api<ServiceImport> = Api::namespaced(west.client.clone(), namespace);
@@ -185,6 +178,24 @@ async fn scenario(
         import.spec.ips,
         import.spec.ports.iter().map(|p| p.port).collect::<Vec<_>>()
     );
+    // The backend pod is ready (a kubelet, or the stand-in): east's endpoint is ready in west.
+    let west_slices: Api<EndpointSlice> = Api::namespaced(west.client.clone(), namespace);
+    wait_for("a ready endpoint from east in west", LONG, || {
+        let slices = west_slices.clone();
+        async move {
+            let ready = slices
+                .list(
+                    &ListParams::default().labels("multicluster.kubernetes.io/source-cluster=east"),
+                )
+                .await?
+                .items
+                .iter()
+                .flat_map(|s| &s.endpoints)
+                .any(|e| e.conditions.as_ref().and_then(|c| c.ready) == Some(true));
+            Ok(ready.then_some(()))
+        }
+    })
+    .await?;
     assert_eq!(import.spec.ports.len(), 1);
     assert_eq!(import.spec.ports[0].port, 80);
     let east_exports: Api<ServiceExport> = Api::namespaced(east.client.clone(), namespace);
@@ -235,8 +246,7 @@ async fn scenario(
     // 4. An agent killed (SIGKILL) and restarted: every IP stays, nothing is deleted.
     let before_east = addresses(east, namespace).await?;
     let before_west = addresses(west, namespace).await?;
-    let deleted_east = record_deletions(east, namespace);
-    let deleted_west = record_deletions(west, namespace);
+    let before_uids = [uids(east, namespace).await?, uids(west, namespace).await?];
     agents[0].daemon.kill().await?;
     let restarted = Instant::now();
     agents[0].daemon.start().await?;
@@ -269,17 +279,13 @@ async fn scenario(
         before_west, after_west,
         "west's import IPs and global IPs changed"
     );
-    let deleted: Vec<String> = deleted_east
-        .lock()
-        .unwrap()
+    let after_uids = [uids(east, namespace).await?, uids(west, namespace).await?];
+    let gone: Vec<String> = before_uids
         .iter()
-        .chain(deleted_west.lock().unwrap().iter())
-        .cloned()
+        .zip(&after_uids)
+        .flat_map(|(before, after)| deleted(before, after))
         .collect();
-    assert!(
-        deleted.is_empty(),
-        "deleted during the restart: {deleted:?}"
-    );
+    assert!(gone.is_empty(), "deleted during the restart: {gone:?}");
     println!(
         "after the restart: same IPs {:?} / {:?}, nothing deleted",
         after_east, after_west
@@ -799,11 +805,12 @@ pub async fn faults_lose_nothing(world: &mut World) -> anyhow::Result<()> {
     export_service(&east, &namespace, "web", 80).await?;
     let web_west = imported(&west, &namespace, "web", &["east"]).await?;
     let web_east = imported(&east, &namespace, "web", &["east"]).await?;
-    let deleted_west = record_deletions(&west, &namespace);
+    let west_uids = uids(&west, &namespace).await?;
 
     // 1. The hub (east's API server) down for `outage`.
     let west_dns = world.agents[1].dns;
     let name = format!("web.{namespace}.svc.clusterset.local");
+    let east_uids = uids(&east, &namespace).await?;
     run_hook("CLUSTERSET_E2E_HUB_STOP").await?;
     let stopped = Instant::now();
     println!("hub stopped; for {outage:?}: west keeps its import and DNS answers");
@@ -827,6 +834,11 @@ pub async fn faults_lose_nothing(world: &mut World) -> anyhow::Result<()> {
     }
     run_hook("CLUSTERSET_E2E_HUB_START").await?;
     api_back(&east).await?;
+    let gone = deleted(&east_uids, &uids(&east, &namespace).await?);
+    assert!(
+        gone.is_empty(),
+        "deleted in east during the hub's outage: {gone:?}"
+    );
     println!(
         "hub back after {:?}; {checks} checks of west's DNS answer and import during the outage all equal",
         stopped.elapsed()
@@ -934,10 +946,10 @@ pub async fn faults_lose_nothing(world: &mut World) -> anyhow::Result<()> {
             "{service}'s IPs changed"
         );
     }
-    let deleted = deleted_west.lock().unwrap().clone();
+    let gone = deleted(&west_uids, &uids(&west, &namespace).await?);
     assert!(
-        deleted.is_empty(),
-        "deleted in west during the faults: {deleted:?}"
+        gone.is_empty(),
+        "deleted in west during the faults: {gone:?}"
     );
     println!("every IP unchanged and nothing deleted in west through all three faults");
     Ok(())
