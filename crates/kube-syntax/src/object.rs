@@ -181,8 +181,13 @@ impl Catalog {
                 errors.extend(endpoint_slice_errors(object, whole));
             }
             ("coordination.k8s.io", "Lease") => errors.extend(lease_errors(object)),
-            ("events.k8s.io", "Event") => errors.extend(event_errors(object, whole)),
-            ("", "Event") => errors.extend(core_event_errors(object)),
+            // `ValidateEventCreate` checks the Event before its metadata.
+            ("events.k8s.io", "Event") => {
+                errors.splice(0..0, event_errors(object, whole));
+            }
+            ("", "Event") => {
+                errors.splice(0..0, core_event_errors(object, whole));
+            }
             ("", "ConfigMap") | ("", "Secret") => errors.extend(data_key_errors(object)),
             ("apps", "Deployment") => errors.extend(deployment_errors(object, whole)),
             ("apiextensions.k8s.io", "CustomResourceDefinition") => {
@@ -648,72 +653,183 @@ fn lease_errors(lease: &Value) -> Vec<FieldError> {
     errors
 }
 
-fn namespace_match_error(event: &Value, regarding: &str) -> Option<FieldError> {
-    let namespace = text(event, "/metadata/namespace").unwrap_or("");
-    let involved = text(event, &format!("/{regarding}/namespace")).unwrap_or("");
-    if involved.is_empty() {
-        (!namespace.is_empty() && namespace != "default").then(|| {
-            FieldError::invalid(
-                &format!("{regarding}.namespace"),
-                involved,
-                "does not match event.namespace",
-            )
-        })
-    } else {
-        (namespace != involved).then(|| {
-            FieldError::invalid(
-                &format!("{regarding}.namespace"),
-                involved,
-                "does not match event.namespace",
-            )
-        })
-    }
+/// Where an Event's fields are in each API version: `events.k8s.io/v1` calls the core Event's
+/// `involvedObject` `regarding`, its `message` `note`, and its `reportingComponent`
+/// `reportingController` (`pkg/apis/events/v1/conversion.go`). Errors name the core fields,
+/// as `ValidateEventCreate` checks the core Event either version is converted to.
+struct EventShape {
+    involved: &'static str,
+    message: &'static str,
+    controller: &'static str,
+    /// The name `reportingController` errors carry (`reportingComponent` when created through
+    /// the core API).
+    controller_field: &'static str,
 }
 
-fn event_errors(event: &Value, whole: bool) -> Vec<FieldError> {
+const EVENTS_V1: EventShape = EventShape {
+    involved: "regarding",
+    message: "note",
+    controller: "reportingController",
+    controller_field: "reportingController",
+};
+
+const CORE_V1: EventShape = EventShape {
+    involved: "involvedObject",
+    message: "message",
+    controller: "reportingComponent",
+    controller_field: "reportingComponent",
+};
+
+/// `legacyValidateEvent` (`pkg/apis/core/validation/events.go`), which every Event passes
+/// whichever API version creates it. An Event without `eventTime` is an old one: the involved
+/// object's namespace must be the Event's (or empty, for Events in `default` or no namespace).
+/// With `eventTime` set, an involved object in another namespace is accepted, an empty
+/// namespace only in `default` and `kube-system`, and the reporting fields are required.
+/// A patch (`whole` false) is checked on what it sends.
+fn legacy_event_errors(event: &Value, shape: &EventShape, whole: bool) -> Vec<FieldError> {
     let mut errors = Vec::new();
-    errors.extend(namespace_match_error(event, "regarding"));
-    let required_upto =
-        |key: &str, max: usize, errors: &mut Vec<FieldError>| match text(event, &format!("/{key}"))
+    let namespace = text(event, "/metadata/namespace").unwrap_or("");
+    let involved_pointer = format!("/{}/namespace", shape.involved);
+    let involved = text(event, &involved_pointer).unwrap_or("");
+    let event_time_set = text(event, "/eventTime").is_some_and(|t| !t.is_empty());
+    let mismatch = |value: &str| {
+        FieldError::invalid(
+            "involvedObject.namespace",
+            value,
+            "does not match event.namespace",
+        )
+    };
+    let namespace_checked = whole || event.pointer(&involved_pointer).is_some();
+    let present = |key: &str| whole || event.get(key).is_some();
+    let length = |key: &str| text(event, &format!("/{key}")).map_or(0, str::len);
+    if !event_time_set {
+        if namespace_checked {
+            if involved.is_empty() {
+                if !namespace.is_empty() && namespace != "default" {
+                    errors.push(mismatch(involved));
+                }
+            } else if namespace != involved {
+                errors.push(mismatch(involved));
+            }
+        }
+    } else {
+        if namespace_checked
+            && involved.is_empty()
+            && namespace != "default"
+            && namespace != "kube-system"
         {
-            None | Some("") if whole => errors.push(FieldError::required(key, "")),
-            Some(value) if value.len() > max => errors.push(FieldError::too_long(key, max)),
-            _ => {}
-        };
-    match text(event, "/reportingController") {
-        None | Some("") if whole => errors.push(FieldError::required("reportingController", "")),
-        Some(controller) if !controller.is_empty() => errors.extend(problems_error(
-            "reportingController",
-            controller,
-            qualified_name_problems(controller),
-        )),
-        _ => {}
+            errors.push(mismatch(involved));
+        }
+        let controller = text(event, &format!("/{}", shape.controller)).unwrap_or("");
+        if present(shape.controller) {
+            if controller.is_empty() {
+                errors.push(FieldError::required(shape.controller_field, ""));
+            }
+            errors.extend(problems_error(
+                shape.controller_field,
+                controller,
+                qualified_name_problems(controller),
+            ));
+        }
+        for (key, field, limit) in [
+            ("reportingInstance", "reportingInstance", 128),
+            ("action", "action", 128),
+            ("reason", "reason", 128),
+        ] {
+            if !present(key) {
+                continue;
+            }
+            if length(key) == 0 {
+                errors.push(FieldError::required(field, ""));
+            }
+            if length(key) > limit {
+                errors.push(FieldError::invalid(
+                    field,
+                    "",
+                    format!("can have at most {limit} characters"),
+                ));
+            }
+        }
+        if length(shape.message) > 1024 {
+            errors.push(FieldError::invalid(
+                "message",
+                "",
+                "can have at most 1024 characters",
+            ));
+        }
     }
-    required_upto("reportingInstance", 128, &mut errors);
-    required_upto("action", 128, &mut errors);
-    required_upto("reason", 128, &mut errors);
-    match text(event, "/type") {
-        Some("Normal" | "Warning") => {}
-        None if !whole => {}
-        other => errors.push(FieldError::not_supported(
-            "type",
-            other.unwrap_or(""),
-            &["Normal", "Warning"],
-        )),
-    }
-    if text(event, "/note").is_some_and(|n| n.len() > 1024) {
-        errors.push(FieldError::too_long("note", 1024));
-    }
-    if whole && text(event, "/eventTime").is_none_or(str::is_empty) {
-        errors.push(FieldError::required("eventTime", ""));
+    if whole || event.pointer("/metadata/namespace").is_some() {
+        errors.extend(problems_error(
+            "namespace",
+            namespace,
+            dns1123_subdomain_problems(namespace),
+        ));
     }
     errors
 }
 
-fn core_event_errors(event: &Value) -> Vec<FieldError> {
-    namespace_match_error(event, "involvedObject")
-        .into_iter()
-        .collect()
+/// `ValidateEventCreate` for an Event created through `events.k8s.io/v1`: the legacy rules,
+/// then the strict ones (a series of at least 2 with its last time, `eventTime` required, type
+/// `Normal` or `Warning`, the deprecated fields unset). The object's metadata is checked by the
+/// caller. Updates are checked as creates (the immutable fields are not compared).
+fn event_errors(event: &Value, whole: bool) -> Vec<FieldError> {
+    let mut errors = legacy_event_errors(event, &EVENTS_V1, whole);
+    if let Some(series) = event.get("series").filter(|s| !s.is_null()) {
+        if series.get("count").and_then(Value::as_i64).unwrap_or(0) < 2 {
+            errors.push(FieldError::invalid(
+                "series.count",
+                "",
+                "should be at least 2",
+            ));
+        }
+        if text(series, "/lastObservedTime").is_none_or(str::is_empty) {
+            errors.push(FieldError::required("series.lastObservedTime", ""));
+        }
+    }
+    if whole && text(event, "/eventTime").is_none_or(str::is_empty) {
+        errors.push(FieldError::required("eventTime", ""));
+    }
+    if whole || event.get("type").is_some() {
+        let kind = text(event, "/type").unwrap_or("");
+        if kind != "Normal" && kind != "Warning" {
+            errors.push(FieldError::invalid(
+                "type",
+                "",
+                format!("has invalid value: {kind}"),
+            ));
+        }
+    }
+    let set = |key: &str| text(event, &format!("/{key}")).is_some_and(|t| !t.is_empty());
+    if set("deprecatedFirstTimestamp") {
+        errors.push(FieldError::invalid(
+            "firstTimestamp",
+            "",
+            "needs to be unset",
+        ));
+    }
+    if set("deprecatedLastTimestamp") {
+        errors.push(FieldError::invalid(
+            "lastTimestamp",
+            "",
+            "needs to be unset",
+        ));
+    }
+    if event
+        .get("deprecatedCount")
+        .and_then(Value::as_i64)
+        .is_some_and(|c| c != 0)
+    {
+        errors.push(FieldError::invalid("count", "", "needs to be unset"));
+    }
+    if set("deprecatedSource/component") || set("deprecatedSource/host") {
+        errors.push(FieldError::invalid("source", "", "needs to be unset"));
+    }
+    errors
+}
+
+/// `ValidateEventCreate` for an Event created through the core API: the legacy rules only.
+fn core_event_errors(event: &Value, whole: bool) -> Vec<FieldError> {
+    legacy_event_errors(event, &CORE_V1, whole)
 }
 
 /// `IsConfigMapKey`: at most 253 of `[-._a-zA-Z0-9]`, and not `.`, `..` or `..*`.

@@ -347,6 +347,9 @@ fn event() -> Value {
 
 #[test]
 fn events_of_events_k8s_io() {
+    // `ValidateEventCreate` for events.k8s.io/v1 (pkg/apis/core/validation/events.go, 1.28):
+    // the legacy rules of an Event with `eventTime`, then the strict ones; errors name the
+    // core Event's fields (`involvedObject`, `message`).
     assert_eq!(shown(&event()), Vec::<String>::new());
     let mut bare = event();
     for key in [
@@ -354,7 +357,6 @@ fn events_of_events_k8s_io() {
         "reportingInstance",
         "action",
         "reason",
-        "eventTime",
     ] {
         bare.as_object_mut().unwrap().remove(key);
     }
@@ -362,47 +364,97 @@ fn events_of_events_k8s_io() {
         shown(&bare),
         [
             "reportingController: Required value",
+            "reportingController: Invalid value: \"\": name part must be non-empty",
+            "reportingController: Invalid value: \"\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
             "reportingInstance: Required value",
             "action: Required value",
             "reason: Required value",
-            "eventTime: Required value",
         ]
     );
-    // The regarding object's namespace must be the event's.
+    // With `eventTime` set, the regarding object may be in another namespace.
+    assert!(errors(&with(event(), "/regarding/namespace", json!("other"))).is_empty());
+    // A cluster-scoped regarding object (no namespace) is fine in default and kube-system.
+    for namespace in ["default", "kube-system"] {
+        assert!(
+            errors(&with(
+                with(event(), "/regarding/namespace", json!("")),
+                "/metadata/namespace",
+                json!(namespace)
+            ))
+            .is_empty()
+        );
+    }
     assert_eq!(
-        shown(&with(event(), "/regarding/namespace", json!("other"))),
-        ["regarding.namespace: Invalid value: \"other\": does not match event.namespace"]
+        shown(&with(event(), "/regarding/namespace", json!(""))),
+        ["involvedObject.namespace: Invalid value: \"\": does not match event.namespace"]
     );
-    // A cluster-scoped object (no namespace) is fine in default only.
-    assert!(
-        errors(&with(
-            with(event(), "/regarding/namespace", json!("")),
-            "/metadata/namespace",
-            json!("default")
-        ))
-        .is_empty()
-    );
+    // Without `eventTime`, the legacy branch: the namespaces must agree (empty only in
+    // default), and eventTime is required.
+    let mut old = event();
+    old.as_object_mut().unwrap().remove("eventTime");
+    assert_eq!(shown(&old), ["eventTime: Required value"]);
     assert_eq!(
-        fields(&with(event(), "/regarding/namespace", json!(""))),
-        ["regarding.namespace"]
+        shown(&with(old.clone(), "/regarding/namespace", json!("other"))),
+        [
+            "involvedObject.namespace: Invalid value: \"other\": does not match event.namespace",
+            "eventTime: Required value",
+        ]
     );
     // Type, lengths, the controller's name.
     assert_eq!(
         shown(&with(event(), "/type", json!("Info"))),
-        ["type: Unsupported value: \"Info\": supported values: \"Normal\", \"Warning\""]
+        ["type: Invalid value: \"\": has invalid value: Info"]
     );
     assert_eq!(
         shown(&with(event(), "/action", json!("a".repeat(129)))),
-        ["action: Too long: may not be more than 128 bytes"]
+        ["action: Invalid value: \"\": can have at most 128 characters"]
     );
     assert!(errors(&with(event(), "/action", json!("a".repeat(128)))).is_empty());
     assert_eq!(
         shown(&with(event(), "/note", json!("n".repeat(1025)))),
-        ["note: Too long: may not be more than 1024 bytes"]
+        ["message: Invalid value: \"\": can have at most 1024 characters"]
     );
     assert_eq!(
         fields(&with(event(), "/reportingController", json!("a/b/c"))),
         ["reportingController"]
+    );
+    // The series and the deprecated fields.
+    assert_eq!(
+        shown(&with(event(), "/series", json!({"count": 1}))),
+        [
+            "series.count: Invalid value: \"\": should be at least 2",
+            "series.lastObservedTime: Required value",
+        ]
+    );
+    assert!(
+        errors(&with(
+            event(),
+            "/series",
+            json!({"count": 2, "lastObservedTime": "2024-05-01T10:00:01.000000Z"})
+        ))
+        .is_empty()
+    );
+    assert_eq!(
+        shown(&with(
+            with(event(), "/deprecatedCount", json!(3)),
+            "/deprecatedSource",
+            json!({"component": "agent"})
+        )),
+        [
+            "count: Invalid value: \"\": needs to be unset",
+            "source: Invalid value: \"\": needs to be unset",
+        ]
+    );
+    // A patch is checked on what it sends.
+    let patch = json!({
+        "apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": "web.17a", "namespace": "demo"},
+        "series": {"count": 2, "lastObservedTime": "2024-05-01T10:00:01.000000Z"},
+    });
+    assert!(
+        Catalog::builtin()
+            .object_errors(&patch, Completeness::Patch)
+            .is_empty()
     );
 }
 
@@ -416,8 +468,29 @@ fn core_events_and_config_maps() {
     });
     assert!(errors(&core).is_empty());
     assert_eq!(
-        fields(&with(core, "/involvedObject/namespace", json!("other"))),
+        fields(&with(
+            core.clone(),
+            "/involvedObject/namespace",
+            json!("other")
+        )),
         ["involvedObject.namespace"]
+    );
+    // A core Event with eventTime gets the same rules, its controller named
+    // `reportingComponent`; nothing strict (the deprecated fields are fine there).
+    let new = with(
+        with(core, "/eventTime", json!("2024-05-01T10:00:00.000000Z")),
+        "/count",
+        json!(3),
+    );
+    assert_eq!(
+        shown(&new),
+        [
+            "reportingComponent: Required value",
+            "reportingComponent: Invalid value: \"\": name part must be non-empty",
+            "reportingComponent: Invalid value: \"\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+            "reportingInstance: Required value",
+            "action: Required value",
+        ]
     );
 
     let config = json!({
