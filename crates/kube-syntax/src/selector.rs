@@ -489,42 +489,124 @@ pub struct FieldSelector {
     requirements: Vec<FieldRequirement>,
 }
 
-/// The fields every kind can be selected by.
+/// The fields `DefaultMetaV1FieldSelectorConversion` accepts: the only ones for a built-in kind
+/// without a field-label conversion of its own.
 pub const COMMON_SELECTABLE_FIELDS: [&str; 2] = ["metadata.name", "metadata.namespace"];
 
-/// The fields beyond [`COMMON_SELECTABLE_FIELDS`] that the API server accepts in a field
-/// selector for `kind` of `group` (`""` for the core group).
-pub fn extra_selectable_fields(group: &str, kind: &str) -> &'static [&'static str] {
-    match (group, kind) {
-        ("", "Pod") => &[
-            "spec.nodeName",
-            "spec.restartPolicy",
-            "spec.schedulerName",
-            "spec.serviceAccountName",
-            "spec.hostNetwork",
-            "status.phase",
-            "status.podIP",
-            "status.podIPs",
-            "status.nominatedNodeName",
-        ],
-        ("", "Event") => &[
-            "involvedObject.kind",
-            "involvedObject.namespace",
-            "involvedObject.name",
-            "involvedObject.uid",
-            "involvedObject.apiVersion",
-            "involvedObject.resourceVersion",
-            "involvedObject.fieldPath",
-            "reason",
-            "reportingComponent",
-            "source",
-            "type",
-        ],
-        ("", "Secret") => &["type"],
-        ("", "Node") => &["spec.unschedulable"],
-        ("", "Namespace") => &["status.phase"],
-        ("apps", "ReplicaSet") => &["status.replicas"],
-        _ => &[],
+/// How the API server converts the fields of a field selector for a kind (its
+/// `ConvertFieldLabel`), which decides which fields it accepts and how it refuses the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldLabels {
+    /// A built-in kind without a conversion of its own (ConfigMap, Service, EndpointSlice,
+    /// Deployment, Lease, ... in 1.28): `DefaultMetaV1FieldSelectorConversion`, which accepts
+    /// [`COMMON_SELECTABLE_FIELDS`] and refuses others with `"spec.type" is not a known field
+    /// selector: only "metadata.name", "metadata.namespace"`.
+    Default,
+    /// A built-in kind's own conversion (`AddFieldLabelConversionFunc`): exactly these fields,
+    /// others refused with `field label not supported: <field>`.
+    Listed(&'static [&'static str]),
+    /// batch/v1 Job, whose conversion words its refusal `field label "x" not supported for Job`.
+    Job,
+    /// A custom resource (the apiextensions server's `crConverter`): `metadata.name`, and
+    /// `metadata.namespace` when namespaced; others `field label not supported: <field>`.
+    CustomResource {
+        /// Whether the resource is namespaced.
+        namespaced: bool,
+    },
+}
+
+impl FieldLabels {
+    /// The conversion of the built-in `kind` of `group` (`""` for the core group), as
+    /// Kubernetes 1.28 registers them (`pkg/apis/*/v1/conversion.go`).
+    pub fn builtin(group: &str, kind: &str) -> Self {
+        match (group, kind) {
+            ("", "Pod") => Self::Listed(&[
+                "metadata.name",
+                "metadata.namespace",
+                "spec.nodeName",
+                "spec.restartPolicy",
+                "spec.schedulerName",
+                "spec.serviceAccountName",
+                "spec.hostNetwork",
+                "status.phase",
+                "status.podIP",
+                "status.podIPs",
+                "status.nominatedNodeName",
+                // Old clients' name of spec.nodeName.
+                "spec.host",
+            ]),
+            ("", "Node") => Self::Listed(&["metadata.name", "spec.unschedulable"]),
+            ("", "ReplicationController") => {
+                Self::Listed(&["metadata.name", "metadata.namespace", "status.replicas"])
+            }
+            ("", "Event") => Self::Listed(&[
+                "involvedObject.kind",
+                "involvedObject.namespace",
+                "involvedObject.name",
+                "involvedObject.uid",
+                "involvedObject.apiVersion",
+                "involvedObject.resourceVersion",
+                "involvedObject.fieldPath",
+                "reason",
+                "reportingComponent",
+                "source",
+                "type",
+                "metadata.namespace",
+                "metadata.name",
+            ]),
+            ("", "Namespace") => Self::Listed(&["status.phase", "metadata.name"]),
+            ("", "Secret") => Self::Listed(&["type", "metadata.namespace", "metadata.name"]),
+            // pkg/apis/events/v1/conversion.go: the v1 names of the core Event's fields.
+            ("events.k8s.io", "Event") => Self::Listed(&[
+                "reason",
+                "regarding.kind",
+                "regarding.namespace",
+                "regarding.name",
+                "regarding.uid",
+                "regarding.apiVersion",
+                "regarding.resourceVersion",
+                "regarding.fieldPath",
+                "reportingController",
+                "type",
+                "metadata.namespace",
+                "metadata.name",
+            ]),
+            ("certificates.k8s.io", "CertificateSigningRequest") => {
+                Self::Listed(&["metadata.name", "spec.signerName"])
+            }
+            ("batch", "Job") => Self::Job,
+            _ => Self::Default,
+        }
+    }
+
+    /// The fields accepted.
+    pub fn fields(self) -> &'static [&'static str] {
+        match self {
+            Self::Default | Self::CustomResource { namespaced: true } => &COMMON_SELECTABLE_FIELDS,
+            Self::CustomResource { namespaced: false } => &["metadata.name"],
+            Self::Listed(fields) => fields,
+            Self::Job => &["metadata.name", "metadata.namespace", "status.successful"],
+        }
+    }
+
+    /// `Ok` when `field` is accepted, else the server's message.
+    pub fn check(self, field: &str) -> Result<(), SelectorError> {
+        if self.fields().contains(&field) {
+            return Ok(());
+        }
+        Err(SelectorError::new(match self {
+            Self::Default => format!(
+                "{} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"",
+                crate::error::go_quote(field)
+            ),
+            Self::Job => format!(
+                "field label {} not supported for Job",
+                crate::error::go_quote(field)
+            ),
+            Self::Listed(_) | Self::CustomResource { .. } => {
+                format!("field label not supported: {field}")
+            }
+        }))
     }
 }
 
@@ -623,19 +705,18 @@ impl FieldSelector {
         Ok(Self { requirements })
     }
 
-    /// Parses a field selector and refuses fields the API server does not index for `kind` of
-    /// `group` (`"field label not supported: ..."`).
+    /// Parses a field selector and refuses the fields the conversion of the built-in `kind` of
+    /// `group` does not accept ([`FieldLabels::builtin`]).
     pub fn parse_for(group: &str, kind: &str, text: &str) -> Result<Self, SelectorError> {
+        Self::parse_with(FieldLabels::builtin(group, kind), text)
+    }
+
+    /// Parses a field selector and refuses the fields `labels` does not accept, with the
+    /// message of the first one (`Transform` stops at the first error).
+    pub fn parse_with(labels: FieldLabels, text: &str) -> Result<Self, SelectorError> {
         let selector = Self::parse(text)?;
         for requirement in &selector.requirements {
-            let field = requirement.field.as_str();
-            if !COMMON_SELECTABLE_FIELDS.contains(&field)
-                && !extra_selectable_fields(group, kind).contains(&field)
-            {
-                return Err(SelectorError::new(format!(
-                    "field label not supported: {field}"
-                )));
-            }
+            labels.check(&requirement.field)?;
         }
         Ok(selector)
     }

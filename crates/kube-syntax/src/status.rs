@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 use crate::error::{FieldError, go_quote};
 use crate::meta::field_manager_errors;
 use crate::object::{Catalog, Completeness, split_api_version};
-use crate::selector::{FieldSelector, LabelSelector};
+use crate::selector::{FieldLabels, FieldSelector, LabelSelector};
 
 /// The content type of a server-side apply.
 pub const APPLY_PATCH: &str = "application/apply-patch+yaml";
@@ -264,8 +264,14 @@ impl Catalog {
             }
         };
         if let Some(selector) = request.query.get("fieldSelector") {
-            FieldSelector::parse_for(&resource.group, &resource.kind, selector)
-                .map_err(|e| bad_request(&e.message))?;
+            let labels = if resource.crd.is_some() {
+                FieldLabels::CustomResource {
+                    namespaced: resource.namespaced,
+                }
+            } else {
+                FieldLabels::builtin(&resource.group, &resource.kind)
+            };
+            FieldSelector::parse_with(labels, selector).map_err(|e| bad_request(&e.message))?;
         }
         let apply = request.method == "PATCH" && request.content_type == APPLY_PATCH;
         let writes = matches!(request.method, "POST" | "PUT" | "PATCH");

@@ -5,8 +5,7 @@
 use std::collections::BTreeMap;
 
 use kube_syntax::selector::{
-    COMMON_SELECTABLE_FIELDS, FieldSelector, LabelSelector, Operator, Requirement,
-    extra_selectable_fields,
+    COMMON_SELECTABLE_FIELDS, FieldLabels, FieldSelector, LabelSelector, Operator, Requirement,
 };
 
 fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -424,39 +423,90 @@ fn field_selectors_per_kind() {
         COMMON_SELECTABLE_FIELDS,
         ["metadata.name", "metadata.namespace"]
     );
+    // Kinds without a conversion of their own in 1.28: DefaultMetaV1FieldSelectorConversion.
     for (group, kind) in [
         ("", "Service"),
         ("", "ConfigMap"),
         ("discovery.k8s.io", "EndpointSlice"),
-        ("example.com", "Widget"),
+        ("apps", "Deployment"),
+        ("apps", "ReplicaSet"),
+        ("coordination.k8s.io", "Lease"),
     ] {
+        assert_eq!(FieldLabels::builtin(group, kind), FieldLabels::Default);
         assert!(FieldSelector::parse_for(group, kind, "metadata.name=web").is_ok());
         assert!(FieldSelector::parse_for(group, kind, "metadata.namespace!=kube-system").is_ok());
         assert_eq!(
-            FieldSelector::parse_for(group, kind, "spec.clusterIP=None")
+            FieldSelector::parse_for(group, kind, "spec.type=ClusterIP")
                 .unwrap_err()
                 .message,
-            "field label not supported: spec.clusterIP"
+            "\"spec.type\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+        );
+    }
+    // Kinds with their own conversion: `field label not supported`.
+    for (group, kind, field) in [
+        ("", "Pod", "spec.containers"),
+        ("", "Event", "message"),
+        ("", "Secret", "data"),
+        ("", "Node", "metadata.namespace"),
+        ("", "Namespace", "metadata.namespace"),
+        ("events.k8s.io", "Event", "involvedObject.name"),
+    ] {
+        assert_eq!(
+            FieldSelector::parse_for(group, kind, &format!("{field}=x"))
+                .unwrap_err()
+                .message,
+            format!("field label not supported: {field}"),
         );
     }
     assert!(
         FieldSelector::parse_for(
             "",
             "Event",
-            "involvedObject.name=web,involvedObject.kind=Service"
+            "involvedObject.name=web,involvedObject.kind=Service,reportingComponent=x,source=y"
         )
         .is_ok()
     );
-    assert!(extra_selectable_fields("", "Event").contains(&"involvedObject.name"));
-    // Only the core Event has involvedObject.
-    assert_eq!(
-        FieldSelector::parse_for("events.k8s.io", "Event", "involvedObject.name=web")
-            .unwrap_err()
-            .message,
-        "field label not supported: involvedObject.name"
+    assert!(
+        FieldLabels::builtin("", "Event")
+            .fields()
+            .contains(&"involvedObject.name")
+    );
+    // events.k8s.io/v1 names the core fields its own way.
+    assert!(
+        FieldSelector::parse_for(
+            "events.k8s.io",
+            "Event",
+            "regarding.name=web,regarding.kind=Service,reportingController=c,reason=r,type=Normal"
+        )
+        .is_ok()
     );
     assert!(FieldSelector::parse_for("", "Pod", "spec.nodeName=n1,status.phase!=Running").is_ok());
+    assert!(FieldSelector::parse_for("", "Pod", "spec.host=n1").is_ok());
     assert!(FieldSelector::parse_for("", "Secret", "type=kubernetes.io/tls").is_ok());
+    assert_eq!(
+        FieldSelector::parse_for("batch", "Job", "spec.x=1")
+            .unwrap_err()
+            .message,
+        "field label \"spec.x\" not supported for Job"
+    );
+    // Custom resources (crConverter): metadata.namespace only when namespaced.
+    let namespaced = FieldLabels::CustomResource { namespaced: true };
+    assert!(FieldSelector::parse_with(namespaced, "metadata.namespace=demo").is_ok());
+    assert_eq!(
+        FieldSelector::parse_with(namespaced, "spec.x=1")
+            .unwrap_err()
+            .message,
+        "field label not supported: spec.x"
+    );
+    assert_eq!(
+        FieldSelector::parse_with(
+            FieldLabels::CustomResource { namespaced: false },
+            "metadata.namespace=demo"
+        )
+        .unwrap_err()
+        .message,
+        "field label not supported: metadata.namespace"
+    );
     // A syntax error comes before the field check.
     assert_eq!(
         FieldSelector::parse_for("", "Service", "nonsense")

@@ -338,7 +338,7 @@ fn reads_with_selectors() {
     assert_eq!(refusal.code, 400);
     assert_eq!(
         refusal.message(),
-        "field label not supported: spec.nodeName"
+        "\"spec.nodeName\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
     );
     // Events have their involvedObject fields.
     assert!(
