@@ -405,7 +405,10 @@ impl Parser {
                             values.insert(String::new());
                             break;
                         }
+                        // `,,`: the second comma is consumed too, so what follows must be
+                        // an identifier (`(a,,)` is refused).
                         Token::Comma => {
+                            self.next();
                             values.insert(String::new());
                         }
                         _ => {}

@@ -51,6 +51,9 @@ fn operators_parse_into_requirements() {
         ("k in (a,)", Operator::In, &["", "a"]),
         ("k in (a,,b)", Operator::In, &["", "a", "b"]),
         ("k notin (,)", Operator::NotIn, &[""]),
+        // `,,` consumes both commas: a value or a third comma must follow.
+        ("k in (,,a)", Operator::In, &["", "a"]),
+        ("k in (,,,)", Operator::In, &[""]),
         ("example.com/Key_1=Value.1", Operator::Equals, &["Value.1"]),
         // `in` and `notin` are identifiers where a key or a value stands.
         ("in=notin", Operator::Equals, &["notin"]),
@@ -140,6 +143,14 @@ fn syntax_errors_with_the_api_server_messages() {
         (
             "k in (a,=)",
             "unable to parse requirement: found '=', expected: ',', or identifier",
+        ),
+        (
+            "k in (a,,)",
+            "unable to parse requirement: found ')', expected: ',', or identifier",
+        ),
+        (
+            "k in (,,)",
+            "unable to parse requirement: found ')', expected: ',', or identifier",
         ),
         (
             ",",
