@@ -133,7 +133,8 @@ pub enum Side {
 }
 
 impl Target {
-    fn side(&self) -> Side {
+    /// The API server that stores the target.
+    pub fn side(&self) -> Side {
         match self {
             Self::Record(_) => Side::Broker,
             Self::ImportSpec(_)
@@ -144,12 +145,32 @@ impl Target {
     }
 }
 
-#[derive(Debug, Clone, Default)]
-struct Failure {
+/// One failed write's backoff. Each target keeps its own, so that one API server's return (or
+/// one write's success) does not restart the backoff of another.
+#[derive(Debug, Clone, Copy)]
+struct Backoff {
     attempts: u32,
     retry_at: Option<Timestamp>,
-    targets: BTreeSet<Target>,
+    /// Its API server answered the last attempt (a refusal: 403, 409, 422...): retrying it
+    /// when that API server returns from an outage would not help, so it keeps its backoff.
+    answered: bool,
+}
+
+/// A service's failed writes, each with its backoff, and the broker error its ServiceExport
+/// shows.
+#[derive(Debug, Clone, Default)]
+struct Failure {
+    targets: BTreeMap<Target, Backoff>,
     publish_error: Option<String>,
+}
+
+impl Failure {
+    /// Whether a failed write to `side` waits for its retry time at `now`.
+    fn holds(&self, side: Side, now: Timestamp) -> bool {
+        self.targets
+            .iter()
+            .any(|(t, b)| t.side() == side && b.retry_at.is_some_and(|at| at > now))
+    }
 }
 
 /// Counts for metrics.
@@ -200,8 +221,8 @@ pub struct AgentCore {
     problems: Vec<String>,
     waiting_for_address: BTreeSet<ServiceKey>,
     freed: bool,
-    /// The API servers that failed to answer (a watch or a heartbeat failed) and have not
-    /// answered since.
+    /// The API servers that failed to answer (a watch or a heartbeat failed with a connection
+    /// error, a timeout or a 5xx) and have not answered since.
     unreachable: BTreeSet<Side>,
 }
 
@@ -800,25 +821,35 @@ impl AgentCore {
         });
     }
 
-    /// Reports that an API server did not answer: one of its watches failed, or (the broker) a
-    /// heartbeat failed. When it answers again ([`answered`](Self::answered)), the writes that
-    /// failed meanwhile are retried at once instead of waiting out their backoff.
+    /// Reports that an API server did not answer: one of its watches or (the broker) a
+    /// heartbeat failed with a connection error, a timeout or a 5xx. A refusal (403, 404, 410
+    /// Gone, 422...) is an answer: report it with [`answered`](Self::answered). When it answers
+    /// again, the writes to it that failed without an answer are retried at once instead of
+    /// waiting out their backoff.
     pub fn unreachable(&mut self, side: Side) {
         self.unreachable.insert(side);
     }
 
     /// Reports that an API server answered: a watch event from it (every input counts; the
-    /// core calls this itself in [`handle`](Self::handle)), or a heartbeat the hub took. If it
-    /// had not answered before ([`unreachable`](Self::unreachable)), every service with a failed
-    /// write to it is reconciled now, its backoff started afresh.
+    /// core calls this itself in [`handle`](Self::handle)), a watch error or a write it refused
+    /// with a status below 500, a write it carried out, or a heartbeat the hub took. If it had
+    /// not answered before ([`unreachable`](Self::unreachable)), every write to it that failed
+    /// without an answer (connection error, timeout, 5xx) is retried now, its backoff started
+    /// afresh. Writes it refused keep their backoff, and so do writes to the other API server.
     pub fn answered(&mut self, side: Side) {
         if !self.unreachable.remove(&side) {
             return;
         }
         for (key, failure) in &mut self.failures {
-            if failure.targets.iter().any(|t| t.side() == side) {
-                failure.attempts = 0;
-                failure.retry_at = None;
+            let mut reset = false;
+            for (target, backoff) in &mut failure.targets {
+                if target.side() == side && !backoff.answered {
+                    backoff.attempts = 0;
+                    backoff.retry_at = None;
+                    reset = true;
+                }
+            }
+            if reset {
                 self.dirty.insert(key.clone());
             }
         }
@@ -832,19 +863,39 @@ impl AgentCore {
         self.dirty.insert(write.service());
     }
 
-    /// Reports that a write failed: it is retried with backoff (1 s doubling to 60 s, or at once
-    /// when its API server answers again after failing, see [`answered`](Self::answered)), and
-    /// a failed broker write shows as `Ready=False/Failed` on the ServiceExport. Meanwhile the
-    /// service's other writes wait too, except its ServiceExport's status (unless writing that
-    /// is what failed).
+    /// Reports that a write failed without an answer from its API server (a connection error,
+    /// a timeout, a 5xx): it is retried with backoff (1 s doubling to 60 s, its own count per
+    /// write), or at once when its API server answers again after an outage (see
+    /// [`answered`](Self::answered)). A failed broker write shows as `Ready=False/Failed` on
+    /// the ServiceExport. Meanwhile the service's other writes to the same API server wait too,
+    /// except its ServiceExport's status (unless writing that is what failed).
     pub fn write_failed(&mut self, write: &Write, message: &str, now: Timestamp) {
+        self.record_failure(write, message, false, now);
+    }
+
+    /// Reports that the API server refused a write (a status below 500 other than a 404 on a
+    /// delete: 403, 409, 422...): as [`write_failed`](Self::write_failed), except that the
+    /// refusal shows that the API server answers ([`answered`](Self::answered)) and that the
+    /// write keeps its backoff when the API server returns from an outage (retrying it sooner
+    /// would be refused again).
+    pub fn write_refused(&mut self, write: &Write, message: &str, now: Timestamp) {
+        self.answered(write.target().side());
+        self.record_failure(write, message, true, now);
+    }
+
+    fn record_failure(&mut self, write: &Write, message: &str, answered: bool, now: Timestamp) {
         let target = write.target();
         self.pending.remove(&target);
         let key = write.service();
         let failure = self.failures.entry(key.clone()).or_default();
-        failure.attempts = failure.attempts.saturating_add(1);
-        failure.retry_at = Some(later(now, backoff(failure.attempts)));
-        failure.targets.insert(target);
+        let backoff_of = failure.targets.entry(target).or_insert(Backoff {
+            attempts: 0,
+            retry_at: None,
+            answered,
+        });
+        backoff_of.attempts = backoff_of.attempts.saturating_add(1);
+        backoff_of.retry_at = Some(later(now, backoff(backoff_of.attempts)));
+        backoff_of.answered = answered;
         if write.is_broker() {
             failure.publish_error = Some(format!(
                 "Writing the record to the broker failed: {message}"
@@ -854,8 +905,10 @@ impl AgentCore {
         self.dirty.insert(key);
     }
 
-    /// Reports that a write succeeded (clears its failure, if it had one).
+    /// Reports that a write succeeded (clears its failure, if it had one); its API server
+    /// answers ([`answered`](Self::answered)).
     pub fn write_succeeded(&mut self, write: &Write) {
+        self.answered(write.target().side());
         let key = write.service();
         let Some(failure) = self.failures.get_mut(&key) else {
             return;
@@ -880,8 +933,8 @@ impl AgentCore {
         let mut consider = |t: Timestamp| {
             next = Some(next.map_or(t, |n| n.min(t)));
         };
-        for failure in self.failures.values() {
-            if let Some(t) = failure.retry_at {
+        for backoff in self.failures.values().flat_map(|f| f.targets.values()) {
+            if let Some(t) = backoff.retry_at {
                 consider(t);
             }
         }
@@ -1098,9 +1151,11 @@ impl AgentCore {
         }
         self.refresh_health(now);
         for (key, failure) in &mut self.failures {
-            if failure.retry_at.is_some_and(|t| t <= now) {
-                failure.retry_at = None;
-                self.dirty.insert(key.clone());
+            for backoff in failure.targets.values_mut() {
+                if backoff.retry_at.is_some_and(|t| t <= now) {
+                    backoff.retry_at = None;
+                    self.dirty.insert(key.clone());
+                }
             }
         }
         // A released address may be what a waiting service needs: reconcile those again (a
@@ -1185,19 +1240,14 @@ impl AgentCore {
     fn reconcile(&mut self, key: &ServiceKey, now: Timestamp, out: &mut Output) {
         let id = ObjectId::new(&key.namespace, &key.name);
         let me = self.config.cluster_id.clone();
-        // While a write of this service waits for its retry time, write nothing else for it
-        // (conditions still show the failure: the ServiceExport's status waits only if writing
-        // it is what failed).
-        let holding = self
-            .failures
-            .get(key)
-            .and_then(|f| f.retry_at)
-            .is_some_and(|t| t > now);
+        // While a write of this service waits for its retry time, write nothing else for it to
+        // the same API server (conditions still show the failure: the ServiceExport's status
+        // waits only if writing it is what failed).
+        let failure = self.failures.get(key);
+        let holding_broker = failure.is_some_and(|f| f.holds(Side::Broker, now));
+        let holding = failure.is_some_and(|f| f.holds(Side::Member, now));
         let holding_status = holding
-            && self
-                .failures
-                .get(key)
-                .is_some_and(|f| f.targets.contains(&Target::ExportStatus(id.clone())));
+            && failure.is_some_and(|f| f.targets.contains_key(&Target::ExportStatus(id.clone())));
 
         // 1. This cluster's export: validity, global IPs, the record to publish.
         let export = self
@@ -1301,7 +1351,7 @@ impl AgentCore {
                         Some(Write::PublishRecord(p)) if p.checked_record().ok() == Some(record)
                     );
                     if !same_in_flight {
-                        self.emit(out, write, holding);
+                        self.emit(out, write, holding_broker);
                     }
                 }
                 (None, true) if !keep_published => self.emit(
@@ -1310,7 +1360,7 @@ impl AgentCore {
                         key: key.clone(),
                         name: record_name,
                     },
-                    holding,
+                    holding_broker,
                 ),
                 _ => {}
             }
@@ -1448,7 +1498,7 @@ impl AgentCore {
         let Some(failure) = self.failures.get_mut(key) else {
             return;
         };
-        failure.targets.retain(|t| t.side() != Side::Broker);
+        failure.targets.retain(|t, _| t.side() != Side::Broker);
         failure.publish_error = None;
         if failure.targets.is_empty() {
             self.failures.remove(key);

@@ -35,9 +35,49 @@ pub enum Feed {
         source: &'static str,
         /// Whether it watches the broker (hub) rather than the member cluster.
         broker: bool,
+        /// Whether the API server did not answer ([`watch_no_answer`]): a connection error, a
+        /// timeout or a 5xx. False when it answered with a refusal (403, 404, the routine 410
+        /// "too old resource version"), which shows that it is up.
+        unreachable: bool,
         /// What went wrong.
         error: String,
     },
+}
+
+impl Feed {
+    /// The feed of a failed watch: `source` names it, `broker` says which API server it
+    /// watches.
+    pub fn watch_error(source: &'static str, broker: bool, error: &watcher::Error) -> Self {
+        Self::WatchError {
+            source,
+            broker,
+            unreachable: watch_no_answer(error),
+            error: error.to_string(),
+        }
+    }
+}
+
+/// Whether a watch failed because its API server did not answer: a connection error, a
+/// timeout, a 5xx ([`clusterset_daemon::no_answer`]). An API status below 500 is an answer: 403
+/// (not allowed), 404 (not served), 410 Gone (the resource version is too old, routine after a
+/// watch was away for a while).
+///
+/// ```
+/// use kube::runtime::watcher::Error;
+/// use clusterset_agent::kube_io::watch_no_answer;
+/// let status = |code| Box::new(kube::core::Status::failure("no", "Reason").with_code(code));
+/// assert!(!watch_no_answer(&Error::WatchError(status(410))));
+/// assert!(!watch_no_answer(&Error::InitialListFailed(kube::Error::Api(status(403)))));
+/// assert!(watch_no_answer(&Error::WatchFailed(kube::Error::Api(status(503)))));
+/// ```
+pub fn watch_no_answer(error: &watcher::Error) -> bool {
+    match error {
+        watcher::Error::InitialListFailed(e)
+        | watcher::Error::WatchStartFailed(e)
+        | watcher::Error::WatchFailed(e) => clusterset_daemon::no_answer(e),
+        watcher::Error::WatchError(status) => status.code >= 500,
+        watcher::Error::NoResourceVersion => false,
+    }
 }
 
 fn watch<K>(
@@ -55,11 +95,7 @@ where
         .backoff(WatchBackoff::default())
         .map(move |result| match result {
             Ok(event) => Feed::Input(Box::new(wrap(event))),
-            Err(error) => Feed::WatchError {
-                source,
-                broker,
-                error: error.to_string(),
-            },
+            Err(error) => Feed::watch_error(source, broker, &error),
         })
         .boxed()
 }

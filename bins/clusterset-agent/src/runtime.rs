@@ -114,12 +114,19 @@ impl Runtime {
             Feed::WatchError {
                 source,
                 broker,
+                unreachable,
                 error,
             } => {
-                self.core
-                    .unreachable(if broker { Side::Broker } else { Side::Member });
+                let side = if broker { Side::Broker } else { Side::Member };
+                // Only a connection error, a timeout or a 5xx says the API server is away; a
+                // refusal (403, 404, the routine 410 Gone) is its answer.
+                if unreachable {
+                    self.core.unreachable(side);
+                } else {
+                    self.core.answered(side);
+                }
                 self.metrics.count_error(broker, source);
-                tracing::warn!(watch = source, broker, %error, "watch failed; retrying with backoff, the last complete view stays in use");
+                tracing::warn!(watch = source, broker, unreachable, %error, "watch failed; retrying with backoff, the last complete view stays in use");
             }
         }
     }
@@ -149,7 +156,11 @@ impl Runtime {
                 tracing::debug!(%message, "heartbeat Lease changed meanwhile; retrying with the new version");
             }
             Err(error) => {
-                self.core.unreachable(Side::Broker);
+                if error.answered() {
+                    self.core.answered(Side::Broker);
+                } else {
+                    self.core.unreachable(Side::Broker);
+                }
                 self.metrics.count_error(true, "heartbeat");
                 tracing::warn!(%error, "heartbeat Lease renewal failed");
             }
@@ -238,7 +249,11 @@ impl Runtime {
                 Some(Err(error)) => {
                     self.metrics.count_error(write.is_broker(), write.kind());
                     tracing::warn!(write = write.kind(), service = %write.service(), %error, "write failed; retrying with backoff");
-                    self.core.write_failed(&write, &error.to_string(), now);
+                    if error.answered() {
+                        self.core.write_refused(&write, &error.to_string(), now);
+                    } else {
+                        self.core.write_failed(&write, &error.to_string(), now);
+                    }
                 }
             }
         }
@@ -412,6 +427,97 @@ mod tests {
             }
             other => panic!("expected the Lease release last, got {other:?}"),
         }
+    }
+
+    #[tokio::test]
+    async fn a_refused_write_backs_off_while_watches_fail_and_recover() {
+        use kube::runtime::watcher;
+
+        let config = sim::cluster_config(0, None).unwrap();
+        let key = ServiceKey::new("shop", "web");
+        // The member's API server refuses every write of the export's status (an admission
+        // webhook's 422); everything else goes through.
+        let refused: Arc<Mutex<Vec<Instant>>> = Arc::default();
+        let mut writer = MockAgentWriter::new();
+        let recorded = Arc::clone(&refused);
+        writer.expect_write().returning(move |write| {
+            if matches!(write, Write::ApplyServiceExportStatus { .. }) {
+                recorded.lock().unwrap().push(Instant::now());
+                return Err(WriteError::Refused {
+                    code: 422,
+                    message: "admission webhook \"policy\" denied the request".into(),
+                });
+            }
+            Ok(())
+        });
+        writer.expect_heartbeat().returning(|heartbeat| {
+            let mut lease = match heartbeat {
+                Heartbeat::Create(lease) | Heartbeat::Replace(lease) => (**lease).clone(),
+                Heartbeat::Blocked { .. } => return Ok(None),
+            };
+            lease.metadata.resource_version = Some("7".into());
+            Ok(Some(lease))
+        });
+        let runtime = Runtime {
+            core: AgentCore::new(config),
+            writer: Arc::new(writer),
+            metrics: Arc::new(Metrics::new()),
+            readiness: Arc::new(Readiness::default()),
+            zone: None,
+            write_concurrency: 4,
+            heartbeat_every: Duration::from_secs(10),
+            clock: Arc::new(Timestamp::now),
+        };
+        let (events, feeds) = mpsc::unbounded::<Feed>();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(runtime.run(feeds, async {
+            let _ = stopped.await;
+        }));
+        let mut all = listed_shop(&key);
+        all.extend(listed(Vec::new(), Input::Record));
+        all.extend(listed(Vec::new(), Input::Lease));
+        for f in all {
+            events.unbounded_send(f).unwrap();
+        }
+        wait_for("the first refused status write", || {
+            !refused.lock().unwrap().is_empty()
+        })
+        .await;
+
+        // For 3.5 s the member's watches keep failing, each failure followed by an event: a
+        // routine 410 Gone (the API server answers) and a timeout (it does not), by turns.
+        let status =
+            |code| Box::new(kube::core::Status::failure("gone", "Expired").with_code(code));
+        let start = Instant::now();
+        let mut turn = 0;
+        while start.elapsed() < Duration::from_millis(3500) {
+            let error = if turn % 2 == 0 {
+                watcher::Error::WatchError(status(410))
+            } else {
+                watcher::Error::WatchFailed(kube::Error::Service(Box::new(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "timed out",
+                ))))
+            };
+            turn += 1;
+            events
+                .unbounded_send(Feed::watch_error("serviceimports", false, &error))
+                .unwrap();
+            events
+                .unbounded_send(feed(Input::Namespace(Event::Apply(sim::namespace("shop")))))
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        stop.send(()).unwrap();
+        task.await.unwrap();
+
+        // Refused writes back off (1 s, then 2 s): attempts at 0, 1 and 3 s, not one per
+        // watch error.
+        let attempts = refused.lock().unwrap().len();
+        assert!(
+            (2..=4).contains(&attempts),
+            "the refused status write was attempted {attempts} times in 3.5 s"
+        );
     }
 
     #[tokio::test]

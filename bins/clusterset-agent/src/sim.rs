@@ -708,7 +708,7 @@ impl Simulation {
             self.clusters.get(i).is_some_and(|c| c.api_up)
         };
         if !up {
-            self.failed(i, write, UNREACHABLE);
+            self.failed(i, write, UNREACHABLE, false);
             return;
         }
         match write {
@@ -835,7 +835,7 @@ impl Simulation {
                 match result {
                     Answer::Stored(event) => self.succeeded(i, local, Some(*event)),
                     Answer::Unchanged => self.succeeded(i, local, None),
-                    Answer::NotFound => self.failed(i, local, "not found (404)"),
+                    Answer::NotFound => self.failed(i, local, "not found (404)", true),
                     Answer::Refused(message) => self.refuse(i, write, message),
                 }
             }
@@ -856,20 +856,25 @@ impl Simulation {
     /// A broker write carried out: the agent hears so, unless the hub's answers are lost.
     fn broker_answer(&mut self, i: usize, write: &Write) {
         if self.hub_answers_lost {
-            self.failed(i, write, UNREACHABLE);
+            self.failed(i, write, UNREACHABLE, false);
         } else {
             self.succeeded(i, write, None);
         }
     }
 
-    /// A write that failed with `message`: counted and reported to the agent.
-    fn failed(&mut self, i: usize, write: &Write, message: &str) {
+    /// A write that failed with `message`: counted and reported to the agent, as refused if
+    /// the API server `answered` (a status below 500), else as failed without an answer.
+    fn failed(&mut self, i: usize, write: &Write, message: &str, answered: bool) {
         let now = self.now;
         let Some(cluster) = self.clusters.get_mut(i) else {
             return;
         };
         *cluster.failed_writes.entry(write.kind()).or_default() += 1;
-        cluster.core.write_failed(write, message, now);
+        if answered {
+            cluster.core.write_refused(write, message, now);
+        } else {
+            cluster.core.write_failed(write, message, now);
+        }
     }
 
     /// The 422 message that refuses `object`, if the simulation is strict.
@@ -887,7 +892,7 @@ impl Simulation {
         };
         let id = cluster.core.config().cluster_id.to_string();
         self.refused.push(format!("{id}: {message}"));
-        self.failed(i, write, &message);
+        self.failed(i, write, &message, true);
     }
 
     /// Cluster `i`'s stored ServiceImport of `key`.

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use clusterset_agent::broker::{self, BrokerRecord, Heartbeat};
-use clusterset_agent::core::{AgentCore, Input, LeaseState};
+use clusterset_agent::core::{AgentCore, Input, LeaseState, Side};
 use clusterset_agent::sim;
 use clusterset_agent::write::Write;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -228,4 +228,121 @@ fn lease_states_decide_who_publishes() {
             );
         }
     }
+}
+
+/// A core that has listed everything of [`listings`] (c0's Lease held by this agent until 30 s
+/// after [`now`]), and the writes of its first pass.
+fn started() -> (AgentCore, Vec<Write>) {
+    let mut core = AgentCore::new(sim::cluster_config(0, None).unwrap());
+    for (kind, inputs) in listings() {
+        core.handle(marker(kind, false));
+        for input in inputs {
+            core.handle(input);
+        }
+        core.handle(marker(kind, true));
+    }
+    let out = core.process(now());
+    assert!(core.is_started());
+    (core, out.writes)
+}
+
+fn after(millis: u64) -> Timestamp {
+    now().checked_add(Duration::from_millis(millis)).unwrap()
+}
+
+fn find(writes: &[Write], kind: &str, key: &ServiceKey) -> Option<Write> {
+    writes
+        .iter()
+        .find(|w| w.kind() == kind && w.service() == *key)
+        .cloned()
+}
+
+fn kinds(writes: &[Write], key: &ServiceKey) -> Vec<&'static str> {
+    writes
+        .iter()
+        .filter(|w| w.service() == *key)
+        .map(Write::kind)
+        .collect()
+}
+
+#[test]
+fn a_members_return_does_not_restart_the_backoff_of_a_failed_broker_write() {
+    let web = ServiceKey::new("shop", "web");
+    let (mut core, writes) = started();
+    let publish = find(&writes, "publish_record", &web).unwrap();
+    let status = find(&writes, "apply_service_export_status", &web).unwrap();
+    // The hub is down: the publication fails three times (its next retry 4 s later). The
+    // member's API server goes away too, and the export's status fails.
+    for _ in 0..3 {
+        core.write_failed(&publish, sim::UNREACHABLE, now());
+    }
+    core.unreachable(Side::Member);
+    core.write_failed(&status, sim::UNREACHABLE, now());
+
+    // The member's API server answers again after 0.5 s: the export's status is retried at
+    // once; the publication waits out its own backoff (the hub has not answered).
+    core.handle(Input::Namespace(Event::Apply(sim::namespace("shop"))));
+    let out = core.process(after(500));
+    assert_eq!(
+        kinds(&out.writes, &web),
+        ["apply_service_export_status"],
+        "{:?}",
+        out.writes
+    );
+    // (The status goes out again whenever the service is reconciled: this test delivers no
+    // echo of it.)
+    let out = core.process(after(3900));
+    assert!(!kinds(&out.writes, &web).contains(&"publish_record"));
+    let out = core.process(after(4000));
+    assert!(kinds(&out.writes, &web).contains(&"publish_record"));
+}
+
+#[test]
+fn a_refused_write_keeps_its_backoff_when_its_api_server_returns_from_an_outage() {
+    let (web, api) = (
+        ServiceKey::new("shop", "web"),
+        ServiceKey::new("shop", "api"),
+    );
+    let (mut core, writes) = started();
+    let import = find(&writes, "apply_service_import", &api).unwrap();
+    let status = find(&writes, "apply_service_export_status", &web).unwrap();
+    // The member's API server refuses the import of `api` (an admission webhook's 422) six
+    // times: its backoff has grown to 32 s.
+    for _ in 0..6 {
+        core.write_refused(&import, "denied by the webhook", now());
+    }
+    // Then it goes away (a watch times out), and the status of `web` fails meanwhile.
+    core.unreachable(Side::Member);
+    core.write_failed(&status, sim::UNREACHABLE, now());
+
+    // It answers again: the write that failed without an answer goes out at once, the refused
+    // one waits out its backoff (it would be refused again).
+    core.handle(Input::Namespace(Event::Apply(sim::namespace("shop"))));
+    let out = core.process(after(500));
+    assert_eq!(kinds(&out.writes, &web), ["apply_service_export_status"]);
+    assert!(kinds(&out.writes, &api).is_empty(), "{:?}", out.writes);
+    let out = core.process(after(31_900));
+    assert!(kinds(&out.writes, &api).is_empty(), "{:?}", out.writes);
+    let out = core.process(after(32_000));
+    assert!(kinds(&out.writes, &api).contains(&"apply_service_import"));
+}
+
+#[test]
+fn a_refused_write_shows_that_its_api_server_answers() {
+    let (web, api) = (
+        ServiceKey::new("shop", "web"),
+        ServiceKey::new("shop", "api"),
+    );
+    let (mut core, writes) = started();
+    let import = find(&writes, "apply_service_import", &api).unwrap();
+    let status = find(&writes, "apply_service_export_status", &web).unwrap();
+    // The member's API server did not answer (a watch failed, then the status of `web`).
+    core.unreachable(Side::Member);
+    core.write_failed(&status, sim::UNREACHABLE, now());
+    // Now it refuses the import of `api` with a 422: it answers, so the status of `web` is
+    // retried at once rather than after its 1 s backoff.
+    core.write_refused(&import, "denied by the webhook", now());
+    let out = core.process(now());
+    assert_eq!(kinds(&out.writes, &web), ["apply_service_export_status"]);
+    assert!(kinds(&out.writes, &api).is_empty(), "{:?}", out.writes);
 }

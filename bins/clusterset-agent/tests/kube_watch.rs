@@ -261,8 +261,9 @@ fn describe(feed: &Feed) -> String {
         Feed::WatchError {
             source,
             broker,
+            unreachable,
             error,
-        } => format!("{source} WatchError broker={broker}: {error}"),
+        } => format!("{source} WatchError broker={broker} unreachable={unreachable}: {error}"),
         Feed::Input(input) => match input.as_ref() {
             Input::Service(e) => format!("services {}", event(e)),
             Input::ServiceExport(e) => format!("serviceexports {}", event(e)),
@@ -548,7 +549,7 @@ async fn broker_watches_list_page_by_page_in_the_broker_namespace_then_follow_th
     let error = next_feeds(&mut feeds, 1).await;
     assert_eq!(error.len(), 1);
     assert!(
-        error[0].starts_with("leases WatchError broker=true: ")
+        error[0].starts_with("leases WatchError broker=true unreachable=true: ")
             && error[0].contains("etcd is overloaded"),
         "{error:?}"
     );
@@ -557,6 +558,20 @@ async fn broker_watches_list_page_by_page_in_the_broker_namespace_then_follow_th
     assert_eq!(
         retried[0].query,
         watch_query("clusterset.io/cluster-id", "42")
+    );
+
+    // The retried watch is refused with a 403: the hub answered, so the feed does not say it
+    // is unreachable (the agent does not treat the refusal as an outage).
+    server.answer_held(
+        |s| s.path == LEASES_PATH,
+        StatusCode::FORBIDDEN,
+        serde_json::to_vec(&status_body(403, "Forbidden", "leases is forbidden")).unwrap(),
+    );
+    let error = next_feeds(&mut feeds, 1).await;
+    assert!(
+        error[0].starts_with("leases WatchError broker=true unreachable=false: ")
+            && error[0].contains("leases is forbidden"),
+        "{error:?}"
     );
     driver.abort();
 }

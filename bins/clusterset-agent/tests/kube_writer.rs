@@ -492,9 +492,14 @@ async fn an_endpoint_slice_labelled_with_the_old_managed_by_value_is_refused_wit
         "{}",
         refusal.message()
     );
-    // The writer reports the API server's message (the core shows it and retries).
+    // The writer reports the API server's message (the core shows it and retries), as a
+    // refusal: the API server answered.
+    assert!(error.answered());
     match error {
-        WriteError::Failed(message) => assert!(message.contains(&expected), "{message}"),
-        other => panic!("expected a failed write, got {other:?}"),
+        WriteError::Refused { code, message } => {
+            assert_eq!(code, 422);
+            assert!(message.contains(&expected), "{message}");
+        }
+        other => panic!("expected a refused write, got {other:?}"),
     }
 }

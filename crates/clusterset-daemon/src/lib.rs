@@ -2,8 +2,8 @@
 //! answer probes, expose metrics and log the same way:
 //! - [`http`]: `/metrics`, `/healthz` and `/readyz` over HTTP/1.1 for any [`Endpoints`];
 //! - [`logging`]: the `--log-format text|json` flag and the subscriber set-up (`RUST_LOG`);
-//! - [`ApiError`]: a failed Kubernetes API call as both daemons tell them apart (a 409 conflict
-//!   or anything else).
+//! - [`ApiError`]: a failed Kubernetes API call as both daemons tell them apart (a 409 conflict,
+//!   another refusal the API server answered with, or no answer).
 #![forbid(unsafe_code)]
 
 pub mod http;
@@ -13,8 +13,11 @@ pub mod logging;
 ///
 /// ```
 /// use clusterset_daemon::ApiError;
-/// let status = kube::core::Status::failure("fields owned by rook-operator", "Conflict").with_code(409);
-/// assert!(matches!(ApiError::from(kube::Error::Api(Box::new(status))), ApiError::Conflict(_)));
+/// let api = |code| kube::Error::Api(Box::new(kube::core::Status::failure("no", "Reason").with_code(code)));
+/// assert!(matches!(ApiError::from(api(409)), ApiError::Conflict(_)));
+/// assert!(matches!(ApiError::from(api(422)), ApiError::Refused { code: 422, .. }));
+/// assert!(matches!(ApiError::from(api(503)), ApiError::Failed(_)));
+/// assert!(ApiError::from(api(403)).answered() && !ApiError::from(api(500)).answered());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ApiError {
@@ -22,9 +25,41 @@ pub enum ApiError {
     /// since it was read (replace with `resourceVersion`), or it already exists (create).
     #[error("conflict (409): {0}")]
     Conflict(String),
-    /// Any other API error or transport failure.
+    /// Any other refusal below 500 (400, 403, 404, 422, 429...): the API server answered.
+    #[error("{message}")]
+    Refused {
+        /// The HTTP status code.
+        code: u16,
+        /// The error as kube reports it.
+        message: String,
+    },
+    /// No answer, or a server error: a connection error, a timeout, a 5xx, or a failure
+    /// before the request was sent.
     #[error("{0}")]
     Failed(String),
+}
+
+impl ApiError {
+    /// Whether the API server answered (a 4xx: it is up, and refused this call) rather than
+    /// failing to answer ([`ApiError::Failed`]).
+    pub fn answered(&self) -> bool {
+        matches!(self, Self::Conflict(_) | Self::Refused { .. })
+    }
+}
+
+/// Whether a failed call shows that the API server did not answer: a connection error, a
+/// timeout, a 5xx. An API status below 500 (403, 404, 410 Gone, 422, ...) is an answer.
+///
+/// ```
+/// let api = |code| kube::Error::Api(Box::new(kube::core::Status::failure("no", "Reason").with_code(code)));
+/// assert!(!clusterset_daemon::no_answer(&api(410)));
+/// assert!(clusterset_daemon::no_answer(&api(503)));
+/// ```
+pub fn no_answer(error: &kube::Error) -> bool {
+    match error {
+        kube::Error::Api(status) => status.code >= 500,
+        _ => true,
+    }
 }
 
 impl From<kube::Error> for ApiError {
@@ -33,6 +68,10 @@ impl From<kube::Error> for ApiError {
             kube::Error::Api(status) if status.code == 409 => {
                 Self::Conflict(status.message.clone())
             }
+            kube::Error::Api(status) if !no_answer(&error) => Self::Refused {
+                code: status.code,
+                message: error.to_string(),
+            },
             _ => Self::Failed(error.to_string()),
         }
     }
