@@ -15,14 +15,13 @@
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr};
 
 use serde_json::Value;
 
 use crate::crd::{schema_errors, version_schema};
 use crate::error::FieldError;
 use crate::labels::{annotations_errors, labels_errors};
-use crate::meta::condition_errors;
 use crate::names::{
     dns1123_label_problems, dns1123_subdomain_problems, iana_service_name_problems,
     object_name_problems, qualified_name_problems,
@@ -204,16 +203,10 @@ impl Catalog {
                     if !whole {
                         found.retain(|e| e.kind != crate::error::ErrorKind::Required);
                     }
+                    // Only the schema applies to a custom resource: conditions it leaves
+                    // free are not checked as `metav1.Condition`s (`ValidateConditions` runs
+                    // for built-in kinds only).
                     errors.extend(found);
-                    // Where the schema declares the conditions, it alone checks them, as on a
-                    // real server; where it leaves them free (preserve-unknown-fields), they are
-                    // checked as `metav1.Condition`s (`ValidateConditions`).
-                    if schema
-                        .pointer("/properties/status/properties/conditions")
-                        .is_none()
-                    {
-                        errors.extend(status_condition_errors(object));
-                    }
                 }
                 None => errors.push(FieldError::not_supported("apiVersion", api_version, &[])),
             }
@@ -349,34 +342,35 @@ pub fn metadata_errors(
             qualified_name_problems(finalizer),
         ));
     }
-    for (i, owner) in items(object, "/metadata/ownerReferences")
-        .iter()
-        .enumerate()
-    {
-        for key in ["apiVersion", "kind", "name", "uid"] {
-            if text(owner, &format!("/{key}")).is_none_or(str::is_empty) {
-                errors.push(FieldError::required(
-                    &format!("metadata.ownerReferences[{i}].{key}"),
-                    "must not be empty",
+    // `validateOwnerReference` reports at `metadata.ownerReferences`, without the index. (Not
+    // modelled: the banned owner `v1 Event` and the one-controller rule, whose messages print
+    // Go structs.)
+    for owner in items(object, "/metadata/ownerReferences") {
+        let field = "metadata.ownerReferences";
+        let api_version = text(owner, "/apiVersion").unwrap_or("");
+        // `schema.FromAPIVersionAndKind`: `group/version` or `version`; anything else parses
+        // to no version.
+        let version = match api_version.split('/').collect::<Vec<_>>().as_slice() {
+            [version] | [_, version] => *version,
+            _ => "",
+        };
+        if version.is_empty() {
+            errors.push(FieldError::invalid(
+                &format!("{field}.apiVersion"),
+                api_version,
+                "version must not be empty",
+            ));
+        }
+        for key in ["kind", "name", "uid"] {
+            let value = text(owner, &format!("/{key}")).unwrap_or("");
+            if value.is_empty() {
+                errors.push(FieldError::invalid(
+                    &format!("{field}.{key}"),
+                    value,
+                    format!("{key} must not be empty"),
                 ));
             }
         }
-    }
-    errors
-}
-
-fn status_condition_errors(object: &Value) -> Vec<FieldError> {
-    let mut errors = Vec::new();
-    let mut types = BTreeSet::new();
-    // `ValidateConditions`: a repeated type is a duplicate at the condition, listed first.
-    for (i, condition) in items(object, "/status/conditions").iter().enumerate() {
-        let field = format!("status.conditions[{i}]");
-        if let Some(kind) = text(condition, "/type")
-            && !types.insert(kind.to_owned())
-        {
-            errors.push(FieldError::duplicate(&field, kind));
-        }
-        errors.extend(condition_errors(&field, condition));
     }
     errors
 }
@@ -409,7 +403,8 @@ fn service_errors(service: &Value, whole: bool) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let ports = items(service, "/spec/ports");
     let kind = text(service, "/spec/type").unwrap_or("ClusterIP");
-    const TYPES: [&str; 4] = ["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"];
+    // Sorted, as `supportedServiceType.List()` lists them.
+    const TYPES: [&str; 4] = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
     if !TYPES.contains(&kind) {
         errors.push(FieldError::not_supported("spec.type", kind, &TYPES));
     }
@@ -491,8 +486,11 @@ fn service_errors(service: &Value, whole: bool) -> Vec<FieldError> {
     errors
 }
 
-const ADDRESS_TYPES: [&str; 3] = ["IPv4", "IPv6", "FQDN"];
+/// Sorted, as `supportedAddressTypes.List()` lists them.
+const ADDRESS_TYPES: [&str; 3] = ["FQDN", "IPv4", "IPv6"];
 
+/// `ValidateEndpointSlice` of Kubernetes 1.28 (`pkg/apis/discovery/validation`), without the
+/// defaulting a real server does first (a port's protocol defaults to TCP, its name to "").
 fn endpoint_slice_errors(slice: &Value, whole: bool) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let address_type = text(slice, "/addressType");
@@ -508,9 +506,18 @@ fn endpoint_slice_errors(slice: &Value, whole: bool) -> Vec<FieldError> {
         }
         Some(_) => {}
     }
+    errors.extend(endpoints_errors(slice, address_type));
+    errors.extend(endpoint_ports_errors(slice));
+    errors
+}
+
+/// `validateEndpoints`: more than 1000 endpoints is the only error then.
+fn endpoints_errors(slice: &Value, address_type: Option<&str>) -> Vec<FieldError> {
+    let mut errors = Vec::new();
     let endpoints = items(slice, "/endpoints");
     if endpoints.len() > 1000 {
         errors.push(FieldError::too_many("endpoints", endpoints.len(), 1000));
+        return errors;
     }
     for (i, endpoint) in endpoints.iter().enumerate() {
         let field = format!("endpoints[{i}]");
@@ -530,34 +537,38 @@ fn endpoint_slice_errors(slice: &Value, whole: bool) -> Vec<FieldError> {
         for (j, address) in addresses.iter().enumerate() {
             let address = address.as_str().unwrap_or("");
             let path = format!("{field}.addresses[{j}]");
-            let problem = match address_type {
-                Some("IPv4") => address
-                    .parse::<Ipv4Addr>()
-                    .is_err()
-                    .then_some("must be a valid IPv4 address"),
-                Some("IPv6") => address
-                    .parse::<Ipv6Addr>()
-                    .is_err()
-                    .then_some("must be a valid IPv6 address"),
-                Some("FQDN") => (!dns1123_subdomain_problems(address).is_empty())
-                    .then_some("must be a valid FQDN"),
-                _ => None,
-            };
-            if let Some(problem) = problem {
-                errors.push(FieldError::invalid(&path, address, problem));
-            } else if matches!(address_type, Some("IPv4" | "IPv6"))
-                && let Ok(ip) = address.parse::<IpAddr>()
-                && let Some(problem) = special_ip_problem(ip)
-            {
-                errors.push(FieldError::invalid(&path, address, problem));
+            match address_type {
+                Some("IPv4") => {
+                    if parse_ip_sloppy(address).and_then(to4).is_none() {
+                        errors.push(FieldError::invalid(
+                            &path,
+                            address,
+                            "must be a valid IPv4 address",
+                        ));
+                    }
+                    errors.extend(problems_error(
+                        &path,
+                        address,
+                        non_special_ip_problems(address),
+                    ));
+                }
+                Some("IPv6") => {
+                    if parse_ip_sloppy(address).is_none_or(|ip| to4(ip).is_some()) {
+                        errors.push(FieldError::invalid(
+                            &path,
+                            address,
+                            "must be a valid IPv6 address",
+                        ));
+                    }
+                    errors.extend(problems_error(
+                        &path,
+                        address,
+                        non_special_ip_problems(address),
+                    ));
+                }
+                Some("FQDN") => errors.extend(fqdn_errors(&path, address)),
+                _ => {}
             }
-        }
-        if let Some(hostname) = text(endpoint, "/hostname") {
-            errors.extend(problems_error(
-                &format!("{field}.hostname"),
-                hostname,
-                dns1123_label_problems(hostname),
-            ));
         }
         if let Some(node) = text(endpoint, "/nodeName") {
             errors.extend(problems_error(
@@ -566,10 +577,25 @@ fn endpoint_slice_errors(slice: &Value, whole: bool) -> Vec<FieldError> {
                 dns1123_subdomain_problems(node),
             ));
         }
+        if let Some(hostname) = text(endpoint, "/hostname") {
+            errors.extend(problems_error(
+                &format!("{field}.hostname"),
+                hostname,
+                dns1123_label_problems(hostname),
+            ));
+        }
     }
+    errors
+}
+
+/// `validatePorts`: more than 20000 ports is the only error then; port numbers are not
+/// checked.
+fn endpoint_ports_errors(slice: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
     let ports = items(slice, "/ports");
-    if ports.len() > 100 {
-        errors.push(FieldError::too_many("ports", ports.len(), 100));
+    if ports.len() > 20000 {
+        errors.push(FieldError::too_many("ports", ports.len(), 20000));
+        return errors;
     }
     let mut names = BTreeSet::new();
     for (i, port) in ports.iter().enumerate() {
@@ -585,9 +611,6 @@ fn endpoint_slice_errors(slice: &Value, whole: bool) -> Vec<FieldError> {
         if !names.insert(name.to_owned()) {
             errors.push(FieldError::duplicate(&format!("{field}.name"), name));
         }
-        if let Some(number) = port.get("port").filter(|p| !p.is_null()) {
-            errors.extend(port_number_error(&format!("{field}.port"), number, false));
-        }
         errors.extend(protocol_error(&format!("{field}.protocol"), port));
         if let Some(app) = text(port, "/appProtocol") {
             errors.extend(problems_error(
@@ -600,34 +623,100 @@ fn endpoint_slice_errors(slice: &Value, whole: bool) -> Vec<FieldError> {
     errors
 }
 
-/// Why an endpoint may not have `ip` (`ValidateNonSpecialIP`): unspecified, loopback,
-/// link-local or link-local multicast addresses never reach a pod.
-pub fn special_ip_problem(ip: IpAddr) -> Option<&'static str> {
-    let (unspecified, loopback, link_local, link_local_multicast) = match ip {
-        IpAddr::V4(v4) => (
+/// `validation.IsFullyQualifiedDomainName`: a subdomain (a trailing dot aside) of at least two
+/// labels; the first problem only.
+fn fqdn_errors(field: &str, address: &str) -> Vec<FieldError> {
+    if address.is_empty() {
+        return vec![FieldError::required(field, "")];
+    }
+    let name = address.strip_suffix('.').unwrap_or(address);
+    let problems = dns1123_subdomain_problems(name);
+    if !problems.is_empty() {
+        return vec![FieldError::invalid(field, name, problems.join(","))];
+    }
+    if name.split('.').count() < 2 {
+        return vec![FieldError::invalid(
+            field,
+            name,
+            "should be a domain with at least two segments separated by dots",
+        )];
+    }
+    name.split('.')
+        .find_map(|label| {
+            let problems = dns1123_label_problems(label);
+            (!problems.is_empty()).then(|| FieldError::invalid(field, label, problems.join(",")))
+        })
+        .into_iter()
+        .collect()
+}
+
+/// `netutils.ParseIPSloppy`: an IP address, IPv4 octets with leading zeros read as decimal.
+pub fn parse_ip_sloppy(text: &str) -> Option<IpAddr> {
+    if let Ok(ip) = text.parse::<IpAddr>() {
+        return Some(ip);
+    }
+    let octets: Vec<u8> = text
+        .split('.')
+        .map(|part| {
+            (!part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| part.parse::<u8>().ok())
+                .flatten()
+        })
+        .collect::<Option<_>>()?;
+    <[u8; 4]>::try_from(octets)
+        .ok()
+        .map(|o| IpAddr::V4(Ipv4Addr::from(o)))
+}
+
+/// Go's `ip.To4()`: the IPv4 address of an IPv4 or IPv4-mapped IPv6 address.
+fn to4(ip: IpAddr) -> Option<Ipv4Addr> {
+    match ip {
+        IpAddr::V4(v4) => Some(v4),
+        IpAddr::V6(v6) => v6.to_ipv4_mapped(),
+    }
+}
+
+/// `ValidateNonSpecialIP` of Kubernetes 1.28 (`pkg/apis/core/validation`), which checks the
+/// addresses of EndpointSlices and Endpoints: unspecified, loopback, link-local or link-local
+/// multicast addresses never reach a pod. Go's `net.IP` methods read an IPv4-mapped IPv6
+/// address as IPv4.
+pub fn non_special_ip_problems(address: &str) -> Vec<String> {
+    let Some(ip) = parse_ip_sloppy(address) else {
+        return vec!["must be a valid IP address".to_owned()];
+    };
+    let (unspecified, loopback, link_local, link_local_multicast) = match to4(ip) {
+        Some(v4) => (
             v4.is_unspecified(),
-            v4.is_loopback(),
-            v4.is_link_local(),
+            v4.octets()[0] == 127,
+            v4.octets()[..2] == [169, 254],
             v4.octets()[..3] == [224, 0, 0],
         ),
-        IpAddr::V6(v6) => (
-            v6.is_unspecified(),
-            v6.is_loopback(),
-            v6.segments()[0] & 0xffc0 == 0xfe80,
-            v6.segments()[0] & 0xff0f == 0xff02,
-        ),
+        None => match ip {
+            IpAddr::V6(v6) => (
+                v6.is_unspecified(),
+                v6.is_loopback(),
+                v6.segments()[0] & 0xffc0 == 0xfe80,
+                v6.segments()[0] & 0xff0f == 0xff02,
+            ),
+            IpAddr::V4(_) => (false, false, false, false),
+        },
     };
+    let mut problems = Vec::new();
     if unspecified {
-        Some("may not be unspecified (0.0.0.0, ::)")
-    } else if loopback {
-        Some("may not be in the loopback range (127.0.0.0/8, ::1/128)")
-    } else if link_local {
-        Some("may not be in the link-local range (169.254.0.0/16, fe80::/10)")
-    } else if link_local_multicast {
-        Some("may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)")
-    } else {
-        None
+        problems.push(format!("may not be unspecified ({address})"));
     }
+    if loopback {
+        problems.push("may not be in the loopback range (127.0.0.0/8, ::1/128)".to_owned());
+    }
+    if link_local {
+        problems.push("may not be in the link-local range (169.254.0.0/16, fe80::/10)".to_owned());
+    }
+    if link_local_multicast {
+        problems.push(
+            "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)".to_owned(),
+        );
+    }
+    problems
 }
 
 fn lease_errors(lease: &Value) -> Vec<FieldError> {

@@ -552,7 +552,15 @@ fn invalid_objects_get_422_with_every_cause() {
         .iter()
         .map(|c| c["field"].as_str().unwrap())
         .collect();
-    assert_eq!(fields, ["metadata.labels", "endpoints[0].addresses[0]"]);
+    // The bad address twice: not IPv4, and not an IP address (ValidateNonSpecialIP).
+    assert_eq!(
+        fields,
+        [
+            "metadata.labels",
+            "endpoints[0].addresses[0]",
+            "endpoints[0].addresses[0]"
+        ]
+    );
 
     // A whole object without its name: the URL's name stands for it on PUT.
     let mut nameless = service("web");
