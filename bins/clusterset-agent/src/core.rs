@@ -379,6 +379,17 @@ fn is_live(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) ->
     meta.deletion_timestamp.is_none()
 }
 
+/// Whether `lease` is an older version of `stored`: by resourceVersion when both are numbers
+/// (as etcd's are), else by renewal time.
+fn lease_is_older(lease: &Lease, stored: &Lease) -> bool {
+    let version = |l: &Lease| l.metadata.resource_version.as_deref()?.parse::<u64>().ok();
+    if let (Some(a), Some(b)) = (version(lease), version(stored)) {
+        return a < b;
+    }
+    let renewed = |l: &Lease| l.spec.as_ref()?.renew_time.as_ref().map(|t| t.0);
+    matches!((renewed(lease), renewed(stored)), (Some(a), Some(b)) if a < b)
+}
+
 fn backoff(attempts: u32) -> SignedDuration {
     let seconds = 1_i64 << attempts.saturating_sub(1).min(6);
     SignedDuration::from_secs(seconds.min(60))
@@ -641,6 +652,9 @@ impl AgentCore {
                 }
             }
             Input::Lease(event) => {
+                let Some(event) = self.newest_lease(event) else {
+                    return;
+                };
                 for change in self.leases.handle(event) {
                     if let Some(cluster) = change.old.as_ref().and_then(broker::lease_cluster) {
                         self.leases_by_cluster.remove(&cluster);
@@ -650,6 +664,23 @@ impl AgentCore {
                     }
                 }
             }
+        }
+    }
+
+    /// `event`, unless it carries a Lease older than the one stored (a late event, or a relist
+    /// from an earlier snapshot, after the heartbeat fed in the Lease the hub stored): a late
+    /// `Apply` or `Delete` is dropped, and a relist keeps the stored Lease.
+    fn newest_lease(&self, event: Event<Lease>) -> Option<Event<Lease>> {
+        let newer = |lease: &Lease| {
+            self.leases
+                .get(&ObjectId::of(lease))
+                .filter(|stored| lease_is_older(lease, stored))
+                .cloned()
+        };
+        match event {
+            Event::Apply(lease) | Event::Delete(lease) if newer(&lease).is_some() => None,
+            Event::InitApply(lease) => Some(Event::InitApply(newer(&lease).unwrap_or(lease))),
+            other => Some(other),
         }
     }
 

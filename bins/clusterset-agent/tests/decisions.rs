@@ -346,3 +346,54 @@ fn a_refused_write_shows_that_its_api_server_answers() {
     assert_eq!(kinds(&out.writes, &web), ["apply_service_export_status"]);
     assert!(kinds(&out.writes, &api).is_empty(), "{:?}", out.writes);
 }
+
+#[test]
+fn an_older_lease_from_the_watch_does_not_replace_the_one_the_heartbeat_stored() {
+    // (resourceVersion of the Lease listed first, how the watch delivers it again)
+    let cases = [
+        (Some("5"), "relist"),
+        (Some("5"), "late event"),
+        // Without comparable versions, the renewal times decide.
+        (None, "relist"),
+    ];
+    for (version, delivery) in cases {
+        let web = ServiceKey::new("shop", "web");
+        let (mut core, _) = started();
+        let mut listed = lease_of("c0", "agent-c0");
+        listed.metadata.resource_version = version.map(str::to_owned);
+        core.handle(Input::Lease(Event::Apply(listed.clone())));
+        // After a 40 s outage the Lease (renewed at `now`, for 30 s) has run out; the first
+        // heartbeat takes it again and the runtime feeds the Lease the hub stored to the core.
+        let back = after(40_000);
+        let Some(Heartbeat::Replace(renewed)) = core.heartbeat(back) else {
+            panic!("the expired Lease is taken again");
+        };
+        let mut stored = *renewed;
+        stored.metadata.resource_version = Some("12".into());
+        core.handle(Input::Lease(Event::Apply(stored)));
+        core.process(back);
+        assert_eq!(*core.lease_state(), LeaseState::Held);
+
+        // The Lease watch delivers the older Lease again: it is ignored.
+        match delivery {
+            "relist" => {
+                core.handle(Input::Lease(Event::Init));
+                core.handle(Input::Lease(Event::InitApply(listed)));
+                core.handle(Input::Lease(Event::InitApply(lease_of("c1", "agent-c1"))));
+                core.handle(Input::Lease(Event::InitDone));
+            }
+            _ => core.handle(Input::Lease(Event::Apply(listed))),
+        }
+        let out = core.process(after(40_100));
+        assert_eq!(
+            *core.lease_state(),
+            LeaseState::Held,
+            "{version:?} {delivery}"
+        );
+        let ready_false = out.writes.iter().any(|w| {
+            matches!(w, Write::ApplyServiceExportStatus { key, status } if *key == web
+                && status.conditions.iter().any(|c| c.type_ == "Ready" && c.status == "False"))
+        });
+        assert!(!ready_false, "{version:?} {delivery}: {:?}", out.writes);
+    }
+}
