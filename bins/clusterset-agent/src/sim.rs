@@ -135,14 +135,18 @@ pub struct Simulation {
 }
 
 /// A simulation that cannot be set up.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum SimError {
     /// A generated cluster id is invalid.
     #[error(transparent)]
     ClusterId(#[from] mcs_controller::InvalidClusterId),
-    /// The resource types of the simulated API servers cannot be set up (a CRD does not build).
+    /// The resource types of the simulated API servers cannot be set up: a CRD does not build.
     #[error("the simulated API server's resource types: {0}")]
-    Catalog(String),
+    Crd(#[from] mcs_types::crd::CrdError),
+    /// The resource types of the simulated API servers cannot be set up: a CRD does not
+    /// serialize to JSON.
+    #[error("the simulated API server's resource types: a CRD is not JSON: {0}")]
+    CrdJson(#[from] serde_json::Error),
     /// More clusters than the address plan has room for.
     #[error(
         "cluster index {0} is too large: the simulation gives each cluster a /16 of 242/8 and 243/8, so at most 256 clusters"
@@ -260,13 +264,11 @@ pub fn endpoint_slice(key: &ServiceKey, addresses: &[&str], ports: &[i32]) -> En
 /// does: the built-in types, the MCS CRDs (ServiceExport, ServiceImport), the About API CRD
 /// (ClusterProperty) and the broker's ExportRecord CRD.
 pub fn api_catalog() -> Result<Catalog, SimError> {
-    let failed = |e: &dyn std::fmt::Display| SimError::Catalog(e.to_string());
-    let mut crds = mcs_types::crd::mcs_crds().map_err(|e| failed(&e))?;
-    crds.extend(mcs_types::crd::about_crds().map_err(|e| failed(&e))?);
+    let mut crds = mcs_types::crd::mcs_crds()?;
+    crds.extend(mcs_types::crd::about_crds()?);
     crds.push(crate::broker::crd());
     crds.iter().try_fold(Catalog::builtin(), |catalog, crd| {
-        let crd = serde_json::to_value(crd).map_err(|e| failed(&e))?;
-        Ok(catalog.with_crd(&crd))
+        Ok(catalog.with_crd(&serde_json::to_value(crd)?))
     })
 }
 

@@ -510,3 +510,27 @@ fn an_exhausted_global_cidr_is_reported_on_the_export_and_frees_up_on_unexport()
         ServiceImportType::ClusterSetIP
     );
 }
+
+#[test]
+fn a_catalog_that_cannot_be_set_up_keeps_the_cause_as_the_errors_source() {
+    use std::error::Error as _;
+
+    let not_json = || serde_json::from_str::<u8>("not json").unwrap_err();
+    let crd = mcs_types::crd::CrdError {
+        type_name: "ServiceExport",
+        source: not_json(),
+    };
+    let error = sim::SimError::from(crd);
+    let source = error.source().expect("the CRD error is the source");
+    assert!(source.is::<mcs_types::crd::CrdError>(), "{source:?}");
+    assert!(
+        source.source().is_some_and(|s| s.is::<serde_json::Error>()),
+        "and its own source, the JSON error, is kept"
+    );
+
+    let error = sim::SimError::from(not_json());
+    assert!(
+        error.source().is_some_and(|s| s.is::<serde_json::Error>()),
+        "{error:?}"
+    );
+}
