@@ -802,3 +802,49 @@ fn check_schema(
         Value::Bool(_) | Value::Null => {}
     }
 }
+
+/// Drops from `value` every field `schema` does not declare, as the API server prunes a custom
+/// object before it validates and stores it (`metadata`, `apiVersion` and `kind` at the root
+/// and in embedded resources are kept; `x-kubernetes-preserve-unknown-fields` keeps
+/// everything below it that is not declared).
+pub fn prune(value: &mut Value, schema: &Value) {
+    prune_at(value, schema, true);
+}
+
+fn prune_at(value: &mut Value, schema: &Value, root: bool) {
+    let flag = |key: &str| schema.get(key).and_then(Value::as_bool) == Some(true);
+    match value {
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for item in items {
+                    prune_at(item, item_schema, false);
+                }
+            }
+        }
+        Value::Object(map) => {
+            let kept_meta = root || flag("x-kubernetes-embedded-resource");
+            let preserve = flag("x-kubernetes-preserve-unknown-fields");
+            let properties = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties");
+            let is_meta =
+                |key: &str| kept_meta && matches!(key, "apiVersion" | "kind" | "metadata");
+            map.retain(|key, _| {
+                is_meta(key)
+                    || properties.is_some_and(|p| p.contains_key(key))
+                    || additional.is_some_and(|a| a != &Value::Bool(false))
+                    || preserve
+            });
+            for (key, child) in map.iter_mut() {
+                if is_meta(key) {
+                    continue;
+                }
+                if let Some(child_schema) = properties.and_then(|p| p.get(key)) {
+                    prune_at(child, child_schema, false);
+                } else if let Some(additional) = additional.filter(|a| a.is_object()) {
+                    prune_at(child, additional, false);
+                }
+            }
+        }
+        _ => {}
+    }
+}

@@ -215,6 +215,42 @@ impl Catalog {
     }
 }
 
+impl Catalog {
+    /// The schema a custom `object` follows (its CRD's, for a served version), if any.
+    fn custom_schema(&self, object: &Value) -> Option<&Value> {
+        let api_version = text(object, "/apiVersion").unwrap_or("");
+        let (group, version) = split_api_version(api_version);
+        let resource = self.by_kind(group, text(object, "/kind").unwrap_or(""))?;
+        let crd = resource.crd.as_ref()?;
+        resource
+            .versions
+            .iter()
+            .any(|v| v == version)
+            .then(|| version_schema(crd, version))
+            .flatten()
+    }
+
+    /// Drops the fields of a custom `object` its CRD's schema does not declare, as the API
+    /// server does to what it stores under `fieldValidation` `Warn` (the default) or `Ignore`.
+    /// Objects of built-in kinds are left as they are.
+    pub fn prune(&self, object: &mut Value) {
+        if let Some(schema) = self.custom_schema(object).cloned() {
+            crate::crd::prune(object, &schema);
+        }
+    }
+
+    /// The fields of a custom `object` its CRD's schema does not declare
+    /// ([`ErrorKind::Unknown`](crate::ErrorKind::Unknown) entries of
+    /// [`Catalog::object_errors`]): a real server drops them (`Warn`, `Ignore`) or refuses the
+    /// request (`Strict`); they never cause a 422.
+    pub fn unknown_fields(&self, object: &Value) -> Vec<FieldError> {
+        self.object_errors(object, Completeness::Patch)
+            .into_iter()
+            .filter(|e| e.kind == crate::error::ErrorKind::Unknown)
+            .collect()
+    }
+}
+
 fn text<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {
     value.pointer(pointer).and_then(Value::as_str)
 }

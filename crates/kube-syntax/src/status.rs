@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use crate::error::{FieldError, go_quote};
+use crate::error::{ErrorKind, FieldError, go_quote};
 use crate::meta::field_manager_errors;
 use crate::object::{Catalog, Completeness, split_api_version};
 use crate::selector::{FieldLabels, FieldSelector, LabelSelector};
@@ -231,9 +231,17 @@ pub fn parse_path(path: &str) -> Option<ResourcePath> {
 
 impl Catalog {
     /// The refusal a real API server gives `request`, if any. Requests on types the catalog does
-    /// not know get the rules every kind shares (selectors, field manager, metadata). Patches are checked on what they
-    /// send; a server that keeps objects should also check the patched result with
-    /// [`Catalog::object_errors`] and [`Completeness::Whole`].
+    /// not know get the rules every kind shares (selectors, field manager, metadata). Patches
+    /// are checked on what they send; a server that keeps objects should also check the patched
+    /// result with [`Catalog::refusal`] and [`Completeness::Whole`].
+    ///
+    /// Fields a custom resource's schema does not declare follow the `fieldValidation` query
+    /// parameter as in Kubernetes 1.28: absent, `Warn` or `Ignore`, the request passes (a real
+    /// server prunes them: a fake one that stores objects can do the same with
+    /// [`Catalog::prune`]); `Strict`, a create or update is a 400 (`strict decoding error:
+    /// unknown field "spec.x"`) and a merge patch a 422 on `patch`; a server-side apply fails
+    /// with a 500 whatever the parameter. A fake server that wants the code it serves never to
+    /// send such fields can check as under `Strict`, or look at [`Catalog::unknown_fields`].
     pub fn check_request(&self, request: &Request<'_>) -> Result<(), Refusal> {
         let Some(path) = parse_path(request.path) else {
             return Ok(());
@@ -277,7 +285,19 @@ impl Catalog {
         let writes = matches!(request.method, "POST" | "PUT" | "PATCH");
         if writes {
             let manager = request.query.get("fieldManager").map_or("", String::as_str);
-            let errors = field_manager_errors("fieldManager", manager, apply);
+            let mut errors = field_manager_errors("fieldManager", manager, apply);
+            // `ValidateFieldValidation`: empty (Warn), Ignore, Warn or Strict.
+            let directive = request
+                .query
+                .get("fieldValidation")
+                .map_or("", String::as_str);
+            if !FIELD_VALIDATIONS.contains(&directive) {
+                errors.push(FieldError::not_supported(
+                    "fieldValidation",
+                    directive,
+                    &FIELD_VALIDATIONS,
+                ));
+            }
             if !errors.is_empty() {
                 let options = match request.method {
                     "POST" => "CreateOptions",
@@ -373,20 +393,111 @@ impl Catalog {
         } else {
             Completeness::Whole
         };
-        let errors = self.object_errors(&object, completeness);
-        if errors.is_empty() {
-            return Ok(());
+        let unknown = self.unknown_fields(&object);
+        if !unknown.is_empty() {
+            let directive = request
+                .query
+                .get("fieldValidation")
+                .map_or("", String::as_str);
+            if apply {
+                return Err(typed_patch_refusal(&object, &unknown));
+            }
+            if directive == "Strict" {
+                let listed: Vec<String> = unknown
+                    .iter()
+                    .map(|e| format!("unknown field {}", go_quote(&e.field)))
+                    .collect();
+                let strict = format!("strict decoding error: {}", listed.join(", "));
+                if merge_patch {
+                    // A real server prints the patched object as the value; the patch stands
+                    // for it here.
+                    return Err(invalid(
+                        "",
+                        "",
+                        "",
+                        &[FieldError::invalid("patch", &body.to_string(), strict)],
+                    ));
+                }
+                let (_, version) = split_api_version(
+                    object
+                        .get("apiVersion")
+                        .and_then(Value::as_str)
+                        .unwrap_or(""),
+                );
+                return Err(bad_request(&format!(
+                    "{kind} in version {} cannot be handled as a {kind}: {strict}",
+                    go_quote(version),
+                    kind = resource.kind,
+                )));
+            }
+            // Warn (the default) and Ignore: the server prunes them and goes on
+            // (`Catalog::prune` does the same to what a fake server stores).
         }
-        let name = object
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let (group, _) = split_api_version(
-            object
-                .get("apiVersion")
-                .and_then(Value::as_str)
-                .unwrap_or(""),
-        );
-        Err(invalid(group, &resource.kind, name, &errors))
+        match self.refusal(&object, completeness) {
+            Some(refusal) => Err(refusal),
+            None => Ok(()),
+        }
     }
+
+    /// The `422 Invalid` a real server gives `object` (by its `apiVersion`, `kind` and name),
+    /// built from [`Catalog::object_errors`] without the unknown fields (which a real server
+    /// prunes or refuses before it validates: see [`Catalog::unknown_fields`]); `None` when it
+    /// has no errors.
+    pub fn refusal(&self, object: &Value, completeness: Completeness) -> Option<Refusal> {
+        let errors: Vec<FieldError> = self
+            .object_errors(object, completeness)
+            .into_iter()
+            .filter(|e| e.kind != ErrorKind::Unknown)
+            .collect();
+        if errors.is_empty() {
+            return None;
+        }
+        let text = |key: &str| object.pointer(key).and_then(Value::as_str).unwrap_or("");
+        let (group, _) = split_api_version(text("/apiVersion"));
+        Some(invalid(
+            group,
+            text("/kind"),
+            text("/metadata/name"),
+            &errors,
+        ))
+    }
+}
+
+/// The values `fieldValidation` may take, sorted as `allowedFieldValidationValues.List()`.
+const FIELD_VALIDATIONS: [&str; 4] = ["", "Ignore", "Strict", "Warn"];
+
+/// What a server-side apply with fields the schema does not declare gets, whatever the
+/// `fieldValidation`: the typed conversion of the patch fails (structured-merge-diff stops at
+/// the first undeclared field of each map) and the plain error becomes a 500. Fields inside
+/// keyed lists are named by index here, by key (`[name="http"]`) on a real server.
+fn typed_patch_refusal(object: &Value, unknown: &[FieldError]) -> Refusal {
+    let mut parents = Vec::new();
+    let messages: Vec<String> = unknown
+        .iter()
+        .filter(|e| {
+            let parent = e.field.rsplit_once('.').map_or("", |(p, _)| p).to_owned();
+            !parents.contains(&parent) && {
+                parents.push(parent);
+                true
+            }
+        })
+        .map(|e| format!(".{}: field not declared in schema", e.field))
+        .collect();
+    let listed = match messages.as_slice() {
+        [one] => one.clone(),
+        many => format!("errors:\n  {}", many.join("\n  ")),
+    };
+    let text = |key: &str| object.pointer(key).and_then(Value::as_str).unwrap_or("");
+    let (group, version) = split_api_version(text("/apiVersion"));
+    failure(
+        500,
+        "Unknown",
+        &format!(
+            "failed to create typed patch object ({}/{}; {group}/{version}, Kind={}): {listed}",
+            text("/metadata/namespace"),
+            text("/metadata/name"),
+            text("/kind"),
+        ),
+        None,
+    )
 }

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use kube_syntax::FieldError;
-use kube_syntax::object::Catalog;
+use kube_syntax::object::{Catalog, Completeness};
 use kube_syntax::status::{
     APPLY_PATCH, Refusal, Request, ResourcePath, bad_request, invalid, not_found, parse_path,
 };
@@ -708,5 +708,101 @@ fn custom_resources_and_unknown_types() {
     assert_eq!(
         refusal.message(),
         "CustomResourceDefinition.apiextensions.k8s.io \"widgets.about.k8s.io\" is invalid: metadata.annotations[api-approved.kubernetes.io]: Required value: protected groups must have approval annotation \"api-approved.kubernetes.io\", see https://github.com/kubernetes/enhancements/pull/1111"
+    );
+}
+
+#[test]
+fn undeclared_fields_follow_the_field_validation() {
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {"size": {"type": "integer"}}},
+                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}]},
+    });
+    let catalog = Catalog::builtin().with_crd(&crd);
+    let widget = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w1", "namespace": "demo"},
+        "spec": {"size": 3, "x": 1}, "status": {"anything": true}});
+    let call = |method: &'static str, path: &'static str, content_type, validation: &str| {
+        let mut call = Call::new(method, path).body(content_type, widget.clone());
+        if !validation.is_empty() {
+            call = call.query("fieldValidation", validation);
+        }
+        if content_type == APPLY_PATCH {
+            call = call.query("fieldManager", "agent");
+        }
+        call.check_with(&catalog)
+    };
+    const LIST: &str = "/apis/example.com/v1/namespaces/demo/widgets";
+    const ONE: &str = "/apis/example.com/v1/namespaces/demo/widgets/w1";
+    // Warn (the default) and Ignore: accepted; the server prunes the field.
+    for validation in ["", "Warn", "Ignore"] {
+        assert!(call("POST", LIST, JSON, validation).is_ok(), "{validation}");
+        assert!(call("PUT", ONE, JSON, validation).is_ok(), "{validation}");
+        assert!(
+            call("PATCH", ONE, MERGE, validation).is_ok(),
+            "{validation}"
+        );
+    }
+    // Strict: a create or an update is a 400 from the decoder.
+    for (method, path) in [("POST", LIST), ("PUT", ONE)] {
+        let refusal = call(method, path, JSON, "Strict").unwrap_err();
+        assert_eq!(refusal.code, 400);
+        assert_eq!(
+            refusal.message(),
+            "Widget in version \"v1\" cannot be handled as a Widget: strict decoding error: unknown field \"spec.x\""
+        );
+    }
+    // ... a merge patch a 422 on the field `patch`.
+    let refusal = call("PATCH", ONE, MERGE, "Strict").unwrap_err();
+    assert_eq!(refusal.code, 422);
+    assert!(
+        refusal
+            .message()
+            .starts_with(" \"\" is invalid: patch: Invalid value: \"{"),
+        "{}",
+        refusal.message()
+    );
+    assert!(
+        refusal
+            .message()
+            .ends_with("\": strict decoding error: unknown field \"spec.x\""),
+        "{}",
+        refusal.message()
+    );
+    // A server-side apply fails its typed conversion whatever the field validation.
+    let refusal = call("PATCH", ONE, APPLY_PATCH, "").unwrap_err();
+    assert_eq!(refusal.code, 500);
+    assert_eq!(
+        refusal.message(),
+        "failed to create typed patch object (demo/w1; example.com/v1, Kind=Widget): .spec.x: field not declared in schema"
+    );
+    // Other values of fieldValidation are refused.
+    let refusal = call("POST", LIST, JSON, "Loud").unwrap_err();
+    assert_eq!(
+        refusal.message(),
+        "CreateOptions.meta.k8s.io \"\" is invalid: fieldValidation: Unsupported value: \"Loud\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\""
+    );
+    // What the server stores: the undeclared field dropped, what is preserved kept.
+    assert_eq!(catalog.unknown_fields(&widget).len(), 1);
+    let mut stored = widget.clone();
+    catalog.prune(&mut stored);
+    assert_eq!(stored["spec"], json!({"size": 3}));
+    assert_eq!(stored["status"], json!({"anything": true}));
+    assert_eq!(stored["metadata"], widget["metadata"]);
+    assert!(catalog.unknown_fields(&stored).is_empty());
+    // The 422 of a stored object never lists unknown fields.
+    assert!(catalog.refusal(&widget, Completeness::Whole).is_none());
+    let mut bad = widget.clone();
+    bad["spec"]["size"] = json!("three");
+    let refusal = catalog.refusal(&bad, Completeness::Whole).unwrap();
+    assert_eq!(refusal.code, 422);
+    assert_eq!(
+        refusal.message(),
+        "Widget.example.com \"w1\" is invalid: spec.size: Invalid value: \"string\": spec.size in body must be of type integer: \"string\""
     );
 }
