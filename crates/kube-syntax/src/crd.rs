@@ -634,7 +634,7 @@ fn check_schema(
             if let Some(max) = get("maxLength").and_then(Value::as_u64)
                 && length as u64 > max
             {
-                errors.push(FieldError::too_long(shown, max as usize));
+                errors.push(FieldError::too_long_max_length(shown, max as usize));
             }
             if let Some(min) = get("minLength").and_then(Value::as_u64)
                 && (length as u64) < min

@@ -162,8 +162,11 @@ pub enum ErrorKind {
     NotSupported(String, Vec<String>),
     /// `Duplicate value: <value>`.
     Duplicate(String),
-    /// `Too long: may not be more than N bytes`.
+    /// `Too long: must have at most N bytes` (`field.TooLong`, the built-in kinds' limits).
     TooLong(usize),
+    /// `Too long: may not be longer than N` (`field.TooLongMaxLength`, a CRD schema's
+    /// `maxLength`).
+    TooLongMaxLength(usize),
     /// `Too many: N: must have at most M items`.
     TooMany(usize, usize),
     /// `Forbidden`.
@@ -180,7 +183,7 @@ impl ErrorKind {
             ErrorKind::Invalid(_) => "FieldValueInvalid",
             ErrorKind::NotSupported(..) => "FieldValueNotSupported",
             ErrorKind::Duplicate(_) => "FieldValueDuplicate",
-            ErrorKind::TooLong(_) => "FieldValueTooLong",
+            ErrorKind::TooLong(_) | ErrorKind::TooLongMaxLength(_) => "FieldValueTooLong",
             ErrorKind::TooMany(..) => "FieldValueTooMany",
             ErrorKind::Forbidden => "FieldValueForbidden",
             ErrorKind::Unknown => "FieldValueInvalid",
@@ -248,11 +251,20 @@ impl FieldError {
         }
     }
 
-    /// `field: Too long: may not be more than max bytes`.
+    /// `field: Too long: must have at most max bytes`.
     pub fn too_long(field: &str, max: usize) -> Self {
         Self {
             field: field.to_owned(),
             kind: ErrorKind::TooLong(max),
+            detail: String::new(),
+        }
+    }
+
+    /// `field: Too long: may not be longer than max` (a CRD schema's `maxLength`).
+    pub fn too_long_max_length(field: &str, max: usize) -> Self {
+        Self {
+            field: field.to_owned(),
+            kind: ErrorKind::TooLongMaxLength(max),
             detail: String::new(),
         }
     }
@@ -294,7 +306,8 @@ impl FieldError {
                 supported.join(", ")
             ),
             ErrorKind::Duplicate(value) => format!("Duplicate value: {value}"),
-            ErrorKind::TooLong(max) => format!("Too long: may not be more than {max} bytes"),
+            ErrorKind::TooLong(max) => format!("Too long: must have at most {max} bytes"),
+            ErrorKind::TooLongMaxLength(max) => format!("Too long: may not be longer than {max}"),
             ErrorKind::TooMany(actual, max) => {
                 format!("Too many: {actual}: must have at most {max} items")
             }

@@ -3,7 +3,10 @@
 //! Every rule here follows `k8s.io/apimachinery/pkg/util/validation` and the API server's
 //! validation of objects, with the same limits and the same wording, so that a value accepted
 //! here is accepted by a real API server and a value refused here is refused there with the
-//! same message:
+//! same message. The target is one version: the rules and messages of Kubernetes 1.28 (the
+//! version the end-to-end tests run against); later versions word some messages differently
+//! (`Too long: may not be more than N bytes` where 1.28 says `must have at most N bytes`, for
+//! one). The modules:
 //!
 //! - [`names`]: DNS-1123 labels and subdomains, DNS-1035 labels, qualified names, and which rule
 //!   names an object of each kind (a Service's name is a DNS-1035 label, a ConfigMap's a DNS-1123

@@ -537,7 +537,7 @@ fn schema_errors_in_the_api_server_words() {
         ),
         (
             json!({"name": "abcdef"}),
-            vec!["spec.name: Too long: may not be more than 5 bytes"],
+            vec!["spec.name: Too long: may not be longer than 5"],
         ),
         (
             json!({"name": "a"}),
@@ -605,7 +605,7 @@ fn schema_errors_in_the_api_server_words() {
         (
             json!({"name": "ab", "env": {"A": "abcd", "B": 1}}),
             vec![
-                "spec.env.A: Too long: may not be more than 3 bytes",
+                "spec.env.A: Too long: may not be longer than 3",
                 "spec.env.B: Invalid value: \"integer\": spec.env.B in body must be of type string: \"integer\"",
             ],
         ),

@@ -184,7 +184,7 @@ fn annotations_total_size_limit_is_256_kib_of_keys_and_values() {
     assert_eq!(errors[0].kind, ErrorKind::TooLong(262_144));
     assert_eq!(
         errors[0].to_string(),
-        "metadata.annotations: Too long: may not be more than 262144 bytes"
+        "metadata.annotations: Too long: must have at most 262144 bytes"
     );
 
     // Spread over many annotations, keys counted too.

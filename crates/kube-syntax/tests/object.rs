@@ -769,7 +769,7 @@ fn metadata_rules() {
     let big = "x".repeat(262_144);
     assert_eq!(
         shown(&config_map(json!({"name": "c", "annotations": {"a": big}}))),
-        ["metadata.annotations: Too long: may not be more than 262144 bytes"]
+        ["metadata.annotations: Too long: must have at most 262144 bytes"]
     );
 
     // Two problems of one name are two errors.

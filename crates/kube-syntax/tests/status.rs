@@ -178,7 +178,7 @@ fn invalid_with_several_errors() {
          endpoints: Too many: 1001: must have at most 1000 items, \
          spec.ports[0].protocol: Unsupported value: \"HTTP\": supported values: \"SCTP\", \"TCP\", \"UDP\", \
          ports[1].name: Duplicate value: \"http\", \
-         metadata.annotations: Too long: may not be more than 262144 bytes, \
+         metadata.annotations: Too long: must have at most 262144 bytes, \
          metadata.namespace: Forbidden: not allowed on this type, \
          spec.shape: field not declared in schema]"
     );
@@ -388,7 +388,7 @@ fn field_managers_of_writes() {
     let refusal = apply(Some(&"m".repeat(129))).unwrap_err();
     assert_eq!(
         refusal.message(),
-        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Too long: may not be more than 128 bytes"
+        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Too long: must have at most 128 bytes"
     );
 
     // Other writes need no manager, but a bad one is refused with their options' kind.
