@@ -26,7 +26,7 @@ use k8s_openapi::api::discovery::v1::{Endpoint, EndpointPort, EndpointSlice};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::runtime::watcher::Event;
-use kube_syntax::object::{Catalog, Completeness, split_api_version};
+use kube_syntax::object::{Catalog, Completeness};
 use mcs_controller::{ClusterId, EndpointMode, ServiceKey};
 use mcs_types::labels::KUBERNETES_SERVICE_NAME_LABEL;
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
@@ -273,7 +273,8 @@ pub fn api_catalog() -> Result<Catalog, SimError> {
 }
 
 /// The message of the `422 Invalid` a real API server answers when `object` (a whole object:
-/// a create, an apply's result, a replace) is written, or `None` when it is accepted.
+/// a create, an apply's result, a replace) is written ([`Catalog::refusal`]), or of the
+/// strict decoding error for a field its CRD does not declare, or `None` when it is accepted.
 ///
 /// ```
 /// use clusterset_agent::sim::{api_catalog, refusal};
@@ -293,20 +294,20 @@ pub fn refusal(catalog: &Catalog, object: &impl serde::Serialize) -> Option<Stri
         Ok(value) => value,
         Err(e) => return Some(format!("the object is not JSON: {e}")),
     };
-    let errors = catalog.object_errors(&value, Completeness::Whole);
-    if errors.is_empty() {
-        return None;
+    if let Some(refused) = catalog.refusal(&value, Completeness::Whole) {
+        return Some(refused.message().to_owned());
     }
-    let text = |pointer: &str| {
-        value
-            .pointer(pointer)
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or("")
-    };
-    let (group, _) = split_api_version(text("/apiVersion"));
-    let refused =
-        kube_syntax::status::invalid(group, text("/kind"), text("/metadata/name"), &errors);
-    Some(refused.message().to_owned())
+    // Checked as under `fieldValidation=Strict`: the agent names no field validation, so a
+    // real server would drop a field the CRD does not declare with a warning, but the agent
+    // writing one is a bug the simulation should show.
+    let unknown = catalog.unknown_fields(&value);
+    (!unknown.is_empty()).then(|| {
+        let listed: Vec<String> = unknown
+            .iter()
+            .map(|e| format!("unknown field {:?}", e.field))
+            .collect();
+        format!("strict decoding error: {}", listed.join(", "))
+    })
 }
 
 /// `object`, or the 422 message that refuses it (never refused without a catalog).

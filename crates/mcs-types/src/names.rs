@@ -136,14 +136,19 @@ impl fmt::Display for NamePart {
 /// letter or digit. With `must_start_with_letter` it must also start with a letter (RFC 1035, the
 /// rule for Kubernetes Service names).
 pub fn dns_label_problem(label: &str, must_start_with_letter: bool) -> Option<String> {
+    // Whether the label is valid is kube-syntax's decision alone; only the wording is ours
+    // (shorter than the API server's, with an example).
     if is_dns_label(label.as_bytes(), must_start_with_letter) {
         return None;
     }
-    let example = if must_start_with_letter {
-        "'web-1'"
+    let problems = if must_start_with_letter {
+        kube_syntax::names::dns1035_label_problems(label)
     } else {
-        "'1-web'"
+        kube_syntax::names::dns1123_label_problems(label)
     };
+    if problems.is_empty() {
+        return None;
+    }
     if label.is_empty() {
         return Some("must not be empty".to_owned());
     }
@@ -153,20 +158,10 @@ pub fn dns_label_problem(label: &str, must_start_with_letter: bool) -> Option<St
             label.len()
         ));
     }
-    let valid_chars = label
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-    let first = label.as_bytes()[0];
-    let last = label.as_bytes()[label.len() - 1];
-    let ends_ok = first.is_ascii_alphanumeric() && last.is_ascii_alphanumeric();
-    let start_ok = !must_start_with_letter || first.is_ascii_lowercase();
-    if valid_chars && ends_ok && start_ok {
-        return None;
-    }
-    let start = if must_start_with_letter {
-        "start with a lower case letter"
+    let (start, example) = if must_start_with_letter {
+        ("start with a lower case letter", "'web-1'")
     } else {
-        "start with a lower case letter or digit"
+        ("start with a lower case letter or digit", "'1-web'")
     };
     Some(format!(
         "must consist of lower case letters, digits or '-', {start} and end with a letter or digit (for example {example})"

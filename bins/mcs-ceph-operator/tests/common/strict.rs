@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use http::{Request, Response, StatusCode};
 use kube::client::Body;
-use kube_syntax::object::{Catalog, Completeness, split_api_version};
+use kube_syntax::object::{Catalog, Completeness};
 use kube_syntax::status::{self, Refusal};
 use serde_json::Value;
 use tower_test::mock::{self, Handle, SendResponse};
@@ -114,23 +114,9 @@ impl Received {
 /// The refusal a real API server gives an object it would store (the whole result of an
 /// apply, or a created object), if any: 422 Invalid with every cause.
 pub fn check_stored(object: &Value) -> Result<(), Refusal> {
-    let errors = catalog().object_errors(object, Completeness::Whole);
-    if errors.is_empty() {
-        return Ok(());
-    }
-    let text = |pointer: &str| {
-        object
-            .pointer(pointer)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-    };
-    let (group, _) = split_api_version(text("/apiVersion"));
-    Err(status::invalid(
-        group,
-        text("/kind"),
-        text("/metadata/name"),
-        &errors,
-    ))
+    catalog()
+        .refusal(object, Completeness::Whole)
+        .map_or(Ok(()), Err)
 }
 
 /// Answers with `status` and the JSON `body`.
