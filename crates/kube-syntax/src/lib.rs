@@ -1,9 +1,9 @@
 //! Kubernetes' own syntax rules, as a kube-apiserver applies them, in one place.
 //!
 //! Every rule here follows `k8s.io/apimachinery/pkg/util/validation` and the API server's
-//! validation of objects, with the same limits and the same wording, so that a value accepted
-//! here is accepted by a real API server and a value refused here is refused there with the
-//! same message. The target is one version: the rules and messages of Kubernetes 1.28 (the
+//! validation of objects, with its limits and its wording, so that for the rules modelled here
+//! a value accepted is accepted by a real API server and a value refused is refused there with
+//! the same message (docs/kube-syntax.md lists what is not modelled). The target is one version: the rules and messages of Kubernetes 1.28 (the
 //! version the end-to-end tests run against); later versions word some messages differently
 //! (`Too long: may not be more than N bytes` where 1.28 says `must have at most N bytes`, for
 //! one). The modules:
