@@ -264,8 +264,8 @@ impl Runtime {
 mod tests {
     use std::sync::Mutex;
 
+    use crate::config::AgentConfig;
     use futures::channel::mpsc;
-    use k8s_openapi::api::core::v1::Namespace;
     use kube::runtime::watcher::Event;
     use mcs_controller::ServiceKey;
 
@@ -287,14 +287,7 @@ mod tests {
 
     /// The local watches' first lists of a member with namespace `shop` and `key` exported.
     fn listed_shop(key: &ServiceKey) -> Vec<Feed> {
-        let namespace = Namespace {
-            metadata: kube::api::ObjectMeta {
-                name: Some("shop".into()),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        let mut local = listed(vec![namespace], Input::Namespace);
+        let mut local = listed(vec![sim::namespace("shop")], Input::Namespace);
         local.extend(listed(
             vec![sim::service(key, "10.96.0.1", &[80])],
             Input::Service,
@@ -307,6 +300,41 @@ mod tests {
         local.extend(listed(Vec::new(), Input::ServiceImport));
         local.extend(listed(Vec::new(), Input::ImportedEndpointSlice));
         local
+    }
+
+    /// Runs `runtime` on a channel of feeds until the returned sender says stop; the task
+    /// returns the core.
+    fn start(
+        runtime: Runtime,
+    ) -> (
+        mpsc::UnboundedSender<Feed>,
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<AgentCore>,
+    ) {
+        let (events, feeds) = mpsc::unbounded::<Feed>();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(runtime.run(feeds, async {
+            let _ = stopped.await;
+        }));
+        (events, stop, task)
+    }
+
+    /// A runtime without DNS, with fresh metrics and readiness, on the real clock.
+    fn bare_runtime(
+        config: AgentConfig,
+        writer: MockAgentWriter,
+        heartbeat_every: Duration,
+    ) -> Runtime {
+        Runtime {
+            core: AgentCore::new(config),
+            writer: Arc::new(writer),
+            metrics: Arc::new(Metrics::new()),
+            readiness: Arc::new(Readiness::default()),
+            zone: None,
+            write_concurrency: 4,
+            heartbeat_every,
+            clock: Arc::new(Timestamp::now),
+        }
     }
 
     async fn wait_for(what: &str, mut condition: impl FnMut() -> bool) {
@@ -356,11 +384,7 @@ mod tests {
             heartbeat_every: Duration::from_secs(10),
             clock: Arc::new(Timestamp::now),
         };
-        let (events, feeds) = mpsc::unbounded::<Feed>();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(runtime.run(feeds, async {
-            let _ = stopped.await;
-        }));
+        let (events, stop, task) = start(runtime);
 
         let local = listed_shop(&key);
         for f in local {
@@ -458,21 +482,8 @@ mod tests {
             lease.metadata.resource_version = Some("7".into());
             Ok(Some(lease))
         });
-        let runtime = Runtime {
-            core: AgentCore::new(config),
-            writer: Arc::new(writer),
-            metrics: Arc::new(Metrics::new()),
-            readiness: Arc::new(Readiness::default()),
-            zone: None,
-            write_concurrency: 4,
-            heartbeat_every: Duration::from_secs(10),
-            clock: Arc::new(Timestamp::now),
-        };
-        let (events, feeds) = mpsc::unbounded::<Feed>();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(runtime.run(feeds, async {
-            let _ = stopped.await;
-        }));
+        let runtime = bare_runtime(config, writer, Duration::from_secs(10));
+        let (events, stop, task) = start(runtime);
         let mut all = listed_shop(&key);
         all.extend(listed(Vec::new(), Input::Record));
         all.extend(listed(Vec::new(), Input::Lease));
@@ -559,21 +570,8 @@ mod tests {
             }
             Ok(Some(lease))
         });
-        let runtime = Runtime {
-            core: AgentCore::new(config),
-            writer: Arc::new(writer),
-            metrics: Arc::new(Metrics::new()),
-            readiness: Arc::new(Readiness::default()),
-            zone: None,
-            write_concurrency: 4,
-            heartbeat_every: Duration::from_millis(100),
-            clock: Arc::new(Timestamp::now),
-        };
-        let (events, feeds) = mpsc::unbounded::<Feed>();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(runtime.run(feeds, async {
-            let _ = stopped.await;
-        }));
+        let runtime = bare_runtime(config, writer, Duration::from_millis(100));
+        let (events, stop, task) = start(runtime);
         let mut all = listed_shop(&key);
         all.extend(listed(Vec::new(), Input::Record));
         all.extend(listed(Vec::new(), Input::Lease));
