@@ -93,6 +93,11 @@ impl SimCluster {
     }
 }
 
+/// Writes the simulated API servers refused, each as `<cluster>: <the 422 message>`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the API server refused writes of the agents:\n{}", .0.join("\n"))]
+pub struct Refused(pub Vec<String>);
+
 /// Counters of one [`Simulation::settle`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SettleStats {
@@ -651,6 +656,17 @@ impl Simulation {
     pub fn advance(&mut self, by: Duration) {
         let by = SignedDuration::try_from(by).unwrap_or(SignedDuration::ZERO);
         self.now = self.now.checked_add(by).unwrap_or(self.now);
+    }
+
+    /// [`settle`](Self::settle), then fails if the simulated API servers have refused any write
+    /// so far: every object the agents wrote passed the rules a real kube-apiserver applies.
+    pub fn settle_accepted(&mut self, max_rounds: usize) -> Result<SettleStats, Refused> {
+        let stats = self.settle(max_rounds);
+        if self.refused.is_empty() {
+            Ok(stats)
+        } else {
+            Err(Refused(self.refused.clone()))
+        }
     }
 
     /// Delivers events and carries out writes until nothing is left to do, with heartbeats as

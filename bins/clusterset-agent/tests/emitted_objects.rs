@@ -157,12 +157,8 @@ fn simulation(ids: &[String], pod_addresses: &[bool], namespaces: &[&str]) -> Si
 }
 
 fn settle(sim: &mut Simulation) {
-    sim.settle(1000);
-    assert!(
-        sim.refused.is_empty(),
-        "the API server refused writes of the agents:\n{}",
-        sim.refused.join("\n")
-    );
+    sim.settle_accepted(1000)
+        .unwrap_or_else(|refused| panic!("{refused}"));
 }
 
 /// Exports `e` from its cluster: Service, EndpointSlice with its addresses, ServiceExport with

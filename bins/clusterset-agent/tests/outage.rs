@@ -47,13 +47,8 @@ fn east_and_west(lease: Duration) -> Simulation {
 }
 
 fn settle(sim: &mut Simulation) -> sim::SettleStats {
-    let stats = sim.settle(ROUNDS);
-    assert!(
-        sim.refused.is_empty(),
-        "the API server refused writes of the agents:\n{}",
-        sim.refused.join("\n")
-    );
-    stats
+    sim.settle_accepted(ROUNDS)
+        .unwrap_or_else(|refused| panic!("{refused}"))
 }
 
 /// What the agents did over some simulated time.
