@@ -142,16 +142,6 @@ impl Cluster {
         })
     }
 
-    /// Server-side applies every document of `yaml` (any kind the server serves).
-    pub async fn apply_yaml(&self, yaml: &str) -> anyhow::Result<()> {
-        let documents: Vec<serde_json::Value> =
-            serde_saphyr::from_multiple(yaml).context("cannot parse the manifests")?;
-        for document in documents.into_iter().filter(|d| !d.is_null()) {
-            self.apply(&document).await?;
-        }
-        Ok(())
-    }
-
     /// Server-side applies one object (as JSON), forced, under [`MANAGER`].
     pub async fn apply(&self, object: &serde_json::Value) -> anyhow::Result<()> {
         let object: DynamicObject = serde_json::from_value(object.clone())?;
@@ -402,13 +392,6 @@ impl Daemon {
             child.kill().await?;
         }
         Ok(())
-    }
-
-    /// Whether the process is still running.
-    pub fn running(&mut self) -> bool {
-        self.child
-            .as_mut()
-            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
     }
 
     /// The sum of every series of the counter or gauge `family` on `/metrics`.
