@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use kube_syntax::object::{Catalog, Completeness};
 use kube_syntax::selector::{FieldSelector, LabelSelector};
-use kube_syntax::status::Request;
+use kube_syntax::status::{Request, parse_path};
 use serde_json::{Value, json};
 
 /// A request as the fake API server saw it, with its query decoded.
@@ -172,50 +172,33 @@ impl FakeApi {
         if let Err(refusal) = self.catalog.check_request(&checked) {
             return (refusal.code, serde_json::to_vec(&refusal.body).unwrap());
         }
-        let path = request.path.as_str();
-        let (prefix, rest) = if let Some(rest) = path.strip_prefix("/api/v1/") {
-            ("/api/v1".to_owned(), rest)
-        } else if let Some(rest) = path.strip_prefix("/apis/") {
-            let mut parts = rest.splitn(3, '/');
-            let (Some(group), Some(version), Some(rest)) =
-                (parts.next(), parts.next(), parts.next())
-            else {
-                return (
-                    404,
-                    status(
-                        404,
-                        "NotFound",
-                        "the server could not find the requested resource",
-                    ),
-                );
-            };
-            (format!("/apis/{group}/{version}"), rest)
-        } else {
-            return (
+        let not_found = || {
+            (
                 404,
                 status(
                     404,
                     "NotFound",
                     "the server could not find the requested resource",
                 ),
-            );
+            )
         };
-        let parts: Vec<&str> = rest.split('/').collect();
-        let (namespace, plural, name) = match parts.as_slice() {
-            ["namespaces", ns, plural] => (Some(*ns), *plural, None),
-            ["namespaces", ns, plural, name] => (Some(*ns), *plural, Some(*name)),
-            [plural] => (None, *plural, None),
-            _ => {
-                return (
-                    404,
-                    status(
-                        404,
-                        "NotFound",
-                        "the server could not find the requested resource",
-                    ),
-                );
-            }
+        // Lists (in a namespace or all) and GETs of one namespaced object; nothing else.
+        let Some(parsed) = parse_path(&request.path) else {
+            return not_found();
         };
+        if parsed.subresource.is_some() || (parsed.namespace.is_none() && parsed.name.is_some()) {
+            return not_found();
+        }
+        let prefix = if parsed.group.is_empty() {
+            format!("/api/{}", parsed.version)
+        } else {
+            format!("/apis/{}/{}", parsed.group, parsed.version)
+        };
+        let (namespace, plural, name) = (
+            parsed.namespace.as_deref(),
+            parsed.plural.as_str(),
+            parsed.name.as_deref(),
+        );
         let wanted = format!("{prefix}/{plural}");
         if self.forbidden.contains(&wanted) {
             return (
