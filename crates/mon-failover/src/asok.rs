@@ -24,6 +24,20 @@ const SOCKET_TIMEOUT: Duration = Duration::from_secs(2);
 /// How often the sockets are asked again while the mons elect.
 const ELECTION_POLL: Duration = Duration::from_millis(100);
 
+/// Ceph's default `mon_election_timeout`: how long an election round waits for every mon of the
+/// monmap before a majority may win without the rest.
+pub const MON_ELECTION_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long an [`AdminSocketQuorum`] lets the mons elect before it reports the quorum lost,
+/// unless told otherwise: three rounds of [`MON_ELECTION_TIMEOUT`]. A mon joining takes two
+/// (its addition to the monmap starts a round it cannot answer while it synchronizes, so the
+/// others win at the timeout; it then calls its own), and a loaded machine can push the second
+/// past the 10 s of two rounds: CI once saw `mon.c electing, mon.d electing, mon.e electing`
+/// for 10.0 s while mon f joined. A real loss (no majority of the monmap alive) never re-forms,
+/// so it is still caught.
+pub const DEFAULT_ELECTION_ALLOWANCE: Duration =
+    Duration::from_secs(3 * MON_ELECTION_TIMEOUT.as_secs());
+
 /// The part of `mon_status` this probe reads.
 #[derive(Debug, Deserialize)]
 struct MonStatus {
@@ -39,9 +53,10 @@ struct MonStatus {
 /// Asks every mon of a local cluster for its state on its admin socket (the
 /// `{run_dir}/<cluster>-mon.<id>.asok` files [`LocalCluster`](crate::LocalCluster) configures),
 /// and answers the quorum the leader (or, without one, a peon) reports. While no mon is in a
-/// quorum it asks again every 100 ms, up to the election allowance (default 10 s), because
-/// every monmap change makes the mons elect: a quorum that re-forms within the allowance was
-/// not lost; one that does not is reported with every mon's state. Like any client, it learns
+/// quorum it asks again every 100 ms, up to the election allowance
+/// ([`DEFAULT_ELECTION_ALLOWANCE`], 15 s), because every monmap change makes the mons elect: a
+/// quorum that re-forms within the allowance was not lost; one that does not is reported with
+/// every mon's state. Like any client, it learns
 /// that peons died when the leader does (when their lease acknowledgements time out, 10 s by
 /// default): until then the leader still reports its quorum. While a mon of the monmap is down,
 /// no election ends before Ceph's `mon_election_timeout` (5 s by default), and a mon joining
@@ -72,7 +87,7 @@ impl AdminSocketQuorum {
     pub fn new(run_dir: impl Into<PathBuf>) -> Self {
         Self {
             run_dir: run_dir.into(),
-            election_allowance: Duration::from_secs(10),
+            election_allowance: DEFAULT_ELECTION_ALLOWANCE,
         }
     }
 

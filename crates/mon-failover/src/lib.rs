@@ -76,7 +76,7 @@ pub use admin::{
     AddrVec, AdminError, CephMonAdmin, EntityAddr, MonMap, MonMapEntry, MonMapError, QuorumStatus,
     observed_mons,
 };
-pub use asok::AdminSocketQuorum;
+pub use asok::{AdminSocketQuorum, DEFAULT_ELECTION_ALLOWANCE, MON_ELECTION_TIMEOUT};
 pub use cli::CephCli;
 pub use driver::{Driver, DriverError, Planned, RunOptions, RunReport, Tick, is_settled};
 pub use local::{

@@ -331,13 +331,14 @@ impl LocalCluster {
     /// A [`QuorumWatch`](crate::QuorumWatch) polling [`Self::quorum_probe`] every `every`:
     /// what the mons themselves say, with no client that could wait on a mon that just left (a
     /// `ceph quorum_status` probe can time out hunting for a mon while the quorum holds). An
-    /// election that re-forms a quorum within 10 s (every monmap change makes one) is not a
-    /// loss. Must be called within a tokio runtime.
+    /// election that re-forms a quorum within
+    /// [`DEFAULT_ELECTION_ALLOWANCE`](crate::DEFAULT_ELECTION_ALLOWANCE) (every monmap change
+    /// makes one) is not a loss. Must be called within a tokio runtime.
     pub fn quorum_watch(&self, every: std::time::Duration) -> crate::QuorumWatch {
         crate::QuorumWatch::start(std::sync::Arc::new(self.quorum_probe()), every)
     }
 
-    /// [`Self::quorum_watch`] letting an election last `election_allowance` instead of 10 s:
+    /// [`Self::quorum_watch`] letting an election last `election_allowance` instead of the default:
     /// while a mon of the monmap is down, every election lasts Ceph's whole
     /// `mon_election_timeout` and a joining mon takes two of them
     /// ([`AdminSocketQuorum`](crate::AdminSocketQuorum)).

@@ -134,6 +134,47 @@ impl Cluster {
         (mons, status.quorum_names.into_iter().collect())
     }
 
+    /// Every mon's election history from its log, oldest first (`<time> mon.<id>: <line>`):
+    /// what a quorum-loss failure prints, so that CI's output says which mon held the election
+    /// up.
+    fn election_log(&self) -> String {
+        let mut lines = Vec::new();
+        let Ok(logs) = std::fs::read_dir(self.cluster.dir().join("log")) else {
+            return "no log directory".to_string();
+        };
+        for log in logs.flatten() {
+            let name = log.file_name().to_string_lossy().replace(".log", "");
+            let text = std::fs::read_to_string(log.path()).unwrap_or_default();
+            for line in text.lines() {
+                let about_elections = [
+                    "calling monitor election",
+                    "is new leader",
+                    "in quorum",
+                    "adding/updating",
+                    "removed from monmap",
+                    "(synchronizing)",
+                    "(probing)",
+                ]
+                .iter()
+                .any(|w| line.contains(w));
+                if about_elections && !line.contains("audit") {
+                    let time = line.split(' ').next().unwrap_or_default();
+                    let rest: String = line
+                        .splitn(4, ' ')
+                        .nth(3)
+                        .unwrap_or(line)
+                        .chars()
+                        .take(160)
+                        .collect();
+                    lines.push(format!("{time} {name}: {rest}"));
+                }
+            }
+        }
+        lines.sort();
+        let skip = lines.len().saturating_sub(80);
+        lines[skip..].join("\n")
+    }
+
     async fn assert_moved_to(&self, expected: &[(&str, u8)]) {
         self.assert_moved_from(&["a", "b", "c"], expected).await;
     }
@@ -218,7 +259,12 @@ async fn moves_three_mons_to_new_addresses_and_back_without_losing_quorum() {
         .await
         .unwrap();
     let record = watch.stop().await;
-    assert!(record.never_lost(), "quorum was lost: {:?}", record.losses);
+    assert!(
+        record.never_lost(),
+        "quorum was lost: {:?}\nthe mons' elections:\n{}",
+        record.losses,
+        c.election_log()
+    );
     c.assert_moved_from(
         &["a", "b", "c", "d", "e", "f"],
         &[("g", 31), ("h", 32), ("i", 33)],
@@ -317,7 +363,12 @@ async fn converges_when_the_driver_is_killed_at_every_step_boundary() {
     assert!(settled, "the driver did not converge across restarts");
     assert_eq!(kills.len(), 8, "killed at every boundary: {kills:?}");
     let record = watch.stop().await;
-    assert!(record.never_lost(), "quorum was lost: {:?}", record.losses);
+    assert!(
+        record.never_lost(),
+        "quorum was lost: {:?}\nthe mons' elections:\n{}",
+        record.losses,
+        c.election_log()
+    );
     c.assert_moved_to(&[("d", 21), ("e", 22), ("f", 23)]).await;
     let state = c.store.load().await.unwrap().unwrap();
     assert_eq!(state.history().completed, 3);
@@ -391,7 +442,12 @@ async fn a_new_mon_that_never_joins_is_rolled_back_within_the_timeout() {
         .await
         .unwrap();
     let record = watch.stop().await;
-    assert!(record.never_lost(), "quorum was lost: {:?}", record.losses);
+    assert!(
+        record.never_lost(),
+        "quorum was lost: {:?}\nthe mons' elections:\n{}",
+        record.losses,
+        c.election_log()
+    );
     let after = rolled_back_after.expect("d was rolled back");
     assert!(
         after >= join_timeout && after < join_timeout + Duration::from_secs(30),
@@ -479,7 +535,12 @@ async fn a_mon_killed_mid_migration_blocks_removals_until_quorum_is_back() {
         .await
         .unwrap();
     let record = after_kill.unwrap().stop().await;
-    assert!(record.never_lost(), "quorum was lost: {:?}", record.losses);
+    assert!(
+        record.never_lost(),
+        "quorum was lost: {:?}\nthe mons' elections:\n{}",
+        record.losses,
+        c.election_log()
+    );
     c.assert_moved_to(&[("d", 21), ("e", 22), ("f", 23)]).await;
     let history = driver.state().history();
     assert_eq!(history.completed, 3);

@@ -17,7 +17,8 @@ use clusterset_lab::{
 };
 use mon_failover::{
     Addressing, CephCli, CephMonAdmin, Command, CommandLine, Config, Driver, FileStateStore,
-    LocalCluster, LocalMonRuntime, Machine, MonRuntime, QuorumWatch, RunOptions, Tick, Timestamp,
+    LocalCluster, LocalMonRuntime, MON_ELECTION_TIMEOUT, Machine, MonRuntime, QuorumWatch,
+    RunOptions, Tick, Timestamp,
 };
 
 /// One lab at a time: the tests share namespaces, addresses and ports.
@@ -250,9 +251,6 @@ fn mon_state_line(line: &str) -> bool {
         .iter()
         .any(|word| line.contains(word))
 }
-
-/// Ceph's `mon_election_timeout` (the default; the lab does not change it).
-const MON_ELECTION_TIMEOUT: Duration = Duration::from_secs(5);
 
 const FSID_A: &str = "9b0c5a43-1a5e-4c1e-8f0e-00000000000a";
 const FSID_B: &str = "9b0c5a43-1a5e-4c1e-8f0e-00000000000b";
