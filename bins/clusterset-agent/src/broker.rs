@@ -1,5 +1,9 @@
-//! What the agents keep on the hub cluster, in the broker namespace: one [`BrokerRecord`] per
-//! export of every cluster, and one heartbeat `Lease` per cluster.
+//! What the agents keep on the hub cluster: one [`BrokerRecord`] per export of every cluster,
+//! each in its cluster's own records namespace ([`records_namespace`], `<broker>-<cluster>`),
+//! and one heartbeat `Lease` per cluster in the broker namespace. The hub's RBAC lets a
+//! cluster's credentials write only in its own records namespace and only its own Lease
+//! ([`crate::hub`]), so where a record is stored says who could have written it
+//! ([`record_writer_check`]).
 //!
 //! The record is a small custom resource of our own API group (`clusterset.io/v1alpha1`,
 //! kind `ExportRecord`) whose `spec` is exactly [`mcs_controller::ExportRecord`]. A CRD rather
@@ -99,6 +103,178 @@ fn kind() -> String {
 /// ```
 pub fn record_name(cluster: &ClusterId, key: &ServiceKey) -> String {
     format!("{cluster}.{}.{}", key.namespace, key.name)
+}
+
+/// The namespace on the hub that holds `cluster`'s records: `<broker namespace>-<cluster>`.
+/// Only that cluster's hub credentials may write there. A namespace name has at most 63
+/// characters; a longer one is cut to 52 and ends with `-` and 10 hex digits of a hash of the
+/// whole name (FNV-1a), so every cluster id of up to 63 characters has a namespace, the same
+/// for every agent, and two ids that share a long prefix still get different ones.
+///
+/// ```
+/// use clusterset_agent::broker::records_namespace;
+/// use mcs_controller::ClusterId;
+/// assert_eq!(records_namespace("clusterset-broker", &ClusterId::new("east")?), "clusterset-broker-east");
+/// let long = records_namespace("clusterset-broker", &ClusterId::new(&"e".repeat(63))?);
+/// assert_eq!(long.len(), 63);
+/// assert!(long.starts_with("clusterset-broker-eeee"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn records_namespace(broker_namespace: &str, cluster: &ClusterId) -> String {
+    const MAX: usize = 63;
+    const HASH_HEX: usize = 10;
+    let full = format!("{broker_namespace}-{cluster}");
+    if full.len() <= MAX {
+        return full;
+    }
+    let hash = full.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let hex = format!("{hash:016x}");
+    // Every character of a valid namespace and cluster id is ASCII, so any cut is a boundary.
+    let kept = full.get(..MAX - HASH_HEX - 1).unwrap_or(&full);
+    format!("{kept}-{}", hex.get(..HASH_HEX).unwrap_or(&hex))
+}
+
+/// How an agent treats records in the shared broker namespace, where every member could write
+/// before each cluster had its own records namespace (the upgrade path of
+/// docs/clusterset-agent.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SharedRecords {
+    /// Ignored (and counted): any member may have written them. After the upgrade.
+    #[default]
+    Ignore,
+    /// Read as their cluster's, as long as that cluster has no copy in its own namespace; this
+    /// agent publishes into its own namespace and withdraws its shared copies once the new ones
+    /// are stored. Step 2 of the upgrade.
+    Read,
+    /// Read as above; this agent still publishes into the shared namespace (and withdraws any
+    /// copy in its own namespace). Step 1 of the upgrade: every agent reads both places before
+    /// any record moves.
+    Write,
+}
+
+/// Where a record that passed [`record_writer_check`] is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RecordHome {
+    /// Its cluster's records namespace: only that cluster could have written it.
+    Own,
+    /// The shared broker namespace (read only while [`SharedRecords`] says so).
+    Shared,
+}
+
+/// Why a record or Lease on the hub is not taken as its cluster's: its writer could not have
+/// been that cluster (or, for shared records, may not have been).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ForeignWriter {
+    /// A record stored outside its cluster's records namespace.
+    #[error(
+        "record of cluster {cluster} stored in namespace {namespace}, where cluster {cluster} cannot write (its records live in {expected}): another member's credentials wrote it; ignored"
+    )]
+    RecordNamespace {
+        /// The cluster the record names.
+        cluster: ClusterId,
+        /// Where it is stored.
+        namespace: String,
+        /// Where that cluster's records live.
+        expected: String,
+    },
+    /// A record in the shared broker namespace while those are ignored.
+    #[error(
+        "record of cluster {cluster} stored in the shared broker namespace {namespace}, where every member may write; ignored (run the agents with --shared-records=read while the upgrade moves records, see docs/clusterset-agent.md)"
+    )]
+    SharedRecord {
+        /// The cluster the record names.
+        cluster: ClusterId,
+        /// The shared broker namespace.
+        namespace: String,
+    },
+    /// A heartbeat Lease whose name is not its cluster label's Lease name.
+    #[error(
+        "Lease {namespace}/{name} says it is cluster {cluster}'s heartbeat, whose Lease is {expected}: another member's credentials wrote it; ignored"
+    )]
+    LeaseName {
+        /// The cluster the Lease's label names.
+        cluster: ClusterId,
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+        /// The name of that cluster's Lease.
+        expected: String,
+    },
+}
+
+impl ForeignWriter {
+    /// A short reason, for the `reason` label of the agent's metric.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::RecordNamespace { .. } => "record_namespace",
+            Self::SharedRecord { .. } => "shared_namespace",
+            Self::LeaseName { .. } => "lease_name",
+        }
+    }
+}
+
+/// Whether the record of `cluster` stored in `namespace` can have been written by `cluster`:
+/// in its own records namespace always; in the shared broker namespace only while `shared`
+/// reads those.
+///
+/// ```
+/// use clusterset_agent::broker::{record_writer_check, RecordHome, SharedRecords};
+/// use mcs_controller::ClusterId;
+/// let east = ClusterId::new("east")?;
+/// let check = |ns| record_writer_check("broker", SharedRecords::Ignore, ns, &east);
+/// assert_eq!(check("broker-east"), Ok(RecordHome::Own));
+/// assert!(check("broker-west").is_err()); // west's credentials wrote it
+/// assert!(check("broker").is_err()); // anyone's
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn record_writer_check(
+    broker_namespace: &str,
+    shared: SharedRecords,
+    namespace: &str,
+    cluster: &ClusterId,
+) -> Result<RecordHome, ForeignWriter> {
+    let expected = records_namespace(broker_namespace, cluster);
+    if namespace == expected {
+        Ok(RecordHome::Own)
+    } else if namespace == broker_namespace {
+        match shared {
+            SharedRecords::Ignore => Err(ForeignWriter::SharedRecord {
+                cluster: cluster.clone(),
+                namespace: namespace.to_owned(),
+            }),
+            SharedRecords::Read | SharedRecords::Write => Ok(RecordHome::Shared),
+        }
+    } else {
+        Err(ForeignWriter::RecordNamespace {
+            cluster: cluster.clone(),
+            namespace: namespace.to_owned(),
+            expected,
+        })
+    }
+}
+
+/// Whether a heartbeat Lease can have been written by the cluster its label names: only that
+/// cluster's Lease name is writable with its credentials. `Ok(None)` for a Lease that names no
+/// cluster (not a heartbeat).
+pub fn lease_writer_check(lease: &Lease) -> Result<Option<ClusterId>, ForeignWriter> {
+    let Some(cluster) = lease_cluster(lease) else {
+        return Ok(None);
+    };
+    let expected = lease_name(&cluster);
+    let name = lease.metadata.name.as_deref().unwrap_or_default();
+    if name == expected {
+        Ok(Some(cluster))
+    } else {
+        Err(ForeignWriter::LeaseName {
+            cluster,
+            namespace: lease.metadata.namespace.clone().unwrap_or_default(),
+            name: name.to_owned(),
+            expected,
+        })
+    }
 }
 
 impl BrokerRecord {

@@ -13,6 +13,7 @@ use ipnet::IpNet;
 use mcs_controller::{ClusterId, EndpointMode};
 use mcs_types::names::Zone;
 
+use crate::broker::SharedRecords;
 use crate::config::AgentConfig;
 use crate::core::AgentCore;
 use crate::http::Readiness;
@@ -36,6 +37,61 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Print the broker's ExportRecord CRD (install it on the hub cluster).
     Crd,
+    /// Print the hub cluster's manifests for these member clusters: the broker namespace, one
+    /// records namespace per cluster, ServiceAccounts, RBAC with which each cluster can write
+    /// only its own records and heartbeat Lease, and the Leases.
+    HubManifests(HubManifestsArgs),
+}
+
+/// Flags of `clusterset-agent hub-manifests`.
+#[derive(Debug, Args)]
+pub struct HubManifestsArgs {
+    /// A member cluster's id (repeat for each: --cluster east --cluster west).
+    #[arg(long = "cluster", required = true)]
+    pub clusters: Vec<String>,
+    /// The broker namespace on the hub cluster.
+    #[arg(long, default_value = "clusterset-broker")]
+    pub broker_namespace: String,
+    /// Also let every member write records in the shared broker namespace, as before each
+    /// cluster had its own: only while upgrading (docs/clusterset-agent.md).
+    #[arg(long)]
+    pub legacy_shared_records: bool,
+}
+
+impl HubManifestsArgs {
+    /// The manifests as YAML.
+    pub fn yaml(&self) -> anyhow::Result<String> {
+        let clusters = self
+            .clusters
+            .iter()
+            .map(|c| ClusterId::new(c).with_context(|| format!("--cluster {c:?}")))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let layout = crate::hub::HubLayout::new(&self.broker_namespace, clusters)?
+            .legacy_shared_records(self.legacy_shared_records);
+        let mut command = String::from("clusterset-agent hub-manifests");
+        for cluster in &self.clusters {
+            command.push_str(&format!(" --cluster {cluster}"));
+        }
+        if self.broker_namespace != "clusterset-broker" {
+            command.push_str(&format!(" --broker-namespace {}", self.broker_namespace));
+        }
+        if self.legacy_shared_records {
+            command.push_str(" --legacy-shared-records");
+        }
+        Ok(layout.to_yaml(&command)?)
+    }
+}
+
+/// How records in the shared broker namespace are treated (`--shared-records`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SharedRecordsArg {
+    /// Ignored and counted: any member may have written them (after the upgrade).
+    Ignore,
+    /// Read; this agent publishes into its own records namespace and withdraws its shared
+    /// copies (upgrade step 2).
+    Read,
+    /// Read; this agent still publishes into the shared namespace (upgrade step 1).
+    Write,
 }
 
 /// How exported endpoints are published.
@@ -65,13 +121,24 @@ pub struct RunArgs {
     /// Context in the hub kubeconfig (default: its current context).
     #[arg(long, env = "CLUSTERSET_BROKER_CONTEXT")]
     pub broker_context: Option<String>,
-    /// The broker namespace on the hub cluster.
+    /// The broker namespace on the hub cluster (heartbeat Leases; this cluster's records go to
+    /// `<broker namespace>-<cluster id>`).
     #[arg(
         long,
         env = "CLUSTERSET_BROKER_NAMESPACE",
         default_value = "clusterset-broker"
     )]
     pub broker_namespace: String,
+    /// Records in the shared broker namespace, from before each cluster had its own records
+    /// namespace: ignored (the default), read, or read and still written by this agent. Only
+    /// for the upgrade (docs/clusterset-agent.md).
+    #[arg(
+        long,
+        env = "CLUSTERSET_SHARED_RECORDS",
+        value_enum,
+        default_value = "ignore"
+    )]
+    pub shared_records: SharedRecordsArg,
     /// This cluster's global CIDR (one per family, unique to the cluster): one address per
     /// exported service.
     #[arg(
@@ -145,6 +212,11 @@ impl RunArgs {
             cluster_id: ClusterId::new(&self.cluster_id)?,
             identity: self.identity.clone(),
             broker_namespace: self.broker_namespace.clone(),
+            shared_records: match self.shared_records {
+                SharedRecordsArg::Ignore => SharedRecords::Ignore,
+                SharedRecordsArg::Read => SharedRecords::Read,
+                SharedRecordsArg::Write => SharedRecords::Write,
+            },
             global_cidrs: self.global_cidrs.clone(),
             clusterset_cidrs: self.clusterset_cidrs.clone(),
             endpoint_mode: match self.endpoint_mode {
@@ -228,7 +300,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     watches.extend(broker_watches(&broker, &config.broker_namespace));
     let feeds = futures::stream::select_all(watches);
     let heartbeat_every = config.lease_duration / 3;
-    tracing::info!(cluster = %config.cluster_id, broker_namespace = %config.broker_namespace, "clusterset agent starting");
+    tracing::info!(
+        cluster = %config.cluster_id,
+        broker_namespace = %config.broker_namespace,
+        publish_namespace = %config.publish_namespace(),
+        shared_records = ?config.shared_records,
+        "clusterset agent starting"
+    );
     let runtime = Runtime {
         core: AgentCore::new(config.clone()),
         writer: Arc::new(KubeWriter::new(local, broker, &config.broker_namespace)),

@@ -6,6 +6,8 @@ use std::time::Duration;
 use ipnet::IpNet;
 use mcs_controller::{ClusterId, EndpointMode};
 
+use crate::broker::{SharedRecords, records_namespace};
+
 /// Settings the agent cannot run with; each message says what to change.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
@@ -56,8 +58,12 @@ pub struct AgentConfig {
     pub cluster_id: ClusterId,
     /// This agent instance (the pod name): the holder identity of the heartbeat Lease.
     pub identity: String,
-    /// The broker namespace on the hub cluster.
+    /// The broker namespace on the hub cluster (the heartbeat Leases; every cluster's records
+    /// live in `<broker namespace>-<cluster>`).
     pub broker_namespace: String,
+    /// How records in the shared broker namespace are treated (the upgrade from a broker
+    /// without per-cluster records namespaces).
+    pub shared_records: SharedRecords,
     /// This cluster's global ranges (at most one per family): one address per exported service.
     pub global_cidrs: Vec<IpNet>,
     /// This cluster's clusterset ranges (at most one per family): one address per import.
@@ -104,6 +110,7 @@ impl AgentConfig {
     ///     cluster_id: ClusterId::new("east")?,
     ///     identity: "agent-0".into(),
     ///     broker_namespace: "clusterset-broker".into(),
+    ///     shared_records: Default::default(),
     ///     global_cidrs: vec!["242.1.0.0/16".parse()?],
     ///     clusterset_cidrs: vec!["243.1.0.0/16".parse()?],
     ///     endpoint_mode: EndpointMode::GlobalIngress,
@@ -141,6 +148,21 @@ impl AgentConfig {
         Ok(())
     }
 
+    /// This cluster's records namespace on the hub: `<broker namespace>-<cluster id>`
+    /// ([`records_namespace`]).
+    pub fn records_namespace(&self) -> String {
+        records_namespace(&self.broker_namespace, &self.cluster_id)
+    }
+
+    /// Where this agent publishes its records: its records namespace, or the shared broker
+    /// namespace while [`SharedRecords::Write`] (the upgrade's first step).
+    pub fn publish_namespace(&self) -> String {
+        match self.shared_records {
+            SharedRecords::Write => self.broker_namespace.clone(),
+            SharedRecords::Ignore | SharedRecords::Read => self.records_namespace(),
+        }
+    }
+
     /// The heartbeat Lease duration in whole seconds, as the Lease stores it.
     pub fn lease_duration_seconds(&self) -> i32 {
         i32::try_from(self.lease_duration.as_secs()).unwrap_or(i32::MAX)
@@ -156,6 +178,7 @@ mod tests {
             cluster_id: ClusterId::new("east").unwrap(),
             identity: "agent-0".into(),
             broker_namespace: "clusterset-broker".into(),
+            shared_records: SharedRecords::Ignore,
             global_cidrs: vec!["242.1.0.0/16".parse().unwrap()],
             clusterset_cidrs: vec!["243.1.0.0/16".parse().unwrap()],
             endpoint_mode: EndpointMode::GlobalIngress,

@@ -35,7 +35,7 @@ use mcs_types::labels::{KUBERNETES_SERVICE_NAME_LABEL, SERVICE_NAME_LABEL};
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
 use mcs_types::{ServiceExportStatus, ServiceImportStatus, ServiceImportType};
 
-use crate::broker::{self, BrokerRecord, Heartbeat};
+use crate::broker::{self, BrokerRecord, ForeignWriter, Heartbeat, RecordHome};
 use crate::cache::{Cache, Change, ObjectId};
 use crate::config::AgentConfig;
 use crate::write::{Target, Write};
@@ -186,7 +186,16 @@ pub struct Stats {
     pub imports: usize,
     /// Exporting clusters whose heartbeat stopped (stale or dropped).
     pub stale_clusters: usize,
+    /// Records and Leases on the hub ignored because their writer could not have been the
+    /// cluster they name, by [`ForeignWriter::reason`]: `record_namespace`, `shared_namespace`,
+    /// `lease_name`.
+    pub foreign_writers: [(&'static str, usize); 3],
 }
+
+/// The copies of one cluster's record of one service on the hub, by where they are stored:
+/// during the upgrade a cluster's record can be both in its own namespace and in the shared
+/// one. The first (its own namespace's) is the one that counts.
+type RecordCopies = BTreeMap<RecordHome, ObjectId>;
 
 /// The sans-IO agent: caches, indexes, IP pools and the reconcile rules of one member cluster.
 #[derive(Debug)]
@@ -202,9 +211,11 @@ pub struct AgentCore {
     leases: Cache<Lease>,
     local_slices_by_service: HashMap<ServiceKey, BTreeSet<ObjectId>>,
     imported_slices_by_service: HashMap<ServiceKey, BTreeSet<String>>,
-    records_by_service: BTreeMap<ServiceKey, BTreeMap<ClusterId, ObjectId>>,
+    records_by_service: BTreeMap<ServiceKey, BTreeMap<ClusterId, RecordCopies>>,
     services_by_cluster: HashMap<ClusterId, BTreeSet<ServiceKey>>,
     unreadable_records: BTreeMap<ObjectId, String>,
+    foreign_records: BTreeMap<ObjectId, ForeignWriter>,
+    foreign_leases: BTreeMap<ObjectId, ForeignWriter>,
     leases_by_cluster: HashMap<ClusterId, ObjectId>,
     global_pools: Vec<IpPool<ServiceKey>>,
     clusterset_pools: Vec<IpPool<ServiceKey>>,
@@ -427,6 +438,8 @@ impl AgentCore {
             records_by_service: BTreeMap::new(),
             services_by_cluster: HashMap::new(),
             unreadable_records: BTreeMap::new(),
+            foreign_records: BTreeMap::new(),
+            foreign_leases: BTreeMap::new(),
             leases_by_cluster: HashMap::new(),
             global_pools,
             clusterset_pools,
@@ -500,6 +513,15 @@ impl AgentCore {
                 .values()
                 .filter(|h| !matches!(h, ClusterHealth::Fresh))
                 .count(),
+            foreign_writers: ["record_namespace", "shared_namespace", "lease_name"].map(|reason| {
+                let count = self
+                    .foreign_records
+                    .values()
+                    .chain(self.foreign_leases.values())
+                    .filter(|f| f.reason() == reason)
+                    .count();
+                (reason, count)
+            }),
         }
     }
 
@@ -642,7 +664,7 @@ impl AgentCore {
             }
             Input::Record(event) => {
                 for change in self.records.handle(event) {
-                    self.pending.remove(&Target::Record(change.id.name.clone()));
+                    self.pending.remove(&Target::Record(change.id.clone()));
                     if let Some(old) = &change.old {
                         self.unindex_record(&change.id, old);
                     }
@@ -656,11 +678,22 @@ impl AgentCore {
                     return;
                 };
                 for change in self.leases.handle(event) {
-                    if let Some(cluster) = change.old.as_ref().and_then(broker::lease_cluster) {
+                    self.foreign_leases.remove(&change.id);
+                    if let Some(Ok(Some(cluster))) =
+                        change.old.as_ref().map(broker::lease_writer_check)
+                        && self.leases_by_cluster.get(&cluster) == Some(&change.id)
+                    {
                         self.leases_by_cluster.remove(&cluster);
                     }
-                    if let Some(cluster) = change.new.as_ref().and_then(broker::lease_cluster) {
-                        self.leases_by_cluster.insert(cluster, change.id.clone());
+                    match change.new.as_ref().map(broker::lease_writer_check) {
+                        Some(Ok(Some(cluster))) => {
+                            self.leases_by_cluster.insert(cluster, change.id.clone());
+                        }
+                        Some(Err(foreign)) => {
+                            self.problems.push(foreign.to_string());
+                            self.foreign_leases.insert(change.id.clone(), foreign);
+                        }
+                        Some(Ok(None)) | None => {}
                     }
                 }
             }
@@ -757,14 +790,29 @@ impl AgentCore {
     }
 
     fn index_record(&mut self, id: &ObjectId, object: &BrokerRecord) {
-        match object.checked_record() {
-            Ok(record) => {
+        let checked = object.checked_record().and_then(|record| {
+            broker::record_writer_check(
+                &self.config.broker_namespace,
+                self.config.shared_records,
+                &id.namespace,
+                &record.cluster_id,
+            )
+            .map(|home| (record, home))
+            .map_err(|foreign| {
+                self.foreign_records.insert(id.clone(), foreign.clone());
+                foreign.to_string()
+            })
+        });
+        match checked {
+            Ok((record, home)) => {
                 let key = record.service_key.clone();
                 let cluster = record.cluster_id.clone();
                 self.records_by_service
                     .entry(key.clone())
                     .or_default()
-                    .insert(cluster.clone(), id.clone());
+                    .entry(cluster.clone())
+                    .or_default()
+                    .insert(home, id.clone());
                 self.services_by_cluster
                     .entry(cluster)
                     .or_default()
@@ -776,25 +824,39 @@ impl AgentCore {
                     "broker record {}/{} is ignored: {problem}",
                     id.namespace, id.name
                 ));
-                self.unreadable_records.insert(id.clone(), problem);
+                if !self.foreign_records.contains_key(id) {
+                    self.unreadable_records.insert(id.clone(), problem);
+                }
             }
         }
     }
 
     fn unindex_record(&mut self, id: &ObjectId, object: &BrokerRecord) {
         self.unreadable_records.remove(id);
+        if self.foreign_records.remove(id).is_some() {
+            return;
+        }
         let Ok(record) = object.checked_record() else {
             return;
         };
         let key = &record.service_key;
         let cluster = &record.cluster_id;
+        let mut last_copy = true;
         if let Some(by_cluster) = self.records_by_service.get_mut(key) {
-            if by_cluster.get(cluster) == Some(id) {
-                by_cluster.remove(cluster);
+            if let Some(copies) = by_cluster.get_mut(cluster) {
+                copies.retain(|_, stored| stored != id);
+                last_copy = copies.is_empty();
+                if last_copy {
+                    by_cluster.remove(cluster);
+                }
             }
             if by_cluster.is_empty() {
                 self.records_by_service.remove(key);
             }
+        }
+        if !last_copy {
+            self.dirty.insert(key.clone());
+            return;
         }
         if let Some(keys) = self.services_by_cluster.get_mut(cluster) {
             keys.remove(key);
@@ -1096,6 +1158,7 @@ impl AgentCore {
             .into_iter()
             .flatten()
             .filter_map(|key| self.records_by_service.get(key)?.get(&me))
+            .flat_map(BTreeMap::values)
             .filter_map(|id| self.records.get(id)?.checked_record().ok().cloned())
             .collect();
         for record in own {
@@ -1353,15 +1416,26 @@ impl AgentCore {
         }
 
         // 2. Publish or withdraw (only while holding this cluster's heartbeat Lease).
-        let record_name = broker::record_name(&me, key);
-        let stored_own = self
+        // This cluster's copies: one where it publishes, and during the upgrade maybe one in
+        // the other place, withdrawn once the first is stored as desired.
+        let publish_namespace = self.config.publish_namespace();
+        let publish_home = if publish_namespace == self.config.broker_namespace {
+            RecordHome::Shared
+        } else {
+            RecordHome::Own
+        };
+        let my_copies: RecordCopies = self
             .records_by_service
             .get(key)
             .and_then(|m| m.get(&me))
+            .cloned()
+            .unwrap_or_default();
+        let stored_own = my_copies
+            .get(&publish_home)
             .and_then(|rid| self.records.get(rid))
             .and_then(|r| r.checked_record().ok());
         let published = matches!((&desired_record, stored_own), (Some(d), Some(s)) if d == s);
-        let has_stored_own = stored_own.is_some();
+        let has_stored_own = !my_copies.is_empty();
         // The broker holds what it should (our write went through although we were told it
         // failed, e.g. the hub went away before it answered; or nothing is left to withdraw):
         // a broker write that failed before has nothing left to retry or report.
@@ -1372,8 +1446,7 @@ impl AgentCore {
         if lease_state == LeaseState::Held {
             match (&desired_record, has_stored_own) {
                 (Some(record), _) if !published => {
-                    let object =
-                        BrokerRecord::new(record.clone(), &self.config.broker_namespace, now);
+                    let object = BrokerRecord::new(record.clone(), &publish_namespace, now);
                     let write = Write::PublishRecord(Box::new(object));
                     // The same record on its way (only its publication time would differ):
                     // wait for its echo instead of publishing it again.
@@ -1385,14 +1458,18 @@ impl AgentCore {
                         self.emit(out, write, holding_broker);
                     }
                 }
-                (None, true) if !keep_published => self.emit(
-                    out,
-                    Write::WithdrawRecord {
-                        key: key.clone(),
-                        name: record_name,
-                    },
-                    holding_broker,
-                ),
+                (None, true) if !keep_published => {
+                    for rid in my_copies.values() {
+                        self.emit(out, Write::withdraw(key, rid), holding_broker);
+                    }
+                }
+                (Some(_), _) if published => {
+                    // Moved: the copy where this agent publishes is stored as desired, so the
+                    // other one can go without the record ever being missing.
+                    for (_, rid) in my_copies.iter().filter(|(home, _)| **home != publish_home) {
+                        self.emit(out, Write::withdraw(key, rid), holding_broker);
+                    }
+                }
                 _ => {}
             }
         }
@@ -1423,7 +1500,9 @@ impl AgentCore {
                     Some(ClusterHealth::Dropped { .. })
                 )
             })
-            .filter_map(|(_, rid)| {
+            .filter_map(|(_, copies)| {
+                // The copy in the cluster's own namespace, else the shared one.
+                let (_, rid) = copies.first_key_value()?;
                 let object = self.records.get(rid)?;
                 Some((object.checked_record().ok()?.clone(), object.published_at()))
             })

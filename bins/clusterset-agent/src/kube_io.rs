@@ -285,11 +285,14 @@ pub fn local_watches(client: &Client) -> Vec<BoxStream<'static, Feed>> {
     ]
 }
 
-/// The broker's watches: every cluster's records and heartbeat Leases in the broker namespace.
+/// The broker's watches: every cluster's records (in every namespace) and the heartbeat Leases
+/// in the broker namespace.
 pub fn broker_watches(client: &Client, namespace: &str) -> Vec<BoxStream<'static, Feed>> {
     vec![
         watch(
-            Api::<BrokerRecord>::namespaced(client.clone(), namespace),
+            // Every namespace: each cluster's records live in its own (and, during the upgrade,
+            // in the shared broker namespace); the core tells which could be that cluster's.
+            Api::<BrokerRecord>::all(client.clone()),
             watcher::Config::default(),
             "exportrecords",
             true,
@@ -411,9 +414,8 @@ impl AgentWriter for KubeWriter {
                     .await?;
             }
             Write::PublishRecord(record) => {
-                let (_, name) = identity(&record.metadata)?;
-                let api =
-                    Api::<BrokerRecord>::namespaced(self.broker.clone(), &self.broker_namespace);
+                let (namespace, name) = identity(&record.metadata)?;
+                let api = Api::<BrokerRecord>::namespaced(self.broker.clone(), namespace);
                 api.patch(
                     name,
                     &PatchParams::apply(FIELD_MANAGER),
@@ -421,9 +423,10 @@ impl AgentWriter for KubeWriter {
                 )
                 .await?;
             }
-            Write::WithdrawRecord { name, .. } => {
-                let api =
-                    Api::<BrokerRecord>::namespaced(self.broker.clone(), &self.broker_namespace);
+            Write::WithdrawRecord {
+                namespace, name, ..
+            } => {
+                let api = Api::<BrokerRecord>::namespaced(self.broker.clone(), namespace);
                 not_found_is_done(api.delete(name, &DeleteParams::default()).await)?;
             }
         }

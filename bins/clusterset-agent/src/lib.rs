@@ -18,6 +18,7 @@ pub mod cli;
 pub mod config;
 pub mod core;
 pub mod http;
+pub mod hub;
 pub mod kube_io;
 pub mod metrics;
 pub mod runtime;

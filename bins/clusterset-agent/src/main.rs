@@ -17,6 +17,10 @@ async fn main() -> anyhow::Result<()> {
             print!("{}", clusterset_agent::cli::crd_yaml()?);
             Ok(())
         }
+        Command::HubManifests(args) => {
+            print!("{}", args.yaml()?);
+            Ok(())
+        }
         Command::Run(args) => {
             clusterset_daemon::init_logging(args.log_format);
             clusterset_agent::cli::run(*args).await

@@ -32,6 +32,15 @@ pub struct ServiceLabels {
     pub service: String,
 }
 
+/// Labels of the foreign-writer gauge.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ForeignWriterLabels {
+    /// Why the object is ignored: `record_namespace` (a record outside its cluster's records
+    /// namespace), `shared_namespace` (a record in the shared broker namespace while those are
+    /// ignored), `lease_name` (a Lease that names a cluster whose Lease it is not).
+    pub reason: String,
+}
+
 /// Where the DNS query counts come from: read at every scrape.
 pub type DnsQuerySource = Arc<dyn Fn() -> QueryCounts + Send + Sync>;
 
@@ -105,6 +114,9 @@ pub struct Metrics {
     pub imports: Gauge,
     /// Exporting clusters whose heartbeat stopped.
     pub stale_clusters: Gauge,
+    /// Records and Leases on the hub ignored because their writer could not have been the
+    /// cluster they name, by reason.
+    pub foreign_writer_objects: Family<ForeignWriterLabels, Gauge>,
     /// Propagation lag, seconds from a record's publication to the import write here.
     pub propagation_lag: Histogram,
     /// The last propagation lag per service, seconds.
@@ -137,6 +149,7 @@ impl Metrics {
             broker_records: Gauge::default(),
             imports: Gauge::default(),
             stale_clusters: Gauge::default(),
+            foreign_writer_objects: Family::default(),
             propagation_lag: Histogram::new(exponential_buckets(0.005, 2.0, 16)),
             service_propagation_lag: Family::default(),
             broker_sync_errors: Family::default(),
@@ -164,6 +177,11 @@ impl Metrics {
             "stale_clusters",
             "Exporting clusters whose heartbeat Lease ran out",
             metrics.stale_clusters.clone(),
+        );
+        registry.register(
+            "foreign_writer_objects",
+            "Records and Leases on the hub ignored because their writer could not have been the cluster they name",
+            metrics.foreign_writer_objects.clone(),
         );
         registry.register(
             "propagation_lag_seconds",
@@ -203,6 +221,16 @@ impl Metrics {
         set(&self.broker_records, stats.broker_records);
         set(&self.imports, stats.imports);
         set(&self.stale_clusters, stats.stale_clusters);
+        for (reason, count) in stats.foreign_writers {
+            set(
+                &self
+                    .foreign_writer_objects
+                    .get_or_create(&ForeignWriterLabels {
+                        reason: reason.to_owned(),
+                    }),
+                count,
+            );
+        }
     }
 
     /// Counts one failure of `operation` against the broker or the member cluster.
@@ -274,6 +302,11 @@ mod tests {
             broker_records: 7,
             imports: 5,
             stale_clusters: 1,
+            foreign_writers: [
+                ("record_namespace", 2),
+                ("shared_namespace", 0),
+                ("lease_name", 1),
+            ],
         });
         metrics.count_error(true, "publish_record");
         metrics.count_error(false, "services");
@@ -292,6 +325,8 @@ mod tests {
             "clusterset_agent_exports 3",
             "clusterset_agent_published_records 2",
             "clusterset_agent_broker_records 7",
+            "clusterset_agent_foreign_writer_objects{reason=\"record_namespace\"} 2",
+            "clusterset_agent_foreign_writer_objects{reason=\"lease_name\"} 1",
             "clusterset_agent_imports 5",
             "clusterset_agent_stale_clusters 1",
             "clusterset_agent_broker_sync_errors_total{operation=\"publish_record\"} 1",

@@ -31,11 +31,13 @@ use mcs_controller::{ClusterId, EndpointMode, ServiceKey};
 use mcs_types::labels::KUBERNETES_SERVICE_NAME_LABEL;
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
 
-use crate::broker::{BrokerRecord, Heartbeat};
+use crate::broker::{
+    self, BrokerRecord, CLUSTER_ID_LABEL, GROUP, Heartbeat, PLURAL, records_namespace,
+};
 use crate::cache::ObjectId;
 use crate::config::AgentConfig;
 use crate::core::{AgentCore, Input, Side};
-use crate::write::Write;
+use crate::write::{Target, Write};
 
 /// The broker namespace of the simulation.
 pub const BROKER_NAMESPACE: &str = "clusterset-broker";
@@ -116,14 +118,20 @@ pub struct SettleStats {
 pub struct Simulation {
     /// The clusters, `c0`, `c1`, ...
     pub clusters: Vec<SimCluster>,
-    /// The broker's records.
-    pub records: BTreeMap<String, BrokerRecord>,
-    /// The broker's Leases.
+    /// The records on the hub, in every namespace.
+    pub records: BTreeMap<ObjectId, BrokerRecord>,
+    /// The heartbeat Leases in the broker namespace, by name. Every cluster's Lease is there
+    /// from the start, without a holder, as `clusterset-agent hub-manifests` creates them.
     pub leases: BTreeMap<String, Lease>,
+    /// Whether the hub lets every member write records in the shared broker namespace (hub
+    /// manifests generated with `--legacy-shared-records`, during the upgrade). Otherwise each
+    /// cluster may write records only in its own records namespace.
+    pub shared_records_writable: bool,
     /// The simulated time.
     pub now: Timestamp,
-    /// Every write the simulated API servers refused, as `<cluster>: <the 422 message>`, in
-    /// order. A correct agent never makes an invalid write, so tests assert this stays empty.
+    /// Every write the simulated API servers refused, as `<cluster>: <the 403 or 422 message>`,
+    /// in order. A correct agent never makes an invalid or forbidden write, so tests assert this
+    /// stays empty.
     pub refused: Vec<String>,
     /// Whether writes are checked (on unless turned off). Only the propagation benchmark turns
     /// it off: it measures the agents' CPU time, and the checks are the API server's work.
@@ -176,12 +184,39 @@ pub fn cluster_config(
         cluster_id: ClusterId::new(&format!("c{i}"))?,
         identity: format!("agent-c{i}"),
         broker_namespace: BROKER_NAMESPACE.to_owned(),
+        shared_records: crate::broker::SharedRecords::Ignore,
         global_cidrs: vec![net(242)],
         clusterset_cidrs: vec![net(243)],
         endpoint_mode: EndpointMode::GlobalIngress,
         lease_duration: Duration::from_secs(30),
         stale_drop_after,
     })
+}
+
+/// The hub's 403 message for a request of the agent of `config` (its ServiceAccount from the hub
+/// manifests).
+fn forbidden_message(
+    config: &AgentConfig,
+    verb: &str,
+    (group, plural): (&str, &str),
+    namespace: &str,
+    name: &str,
+) -> String {
+    let user = format!(
+        "system:serviceaccount:{}:{}",
+        config.broker_namespace,
+        crate::hub::service_account(&config.cluster_id)
+    );
+    kube_syntax::status::forbidden(&kube_syntax::status::Denied {
+        user: &user,
+        verb,
+        group,
+        plural,
+        name,
+        namespace,
+    })
+    .message()
+    .to_owned()
 }
 
 /// A namespace object.
@@ -417,7 +452,7 @@ impl Simulation {
         namespaces: &[&str],
         start: Timestamp,
     ) -> Result<Self, SimError> {
-        let clusters = configs
+        let clusters: Vec<SimCluster> = configs
             .into_iter()
             .map(|config| {
                 let mut store = ClusterStore::default();
@@ -435,17 +470,38 @@ impl Simulation {
                 }
             })
             .collect();
+        let mut leases = BTreeMap::new();
+        for (version, cluster) in clusters.iter().enumerate() {
+            let config = cluster.core.config();
+            let name = broker::lease_name(&config.cluster_id);
+            let lease = Lease {
+                metadata: ObjectMeta {
+                    name: Some(name.clone()),
+                    namespace: Some(config.broker_namespace.clone()),
+                    labels: Some(BTreeMap::from([(
+                        CLUSTER_ID_LABEL.to_owned(),
+                        config.cluster_id.to_string(),
+                    )])),
+                    resource_version: Some(version.to_string()),
+                    ..ObjectMeta::default()
+                },
+                spec: None,
+            };
+            leases.insert(name, lease);
+        }
+        let resource_version = leases.len() as u64;
         Ok(Self {
             clusters,
             records: BTreeMap::new(),
-            leases: BTreeMap::new(),
+            leases,
+            shared_records_writable: false,
             now: start,
             refused: Vec::new(),
             strict: true,
             hub_up: true,
             hub_answers_lost: false,
             catalog: api_catalog()?,
-            resource_version: 0,
+            resource_version,
         })
     }
 
@@ -627,6 +683,15 @@ impl Simulation {
             self.clusters[i].core.answered(Side::Broker);
             let mut lease = lease;
             let name = lease.metadata.name.clone().unwrap_or_default();
+            let created = !self.leases.contains_key(&name);
+            let verb = if created { "create" } else { "update" };
+            let namespace = lease.metadata.namespace.clone().unwrap_or_default();
+            if let Some(message) = self.lease_forbidden(i, verb, &namespace, &name) {
+                // 403: not stored; the agent logs it and tries again at the next heartbeat.
+                let cluster = &self.clusters[i].core.config().cluster_id;
+                self.refused.push(format!("{cluster}: {message}"));
+                continue;
+            }
             if let Some(stored) = self.leases.get(&name)
                 && stored.metadata.resource_version != lease.metadata.resource_version
             {
@@ -730,10 +795,22 @@ impl Simulation {
             self.failed(i, write, UNREACHABLE, false);
             return;
         }
+        if let Write::PublishRecord(_) | Write::WithdrawRecord { .. } = write
+            && let Target::Record(id) = write.target()
+        {
+            let verb = match write {
+                Write::WithdrawRecord { .. } => "delete",
+                _ => "patch",
+            };
+            if let Some(message) = self.record_forbidden(i, verb, &id.namespace, &id.name) {
+                self.refuse(i, write, message);
+                return;
+            }
+        }
         match write {
             Write::PublishRecord(record) => {
                 let mut record = (**record).clone();
-                let name = record.metadata.name.clone().unwrap_or_default();
+                let name = ObjectId::of(&record);
                 let stored = self.records.get(&name);
                 record.metadata.resource_version =
                     stored.and_then(|r| r.metadata.resource_version.clone());
@@ -750,8 +827,10 @@ impl Simulation {
                 self.broadcast(|| Input::Record(Event::Apply(record.clone())));
                 self.broker_answer(i, write);
             }
-            Write::WithdrawRecord { name, .. } => {
-                if let Some(record) = self.records.remove(name) {
+            Write::WithdrawRecord {
+                namespace, name, ..
+            } => {
+                if let Some(record) = self.records.remove(&ObjectId::new(namespace, name)) {
                     self.broadcast(|| Input::Record(Event::Delete(record.clone())));
                 }
                 self.broker_answer(i, write);
@@ -894,6 +973,50 @@ impl Simulation {
         } else {
             cluster.core.write_failed(write, message, now);
         }
+    }
+
+    /// The 403 message with which the hub refuses cluster `i`'s `verb` of the record
+    /// `namespace/name`, as the RBAC of `clusterset-agent hub-manifests` does: records only in
+    /// the cluster's own records namespace, and in the shared broker namespace while
+    /// [`Simulation::shared_records_writable`].
+    fn record_forbidden(
+        &self,
+        i: usize,
+        verb: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Option<String> {
+        let config = self.clusters.get(i)?.core.config();
+        let broker = config.broker_namespace.as_str();
+        let allowed = namespace == records_namespace(broker, &config.cluster_id)
+            || (namespace == broker && self.shared_records_writable);
+        (!allowed).then(|| forbidden_message(config, verb, (GROUP, PLURAL), namespace, name))
+    }
+
+    /// The 403 message with which the hub refuses cluster `i`'s `verb` of the Lease `name`:
+    /// a cluster may update only its own Lease and create none (the hub manifests create them).
+    fn lease_forbidden(&self, i: usize, verb: &str, namespace: &str, name: &str) -> Option<String> {
+        let config = self.clusters.get(i)?.core.config();
+        let allowed = verb != "create" && name == broker::lease_name(&config.cluster_id);
+        let name = if verb == "create" { "" } else { name };
+        (!allowed).then(|| {
+            forbidden_message(
+                config,
+                verb,
+                ("coordination.k8s.io", "leases"),
+                namespace,
+                name,
+            )
+        })
+    }
+
+    /// The record of `cluster`'s export of `key` in that cluster's records namespace.
+    pub fn record(&self, cluster: &ClusterId, key: &ServiceKey) -> Option<&BrokerRecord> {
+        let config = self.clusters.first()?.core.config();
+        self.records.get(&ObjectId::new(
+            &records_namespace(&config.broker_namespace, cluster),
+            &broker::record_name(cluster, key),
+        ))
     }
 
     /// The 422 message that refuses `object`, if the simulation is strict.

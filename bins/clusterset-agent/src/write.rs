@@ -41,10 +41,13 @@ pub enum Write {
     },
     /// Server-side apply of this cluster's record of an export into the broker namespace.
     PublishRecord(Box<BrokerRecord>),
-    /// Deletes this cluster's record of an export from the broker namespace.
+    /// Deletes one of this cluster's records of an export from the hub.
     WithdrawRecord {
         /// The service.
         key: ServiceKey,
+        /// The record's namespace on the hub (this cluster's records namespace, or the shared
+        /// broker namespace during the upgrade).
+        namespace: String,
         /// The record's object name.
         name: String,
     },
@@ -61,11 +64,20 @@ pub enum Target {
     Slice(ObjectId),
     /// A ServiceExport's status.
     ExportStatus(ObjectId),
-    /// A broker record (by object name; the namespace is the broker's).
-    Record(String),
+    /// A record on the hub.
+    Record(ObjectId),
 }
 
 impl Write {
+    /// Withdraws the record of `key` stored as `record`.
+    pub fn withdraw(key: &ServiceKey, record: &ObjectId) -> Self {
+        Self::WithdrawRecord {
+            key: key.clone(),
+            namespace: record.namespace.clone(),
+            name: record.name.clone(),
+        }
+    }
+
     /// The service the write belongs to.
     pub fn service(&self) -> ServiceKey {
         match self {
@@ -110,10 +122,10 @@ impl Write {
             Self::ApplyServiceExportStatus { key, .. } => {
                 Target::ExportStatus(ObjectId::new(&key.namespace, &key.name))
             }
-            Self::PublishRecord(record) => {
-                Target::Record(record.metadata.name.clone().unwrap_or_default())
-            }
-            Self::WithdrawRecord { name, .. } => Target::Record(name.clone()),
+            Self::PublishRecord(record) => Target::Record(ObjectId::of(record.as_ref())),
+            Self::WithdrawRecord {
+                namespace, name, ..
+            } => Target::Record(ObjectId::new(namespace, name)),
         }
     }
 

@@ -30,7 +30,8 @@ fn record_of(cluster: &str, key: &ServiceKey) -> BrokerRecord {
         mode: EndpointMode::GlobalIngress,
     })
     .unwrap();
-    BrokerRecord::new(record, sim::BROKER_NAMESPACE, now())
+    let namespace = broker::records_namespace(sim::BROKER_NAMESPACE, &id);
+    BrokerRecord::new(record, &namespace, now())
 }
 
 fn lease_of(cluster: &str, identity: &str) -> k8s_openapi::api::coordination::v1::Lease {

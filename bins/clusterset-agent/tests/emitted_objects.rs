@@ -198,7 +198,7 @@ fn assert_stored_objects_valid(sim: &Simulation, catalog: &Catalog) {
         assert_valid(catalog, "an ExportRecord", record);
         assert!(
             record.checked_record().is_ok(),
-            "{name}: {:?}",
+            "{name:?}: {:?}",
             record.checked_record()
         );
     }
@@ -239,7 +239,7 @@ proptest! {
         // Every export is published and imported everywhere (the writes were not refused).
         for (cluster, key) in &exported {
             let id = ClusterId::new(&ids[*cluster]).unwrap();
-            prop_assert!(sim.records.contains_key(&broker::record_name(&id, key)));
+            prop_assert!(sim.record(&id, key).is_some());
             for (i, id) in ids.iter().enumerate() {
                 prop_assert!(sim.import(i, key).is_some(), "{key} not imported in {id}");
                 prop_assert!(!sim.imported_slices(i, key).is_empty());

@@ -424,7 +424,7 @@ fn broker_record(cluster: &str, resource_version: Option<&str>) -> Value {
     .unwrap();
     let mut object = BrokerRecord::new(
         record,
-        BROKER,
+        &broker::records_namespace(BROKER, &id),
         Timestamp::from_second(1_800_000_001).unwrap(),
     );
     object.metadata.resource_version = resource_version.map(str::to_owned);
@@ -448,12 +448,12 @@ fn lease(cluster: &str) -> Value {
     serde_json::to_value(lease).unwrap()
 }
 
-const RECORDS_PATH: &str =
-    "/apis/clusterset.io/v1alpha1/namespaces/clusterset-broker/exportrecords";
+/// Records are watched in every namespace: each cluster's live in its own.
+const RECORDS_PATH: &str = "/apis/clusterset.io/v1alpha1/exportrecords";
 const LEASES_PATH: &str = "/apis/coordination.k8s.io/v1/namespaces/clusterset-broker/leases";
 
 #[tokio::test]
-async fn broker_watches_list_page_by_page_in_the_broker_namespace_then_follow_the_watch() {
+async fn broker_watches_list_records_in_every_namespace_and_leases_in_the_broker_namespace() {
     let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
     let client = kube::Client::new(service, "default");
     let mut server = ApiServer::start(handle, |request| {
@@ -489,7 +489,7 @@ async fn broker_watches_list_page_by_page_in_the_broker_namespace_then_follow_th
     });
     let (mut feeds, driver) = drive(broker_watches(&client, BROKER));
 
-    // Only the broker namespace is asked: records listed in two pages, then watched from the
+    // Records in every namespace, Leases in the broker namespace only: records listed in two pages, then watched from the
     // last page's version (and, after that watch ended with two events, from the last event's
     // version); Leases with the cluster-id label selector.
     let requests = server.next(6).await;
@@ -523,11 +523,11 @@ async fn broker_watches_list_page_by_page_in_the_broker_namespace_then_follow_th
         of(&got, "exportrecords"),
         [
             "Init",
-            "InitApply clusterset-broker/c0.shop.web",
-            "InitApply clusterset-broker/c1.shop.web",
+            "InitApply clusterset-broker-c0/c0.shop.web",
+            "InitApply clusterset-broker-c1/c1.shop.web",
             "InitDone",
-            "Apply clusterset-broker/c2.shop.web",
-            "Delete clusterset-broker/c0.shop.web",
+            "Apply clusterset-broker-c2/c2.shop.web",
+            "Delete clusterset-broker-c0/c0.shop.web",
         ]
     );
     assert_eq!(

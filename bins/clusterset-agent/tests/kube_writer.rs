@@ -369,7 +369,7 @@ async fn withdrawing_a_record_deletes_it_from_the_broker_namespace() {
         broker,
         Expect {
             method: Method::DELETE,
-            path: "/apis/clusterset.io/v1alpha1/namespaces/clusterset-broker/exportrecords/c0.shop.web",
+            path: "/apis/clusterset.io/v1alpha1/namespaces/clusterset-broker-c0/exportrecords/c0.shop.web",
             query: &[],
             content_type: None,
             check_body: |_| {},
@@ -380,6 +380,7 @@ async fn withdrawing_a_record_deletes_it_from_the_broker_namespace() {
     writer
         .write(&Write::WithdrawRecord {
             key: web(),
+            namespace: "clusterset-broker-c0".into(),
             name: "c0.shop.web".into(),
         })
         .await

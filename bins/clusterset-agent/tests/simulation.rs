@@ -250,7 +250,8 @@ fn a_restart_keeps_ips_and_writes_nothing_when_nothing_changed() {
     sim.export(0, &api, &[8080]);
     settle(&mut sim);
     let global_ip = |sim: &Simulation, key: &ServiceKey| {
-        sim.records[&format!("c0.{}.{}", key.namespace, key.name)]
+        sim.record(&ClusterId::new("c0").unwrap(), key)
+            .unwrap()
             .checked_record()
             .unwrap()
             .global_ips

@@ -83,6 +83,73 @@ pub fn not_found(group: &str, plural: &str, name: &str) -> Refusal {
     )
 }
 
+/// The request an authorizer refused, for [`forbidden`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Denied<'a> {
+    /// The user (`system:serviceaccount:<namespace>:<name>` for a ServiceAccount).
+    pub user: &'a str,
+    /// The verb (`create`, `patch`, `update`, `delete`, ...).
+    pub verb: &'a str,
+    /// The API group (`""` for the core group).
+    pub group: &'a str,
+    /// The resource (plural).
+    pub plural: &'a str,
+    /// The object's name (`""` for a create or a list).
+    pub name: &'a str,
+    /// The namespace (`""` for cluster-scoped requests).
+    pub namespace: &'a str,
+}
+
+/// `403 Forbidden` as the API server answers a request RBAC does not allow
+/// (`leases.coordination.k8s.io "x" is forbidden: User "u" cannot update resource "leases" in
+/// API group "coordination.k8s.io" in the namespace "ns"`).
+///
+/// ```
+/// use kube_syntax::status::{Denied, forbidden};
+/// let refusal = forbidden(&Denied {
+///     user: "system:serviceaccount:broker:agent-west",
+///     verb: "delete",
+///     group: "clusterset.io",
+///     plural: "exportrecords",
+///     name: "east.shop.web",
+///     namespace: "broker-east",
+/// });
+/// assert_eq!(refusal.code, 403);
+/// assert_eq!(
+///     refusal.message(),
+///     "exportrecords.clusterset.io \"east.shop.web\" is forbidden: User \"system:serviceaccount:broker:agent-west\" cannot delete resource \"exportrecords\" in API group \"clusterset.io\" in the namespace \"broker-east\""
+/// );
+/// ```
+pub fn forbidden(denied: &Denied<'_>) -> Refusal {
+    let resource = if denied.group.is_empty() {
+        denied.plural.to_owned()
+    } else {
+        format!("{}.{}", denied.plural, denied.group)
+    };
+    let object = if denied.name.is_empty() {
+        resource
+    } else {
+        format!("{resource} {}", go_quote(denied.name))
+    };
+    let scope = if denied.namespace.is_empty() {
+        " at the cluster scope".to_owned()
+    } else {
+        format!(" in the namespace {}", go_quote(denied.namespace))
+    };
+    failure(
+        403,
+        "Forbidden",
+        &format!(
+            "{object} is forbidden: User {} cannot {} resource {} in API group {}{scope}",
+            go_quote(denied.user),
+            denied.verb,
+            go_quote(denied.plural),
+            go_quote(denied.group),
+        ),
+        Some(json!({"name": denied.name, "group": denied.group, "kind": denied.plural})),
+    )
+}
+
 /// `422 Invalid` for an object of `kind` in `group` named `name`, listing every error as the
 /// message (`EndpointSlice.discovery.k8s.io "web" is invalid: metadata.labels: Invalid value:
 /// ...`) and as the `causes` with their field paths.
