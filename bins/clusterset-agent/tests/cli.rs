@@ -87,3 +87,53 @@ fn the_committed_broker_crd_is_the_one_the_agent_prints() {
         "regenerate with: cargo run -p clusterset-agent -- crd > deploy/clusterset-agent/broker-crd.yaml"
     );
 }
+
+#[test]
+fn the_committed_hub_manifests_are_the_ones_the_agent_prints() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../deploy/clusterset-agent/hub.yaml"
+    );
+    let committed = std::fs::read_to_string(path).unwrap();
+    let out = agent(&["hub-manifests", "--cluster", "east", "--cluster", "west"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        committed,
+        String::from_utf8_lossy(&out.stdout),
+        "regenerate with: cargo run -p clusterset-agent -- hub-manifests --cluster east --cluster west > deploy/clusterset-agent/hub.yaml"
+    );
+}
+
+#[test]
+fn hub_manifests_refuse_bad_input_with_the_fix() {
+    for (args, expected) in [
+        (vec!["hub-manifests"], "--cluster"),
+        (
+            vec!["hub-manifests", "--cluster", "east", "--cluster", "east"],
+            "cluster east is named twice",
+        ),
+        (
+            vec!["hub-manifests", "--cluster", "East"],
+            "--cluster \"East\"",
+        ),
+        (
+            vec![
+                "hub-manifests",
+                "--cluster",
+                "east",
+                "--broker-namespace",
+                "Broker",
+            ],
+            "namespace \"Broker\"",
+        ),
+    ] {
+        let out = agent(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}
