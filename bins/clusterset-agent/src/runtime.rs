@@ -162,7 +162,21 @@ impl Runtime {
                     self.core.unreachable(Side::Broker);
                 }
                 self.metrics.count_error(true, "heartbeat");
-                tracing::warn!(%error, "heartbeat Lease renewal failed");
+                if let WriteError::Refused { code: 403, .. } = &error {
+                    let config = self.core.config();
+                    tracing::error!(
+                        %error,
+                        fix = %format!(
+                            "the hub lets this cluster update only its own Lease {}/{}, which the hub manifests create: apply `clusterset-agent hub-manifests --cluster {} ...` (every member) on the hub",
+                            config.broker_namespace,
+                            crate::broker::lease_name(&config.cluster_id),
+                            config.cluster_id
+                        ),
+                        "heartbeat Lease refused"
+                    );
+                } else {
+                    tracing::warn!(%error, "heartbeat Lease renewal failed");
+                }
             }
         }
         true
