@@ -525,6 +525,18 @@ impl Simulation {
         cluster.inbox.extend(broker);
     }
 
+    /// Restarts cluster `i`'s agent with new settings (a rollout with changed flags, e.g.
+    /// another `--shared-records`): a fresh core for `config`, which lists everything as
+    /// [`start_agent`](Self::start_agent) does. `config` should name the same cluster (and,
+    /// to hold the heartbeat Lease at once, the same identity).
+    pub fn restart_agent_with(&mut self, i: usize, config: AgentConfig) {
+        let Some(cluster) = self.clusters.get_mut(i) else {
+            return;
+        };
+        cluster.core = AgentCore::new(config);
+        self.start_agent(i);
+    }
+
     /// Starts every agent.
     pub fn start_all(&mut self) {
         for i in 0..self.clusters.len() {

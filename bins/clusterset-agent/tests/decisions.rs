@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
-use clusterset_agent::broker::{self, BrokerRecord, Heartbeat};
-use clusterset_agent::core::{AgentCore, Input, LeaseState, Side};
+use clusterset_agent::AgentConfig;
+use clusterset_agent::broker::{self, BrokerRecord, Heartbeat, SharedRecords};
+use clusterset_agent::core::{AgentCore, ClusterHealth, Input, LeaseState, Side};
 use clusterset_agent::sim;
 use clusterset_agent::write::Write;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -18,7 +19,14 @@ fn now() -> Timestamp {
 
 fn record_of(cluster: &str, key: &ServiceKey) -> BrokerRecord {
     let id = ClusterId::new(cluster).unwrap();
-    let service = sim::service(key, "10.96.0.7", &[80]);
+    let namespace = broker::records_namespace(sim::BROKER_NAMESPACE, &id);
+    record_in(cluster, key, &namespace, &[80])
+}
+
+/// `cluster`'s record of `key` with `ports`, stored in the hub namespace `namespace`.
+fn record_in(cluster: &str, key: &ServiceKey, namespace: &str, ports: &[i32]) -> BrokerRecord {
+    let id = ClusterId::new(cluster).unwrap();
+    let service = sim::service(key, "10.96.0.7", ports);
     let record = ExportRecord::from_local(LocalExport {
         cluster_id: &id,
         key,
@@ -30,8 +38,7 @@ fn record_of(cluster: &str, key: &ServiceKey) -> BrokerRecord {
         mode: EndpointMode::GlobalIngress,
     })
     .unwrap();
-    let namespace = broker::records_namespace(sim::BROKER_NAMESPACE, &id);
-    BrokerRecord::new(record, &namespace, now())
+    BrokerRecord::new(record, namespace, now())
 }
 
 fn lease_of(cluster: &str, identity: &str) -> k8s_openapi::api::coordination::v1::Lease {
@@ -234,8 +241,20 @@ fn lease_states_decide_who_publishes() {
 /// A core that has listed everything of [`listings`] (c0's Lease held by this agent until 30 s
 /// after [`now`]), and the writes of its first pass.
 fn started() -> (AgentCore, Vec<Write>) {
-    let mut core = AgentCore::new(sim::cluster_config(0, None).unwrap());
-    for (kind, inputs) in listings() {
+    started_with(sim::cluster_config(0, None).unwrap(), &[])
+}
+
+/// As [`started`], for `config` and with `records` listed besides those of [`listings`].
+fn started_with(config: AgentConfig, records: &[BrokerRecord]) -> (AgentCore, Vec<Write>) {
+    let mut core = AgentCore::new(config);
+    for (kind, mut inputs) in listings() {
+        if kind == "exportrecords" {
+            inputs.extend(
+                records
+                    .iter()
+                    .map(|r| Input::Record(Event::InitApply(r.clone()))),
+            );
+        }
         core.handle(marker(kind, false));
         for input in inputs {
             core.handle(input);
@@ -396,5 +415,277 @@ fn an_older_lease_from_the_watch_does_not_replace_the_one_the_heartbeat_stored()
                 && status.conditions.iter().any(|c| c.type_ == "Ready" && c.status == "False"))
         });
         assert!(!ready_false, "{version:?} {delivery}: {:?}", out.writes);
+    }
+}
+
+/// The reasons of [`clusterset_agent::core::Stats::foreign_writers`], with these counts.
+fn foreign(
+    record_namespace: usize,
+    shared_namespace: usize,
+    lease_name: usize,
+) -> [(&'static str, usize); 3] {
+    [
+        ("record_namespace", record_namespace),
+        ("shared_namespace", shared_namespace),
+        ("lease_name", lease_name),
+    ]
+}
+
+/// The ports of the ServiceImport of `key` that `writes` apply, if they apply one.
+fn import_ports(writes: &[Write], key: &ServiceKey) -> Option<Vec<i32>> {
+    match find(writes, "apply_service_import", key)? {
+        Write::ApplyServiceImport(import) => {
+            Some(import.spec.ports.iter().map(|p| p.port).collect())
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+fn shared_records(mode: SharedRecords) -> AgentConfig {
+    let mut config = sim::cluster_config(0, None).unwrap();
+    config.shared_records = mode;
+    config
+}
+
+#[test]
+fn a_record_stored_in_another_clusters_namespace_is_ignored_counted_and_forgotten_when_deleted() {
+    let (db, api) = (
+        ServiceKey::new("shop", "db"),
+        ServiceKey::new("shop", "api"),
+    );
+    let (mut core, _) = started();
+    assert_eq!(core.stats().foreign_writers, foreign(0, 0, 0));
+    // c2's credentials write records that say they are c1's: a new service, and another
+    // version of c1's `api` (a port c1 does not export).
+    let forged_db = record_in("c1", &db, "clusterset-broker-c2", &[80]);
+    let forged_api = record_in("c1", &api, "clusterset-broker-c2", &[9999]);
+    core.handle(Input::Record(Event::Apply(forged_db.clone())));
+    core.handle(Input::Record(Event::Apply(forged_api.clone())));
+    let out = core.process(after(100));
+    assert!(kinds(&out.writes, &db).is_empty(), "{:?}", out.writes);
+    assert!(kinds(&out.writes, &api).is_empty(), "{:?}", out.writes);
+    assert_eq!(core.stats().foreign_writers, foreign(2, 0, 0));
+    for name in ["c1.shop.db", "c1.shop.api"] {
+        let line = format!(
+            "broker record clusterset-broker-c2/{name} is ignored: record of cluster c1 stored in namespace clusterset-broker-c2, where cluster c1 cannot write (its records live in clusterset-broker-c1)"
+        );
+        assert!(
+            out.problems.iter().any(|p| p.starts_with(&line)),
+            "{line}\n{:#?}",
+            out.problems
+        );
+    }
+
+    core.handle(Input::Record(Event::Delete(forged_db)));
+    core.handle(Input::Record(Event::Delete(forged_api)));
+    let out = core.process(after(200));
+    assert!(out.writes.is_empty(), "{:?}", out.writes);
+    assert_eq!(core.stats().foreign_writers, foreign(0, 0, 0));
+}
+
+#[test]
+fn a_record_in_the_shared_namespace_is_ignored_unless_the_agent_reads_shared_records() {
+    let db = ServiceKey::new("shop", "db");
+    // (mode, imported?, counted as shared_namespace)
+    let cases = [
+        (SharedRecords::Ignore, false, 1),
+        (SharedRecords::Read, true, 0),
+        (SharedRecords::Write, true, 0),
+    ];
+    for (mode, imported, counted) in cases {
+        let (mut core, _) = started_with(shared_records(mode), &[]);
+        let shared = record_in("c1", &db, sim::BROKER_NAMESPACE, &[80]);
+        core.handle(Input::Record(Event::Apply(shared.clone())));
+        let out = core.process(after(100));
+        assert_eq!(
+            import_ports(&out.writes, &db),
+            imported.then(|| vec![80]),
+            "{mode:?}: {:?}",
+            out.writes
+        );
+        assert_eq!(
+            core.stats().foreign_writers,
+            foreign(0, counted, 0),
+            "{mode:?}"
+        );
+        let line = "broker record clusterset-broker/c1.shop.db is ignored: record of cluster c1 stored in the shared broker namespace clusterset-broker, where every member may write";
+        assert_eq!(
+            out.problems.iter().any(|p| p.starts_with(line)),
+            !imported,
+            "{mode:?}: {:#?}",
+            out.problems
+        );
+
+        core.handle(Input::Record(Event::Delete(shared)));
+        core.process(after(200));
+        assert_eq!(core.stats().foreign_writers, foreign(0, 0, 0), "{mode:?}");
+    }
+}
+
+#[test]
+fn a_lease_named_for_another_cluster_does_not_make_its_label_cluster_look_fresh() {
+    let api = ServiceKey::new("shop", "api");
+    let (mut core, _) = started();
+    // 40 s on, c1's Lease (renewed at `now` for 30 s) has run out. c2's credentials renew a
+    // Lease labelled c1 under c2's Lease name.
+    let at = after(40_000);
+    let c1 = ClusterId::new("c1").unwrap();
+    let renewed_at = |name: &str| {
+        let Heartbeat::Create(lease) =
+            broker::heartbeat(None, &c1, "agent-c1", sim::BROKER_NAMESPACE, 30, at)
+        else {
+            panic!("a new Lease")
+        };
+        let mut lease = *lease;
+        lease.metadata.name = Some(name.to_owned());
+        lease
+    };
+    let forged = renewed_at("clusterset-agent-c2");
+    core.handle(Input::Lease(Event::Apply(forged.clone())));
+    let out = core.process(at);
+    assert!(
+        matches!(core.cluster_health(&c1), Some(ClusterHealth::Stale { .. })),
+        "{:?}",
+        core.cluster_health(&c1)
+    );
+    assert_eq!(core.stats().foreign_writers, foreign(0, 0, 1));
+    let line = "Lease clusterset-broker/clusterset-agent-c2 says it is cluster c1's heartbeat, whose Lease is clusterset-agent-c1: another member's credentials wrote it; ignored";
+    assert!(
+        out.problems.iter().any(|p| p == line),
+        "{:#?}",
+        out.problems
+    );
+    // c1's import is marked: c1 stopped heartbeating.
+    let stale_marked = out.writes.iter().any(|w| {
+        matches!(w, Write::ApplyServiceImportStatus(i) if w.service() == api
+            && i.status.as_ref().is_some_and(|s| s.conditions.iter().any(|c|
+                c.type_ == clusterset_agent::core::STALE_CLUSTERS_CONDITION && c.status == "True")))
+    });
+    assert!(stale_marked, "{:?}", out.writes);
+
+    // The same renewal under c1's own Lease name does make it fresh.
+    core.handle(Input::Lease(Event::Apply(renewed_at(
+        "clusterset-agent-c1",
+    ))));
+    core.process(after(40_100));
+    assert_eq!(core.cluster_health(&c1), Some(ClusterHealth::Fresh));
+    core.handle(Input::Lease(Event::Delete(forged)));
+    core.process(after(40_200));
+    assert_eq!(core.stats().foreign_writers, foreign(0, 0, 0));
+}
+
+#[test]
+fn of_a_clusters_two_copies_the_one_in_its_own_namespace_is_merged() {
+    let db = ServiceKey::new("shop", "db");
+    let (mut core, _) = started_with(shared_records(SharedRecords::Read), &[]);
+    // c1's old agent wrote its record into the shared namespace (port 81)...
+    let shared = record_in("c1", &db, sim::BROKER_NAMESPACE, &[81]);
+    core.handle(Input::Record(Event::Apply(shared)));
+    let out = core.process(after(100));
+    assert_eq!(import_ports(&out.writes, &db), Some(vec![81]));
+    // ...its new one into its own (port 80): that copy counts.
+    let own = record_in("c1", &db, "clusterset-broker-c1", &[80]);
+    core.handle(Input::Record(Event::Apply(own.clone())));
+    let out = core.process(after(200));
+    assert_eq!(import_ports(&out.writes, &db), Some(vec![80]));
+    // A change of the shared copy changes nothing while the own copy is there.
+    let shared = record_in("c1", &db, sim::BROKER_NAMESPACE, &[82]);
+    core.handle(Input::Record(Event::Apply(shared)));
+    let out = core.process(after(300));
+    assert_eq!(import_ports(&out.writes, &db), None, "{:?}", out.writes);
+    // Without the own copy, the shared one is merged again.
+    core.handle(Input::Record(Event::Delete(own)));
+    let out = core.process(after(400));
+    assert_eq!(import_ports(&out.writes, &db), Some(vec![82]));
+    assert_eq!(core.stats().foreign_writers, foreign(0, 0, 0));
+}
+
+/// The record of `shop/web` that c0's agent publishes on its first pass, stored in `namespace`
+/// (where an agent of another `--shared-records` mode wrote it).
+fn c0_web_record_in(namespace: &str) -> BrokerRecord {
+    let web = ServiceKey::new("shop", "web");
+    let (_, writes) = started();
+    let Some(Write::PublishRecord(record)) = find(&writes, "publish_record", &web) else {
+        panic!("{writes:?}")
+    };
+    let mut record = *record;
+    record.metadata.namespace = Some(namespace.to_owned());
+    record
+}
+
+#[test]
+fn an_agent_moves_its_record_and_withdraws_the_old_copy_only_once_the_new_one_is_stored() {
+    let web = ServiceKey::new("shop", "web");
+    // (mode, where the old copy is, where the agent publishes)
+    let cases = [
+        (
+            SharedRecords::Read,
+            sim::BROKER_NAMESPACE,
+            "clusterset-broker-c0",
+        ),
+        (
+            SharedRecords::Write,
+            "clusterset-broker-c0",
+            sim::BROKER_NAMESPACE,
+        ),
+    ];
+    for (mode, old_home, new_home) in cases {
+        let old = c0_web_record_in(old_home);
+        let (mut core, writes) = started_with(shared_records(mode), std::slice::from_ref(&old));
+        let Some(Write::PublishRecord(published)) = find(&writes, "publish_record", &web) else {
+            panic!("{mode:?}: {writes:?}")
+        };
+        assert_eq!(
+            published.metadata.namespace.as_deref(),
+            Some(new_home),
+            "{mode:?}"
+        );
+        assert!(
+            !kinds(&writes, &web).contains(&"withdraw_record"),
+            "{mode:?}: {writes:?}"
+        );
+
+        // A copy in the new place that is not the desired one (an older version): the old
+        // copy stays, the record is published again.
+        let mut outdated = record_in("c0", &web, new_home, &[81]);
+        outdated.metadata.resource_version = Some("20".into());
+        core.handle(Input::Record(Event::Apply(outdated)));
+        let out = core.process(after(100));
+        assert_eq!(
+            kinds(&out.writes, &web)
+                .into_iter()
+                .filter(|k| k.ends_with("_record"))
+                .collect::<Vec<_>>(),
+            ["publish_record"],
+            "{mode:?}: {:?}",
+            out.writes
+        );
+
+        // The publication is stored: now the old copy is withdrawn, and only it.
+        let mut stored = *published;
+        stored.metadata.resource_version = Some("21".into());
+        core.handle(Input::Record(Event::Apply(stored)));
+        let out = core.process(after(200));
+        let broker: Vec<&Write> = out.writes.iter().filter(|w| w.is_broker()).collect();
+        assert_eq!(
+            broker,
+            [&Write::WithdrawRecord {
+                key: web.clone(),
+                namespace: old_home.to_owned(),
+                name: "c0.shop.web".to_owned(),
+            }],
+            "{mode:?}"
+        );
+
+        // Withdrawn: nothing left to do on the hub.
+        core.handle(Input::Record(Event::Delete(old)));
+        let out = core.process(after(300));
+        assert!(
+            out.writes.iter().all(|w| !w.is_broker()),
+            "{mode:?}: {:?}",
+            out.writes
+        );
+        assert_eq!(core.stats().published_records, 1, "{mode:?}");
+        assert_eq!(core.stats().foreign_writers, foreign(0, 0, 0), "{mode:?}");
     }
 }
