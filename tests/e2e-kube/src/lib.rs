@@ -424,6 +424,24 @@ impl Daemon {
             .collect())
     }
 
+    /// The value of one series (`family{labels}`, exactly as `/metrics` prints it), 0 while
+    /// `/metrics` has no such series.
+    pub async fn metric_series(&self, series: &str) -> anyhow::Result<f64> {
+        let (code, body) = http_get(self.http, "/metrics").await?;
+        if code != 200 {
+            bail!("/metrics of {} answered {code}", self.name);
+        }
+        for line in body.lines() {
+            if let Some(value) = line.strip_prefix(series).and_then(|r| r.strip_prefix(' ')) {
+                return value
+                    .trim()
+                    .parse()
+                    .with_context(|| format!("{series} of {} is {value:?}", self.name));
+            }
+        }
+        Ok(0.0)
+    }
+
     /// The daemon's log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
@@ -437,6 +455,9 @@ pub struct Agent {
     pub cluster_id: String,
     /// DNS address (UDP and TCP).
     pub dns: SocketAddr,
+    /// The kubeconfig of its hub credentials (ServiceAccount `agent-<id>` of the broker
+    /// namespace), for tests that act as this member on the hub.
+    pub broker_kubeconfig: PathBuf,
     /// The process.
     pub daemon: Daemon,
 }
@@ -482,6 +503,7 @@ impl Agent {
         Ok(Self {
             cluster_id: member.id.clone(),
             dns,
+            broker_kubeconfig: broker_kubeconfig.to_path_buf(),
             daemon,
         })
     }
@@ -501,6 +523,90 @@ fn documents(file: &str) -> anyhow::Result<Vec<serde_json::Value>> {
     let text = std::fs::read_to_string(repo_root().join(file))
         .with_context(|| format!("cannot read {file}"))?;
     Ok(serde_saphyr::from_multiple(&text)?)
+}
+
+/// The hub's namespace of cluster `id`'s ExportRecords (`clusterset-broker-<id>`), where only
+/// `agent-<id>` may write.
+pub fn records_namespace(id: &str) -> anyhow::Result<String> {
+    let cluster = mcs_controller::ClusterId::new(id)?;
+    Ok(clusterset_agent::broker::records_namespace(
+        BROKER_NAMESPACE,
+        &cluster,
+    ))
+}
+
+/// A client with the credentials of the kubeconfig file `path` (its current context): for
+/// acting as an agent's ServiceAccount ([`Agent::broker_kubeconfig`]).
+pub async fn kubeconfig_client(path: &Path) -> anyhow::Result<kube::Client> {
+    let kubeconfig = Kubeconfig::read_from(path)
+        .with_context(|| format!("cannot read the kubeconfig {}", path.display()))?;
+    let config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+    Ok(kube::Client::try_from(config)?)
+}
+
+/// Applies `deploy/clusterset-agent/hub.yaml` to `hub` as it is (the output of
+/// `clusterset-agent hub-manifests --cluster east --cluster west`): the namespaces, the
+/// ServiceAccounts `agent-east` and `agent-west`, their RBAC and their heartbeat Leases. A
+/// server-side apply sets only the fields the document has, and the Leases' documents have no
+/// `spec`: applying them again leaves the holder and renew time an agent wrote as they are.
+pub async fn apply_hub(hub: &Cluster) -> anyhow::Result<()> {
+    for document in documents("deploy/clusterset-agent/hub.yaml")? {
+        hub.apply(&document).await?;
+    }
+    Ok(())
+}
+
+/// Removes what the hub kept from before the per-cluster records namespaces (step 3 of the
+/// upgrade in docs/clusterset-agent.md), so that the hub is exactly hub.yaml's: the old Role
+/// `clusterset-agent` of the broker namespace, which let every member write every record and
+/// Lease there, the RoleBindings `agent-<id>` to it (left alone, RBAC would name the missing
+/// Role in every refusal), the upgrade's `clusterset-agent-shared-records-writer`, and the
+/// records still stored in the shared namespace, which the agents now ignore.
+async fn remove_shared_layout(hub: &Cluster, members: &[&Cluster]) -> anyhow::Result<()> {
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    const OLD_ROLE: &str = "clusterset-agent";
+    let writer = clusterset_agent::hub::SHARED_RECORDS_WRITER;
+    let roles: Api<Role> = Api::namespaced(hub.client.clone(), BROKER_NAMESPACE);
+    let bindings: Api<RoleBinding> = Api::namespaced(hub.client.clone(), BROKER_NAMESPACE);
+    let mut removed = Vec::new();
+    for member in members {
+        let name = format!("agent-{}", member.id);
+        let old = bindings
+            .get_opt(&name)
+            .await?
+            .is_some_and(|b| b.role_ref.kind == "Role" && b.role_ref.name == OLD_ROLE);
+        if old {
+            bindings.delete(&name, &Default::default()).await?;
+            removed.push(format!("RoleBinding {name}"));
+        }
+    }
+    if bindings.get_opt(writer).await?.is_some() {
+        bindings.delete(writer, &Default::default()).await?;
+        removed.push(format!("RoleBinding {writer}"));
+    }
+    for role in [OLD_ROLE, writer] {
+        if roles.get_opt(role).await?.is_some() {
+            roles.delete(role, &Default::default()).await?;
+            removed.push(format!("Role {role}"));
+        }
+    }
+    let records: Api<clusterset_agent::broker::BrokerRecord> =
+        Api::namespaced(hub.client.clone(), BROKER_NAMESPACE);
+    let shared = records.list(&kube::api::ListParams::default()).await?;
+    for record in &shared {
+        if let Some(name) = &record.metadata.name {
+            records.delete(name, &Default::default()).await?;
+            removed.push(format!("ExportRecord {name}"));
+        }
+    }
+    if !removed.is_empty() {
+        println!(
+            "removed the shared broker layout of an earlier version from the hub's {BROKER_NAMESPACE}: {}",
+            removed.join(", ")
+        );
+    }
+    Ok(())
 }
 
 /// Two clusters with the CRDs and deploy/'s RBAC installed and an agent running in each (east
@@ -635,6 +741,22 @@ impl World {
                 let _ = namespaces
                     .delete(name, &kube::api::DeleteParams::default())
                     .await;
+                if self.settings.mark_pods_ready {
+                    // Without a kubelet nothing confirms the deletion of a pod bound to a node
+                    // (the stand-in stopped with its scenario): the namespace would stay
+                    // Terminating. A grace period of 0 is that confirmation.
+                    let pods: Api<k8s_openapi::api::core::v1::Pod> =
+                        Api::namespaced(cluster.client.clone(), name);
+                    let _ = pods
+                        .delete_collection(
+                            &kube::api::DeleteParams {
+                                grace_period_seconds: Some(0),
+                                ..Default::default()
+                            },
+                            &kube::api::ListParams::default(),
+                        )
+                        .await;
+                }
             }
         }
         Ok(())
@@ -681,8 +803,9 @@ async fn no_other_agent(hub: &Cluster, id: &str) -> anyhow::Result<()> {
     .await
 }
 
-/// Installs the CRDs and deploy/'s RBAC: the broker on east (the hub) with a ServiceAccount per
-/// member, the agent's ClusterRole and ServiceAccount on each member, the operator's on east.
+/// Installs the CRDs and deploy/'s RBAC: the hub on east (hub.yaml: a records namespace,
+/// ServiceAccount, RBAC and heartbeat Lease per member), the agent's ClusterRole and
+/// ServiceAccount on each member, the operator's on east.
 async fn install(east: &Cluster, west: &Cluster) -> anyhow::Result<()> {
     for cluster in [east, west] {
         for crd in mcs_types::crd::mcs_crds()?
@@ -712,18 +835,10 @@ async fn install(east: &Cluster, west: &Cluster) -> anyhow::Result<()> {
         )
         .await?;
     }
-    let hub = documents("deploy/clusterset-agent/hub.yaml")?;
-    for document in &hub {
-        east.apply(document).await?;
-    }
-    // hub.yaml shows east's ServiceAccount and RoleBinding; every member gets its own.
-    for document in &hub {
-        let kind = document["kind"].as_str().unwrap_or("");
-        if kind == "ServiceAccount" || kind == "RoleBinding" {
-            let text = serde_json::to_string(document)?.replace("agent-east", "agent-west");
-            east.apply(&serde_json::from_str(&text)?).await?;
-        }
-    }
+    // hub.yaml is `clusterset-agent hub-manifests --cluster east --cluster west`: both members'
+    // namespaces, ServiceAccounts, RBAC and Leases, applied as they are.
+    apply_hub(east).await?;
+    remove_shared_layout(east, &[east, west]).await?;
     // The daemons run here as processes: their Deployments and Services are not applied.
     let rbac = |document: &serde_json::Value| {
         matches!(

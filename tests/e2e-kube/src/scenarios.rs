@@ -904,8 +904,11 @@ pub async fn faults_lose_nothing(world: &mut World) -> anyhow::Result<()> {
         &kube::core::GroupVersionKind::gvk("clusterset.io", "v1alpha1", "ExportRecord"),
         "exportrecords",
     );
-    let hub_records: Api<kube::api::DynamicObject> =
-        Api::namespaced_with(east.client.clone(), crate::BROKER_NAMESPACE, &records);
+    let hub_records: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        east.client.clone(),
+        &crate::records_namespace(&east.id)?,
+        &records,
+    );
     export_service(&east, &namespace, "late", 83).await?;
     world.agents[0].daemon.kill().await?;
     let published_at_kill = hub_records
@@ -952,5 +955,346 @@ pub async fn faults_lose_nothing(world: &mut World) -> anyhow::Result<()> {
         "deleted in west during the faults: {gone:?}"
     );
     println!("every IP unchanged and nothing deleted in west through all three faults");
+    Ok(())
+}
+
+/// What a request refused by RBAC must look like: the 403 of [`kube_syntax::status::forbidden`]
+/// for `denied`, which the agent's simulated hub answers, equal to the real API server's in
+/// code, reason, message and details.
+fn assert_forbidden<T: std::fmt::Debug>(
+    what: &str,
+    result: Result<T, kube::Error>,
+    denied: &kube_syntax::status::Denied<'_>,
+) {
+    let want = kube_syntax::status::forbidden(denied);
+    let status = match result {
+        Ok(allowed) => panic!("{what}: west's hub credentials were allowed it: {allowed:?}"),
+        Err(kube::Error::Api(status)) => status,
+        Err(other) => panic!("{what}: not an API server's refusal: {other}"),
+    };
+    assert_eq!(status.code, want.code, "{what}: {status:?}");
+    assert_eq!(status.reason, want.body["reason"], "{what}: {status:?}");
+    assert_eq!(
+        status.message,
+        want.message(),
+        "{what}: the API server's message differs from kube_syntax::status::forbidden's"
+    );
+    let details = status
+        .details
+        .as_ref()
+        .map(|d| json!({"name": d.name, "group": d.group, "kind": d.kind}))
+        .unwrap_or_default();
+    assert_eq!(
+        details, want.body["details"],
+        "{what}: the API server's details differ from kube_syntax::status::forbidden's"
+    );
+    println!("refused: {what}: {}", status.message);
+}
+
+/// An agent's `clusterset_agent_foreign_writer_objects{reason="record_namespace"}`.
+const FOREIGN_RECORDS: &str =
+    r#"clusterset_agent_foreign_writer_objects{reason="record_namespace"}"#;
+
+/// Waits until every agent counts `want` records stored outside their cluster's namespace.
+async fn foreign_records(agents: &[Agent], want: f64) -> anyhow::Result<()> {
+    for agent in agents {
+        let daemon = &agent.daemon;
+        wait_for(
+            &format!("{} to count {want} {FOREIGN_RECORDS}", daemon.name),
+            LONG,
+            || async move {
+                let counted = daemon.metric_series(FOREIGN_RECORDS).await?;
+                Ok((counted == want).then_some(()))
+            },
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// `cluster`'s ServiceImport `name`: its IPs and ports, and its slices' addresses by source.
+async fn import_and_ports(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+) -> anyhow::Result<(StoredImport, Vec<i32>)> {
+    let imports: Api<ServiceImport> = Api::namespaced(cluster.client.clone(), namespace);
+    let ports = imports
+        .get(name)
+        .await?
+        .spec
+        .ports
+        .iter()
+        .map(|p| p.port)
+        .collect();
+    let stored = read_import(cluster, namespace, name)
+        .await?
+        .with_context(|| format!("{} has no import of {name}", cluster.id))?;
+    Ok((stored, ports))
+}
+
+/// What of east's heartbeat Lease a takeover or a reset would change: its UID, holder, acquire
+/// time and transitions (the renew time and resourceVersion move with every heartbeat).
+fn lease_identity(lease: &k8s_openapi::api::coordination::v1::Lease) -> serde_json::Value {
+    let spec = lease.spec.clone().unwrap_or_default();
+    json!({
+        "uid": lease.metadata.uid, "holder": spec.holder_identity,
+        "acquireTime": spec.acquire_time, "transitions": spec.lease_transitions,
+    })
+}
+
+/// Broker write isolation on the real hub, with the agents running: west's hub credentials
+/// (ServiceAccount `agent-west`, as west's agent uses them) are refused, with the 403 that
+/// `kube_syntax::status::forbidden` builds, every write to east's record and east's Lease and
+/// every new Lease; what they may write, a record claiming to be east's in west's own records
+/// namespace, both agents ignore and count, and the imports do not change; east's record and
+/// Lease are the same objects afterwards, and re-applying hub.yaml keeps the Lease's holder.
+pub async fn a_member_can_speak_only_for_itself(world: &mut World) -> anyhow::Result<()> {
+    use clusterset_agent::broker::{BrokerRecord, lease_name};
+    use k8s_openapi::api::coordination::v1::Lease;
+    use kube::api::PostParams;
+    use kube_syntax::status::Denied;
+
+    let namespace = world.namespace("e2e-isolation").await?;
+    let (east, west) = (world.east.clone(), world.west.clone());
+    let (broker, east_records_ns, west_records_ns) = (
+        crate::BROKER_NAMESPACE,
+        crate::records_namespace(&east.id)?,
+        crate::records_namespace(&west.id)?,
+    );
+
+    // 1. East exports web: its record is in east's records namespace, west imports it.
+    export_service(&east, &namespace, "web", 80).await?;
+    imported(&west, &namespace, "web", &["east"]).await?;
+    let web_west = import_and_ports(&west, &namespace, "web").await?;
+    let web_east = imported(&east, &namespace, "web", &["east"]).await?;
+    let record_name = format!("east.{namespace}.web");
+    let hub_records: Api<BrokerRecord> = Api::namespaced(east.client.clone(), &east_records_ns);
+    let record = wait_for(
+        &format!("east's record {record_name} in {east_records_ns}"),
+        LONG,
+        || {
+            let (api, name) = (hub_records.clone(), record_name.clone());
+            async move { Ok(api.get_opt(&name).await?) }
+        },
+    )
+    .await?;
+    let hub_leases: Api<Lease> = Api::namespaced(east.client.clone(), broker);
+    let east_lease = lease_name(&mcs_controller::ClusterId::new(&east.id)?);
+    let lease_before = hub_leases.get(&east_lease).await?;
+    assert!(
+        lease_before
+            .spec
+            .as_ref()
+            .and_then(|s| s.holder_identity.as_ref())
+            .is_some_and(|h| h.starts_with("e2e-agent-east-")),
+        "east's agent does not hold its Lease: {:?}",
+        lease_before.spec
+    );
+    println!(
+        "east's record {east_records_ns}/{record_name} imported in west: {:?}, ports {:?}",
+        web_west.0.0, web_west.1
+    );
+
+    // 2. As west on the hub: every write to east's record or Lease, and any new Lease, is
+    //    refused with RBAC's 403.
+    let west_hub = crate::kubeconfig_client(&world.agents[1].broker_kubeconfig).await?;
+    let user = format!("system:serviceaccount:{broker}:agent-west");
+    let records = |verb, name, namespace| Denied {
+        user: &user,
+        verb,
+        group: "clusterset.io",
+        plural: "exportrecords",
+        name,
+        namespace,
+    };
+    let leases = |verb, name| Denied {
+        user: &user,
+        verb,
+        group: "coordination.k8s.io",
+        plural: "leases",
+        name,
+        namespace: broker,
+    };
+    let east_record = record.checked_record().map_err(anyhow::Error::msg)?.clone();
+    let mut lying = east_record.clone();
+    lying.global_ips = vec!["242.2.254.254".parse()?];
+    for port in &mut lying.service.ports {
+        port.port = 9090;
+    }
+    let now = k8s_openapi::jiff::Timestamp::now();
+    let in_east = BrokerRecord::new(lying.clone(), &east_records_ns, now);
+    let as_west_in_east: Api<BrokerRecord> = Api::namespaced(west_hub.clone(), &east_records_ns);
+    let as_west_shared: Api<BrokerRecord> = Api::namespaced(west_hub.clone(), broker);
+    let as_west_leases: Api<Lease> = Api::namespaced(west_hub.clone(), broker);
+    let forger = PatchParams::apply("e2e-west-forger").force();
+    assert_forbidden(
+        "server-side apply of east's record",
+        as_west_in_east
+            .patch(&record_name, &forger, &Patch::Apply(&in_east))
+            .await,
+        &records("patch", &record_name, &east_records_ns),
+    );
+    assert_forbidden(
+        "delete east's record",
+        as_west_in_east
+            .delete(&record_name, &DeleteParams::default())
+            .await,
+        &records("delete", &record_name, &east_records_ns),
+    );
+    assert_forbidden(
+        "create a record named as east's in east's namespace",
+        as_west_in_east
+            .create(&PostParams::default(), &in_east)
+            .await,
+        &records("create", "", &east_records_ns),
+    );
+    assert_forbidden(
+        "create east's record in the shared broker namespace",
+        as_west_shared
+            .create(
+                &PostParams::default(),
+                &BrokerRecord::new(lying.clone(), broker, now),
+            )
+            .await,
+        &records("create", "", broker),
+    );
+    // West may read every Lease (to see who is alive), so it can try to write what it read.
+    let mut taken = as_west_leases.get(&east_lease).await?;
+    if let Some(spec) = taken.spec.as_mut() {
+        spec.holder_identity = Some("agent-west".to_owned());
+    }
+    assert_forbidden(
+        "update east's Lease",
+        as_west_leases
+            .replace(&east_lease, &PostParams::default(), &taken)
+            .await,
+        &leases("update", &east_lease),
+    );
+    let takeover = json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": east_lease, "namespace": broker},
+        "spec": {"holderIdentity": "agent-west"},
+    });
+    assert_forbidden(
+        "server-side apply of east's Lease",
+        as_west_leases
+            .patch(&east_lease, &forger, &Patch::Apply(&takeover))
+            .await,
+        &leases("patch", &east_lease),
+    );
+    assert_forbidden(
+        "delete east's Lease",
+        as_west_leases
+            .delete(&east_lease, &DeleteParams::default())
+            .await,
+        &leases("delete", &east_lease),
+    );
+    let new_lease: Lease = serde_json::from_value(json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "clusterset-agent-north", "namespace": broker,
+            "labels": {clusterset_agent::broker::CLUSTER_ID_LABEL: "east"}},
+        "spec": {"holderIdentity": "agent-west"},
+    }))?;
+    assert_forbidden(
+        "create a new Lease in the broker namespace",
+        as_west_leases
+            .create(&PostParams::default(), &new_lease)
+            .await,
+        &leases("create", ""),
+    );
+
+    // 3. What RBAC allows west: records claiming to be east's, in west's own namespace (east's
+    //    web with other IPs and ports, and a service east does not export). Both agents ignore
+    //    and count them, and nothing changes in the imports.
+    let as_west_own: Api<BrokerRecord> = Api::namespaced(west_hub.clone(), &west_records_ns);
+    let mut other = east_record.clone();
+    other.service_key.name = "forged".to_owned();
+    let forged = [
+        BrokerRecord::new(lying, &west_records_ns, now),
+        BrokerRecord::new(other, &west_records_ns, now),
+    ];
+    for record in &forged {
+        let name = record.metadata.name.clone().unwrap_or_default();
+        as_west_own
+            .patch(&name, &forger, &Patch::Apply(record))
+            .await
+            .with_context(|| format!("west cannot write {name} into its own {west_records_ns}"))?;
+        println!("written with west's credentials: {west_records_ns}/{name}");
+    }
+    foreign_records(&world.agents, 2.0).await?;
+    println!(
+        "both agents ignore and count the 2 records west wrote as east's ({FOREIGN_RECORDS} 2)"
+    );
+    // A change exported after the forgeries reaches west: the agents' passes since then had the
+    // forged records in view, and any import they would have changed is written by now.
+    export_service(&east, &namespace, "after", 81).await?;
+    imported(&west, &namespace, "after", &["east"]).await?;
+    assert_eq!(
+        import_and_ports(&west, &namespace, "web").await?,
+        web_west,
+        "west's import of east's web changed after the forged records"
+    );
+    assert_eq!(
+        imported(&east, &namespace, "web", &["east"]).await?,
+        web_east,
+        "east's import of web changed after the forged records"
+    );
+    for cluster in [&east, &west] {
+        let imports: Api<ServiceImport> = Api::namespaced(cluster.client.clone(), &namespace);
+        assert!(
+            imports.get_opt("forged").await?.is_none(),
+            "{} imported the service only a forged record names",
+            cluster.id
+        );
+    }
+    for agent in &world.agents {
+        let log = agent.daemon.log();
+        assert!(
+            log.contains(&format!("stored in namespace {west_records_ns}")),
+            "{} did not log the forged records",
+            agent.daemon.name
+        );
+    }
+    println!(
+        "imports unchanged (web in west: {:?}), no import of forged",
+        web_west.0
+    );
+    for record in &forged {
+        let name = record.metadata.name.clone().unwrap_or_default();
+        as_west_own.delete(&name, &DeleteParams::default()).await?;
+    }
+    foreign_records(&world.agents, 0.0).await?;
+    println!("forged records deleted: {FOREIGN_RECORDS} 0 in both agents");
+
+    // 4. Re-applying the hub's manifests (as an admin would) keeps the Lease an agent holds.
+    crate::apply_hub(&east).await?;
+    let record_after = hub_records.get(&record_name).await?;
+    assert_eq!(
+        (
+            &record_after.metadata.uid,
+            &record_after.metadata.resource_version
+        ),
+        (&record.metadata.uid, &record.metadata.resource_version),
+        "east's record was changed or made again"
+    );
+    let lease_after = hub_leases.get(&east_lease).await?;
+    assert_eq!(
+        lease_identity(&lease_after),
+        lease_identity(&lease_before),
+        "east's Lease was taken over, reset or made again"
+    );
+    assert!(
+        hub_leases
+            .get_opt("clusterset-agent-north")
+            .await?
+            .is_none(),
+        "a Lease west tried to create exists"
+    );
+    println!(
+        "east's record (resourceVersion {}) and Lease ({}) unchanged, also after hub.yaml was applied again",
+        record_after.metadata.resource_version.unwrap_or_default(),
+        lease_identity(&lease_after)
+    );
     Ok(())
 }

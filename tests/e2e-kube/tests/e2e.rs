@@ -8,16 +8,25 @@
 use clusterset_e2e::{World, scenarios};
 use futures::FutureExt;
 
-async fn run<F>(scenario: F) -> anyhow::Result<()>
+/// Runs scenario `name` on a fresh [`World`]; prints how long the scenario took (after the
+/// set-up: installing and starting the agents) and whether it passed.
+async fn run<F>(name: &str, scenario: F) -> anyhow::Result<()>
 where
     F: for<'w> FnOnce(&'w mut World) -> futures::future::BoxFuture<'w, anyhow::Result<()>>,
 {
     let mut world = World::start().await?;
+    let started = std::time::Instant::now();
     // A failed assertion panics: the agents are still stopped and the namespaces deleted.
     let outcome = std::panic::AssertUnwindSafe(scenario(&mut world))
         .catch_unwind()
         .await;
-    if !matches!(outcome, Ok(Ok(()))) {
+    let passed = matches!(outcome, Ok(Ok(())));
+    println!(
+        "scenario {name}: {} in {:.1?}",
+        if passed { "passed" } else { "FAILED" },
+        started.elapsed()
+    );
+    if !passed {
         world.print_logs();
     }
     world.stop().await?;
@@ -29,15 +38,32 @@ where
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn export_import_conflict_restart_unexport() -> anyhow::Result<()> {
-    run(|w| Box::pin(scenarios::export_import_conflict_restart_unexport(w))).await
+    run("export_import_conflict_restart_unexport", |w| {
+        Box::pin(scenarios::export_import_conflict_restart_unexport(w))
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operator_brings_osds_to_global_ips() -> anyhow::Result<()> {
-    run(|w| Box::pin(scenarios::operator_brings_osds_to_global_ips(w))).await
+    run("operator_brings_osds_to_global_ips", |w| {
+        Box::pin(scenarios::operator_brings_osds_to_global_ips(w))
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn faults_lose_nothing() -> anyhow::Result<()> {
-    run(|w| Box::pin(scenarios::faults_lose_nothing(w))).await
+    run("faults_lose_nothing", |w| {
+        Box::pin(scenarios::faults_lose_nothing(w))
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_can_speak_only_for_itself() -> anyhow::Result<()> {
+    run("a_member_can_speak_only_for_itself", |w| {
+        Box::pin(scenarios::a_member_can_speak_only_for_itself(w))
+    })
+    .await
 }
