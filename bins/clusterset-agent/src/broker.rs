@@ -494,10 +494,16 @@ pub fn heartbeat(
             metadata: ObjectMeta {
                 name: Some(lease_name(cluster)),
                 namespace: Some(namespace.to_owned()),
-                labels: Some(BTreeMap::from([(
-                    CLUSTER_ID_LABEL.to_owned(),
-                    cluster.to_string(),
-                )])),
+                // Labels and annotations others set (the hub manifests' `part-of`) are kept: a
+                // replace would otherwise drop them.
+                labels: Some({
+                    let mut labels = previous
+                        .and_then(|l| l.metadata.labels.clone())
+                        .unwrap_or_default();
+                    labels.insert(CLUSTER_ID_LABEL.to_owned(), cluster.to_string());
+                    labels
+                }),
+                annotations: previous.and_then(|l| l.metadata.annotations.clone()),
                 resource_version: previous.and_then(|l| l.metadata.resource_version.clone()),
                 ..Default::default()
             },
@@ -613,6 +619,43 @@ mod tests {
         assert_eq!(spec.holder_identity.as_deref(), Some("pod-b"));
         assert_eq!(spec.acquire_time, Some(MicroTime(at(130))));
         assert_eq!(spec.lease_transitions, Some(1));
+    }
+
+    #[test]
+    fn the_lease_the_hub_manifests_create_is_taken_with_its_labels_kept() {
+        // As `clusterset-agent hub-manifests` creates it: labels, no spec.
+        let created = Lease {
+            metadata: ObjectMeta {
+                name: Some(lease_name(&east())),
+                namespace: Some("broker".into()),
+                labels: Some(BTreeMap::from([
+                    (
+                        "app.kubernetes.io/part-of".to_owned(),
+                        "clusterset".to_owned(),
+                    ),
+                    (CLUSTER_ID_LABEL.to_owned(), "east".to_owned()),
+                ])),
+                annotations: Some(BTreeMap::from([("note".to_owned(), "kept".to_owned())])),
+                resource_version: Some("3".into()),
+                ..Default::default()
+            },
+            spec: None,
+        };
+        let Heartbeat::Replace(taken) =
+            heartbeat(Some(&created), &east(), "pod-a", "broker", 30, at(100))
+        else {
+            panic!("a Lease without a holder is free")
+        };
+        assert_eq!(lease_holder(&taken), Some("pod-a"));
+        assert_eq!(taken.metadata.labels, created.metadata.labels);
+        assert_eq!(taken.metadata.annotations, created.metadata.annotations);
+        assert_eq!(taken.metadata.resource_version.as_deref(), Some("3"));
+        let Heartbeat::Replace(renewed) =
+            heartbeat(Some(&taken), &east(), "pod-a", "broker", 30, at(110))
+        else {
+            panic!()
+        };
+        assert_eq!(renewed.metadata.labels, created.metadata.labels);
     }
 
     #[test]
