@@ -267,7 +267,7 @@ fn host_name() -> String {
 
 /// The CRD as YAML.
 pub fn crd_yaml() -> Result<String, CliError> {
-    serde_saphyr::to_string(&crate::resources::crd()).map_err(|e| CliError::Yaml(e.to_string()))
+    serde_saphyr::to_string(&mcs_ceph_api::crd()).map_err(|e| CliError::Yaml(e.to_string()))
 }
 
 /// Runs the operator until SIGTERM or Ctrl-C.

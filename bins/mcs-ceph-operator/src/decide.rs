@@ -35,11 +35,11 @@ use serde_json::Value;
 use crate::config::{Config, FIELD_MANAGER, GlobalIpSource};
 use crate::guards::{self, GuardFailure};
 use crate::observe::{self, McsApi, McsVersion, Snapshot};
-use crate::resources::{
+use crate::rook_objects::{self, MonConfigWrites};
+use mcs_ceph_api::{
     AddressingStatus, CephCluster, CephClusterAddressing, DaemonEntry, LookupRecord, Phase,
     RemovedOsd,
 };
-use crate::rook_objects::{self, MonConfigWrites};
 
 /// Condition type: every guard passed.
 pub const ACCEPTED: &str = "Accepted";

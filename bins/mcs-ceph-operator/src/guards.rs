@@ -7,7 +7,7 @@ use ceph_address_plan::{ClusterSettings, Rejection};
 
 use crate::config::Config;
 use crate::observe::McsApi;
-use crate::resources::CephCluster;
+use mcs_ceph_api::CephCluster;
 
 /// One failed guard.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -20,7 +20,7 @@ use mcs_types::{v1alpha1, v1beta1};
 use crate::config::FIELD_MANAGER;
 use crate::decide::{EventNote, EventType, Write};
 use crate::observe::{McsApi, McsVersion, Snapshot};
-use crate::resources::{CephCluster, CephClusterAddressing};
+use mcs_ceph_api::{CephCluster, CephClusterAddressing};
 
 /// The MCS API group.
 pub const MCS_GROUP: &str = "multicluster.x-k8s.io";

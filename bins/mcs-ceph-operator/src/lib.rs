@@ -23,6 +23,9 @@
 //! - [`mon_migration`]: the ports of [`mon_failover`] on Kubernetes (mon runtime, state in the
 //!   status object, `ceph` CLI with the admin keyring) and the gate of a migration step;
 //! - [`metrics`] and [`http`]: `/metrics`, `/healthz`, `/readyz`.
+//!
+//! The custom resources (the `CephCluster` it reads, its `CephClusterAddressing` status object
+//! and CRD) are [`mcs_ceph_api`]'s, a library without client or runtime that `mcsctl` shares.
 #![forbid(unsafe_code)]
 
 pub mod cli;
@@ -36,7 +39,6 @@ pub mod metrics;
 pub mod mon_migration;
 pub mod observe;
 pub mod reconciler;
-pub mod resources;
 pub mod rook_objects;
 pub mod runtime;
 
@@ -45,7 +47,3 @@ pub use decide::{
     EventNote, EventType, LookupRequest, LookupResult, Outcome, Prepared, Write, prepare,
 };
 pub use observe::{McsApi, McsVersion, Snapshot};
-pub use resources::{
-    AddressingStatus, CephCluster, CephClusterAddressing, DaemonEntry, LookupRecord, Phase,
-    RemovedOsd,
-};

@@ -41,8 +41,8 @@ use serde_json::{Value, json};
 
 use crate::config::FIELD_MANAGER;
 use crate::kube_io::not_found;
-use crate::resources::{AddressingStatus, CephCluster, CephClusterAddressing, Phase};
 use crate::rook_objects::{DO_NOT_RECONCILE_LABEL, DO_NOT_RECONCILE_VALUE};
+use mcs_ceph_api::{AddressingStatus, CephCluster, CephClusterAddressing, Phase};
 
 /// The CephCluster annotation that hands mon migration to this operator.
 pub const MIGRATION_ANNOTATION: &str = "clusterset.io/mon-migration";
@@ -286,8 +286,8 @@ impl StateStore for StatusStateStore {
     async fn save(&self, state: &MachineState) -> Result<(), StoreError> {
         let value = serde_json::to_value(state).map_err(|e| StoreError::Other(Box::new(e)))?;
         let body = json!({
-            "apiVersion": format!("{}/{}", crate::resources::GROUP, crate::resources::VERSION),
-            "kind": crate::resources::KIND,
+            "apiVersion": format!("{}/{}", mcs_ceph_api::GROUP, mcs_ceph_api::VERSION),
+            "kind": mcs_ceph_api::KIND,
             "metadata": {"name": self.name, "namespace": self.namespace},
             "status": {"monFailover": value},
         });

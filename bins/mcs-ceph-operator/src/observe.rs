@@ -5,12 +5,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
-use crate::resources::{CephCluster, CephClusterAddressing};
 use ceph_address_plan::format::read_mon_endpoints;
 use ceph_address_plan::rook::{self, label};
 use ceph_address_plan::{Daemon, ExportStatus, Inventory, OsdInput};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use mcs_ceph_api::{CephCluster, CephClusterAddressing};
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
 
 /// The MCS API version a cluster serves (v1beta1 preferred).

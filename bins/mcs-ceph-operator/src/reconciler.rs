@@ -20,7 +20,7 @@ use crate::kube_io::{ApiError, Caches, ClusterApi, NotSynced, cluster_reference}
 use crate::metrics::Metrics;
 use crate::mon_migration::{MIGRATION_REQUEUE, MigrationInput, MigrationReport, MonMigration};
 use crate::observe::{McsApi, McsVersion, Snapshot};
-use crate::resources::{AddressingStatus, CephCluster, CephClusterAddressing};
+use mcs_ceph_api::{AddressingStatus, CephCluster, CephClusterAddressing};
 
 /// The clock the decision reads (replaceable in tests).
 pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;

@@ -30,8 +30,8 @@ use crate::metrics::Metrics;
 use crate::mon_migration::{AdminSource, MonMigration};
 use crate::observe::{McsApi, McsVersion};
 use crate::reconciler::{self, Context};
-use crate::resources::{CephCluster, CephClusterAddressing};
 use clusterset_dns::ClustersetResolver;
+use mcs_ceph_api::{CephCluster, CephClusterAddressing};
 
 /// What [`run`] needs besides the client.
 pub struct RunOptions {

@@ -11,10 +11,9 @@ use std::time::Duration;
 use ceph_address_plan::Daemon;
 use common::*;
 use k8s_openapi::jiff::Timestamp;
+use mcs_ceph_api::{AddressingStatus, Phase, RemovedOsd};
 use mcs_ceph_operator::decide::{EventType, LookupRequest, Outcome, Write, prepare};
-use mcs_ceph_operator::{
-    AddressingStatus, Config, GlobalIpSource, McsApi, McsVersion, Phase, RemovedOsd, Snapshot,
-};
+use mcs_ceph_operator::{Config, GlobalIpSource, McsApi, McsVersion, Snapshot};
 
 /// One reconcile: the writes and lookups it asked for and its outcome. `answer` plays DNS.
 struct Reconciled {

@@ -27,13 +27,14 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
 use kube_syntax::object::Completeness;
 use kube_syntax::selector::LabelSelector;
+use mcs_ceph_api::CephCluster;
 use mcs_ceph_operator::decide::{EventNote, Outcome, Write, prepare};
 use mcs_ceph_operator::kube_io::{cluster_reference, event_object};
 use mcs_ceph_operator::mon_migration::{
     KubeMonRuntime, edit_mon_data, mon_claim_name, mon_host_of_endpoints,
 };
 use mcs_ceph_operator::rook_objects::config_secret;
-use mcs_ceph_operator::{CephCluster, Config, FIELD_MANAGER, McsApi, McsVersion, Snapshot};
+use mcs_ceph_operator::{Config, FIELD_MANAGER, McsApi, McsVersion, Snapshot};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -574,7 +575,7 @@ proptest! {
         let outcome = walk.step(0, true);
         prop_assert_eq!(walk.writes, 1, "only the status");
         let status = walk.snapshot.prior.as_ref().unwrap().status.as_ref().unwrap();
-        prop_assert_eq!(status.phase, mcs_ceph_operator::Phase::Blocked);
+        prop_assert_eq!(status.phase, mcs_ceph_api::Phase::Blocked);
         prop_assert_eq!(&status.conditions[0].reason, "InvalidName");
         prop_assert_eq!(outcome.events.len(), 1);
     }

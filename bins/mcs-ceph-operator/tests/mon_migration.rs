@@ -15,12 +15,12 @@ use ceph_address_plan::{ClusterSettings, MonId};
 use common::api_server::{ApiServer, Seen};
 use http::{Request, Response};
 use kube::client::Body;
+use mcs_ceph_api::{AddressingStatus, CephCluster, DaemonEntry, Phase};
 use mcs_ceph_operator::FIELD_MANAGER;
 use mcs_ceph_operator::mon_migration::{
     Gate, KubeMonRuntime, MIGRATION_ANNOTATION, MON_FAILOVER_FIELD_MANAGER, MonAddress,
     StatusStateStore, admin_key, gate, mon_addresses, run_ticks,
 };
-use mcs_ceph_operator::resources::{AddressingStatus, CephCluster, DaemonEntry, Phase};
 use mon_failover::{
     Command, Config, Driver, Machine, MockCephMonAdmin, MonRuntime, Phase as MigrationPhase,
     QuorumStatus, Timestamp,

@@ -30,6 +30,7 @@ use kube::client::Body;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher::Event;
+use mcs_ceph_api::CephClusterAddressing;
 use mcs_ceph_operator::decide::Write;
 use mcs_ceph_operator::kube_io::{Caches, KubeApi, McsStores};
 use mcs_ceph_operator::metrics::Metrics;
@@ -38,9 +39,7 @@ use mcs_ceph_operator::mon_migration::{
     MON_FAILOVER_FIELD_MANAGER, MonMigration, stored_state,
 };
 use mcs_ceph_operator::reconciler::{Context, ReconcileError, error_policy, reconcile};
-use mcs_ceph_operator::{
-    CephClusterAddressing, Config, FIELD_MANAGER, McsApi, McsVersion, Snapshot,
-};
+use mcs_ceph_operator::{Config, FIELD_MANAGER, McsApi, McsVersion, Snapshot};
 use mcs_types::v1alpha1;
 use mon_failover::{MockCephMonAdmin, QuorumStatus};
 use serde_json::{Value, json};
@@ -2139,7 +2138,7 @@ async fn the_reconcile_walks_a_whole_mon_migration_from_cluster_ips_to_global_ip
     );
     assert_eq!(
         status.phase,
-        mcs_ceph_operator::resources::Phase::Ready,
+        mcs_ceph_api::Phase::Ready,
         "{}",
         status.message
     );

@@ -5,7 +5,7 @@
 //! [`fetch`] reads the objects through a [`ClusterReader`]; [`report`] is a pure function from
 //! them to a [`StatusReport`]; [`render_table`] draws it.
 
-use mcs_ceph_operator::resources::{CephClusterAddressing, Phase};
+use mcs_ceph_api::{CephClusterAddressing, Phase};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
@@ -725,7 +725,7 @@ mod tests {
         let written = CephClusterAddressing::new(
             "my-cluster",
             "rook-ceph",
-            mcs_ceph_operator::resources::AddressingStatus {
+            mcs_ceph_api::AddressingStatus {
                 phase: Phase::Migrating,
                 message: "2 OSDs restart with their global IPs".to_owned(),
                 ready_daemons: 4,

@@ -17,8 +17,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     Condition, FieldsV1, LabelSelector, ManagedFieldsEntry, ObjectMeta, Time,
 };
 use k8s_openapi::jiff::Timestamp;
+use mcs_ceph_api::CephCluster;
 use mcs_ceph_operator::decide::Write;
-use mcs_ceph_operator::{CephCluster, FIELD_MANAGER, McsApi, McsVersion, Snapshot};
+use mcs_ceph_operator::{FIELD_MANAGER, McsApi, McsVersion, Snapshot};
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
 
 pub const NAMESPACE: &str = "rook-ceph";

@@ -1,6 +1,22 @@
-//! The two custom resources the operator works with: Rook's `CephCluster` (read, as a partial
-//! typed view that keeps every field) and the operator's own status object,
-//! `CephClusterAddressing` (written, one per CephCluster, same name and namespace).
+//! The API of `mcs-ceph-operator`: the two custom resources it works with — Rook's
+//! `CephCluster` (read, as a partial typed view that keeps every field) and its own status
+//! object, `CephClusterAddressing` (written, one per CephCluster, same name and namespace) —
+//! and the CRD of the latter ([`crd`]).
+//!
+//! Types only, with no Kubernetes client and no async runtime, so that readers of the status
+//! (`mcsctl`) depend on them and not on the operator. Both resources implement
+//! [`kube_core::Resource`], so they work with `kube::Api`.
+//!
+//! ```
+//! use mcs_ceph_api::{AddressingStatus, CephClusterAddressing, Phase};
+//! let status = AddressingStatus { phase: Phase::Ready, ..AddressingStatus::default() };
+//! let object = CephClusterAddressing::new("my-cluster", "rook-ceph", status);
+//! let json = serde_json::to_value(&object)?;
+//! assert_eq!(json["apiVersion"], "clusterset.io/v1alpha1");
+//! assert_eq!(json["status"]["phase"], "Ready");
+//! # Ok::<(), serde_json::Error>(())
+//! ```
+#![forbid(unsafe_code)]
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -9,7 +25,7 @@ use ceph_address_plan::CephVersion;
 use ceph_address_plan::manifest::{CephClusterManifest, CephClusterSpec, ManifestMetadata};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, Time};
-use kube::core::NamespaceResourceScope;
+use kube_core::NamespaceResourceScope;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -123,7 +139,7 @@ impl CephCluster {
     }
 }
 
-impl kube::Resource for CephCluster {
+impl kube_core::Resource for CephCluster {
     type DynamicType = ();
     type Scope = NamespaceResourceScope;
 
@@ -198,7 +214,7 @@ impl CephClusterAddressing {
     }
 }
 
-impl kube::Resource for CephClusterAddressing {
+impl kube_core::Resource for CephClusterAddressing {
     type DynamicType = ();
     type Scope = NamespaceResourceScope;
 
@@ -280,11 +296,11 @@ pub struct AddressingStatus {
     /// read Secrets: this is how it knows not to write the same again).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mon_host: Option<String>,
-    /// The mon-failover machine's state ([`mon_failover::MachineState`] as JSON), written only
-    /// by the mon migration under its own field manager
-    /// ([`MON_FAILOVER_FIELD_MANAGER`](crate::mon_migration::MON_FAILOVER_FIELD_MANAGER)) and
-    /// read back from the API server, never from the cache, before the machine acts. The
-    /// decision never writes it.
+    /// The mon-failover machine's state (`mon_failover::MachineState` as JSON), written only
+    /// by the operator's mon migration under its own field manager
+    /// (`mcs_ceph_operator::mon_migration::MON_FAILOVER_FIELD_MANAGER`) and read back from
+    /// the API server, never from the cache, before the machine acts. The decision never
+    /// writes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mon_failover: Option<Value>,
     /// Fields this version does not know.
@@ -375,7 +391,7 @@ impl LookupRecord {
 /// The CRD of [`CephClusterAddressing`].
 ///
 /// ```
-/// let crd = mcs_ceph_operator::resources::crd();
+/// let crd = mcs_ceph_api::crd();
 /// assert_eq!(crd.metadata.name.as_deref(), Some("cephclusteraddressings.clusterset.io"));
 /// ```
 pub fn crd() -> CustomResourceDefinition {
