@@ -24,12 +24,14 @@ use crate::observe::McsVersion;
 use async_trait::async_trait;
 use ceph_address_plan::labels::{mon_labels, mon_selector};
 use ceph_address_plan::{
-    ClusterSettings, DaemonArgs, MonHostConfig, MonId, MonInput, format, rook,
+    ClusterSettings, DaemonArgs, MonHostConfig, MonId, MonInput, NamedPort, args,
+    cluster_owner_reference, format, mon_service, rook,
 };
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{
     ConfigMap, PersistentVolumeClaim, PersistentVolumeClaimSpec, Secret, Service,
 };
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::{Client, Resource};
 use mcs_types::v1beta1::ServiceExport;
@@ -304,34 +306,6 @@ impl StateStore for StatusStateStore {
     }
 }
 
-/// The `rook-ceph-mon-endpoints` keys the runtime changes: `data` with `mon` set to `endpoint`
-/// (empty while the mon has no address) or removed (`None`), and `maxMonId` raised to the new
-/// mon's index. Other entries keep their order.
-///
-/// ```
-/// use mcs_ceph_operator::mon_migration::edit_mon_data;
-/// let data = "a=10.96.0.10:6789,b=10.96.0.11:6789";
-/// assert_eq!(edit_mon_data(data, "d", Some(":6789")), "a=10.96.0.10:6789,b=10.96.0.11:6789,d=:6789");
-/// assert_eq!(edit_mon_data("a=1.1.1.1:6789,d=:6789", "d", Some("242.1.0.4:6789")), "a=1.1.1.1:6789,d=242.1.0.4:6789");
-/// assert_eq!(edit_mon_data("a=1.1.1.1:6789,d=242.1.0.4:6789", "a", None), "d=242.1.0.4:6789");
-/// ```
-pub fn edit_mon_data(data: &str, mon: &str, endpoint: Option<&str>) -> String {
-    let mut entries: Vec<String> = format::split_list(data)
-        .filter(|entry| entry.split_once('=').map(|(name, _)| name) != Some(mon))
-        .map(str::to_owned)
-        .collect();
-    let position = format::split_list(data)
-        .position(|entry| entry.split_once('=').map(|(name, _)| name) == Some(mon));
-    if let Some(endpoint) = endpoint {
-        let entry = format!("{mon}={endpoint}");
-        match position {
-            Some(at) if at <= entries.len() => entries.insert(at, entry),
-            _ => entries.push(entry),
-        }
-    }
-    entries.join(",")
-}
-
 /// [`MonRuntime`] on Kubernetes, the Rook way, for one CephCluster and one reconcile:
 ///
 /// - `provision_address`: the mon's Service `rook-ceph-mon-<id>` (Rook's labels, selector and
@@ -409,15 +383,12 @@ impl KubeMonRuntime {
         PatchParams::apply(FIELD_MANAGER).force()
     }
 
-    fn owner(&self) -> Option<Value> {
-        let uid = self.settings.uid.as_ref()?;
-        Some(json!([{
-            "apiVersion": rook::CEPH_CLUSTER_API_VERSION,
-            "kind": rook::CEPH_CLUSTER_KIND,
-            "name": self.settings.name,
-            "uid": uid,
-            "blockOwnerDeletion": true,
-        }]))
+    /// The owner reference of the new mon's Service and canary: the CephCluster, not as
+    /// controller, blocking its deletion.
+    fn owner(&self) -> Option<OwnerReference> {
+        let mut owner = cluster_owner_reference(&self.settings, false)?;
+        owner.block_owner_deletion = Some(true);
+        Some(owner)
     }
 
     fn port(&self) -> u16 {
@@ -428,32 +399,13 @@ impl KubeMonRuntime {
     /// selector its canary and its pods match, the mon ports (target port = port), owned by the
     /// CephCluster. The plan exports it; the canary's endpoint lets the export resolve before the
     /// mon runs.
-    pub fn service(&self, mon: &MonId) -> Value {
-        let input = MonInput::new(mon.clone());
-        let ports: Vec<Value> = ceph_address_plan::mon_ports(self.port())
-            .iter()
-            .map(|p| {
-                json!({"name": p.name, "port": p.port, "protocol": "TCP",
-                       "targetPort": p.port})
-            })
-            .collect();
-        let mut body = json!({
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {
-                "name": format!("{}{mon}", rook::MON_NAME_PREFIX),
-                "namespace": self.namespace(),
-                "labels": mon_labels(&self.settings, &input),
-            },
-            "spec": {
-                "selector": mon_selector(&self.settings, &input),
-                "ports": ports,
-            }
-        });
-        if let (Some(owner), Some(meta)) = (self.owner(), body["metadata"].as_object_mut()) {
-            meta.insert("ownerReferences".to_owned(), owner);
-        }
-        body
+    pub fn service(&self, mon: &MonId) -> Service {
+        mon_service(
+            &self.settings,
+            &MonInput::new(mon.clone()),
+            self.port(),
+            self.owner(),
+        )
     }
 
     /// The canary Deployment of a new mon.
@@ -483,7 +435,10 @@ impl KubeMonRuntime {
                             "image": self.canary_image,
                             "command": ["sleep"],
                             "args": ["3600"],
-                            "ports": format_ports(self.port()),
+                            "ports": ceph_address_plan::mon_ports(self.port())
+                                .iter()
+                                .map(NamedPort::container_port)
+                                .collect::<Vec<_>>(),
                         }],
                         "terminationGracePeriodSeconds": 0,
                     }
@@ -491,7 +446,7 @@ impl KubeMonRuntime {
             }
         });
         if let (Some(owner), Some(meta)) = (self.owner(), body["metadata"].as_object_mut()) {
-            meta.insert("ownerReferences".to_owned(), owner);
+            meta.insert("ownerReferences".to_owned(), json!([owner]));
         }
         body
     }
@@ -540,7 +495,7 @@ impl KubeMonRuntime {
         }
         let input = MonInput::new(mon.clone());
         let labels = mon_labels(&self.settings, &input);
-        let args = DaemonArgs {
+        let new_args = DaemonArgs {
             public_addr: address,
             msgr1_off: self.port() == rook::MON_MSGR2_PORT,
             public_bind_addr: Some(format::mon_bind_addr(self.port(), self.settings.ip_family)),
@@ -560,13 +515,8 @@ impl KubeMonRuntime {
             let Some(current) = container.args.take() else {
                 continue;
             };
-            let mut new_args: Vec<String> = current
+            let renamed: Vec<String> = current
                 .iter()
-                .filter(|a| {
-                    !a.starts_with("--public-addr=")
-                        && !a.starts_with("--public-bind-addr=")
-                        && !a.starts_with("--ms-bind-msgr1=")
-                })
                 .map(|a| {
                     if a == &format!("--id={old}") {
                         format!("--id={mon}")
@@ -575,10 +525,18 @@ impl KubeMonRuntime {
                     }
                 })
                 .collect();
-            if current.iter().any(|a| a.starts_with("--public-addr=")) {
-                new_args.extend(args.iter().cloned());
-            }
-            container.args = Some(new_args);
+            // The containers that advertise an address (the mon and `init-mon-fs`) get the
+            // plan's address arguments in place of the old mon's, in either form.
+            let planned: &[String] = if args::public_addr(&current).is_some() {
+                &new_args
+            } else {
+                &[]
+            };
+            container.args = Some(args::replace_address_args(
+                &renamed,
+                &args::MON_ADDRESS_FLAGS,
+                planned,
+            ));
         }
         for volume in pod.volumes.iter_mut().flatten() {
             if let Some(host_path) = volume.host_path.as_mut() {
@@ -700,25 +658,7 @@ impl KubeMonRuntime {
             .await
             .map_err(api_err(format!("reading {}/{name}", self.namespace())))?;
         let data = current.data.unwrap_or_default();
-        let get = |key: &str| data.get(key).cloned().unwrap_or_default();
-        let new_data = edit_mon_data(&get(rook::KEY_DATA), mon.as_str(), endpoint);
-        let stored: Option<u32> = get(rook::KEY_MAX_MON_ID).trim().parse().ok();
-        let max = stored.map_or(mon.index(), |m| m.max(mon.index()));
-        let mut mapping: Value =
-            serde_json::from_str(&get(rook::KEY_MAPPING)).unwrap_or_else(|_| json!({"node": {}}));
-        if let Some(nodes) = mapping.get_mut("node").and_then(Value::as_object_mut) {
-            if endpoint.is_none() {
-                nodes.remove(mon.as_str());
-            } else if let Some(node) = placed_like.and_then(|m| nodes.get(m.as_str())).cloned() {
-                nodes.insert(mon.as_str().to_owned(), node);
-            }
-        }
-        let written: BTreeMap<String, String> = [
-            (rook::KEY_DATA.to_owned(), new_data),
-            (rook::KEY_MAX_MON_ID.to_owned(), max.to_string()),
-            (rook::KEY_MAPPING.to_owned(), mapping.to_string()),
-        ]
-        .into();
+        let written = format::edit_mon_endpoints(&data, mon, endpoint, placed_like);
         let body = json!({
             "apiVersion": "v1",
             "kind": "ConfigMap",
@@ -778,13 +718,6 @@ impl KubeMonRuntime {
 
 fn api_err(action: String) -> impl FnOnce(kube::Error) -> MigrationError {
     api(action)
-}
-
-fn format_ports(mon_port: u16) -> Value {
-    ceph_address_plan::mon_ports(mon_port)
-        .iter()
-        .map(|p| json!({"name": p.name, "containerPort": p.port, "protocol": "TCP"}))
-        .collect()
 }
 
 #[async_trait]
@@ -1202,17 +1135,21 @@ fn step_outcome(outcome: &mon_failover::CommandOutcome) -> StepOutcome {
     }
 }
 
-/// `maxMonId` and the `mon_host` of the mons with an endpoint, from `rook-ceph-mon-endpoints`.
+/// `maxMonId` and the `mon_host` of the admin's `ceph.conf` from `rook-ceph-mon-endpoints`,
+/// as ceph-address-plan reads it: the endpoints of the mons (in or out of quorum) and of the
+/// external mons, joined by `,`; a mon without an endpoint (being placed) is left out.
 fn endpoints_view(config_map: Option<&ConfigMap>) -> (Option<u32>, String) {
-    let data = config_map.and_then(|c| c.data.as_ref());
-    let get = |key: &str| data.and_then(|d| d.get(key)).cloned().unwrap_or_default();
-    let max = get(rook::KEY_MAX_MON_ID).trim().parse().ok();
-    let hosts: Vec<String> = format::split_list(&get(rook::KEY_DATA))
-        .filter_map(|entry| entry.split_once('=').map(|(_, endpoint)| endpoint))
-        .filter(|endpoint| !endpoint.is_empty() && !endpoint.starts_with(':'))
-        .map(str::to_owned)
+    let empty = BTreeMap::new();
+    let read =
+        format::read_mon_endpoints(config_map.and_then(|c| c.data.as_ref()).unwrap_or(&empty));
+    let hosts: Vec<String> = read
+        .mons
+        .iter()
+        .filter_map(|mon| mon.advertised)
+        .chain(read.external_mons.iter().map(|mon| mon.endpoint))
+        .map(|endpoint| endpoint.to_string())
         .collect();
-    (max, hosts.join(","))
+    (read.max_mon_id, hosts.join(","))
 }
 
 /// The mon migration as the reconcile runs it: the [`gate`], then at most

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
+use ceph_address_plan::args;
 use ceph_address_plan::format::read_mon_endpoints;
 use ceph_address_plan::rook::{self, label};
 use ceph_address_plan::{Daemon, ExportStatus, Inventory, OsdInput};
@@ -104,22 +105,6 @@ fn read_mons(
     }
 }
 
-/// The `--public-addr` an OSD Deployment passes, if it passes an IP.
-fn deployment_public_addr(deployment: &Deployment) -> Option<IpAddr> {
-    let containers = &deployment.spec.as_ref()?.template.spec.as_ref()?.containers;
-    let container = containers
-        .iter()
-        .find(|c| c.name == "osd")
-        .or_else(|| containers.first())?;
-    container
-        .command
-        .iter()
-        .flatten()
-        .chain(container.args.iter().flatten())
-        .filter_map(|arg| arg.strip_prefix("--public-addr="))
-        .find_map(|value| value.parse().ok())
-}
-
 /// Reads one OSD from its Deployment's labels (Rook's `getOSDLabels`) and arguments.
 fn read_osd(deployment: &Deployment, out: &mut ObservedInventory) {
     let labels = labels_of(&deployment.metadata);
@@ -152,7 +137,8 @@ fn read_osd(deployment: &Deployment, out: &mut ObservedInventory) {
         })
         .collect::<Vec<_>>()
         .join(" ");
-    osd.advertised = deployment_public_addr(deployment);
+    // ceph-address-plan's reader, as mcsctl reads it: `--public-addr=IP` or `--public-addr IP`.
+    osd.advertised = args::osd_public_addr(deployment).and_then(|addr| addr.parse().ok());
     out.inventory.osds.push(osd);
 }
 
@@ -345,5 +331,36 @@ mod tests {
         assert_eq!(osd.location, "host=node-1 root=default");
         assert_eq!(osd.advertised, Some("242.1.0.27".parse().unwrap()));
         assert_eq!(observed.notes.len(), 2, "{:?}", observed.notes);
+    }
+
+    #[test]
+    fn an_osd_passing_public_addr_as_two_arguments_is_observed_advertising_it() {
+        let mut snap = snapshot();
+        snap.deployments.push(osd_deployment(
+            &[("app", "rook-ceph-osd"), ("ceph-osd-id", "3")],
+            &[
+                "--foreground",
+                "--public-addr",
+                "242.1.0.23",
+                "--public-bind-addr",
+                "$(ROOK_POD_IP)",
+            ],
+        ));
+        snap.deployments.push(osd_deployment(
+            &[("app", "rook-ceph-osd"), ("ceph-osd-id", "4")],
+            &["--foreground", "--public-addr", "$(ROOK_POD_IP)"],
+        ));
+        let observed = inventory(&snap);
+        let advertised: Vec<_> = observed
+            .inventory
+            .osds
+            .iter()
+            .map(|o| (o.id, o.advertised))
+            .collect();
+        assert_eq!(
+            advertised,
+            [(3, Some("242.1.0.23".parse().unwrap())), (4, None)],
+            "an address that is not an IP is not advertised"
+        );
     }
 }

@@ -14,9 +14,10 @@
 //! - in `spec.template.spec.containers` (a list map keyed by `name`), the entry of the OSD
 //!   container, by name, with
 //!   - `args`: an **atomic** list, so the body carries the *whole* list — Rook's arguments
-//!     unchanged and in order, with any earlier `--public-addr=`, `--public-bind-addr=` and
-//!     `--cluster-addr=` removed and the plan's arguments appended (where Rook appends them
-//!     with its own MCS support). `force` moves ownership of `args` from Rook's manager to the
+//!     unchanged and in order, with any earlier `--public-addr`, `--public-bind-addr` and
+//!     `--cluster-addr` removed (as `--flag=value` or as `--flag value`:
+//!     [`ceph_address_plan::args::replace_address_args`]) and the plan's arguments appended
+//!     (where Rook appends them with its own MCS support). `force` moves ownership of `args` from Rook's manager to the
 //!     operator; sending only the three flags would replace Rook's arguments;
 //!   - `env` (a list map keyed by `name`): `ROOK_POD_IP` from `status.podIP`, which the
 //!     `$(ROOK_POD_IP)` in the arguments expands from (co-owned where Rook already sets it the
@@ -34,12 +35,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 
+use ceph_address_plan::args;
 use ceph_address_plan::format::{mon_host_entry, read_mon_endpoints};
 use ceph_address_plan::rook::{self, label};
 use ceph_address_plan::{MonHostConfig, NamedPort, Plan};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Container, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Container, ContainerPort, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Value, json};
 
@@ -49,26 +51,11 @@ pub const DO_NOT_RECONCILE_LABEL: &str = "ceph.rook.io/do-not-reconcile";
 pub const DO_NOT_RECONCILE_VALUE: &str = "true";
 /// The environment variable `$(ROOK_POD_IP)` refers to.
 pub const POD_IP_ENV: &str = "ROOK_POD_IP";
-/// The prefixes of the address arguments the plan owns on an OSD.
-const ADDRESS_ARGS: [&str; 3] = ["--public-addr=", "--public-bind-addr=", "--cluster-addr="];
 
-/// The OSD container of a Deployment: the one named `osd`, else the first.
-pub fn osd_container(deployment: &Deployment) -> Option<&Container> {
-    let containers = &deployment.spec.as_ref()?.template.spec.as_ref()?.containers;
-    containers
-        .iter()
-        .find(|c| c.name == "osd")
-        .or_else(|| containers.first())
-}
-
-/// Rook's arguments without the address arguments, then `planned`.
-pub fn desired_args(current: &[String], planned: &[String]) -> Vec<String> {
-    current
-        .iter()
-        .filter(|arg| !ADDRESS_ARGS.iter().any(|prefix| arg.starts_with(prefix)))
-        .chain(planned)
-        .cloned()
-        .collect()
+/// Rook's arguments without the OSD's address arguments (in either form), then `planned`:
+/// ceph-address-plan's editor of daemon arguments.
+fn desired_args(current: &[String], planned: &[String]) -> Vec<String> {
+    args::replace_address_args(current, &args::OSD_ADDRESS_FLAGS, planned)
 }
 
 fn has_pod_ip_env(container: &Container) -> bool {
@@ -101,7 +88,7 @@ pub fn osd_args_body(
     planned: &[String],
     ports: &[NamedPort],
 ) -> Option<Value> {
-    let container = osd_container(deployment)?;
+    let container = args::osd_container(deployment)?;
     let current = container.args.clone().unwrap_or_default();
     let args = desired_args(&current, planned);
     let labelled = deployment
@@ -113,10 +100,7 @@ pub fn osd_args_body(
     if labelled && args == current && has_pod_ip_env(container) && has_ports(container, ports) {
         return None;
     }
-    let ports: Vec<Value> = ports
-        .iter()
-        .map(|p| json!({"name": p.name, "containerPort": p.port, "protocol": "TCP"}))
-        .collect();
+    let ports: Vec<ContainerPort> = ports.iter().map(NamedPort::container_port).collect();
     partial_osd_deployment(
         deployment,
         Some(json!({DO_NOT_RECONCILE_LABEL: DO_NOT_RECONCILE_VALUE})),
@@ -186,7 +170,7 @@ pub fn osd_handback_body(deployment: &Deployment, manager: &str) -> Option<Value
     if !owns_label(&deployment.metadata, manager, DO_NOT_RECONCILE_LABEL) {
         return None;
     }
-    let container = osd_container(deployment)?;
+    let container = args::osd_container(deployment)?;
     let current = container.args.clone().unwrap_or_default();
     partial_osd_deployment(
         deployment,
@@ -444,19 +428,21 @@ mod tests {
     }
 
     #[test]
-    fn address_args_are_replaced_in_place_and_the_rest_kept_in_order() {
-        let current: Vec<String> = [
-            "--foreground",
-            "--public-addr=10.0.0.1",
-            "--id=3",
-            "--cluster-addr=$(ROOK_POD_IP)",
-        ]
-        .map(str::to_owned)
-        .to_vec();
+    fn an_osd_with_a_two_argument_public_addr_gets_only_the_planned_one() {
+        let deployment: Deployment = serde_json::from_value(json!({
+            "metadata": {"name": "rook-ceph-osd-3", "namespace": "rook-ceph",
+                         "labels": {DO_NOT_RECONCILE_LABEL: DO_NOT_RECONCILE_VALUE}},
+            "spec": {"selector": {}, "template": {"spec": {"containers": [{"name": "osd",
+                "args": ["--foreground", "--public-addr", "10.244.0.7", "--id=3"]}]}}}
+        }))
+        .unwrap();
         let planned = ["--public-addr=242.1.0.23".to_owned()];
-        let args = desired_args(&current, &planned);
-        assert_eq!(args, ["--foreground", "--id=3", "--public-addr=242.1.0.23"]);
-        assert_eq!(desired_args(&args, &planned), args, "idempotent");
+        let body = osd_args_body(&deployment, &planned, &[]).unwrap();
+        let container = &body["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(
+            container["args"],
+            json!(["--foreground", "--id=3", "--public-addr=242.1.0.23"])
+        );
     }
 
     #[test]

@@ -30,9 +30,7 @@ use kube_syntax::selector::LabelSelector;
 use mcs_ceph_api::CephCluster;
 use mcs_ceph_operator::decide::{EventNote, Outcome, Write, prepare};
 use mcs_ceph_operator::kube_io::{cluster_reference, event_object};
-use mcs_ceph_operator::mon_migration::{
-    KubeMonRuntime, edit_mon_data, mon_claim_name, mon_host_of_endpoints,
-};
+use mcs_ceph_operator::mon_migration::{KubeMonRuntime, mon_claim_name, mon_host_of_endpoints};
 use mcs_ceph_operator::rook_objects::config_secret;
 use mcs_ceph_operator::{Config, FIELD_MANAGER, McsApi, McsVersion, Snapshot};
 use proptest::prelude::*;
@@ -653,7 +651,7 @@ proptest! {
         let deployments = format!("/apis/apps/v1/namespaces/{namespace}/deployments");
         let service = mon_runtime.service(&new);
         assert_accepted(
-            &apply_request(format!("/api/v1/namespaces/{namespace}/services/rook-ceph-mon-{new}"), service),
+            &apply_request(format!("/api/v1/namespaces/{namespace}/services/rook-ceph-mon-{new}"), to_json(&service)),
             &mut stored,
         );
         let canary = mon_runtime.canary(&new);
@@ -688,13 +686,12 @@ proptest! {
             .collect::<Vec<_>>()
             .join(",");
         let endpoint = ceph_address_plan::format::endpoint(ip, 6789);
-        let data = edit_mon_data(&listed, new.as_str(), Some(&endpoint));
-        let written: BTreeMap<String, String> = [
-            ("data".to_owned(), data),
-            ("maxMonId".to_owned(), new.index().to_string()),
-            ("mapping".to_owned(), json!({"node": {new.as_str(): null}}).to_string()),
+        let before: BTreeMap<String, String> = [
+            ("data".to_owned(), listed),
+            ("mapping".to_owned(), json!({"node": {old.as_str(): null}}).to_string()),
         ]
         .into();
+        let written = ceph_address_plan::format::edit_mon_endpoints(&before, &new, Some(&endpoint), Some(&old));
         let config_map = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "rook-ceph-mon-endpoints", "namespace": namespace},
             "data": written});

@@ -261,6 +261,17 @@ async fn provisioning_applies_the_service_and_canary_and_lists_the_new_mon_witho
         json!([{"apiVersion": "ceph.rook.io/v1", "kind": "CephCluster", "name": "rook-ceph",
                 "uid": "cluster-uid", "blockOwnerDeletion": true}])
     );
+    // The object is ceph-address-plan's typed mon Service, the one the plan builds for its
+    // mons, with this owner reference.
+    let mut owner = ceph_address_plan::cluster_owner_reference(&settings(), false).unwrap();
+    owner.block_owner_deletion = Some(true);
+    let typed = ceph_address_plan::mon_service(
+        &settings(),
+        &ceph_address_plan::MonInput::new(id("d")),
+        6789,
+        Some(owner),
+    );
+    assert_eq!(service.body, serde_json::to_value(&typed).unwrap());
     let canary = &requests[1];
     assert_eq!(canary.path, format!("{DEPLOYMENTS}rook-ceph-mon-d-canary"));
     assert!(canary.applied_by(FIELD_MANAGER), "{canary:?}");
@@ -398,6 +409,36 @@ async fn start_derives_the_mon_deployment_from_the_replaced_mon() {
     assert_eq!(
         requests[4].body["data"]["data"],
         "a=10.96.0.10:6789,b=10.96.0.11:6789,c=10.96.0.12:6789,d=242.1.0.4:6789"
+    );
+}
+
+#[tokio::test]
+async fn a_template_passing_public_addr_as_two_arguments_gives_only_the_new_address() {
+    let mut objects = base_objects(None);
+    let template = objects
+        .get_mut(&format!("{DEPLOYMENTS}rook-ceph-mon-a"))
+        .unwrap();
+    template["spec"]["template"]["spec"]["containers"][0]["args"] = json!([
+        "--fsid=f",
+        "--id=a",
+        "--public-addr",
+        "10.96.0.10",
+        "--public-bind-addr",
+        "$(ROOK_POD_IP)"
+    ]);
+    let requests = start_d(objects).await;
+    let apply = requests
+        .iter()
+        .find(|r| r.method == "PATCH" && r.path == format!("{DEPLOYMENTS}rook-ceph-mon-d"))
+        .unwrap();
+    assert_eq!(
+        apply.body["spec"]["template"]["spec"]["containers"][0]["args"],
+        json!([
+            "--fsid=f",
+            "--id=d",
+            "--public-addr=242.1.0.4",
+            "--public-bind-addr=$(ROOK_POD_IP)"
+        ])
     );
 }
 

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use ceph_address_plan::{Daemon, rook};
+use ceph_address_plan::{Daemon, args, rook};
 use clap::Args;
 use clusterset_dns::{
     ClustersetResolver, HickoryClustersetResolver, ResolveError, ResolverSettings, resolve_all,
@@ -33,8 +33,8 @@ use crate::kubeconfig::KubeArgs;
 use crate::output::{self, Format, style, styled};
 use crate::progress::Spinner;
 use crate::view::{
-    CephClusterView, ExportView, ImportView, mon_endpoints, osd_public_addr, port_text,
-    slice_addresses, slice_clusters,
+    CephClusterView, ExportView, ImportView, mon_endpoints, port_text, slice_addresses,
+    slice_clusters,
 };
 
 /// Options of `mcsctl diagnose`.
@@ -933,7 +933,7 @@ fn ceph_checks(facts: &Facts, per_cluster: Option<&DnsAnswer>, checks: &mut Vec<
                 ));
                 return;
             };
-            checks.push(match osd_public_addr(deployment) {
+            checks.push(match args::osd_public_addr(deployment) {
                 Some(address) if address.parse().is_ok_and(|ip| global_ips.contains(&ip)) => {
                     Check::pass(Hop::Ceph, check, format!("--public-addr={address}"))
                 }

@@ -12,7 +12,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use ceph_address_plan::{Daemon, rook};
+use ceph_address_plan::{Daemon, args, rook};
 use clap::Args;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
@@ -25,9 +25,7 @@ use crate::cluster::{ClusterReader, KubeReader, MaybeServed, Scope};
 use crate::kubeconfig::KubeArgs;
 use crate::output::{self, Cell, Format, Table, style, styled};
 use crate::progress::Spinner;
-use crate::view::{
-    CephClusterView, ExportView, ImportView, mon_endpoints, osd_public_addr, slice_addresses,
-};
+use crate::view::{CephClusterView, ExportView, ImportView, mon_endpoints, slice_addresses};
 
 /// Options of `mcsctl status`.
 #[derive(Debug, Args)]
@@ -433,7 +431,7 @@ fn cluster_status(
         .map(|d| {
             (
                 d.metadata.name.clone().unwrap_or_default(),
-                osd_public_addr(d),
+                args::osd_public_addr(d).map(str::to_owned),
             )
         })
         .collect();

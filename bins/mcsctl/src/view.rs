@@ -1,13 +1,15 @@
 //! Pure readings of fetched objects that `status` and `diagnose` share: export and import
-//! conditions, the addresses of MCS EndpointSlices, what a Rook daemon advertises, and the
-//! MCS settings of a CephCluster (through ceph-address-plan's typed view).
+//! conditions, the addresses of MCS EndpointSlices, what a Rook mon advertises (through
+//! ceph-address-plan's reader of the mon endpoints; an OSD's `--public-addr` is read with
+//! `ceph_address_plan::args::osd_public_addr`), and the MCS settings of a CephCluster (through
+//! ceph-address-plan's typed view).
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 
+use ceph_address_plan::ClusterSettings;
+use ceph_address_plan::format::read_mon_endpoints;
 use ceph_address_plan::manifest::CephClusterManifest;
-use ceph_address_plan::{ClusterSettings, rook};
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -255,51 +257,28 @@ pub fn slice_clusters(slices: &[EndpointSlice], namespace: &str, service: &str) 
     out
 }
 
-/// The mons of `rook-ceph-mon-endpoints` (`data`: `a=10.0.0.1:6789,b=[fd00::1]:6789`) with what
-/// each advertises; entries that do not parse keep their text.
+/// The mons of `rook-ceph-mon-endpoints` with what each advertises, read as the operator and
+/// Rook read it (ceph-address-plan's [`read_mon_endpoints`]): by mon id, the endpoint, or the
+/// text of an endpoint that is not `ip:port` (`:6789` while a mon is being placed). Entries
+/// Rook skips (not `<id>=<endpoint>`, names that are not mon ids) are not listed.
 pub fn mon_endpoints(config_map: &ConfigMap) -> BTreeMap<String, Result<SocketAddr, String>> {
-    config_map
-        .data
-        .as_ref()
-        .and_then(|d| d.get(rook::KEY_DATA))
-        .map(|data| {
-            data.split(',')
-                .filter(|e| !e.is_empty())
-                .map(|entry| match entry.split_once('=') {
-                    Some((id, address)) => (
-                        id.to_owned(),
-                        address.parse().map_err(|_| address.to_owned()),
-                    ),
-                    None => (entry.to_owned(), Err(entry.to_owned())),
-                })
-                .collect()
+    let Some(data) = config_map.data.as_ref() else {
+        return BTreeMap::new();
+    };
+    let mut read = read_mon_endpoints(data);
+    read.mons
+        .into_iter()
+        .map(|mon| {
+            let advertised = match mon.advertised {
+                Some(endpoint) => Ok(endpoint),
+                None => Err(read
+                    .unreadable_endpoints
+                    .remove(&mon.id)
+                    .unwrap_or_default()),
+            };
+            (mon.id.to_string(), advertised)
         })
-        .unwrap_or_default()
-}
-
-/// The `--public-addr` of an OSD Deployment's `osd` container (either `--public-addr=IP` or
-/// `--public-addr IP`).
-pub fn osd_public_addr(deployment: &Deployment) -> Option<String> {
-    let containers = &deployment.spec.as_ref()?.template.spec.as_ref()?.containers;
-    let container = containers
-        .iter()
-        .find(|c| c.name == "osd")
-        .or_else(|| containers.first())?;
-    let args = container
-        .args
-        .iter()
-        .flatten()
-        .chain(container.command.iter().flatten());
-    let mut args = args.peekable();
-    while let Some(arg) = args.next() {
-        if let Some(value) = arg.strip_prefix("--public-addr=") {
-            return Some(value.to_owned());
-        }
-        if arg == "--public-addr" {
-            return args.next().cloned();
-        }
-    }
-    None
+        .collect()
 }
 
 /// A CephCluster read from the API: its name and what its settings say.
@@ -417,42 +396,20 @@ mod tests {
     }
 
     #[test]
-    fn mon_endpoints_and_osd_args_are_read_as_rook_writes_them() {
+    fn mon_endpoints_are_read_as_rook_reads_them() {
         let config_map: ConfigMap = serde_json::from_value(serde_json::json!({
             "metadata": {"name": "rook-ceph-mon-endpoints"},
-            "data": {"data": "a=10.96.0.1:6789,b=[fd00::1]:3300,c=junk"}
+            "data": {"data": "a=10.96.0.1:6789,b=[fd00::1]:3300,c=junk,d=:6789,peer-1=10.0.0.9:6789"}
         }))
         .unwrap();
         let mons = mon_endpoints(&config_map);
         assert_eq!(mons["a"], Ok("10.96.0.1:6789".parse().unwrap()));
         assert_eq!(mons["b"], Ok("[fd00::1]:3300".parse().unwrap()));
         assert_eq!(mons["c"], Err("junk".to_owned()));
-        let deployment = |args: serde_json::Value| -> Deployment {
-            serde_json::from_value(serde_json::json!({
-                "metadata": {"name": "rook-ceph-osd-0"},
-                "spec": {"selector": {}, "template": {"spec": {"containers": [
-                    {"name": "log-collector"},
-                    {"name": "osd", "args": args}]}}}
-            }))
-            .unwrap()
-        };
-        assert_eq!(
-            osd_public_addr(&deployment(serde_json::json!([
-                "--foreground",
-                "--public-addr=242.1.0.20"
-            ]))),
-            Some("242.1.0.20".to_owned())
-        );
-        assert_eq!(
-            osd_public_addr(&deployment(serde_json::json!([
-                "--public-addr",
-                "242.1.0.21"
-            ]))),
-            Some("242.1.0.21".to_owned())
-        );
-        assert_eq!(
-            osd_public_addr(&deployment(serde_json::json!(["--foreground"]))),
-            None
+        assert_eq!(mons["d"], Err(":6789".to_owned()), "a mon being placed");
+        assert!(
+            !mons.contains_key("peer-1"),
+            "not a mon id, as Rook reads it"
         );
     }
 

@@ -226,6 +226,9 @@ pub struct ReadMonEndpoints {
     pub mons: Vec<MonInput>,
     /// The entries of `data` listed in `externalMons`, with a readable endpoint.
     pub external_mons: Vec<ExternalMon>,
+    /// The endpoint text of the mons in `mons` whose endpoint is not `ip:port` (Rook lists a
+    /// mon being placed as `d=:6789`), by id: what to show of them.
+    pub unreadable_endpoints: BTreeMap<MonId, String>,
     /// Entries and values that were skipped or not understood, one sentence each.
     pub notes: Vec<String>,
 }
@@ -301,17 +304,18 @@ pub fn read_mon_endpoints(data: &BTreeMap<String, String>) -> ReadMonEndpoints {
     };
 
     for entry in split_list(get(rook::KEY_DATA)) {
-        let Some((name, endpoint)) = entry.split_once('=').filter(|(_, e)| !e.contains('=')) else {
+        let Some((name, endpoint_text)) = entry.split_once('=').filter(|(_, e)| !e.contains('='))
+        else {
             out.notes.push(format!(
                 "{where_}: data entry {entry:?} is not <id>=<ip:port>; skipped"
             ));
             continue;
         };
-        let endpoint = match endpoint.parse::<SocketAddr>() {
+        let endpoint = match endpoint_text.parse::<SocketAddr>() {
             Ok(endpoint) => Some(endpoint),
             Err(_) => {
                 out.notes.push(format!(
-                    "{where_}: endpoint {endpoint:?} of {name} is not ip:port; the mon is taken as not running"
+                    "{where_}: endpoint {endpoint_text:?} of {name} is not ip:port; the mon is taken as not running"
                 ));
                 None
             }
@@ -331,6 +335,10 @@ pub fn read_mon_endpoints(data: &BTreeMap<String, String>) -> ReadMonEndpoints {
             ));
             continue;
         };
+        if endpoint.is_none() {
+            out.unreadable_endpoints
+                .insert(id.clone(), endpoint_text.to_owned());
+        }
         let mut mon = MonInput::new(id);
         mon.advertised = endpoint;
         mon.out_of_quorum = out_of_quorum.contains(name);
@@ -347,6 +355,86 @@ pub fn read_mon_endpoints(data: &BTreeMap<String, String>) -> ReadMonEndpoints {
         out.mons.push(mon);
     }
     out
+}
+
+/// The `data` of `rook-ceph-mon-endpoints` with mon `mon` set to `endpoint` (empty while the
+/// mon has no address, `:6789`) or removed (`None`): the other entries keep their text and
+/// order, and a mon already listed keeps its place. The one editor of `data`, the reverse of
+/// [`read_mon_endpoints`].
+///
+/// ```
+/// use ceph_address_plan::format::edit_mon_data;
+/// let data = "a=10.96.0.10:6789,b=10.96.0.11:6789";
+/// assert_eq!(edit_mon_data(data, "d", Some(":6789")), "a=10.96.0.10:6789,b=10.96.0.11:6789,d=:6789");
+/// assert_eq!(edit_mon_data("a=1.1.1.1:6789,d=:6789", "d", Some("242.1.0.4:6789")), "a=1.1.1.1:6789,d=242.1.0.4:6789");
+/// assert_eq!(edit_mon_data("a=1.1.1.1:6789,d=242.1.0.4:6789", "a", None), "d=242.1.0.4:6789");
+/// ```
+pub fn edit_mon_data(data: &str, mon: &str, endpoint: Option<&str>) -> String {
+    let is_mon = |entry: &str| entry.split_once('=').map(|(name, _)| name) == Some(mon);
+    let mut entries: Vec<String> = split_list(data)
+        .filter(|entry| !is_mon(entry))
+        .map(str::to_owned)
+        .collect();
+    let position = split_list(data).position(is_mon);
+    if let Some(endpoint) = endpoint {
+        let entry = format!("{mon}={endpoint}");
+        match position {
+            Some(at) if at <= entries.len() => entries.insert(at, entry),
+            _ => entries.push(entry),
+        }
+    }
+    entries.join(",")
+}
+
+/// The keys of a `rook-ceph-mon-endpoints` ConfigMap's `data` that change when one mon is
+/// listed, moved or removed (the mon migration's edit of the ConfigMap): `data` edited by
+/// [`edit_mon_data`], `maxMonId` raised to the mon's index (as [`read_mon_endpoints`] reads
+/// the stored one), and `mapping` with the mon's entry removed (`endpoint` `None`) or, when
+/// `placed_like` has a node there, set to that mon's (the new mon runs where it does). The
+/// other keys are not returned: the caller applies these three.
+///
+/// ```
+/// use ceph_address_plan::format::edit_mon_endpoints;
+/// use ceph_address_plan::rook;
+/// let data = [
+///     ("data".to_owned(), "a=10.96.0.10:6789".to_owned()),
+///     ("maxMonId".to_owned(), "0".to_owned()),
+///     ("mapping".to_owned(), r#"{"node":{"a":{"Name":"n0"}}}"#.to_owned()),
+/// ].into();
+/// let written = edit_mon_endpoints(&data, &"d".parse()?, Some("242.1.0.4:6789"), Some(&"a".parse()?));
+/// assert_eq!(written[rook::KEY_DATA], "a=10.96.0.10:6789,d=242.1.0.4:6789");
+/// assert_eq!(written[rook::KEY_MAX_MON_ID], "3");
+/// assert_eq!(written[rook::KEY_MAPPING], r#"{"node":{"a":{"Name":"n0"},"d":{"Name":"n0"}}}"#);
+/// # Ok::<(), ceph_address_plan::InvalidMonId>(())
+/// ```
+pub fn edit_mon_endpoints(
+    data: &BTreeMap<String, String>,
+    mon: &MonId,
+    endpoint: Option<&str>,
+    placed_like: Option<&MonId>,
+) -> BTreeMap<String, String> {
+    let get = |key: &str| data.get(key).map_or("", String::as_str);
+    let new_data = edit_mon_data(get(rook::KEY_DATA), mon.as_str(), endpoint);
+    let stored = read_mon_endpoints(data).max_mon_id;
+    let max = stored.map_or(mon.index(), |m| m.max(mon.index()));
+    let mut mapping: serde_json::Value = serde_json::from_str(get(rook::KEY_MAPPING))
+        .unwrap_or_else(|_| serde_json::json!({"node": {}}));
+    if let Some(nodes) = mapping
+        .get_mut("node")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        if endpoint.is_none() {
+            nodes.remove(mon.as_str());
+        } else if let Some(node) = placed_like.and_then(|m| nodes.get(m.as_str())).cloned() {
+            nodes.insert(mon.as_str().to_owned(), node);
+        }
+    }
+    [
+        (rook::KEY_DATA.to_owned(), new_data),
+        (rook::KEY_MAX_MON_ID.to_owned(), max.to_string()),
+        (rook::KEY_MAPPING.to_owned(), mapping.to_string()),
+    ]
+    .into()
 }
 
 #[cfg(test)]
@@ -477,5 +565,72 @@ mod tests {
         assert_eq!(read.external_mons[0].name, "ext");
         assert_eq!(read.max_mon_id, None);
         assert_eq!(read.notes.len(), 6, "{:#?}", read.notes);
+        assert_eq!(
+            read.unreadable_endpoints,
+            BTreeMap::from([("b".parse().unwrap(), "oops".to_owned())])
+        );
+    }
+
+    #[test]
+    fn what_the_editor_writes_the_reader_reads() {
+        let data: BTreeMap<String, String> = [
+            ("data", "b=10.96.0.11:6789,a=10.96.0.10:6789"),
+            ("maxMonId", "1"),
+            (
+                "mapping",
+                r#"{"node":{"a":{"Name":"n0","zone":"z1"},"b":null}}"#,
+            ),
+            ("outOfQuorum", ""),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let d: MonId = "d".parse().unwrap();
+        let a: MonId = "a".parse().unwrap();
+        let with = |edit: BTreeMap<String, String>| {
+            let mut next = data.clone();
+            next.extend(edit);
+            next
+        };
+
+        // Listed while being placed: no endpoint yet, its text kept.
+        let placing = with(edit_mon_endpoints(&data, &d, Some(":6789"), None));
+        let read = read_mon_endpoints(&placing);
+        assert_eq!(read.max_mon_id, Some(3));
+        assert_eq!(read.mons[2].id, d);
+        assert_eq!(read.mons[2].advertised, None);
+        assert_eq!(read.unreadable_endpoints[&d], ":6789");
+
+        // Started: its endpoint, and the node of the mon it was placed like.
+        let started = with(edit_mon_endpoints(
+            &placing,
+            &d,
+            Some("242.1.0.4:6789"),
+            Some(&a),
+        ));
+        let read = read_mon_endpoints(&started);
+        assert!(read.notes.is_empty(), "{:?}", read.notes);
+        assert_eq!(
+            started["data"],
+            "b=10.96.0.11:6789,a=10.96.0.10:6789,d=242.1.0.4:6789"
+        );
+        assert_eq!(
+            read.mons[2].advertised,
+            Some("242.1.0.4:6789".parse().unwrap())
+        );
+        assert_eq!(read.mons[2].node, read.mons[1].node);
+        assert_eq!(read.mons[2].zone.as_deref(), Some("z1"));
+
+        // Removed: gone from data and mapping; maxMonId never goes down.
+        let removed = with(edit_mon_endpoints(&started, &a, None, None));
+        let read = read_mon_endpoints(&removed);
+        let ids: Vec<&str> = read.mons.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(ids, ["b", "d"]);
+        assert_eq!(read.max_mon_id, Some(3));
+        assert!(
+            !removed["mapping"].contains("\"a\""),
+            "{}",
+            removed["mapping"]
+        );
     }
 }

@@ -19,6 +19,12 @@
 //! - Incremental: [`Plan::upsert_osd`], [`Plan::remove_osd`], [`Plan::set_global_ip`],
 //!   [`Plan::set_export_status`] and [`Plan::replace_mons`] re-plan one daemon (or the mons)
 //!   against a previous plan, with the same result as a full plan.
+//! - Rook's objects, read and edited in one place for every tool: the mon endpoints ConfigMap
+//!   ([`format::read_mon_endpoints`], [`format::edit_mon_endpoints`]), the address arguments
+//!   of daemon containers ([`args`]: [`DaemonArgs`] writes them, [`args::public_addr`] and
+//!   [`args::osd_public_addr`] read them in either `--flag=value` or `--flag value` form,
+//!   [`args::replace_address_args`] edits them), and typed builders of Rook's objects
+//!   ([`mon_service`], [`cluster_owner_reference`]).
 //!
 //! Every name, port, label and text format matches Rook byte for byte ([`rook`], [`format`](mod@format)).
 //!
@@ -50,6 +56,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod args;
 pub mod document;
 pub mod format;
 mod input;
@@ -62,13 +69,15 @@ mod reject;
 pub mod rook;
 mod version;
 
+pub use args::DaemonArgs;
 pub use input::{
     ClusterSettings, Daemon, DnsNameForm, ExportCondition, ExportStatus, ExternalMon,
     InvalidDaemon, Inventory, IpFamily, McsSettings, MonInput, NodeInfo, OsdInput, PlanInput,
 };
 pub use mon_id::{InvalidMonId, MonId};
+pub use objects::{cluster_owner_reference, mon_service};
 pub use plan::{
-    Address, Change, DaemonArgs, DaemonStatus, DesiredExport, DesiredService, Lookup, MonEndpoints,
+    Address, Change, DaemonStatus, DesiredExport, DesiredService, Lookup, MonEndpoints,
     MonHostConfig, MonPlan, MonReplacement, NamedPort, OsdPlan, Plan, Readiness, ServiceRole,
     WaitFor, export_problem, mon_ports, osd_ports,
 };

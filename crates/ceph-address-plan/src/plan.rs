@@ -5,6 +5,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use mcs_types::names::{ClustersetName, Zone, dns_label_problem};
 
+use crate::args::DaemonArgs;
 use crate::format;
 use crate::input::{
     ClusterSettings, Daemon, DnsNameForm, ExportStatus, ExternalMon, Inventory, MonInput, OsdInput,
@@ -162,53 +163,6 @@ impl OsdPlan {
     /// What has to happen.
     pub fn status(&self) -> DaemonStatus {
         self.status
-    }
-}
-
-/// The address-related arguments of a daemon's container, in the order Rook writes them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DaemonArgs {
-    /// `--public-addr=<ip>`: the address the daemon advertises (no port; the mon keeps the port
-    /// of its monmap entry).
-    pub public_addr: IpAddr,
-    /// `--ms-bind-msgr1=false` for a mon on the msgr2 port only.
-    pub msgr1_off: bool,
-    /// `--public-bind-addr=<...>`: the pod IP the daemon binds (absent with host networking).
-    pub public_bind_addr: Option<String>,
-    /// `--cluster-addr=<...>`: OSDs with MCS bind the cluster network to the pod IP too.
-    pub cluster_addr: Option<String>,
-}
-
-impl DaemonArgs {
-    /// The arguments as strings.
-    ///
-    /// ```
-    /// use ceph_address_plan::DaemonArgs;
-    /// let args = DaemonArgs {
-    ///     public_addr: "242.1.0.20".parse()?,
-    ///     msgr1_off: false,
-    ///     public_bind_addr: Some("$(ROOK_POD_IP)".into()),
-    ///     cluster_addr: Some("$(ROOK_POD_IP)".into()),
-    /// };
-    /// assert_eq!(args.to_args(), [
-    ///     "--public-addr=242.1.0.20",
-    ///     "--public-bind-addr=$(ROOK_POD_IP)",
-    ///     "--cluster-addr=$(ROOK_POD_IP)",
-    /// ]);
-    /// # Ok::<(), std::net::AddrParseError>(())
-    /// ```
-    pub fn to_args(&self) -> Vec<String> {
-        let mut args = vec![format!("--public-addr={}", self.public_addr)];
-        if self.msgr1_off {
-            args.push("--ms-bind-msgr1=false".to_owned());
-        }
-        if let Some(bind) = &self.public_bind_addr {
-            args.push(format!("--public-bind-addr={bind}"));
-        }
-        if let Some(cluster) = &self.cluster_addr {
-            args.push(format!("--cluster-addr={cluster}"));
-        }
-        args
     }
 }
 
