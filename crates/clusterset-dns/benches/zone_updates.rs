@@ -9,14 +9,17 @@
 //! `cargo bench -p clusterset-dns --bench zone_updates`
 #![allow(clippy::panic)] // a benchmark whose set-up fails must stop loudly
 
+#[path = "common/synthetic.rs"]
+mod synthetic;
+
 use std::hint::black_box;
 
-use clusterset_dns::synthetic::{service_import, zone_objects};
 use clusterset_dns::wire::{Transport, respond};
 use clusterset_dns::{ZoneChange, ZoneConfig, ZoneObject, ZoneStore};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use hickory_proto::op::{Message, Query};
 use hickory_proto::rr::{Name, RecordType};
+use synthetic::{service_import, zone_objects};
 
 /// The allocator our binaries use (`bench_server`, `clusterset-agent`, `mcsctl`).
 #[global_allocator]

@@ -15,13 +15,16 @@
 //! ```
 #![allow(clippy::print_stdout)] // a benchmark tool reports on stdout
 
+#[path = "../benches/common/synthetic.rs"]
+mod synthetic;
+
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clusterset_dns::synthetic::{service_import, zone_objects};
 use clusterset_dns::{DnsServer, ServerConfig, ZoneChange, ZoneConfig, ZoneObject, ZoneStore};
+use synthetic::{service_import, zone_objects};
 
 /// The allocator of our binaries (`clusterset-agent`, `mcsctl`).
 #[global_allocator]

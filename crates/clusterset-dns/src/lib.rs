@@ -2,20 +2,34 @@
 //! ServiceImports and MCS EndpointSlices make, an authoritative server fed by a live store, and a
 //! resolver for the clients (operators) that look those names up.
 //!
-//! - [`records`]: the pure zone model. [`ClustersetZone`] turns ServiceImports and EndpointSlices
-//!   (labelled `multicluster.kubernetes.io/service-name` and `.../source-cluster`) into answers
-//!   per (name, type) exactly as the MCS DNS specification and CoreDNS's multicluster plugin
-//!   give them, plus PTR records and an opt-in Lighthouse mode for `<clusterid>.<svc>...`.
-//!   Updates replace one service's facts; its names are computed on first use.
+//! The modules are layers, each using only those below it (`tests/layers.rs` checks it):
+//!
+//! - [`name`]: DNS names in wire form ([`name::wire_name`]), reverse names, the zone's hash.
+//! - `cow_map`: the copy-on-write map in 64 x 64 shards that the zone index keeps its maps in
+//!   and that every snapshot clones.
+//! - [`objects`]: ServiceImports and MCS EndpointSlices (labelled
+//!   `multicluster.kubernetes.io/service-name` and `.../source-cluster`) validated into facts.
+//! - [`records`]: the pure record model: what a service's facts make, per (name, type), exactly
+//!   as the MCS DNS specification and CoreDNS's multicluster plugin give them, plus PTR records
+//!   and an opt-in Lighthouse mode for `<clusterid>.<svc>...`.
+//! - [`prepared`]: a name's answers, each (name, type) encoded once, on first use.
+//! - `index`: the zone's indexes (services, namespaces, reverse names), shared by the model and
+//!   the server's snapshots.
+//! - [`zone`]: [`ClustersetZone`], the zone model: updates replace one service's facts; its
+//!   names are computed on first use.
+//! - `zonefile`: the zone as an RFC 1035 master file.
+//! - [`wire`]: the query hot path: parse the header and question, look the name up in a
+//!   [`wire::Snapshot`] (by service, namespace, reverse address or zone name), splice the
+//!   prepared answer behind the client's question; the response code ([`Rcode`]).
+//! - [`stats`]: query counts by transport and response code ([`DnsServer::query_counter`]).
 //! - [`store`]: [`ZoneStore`], the live store a controller feeds from its watches (per-object
-//!   upserts and deletes, a "synced" mark). Every change publishes an immutable [`wire::Snapshot`]
-//!   with an atomic swap, so queries never wait for updates.
-//! - [`wire`]: the query hot path: parse the header and question, look the name up (by service,
-//!   namespace, reverse address or zone name), splice the answer (encoded on first use per name
-//!   and type with hickory-proto) behind the client's question.
+//!   upserts and deletes, a "synced" mark). Every change publishes an immutable
+//!   [`wire::Snapshot`] with an atomic swap, so queries never wait for updates.
 //! - [`server`]: [`DnsServer`], UDP (batched `recvmmsg`/`sendmmsg`, one `SO_REUSEPORT` socket per
-//!   worker) and TCP; SERVFAIL until the store has synced; zone transfers and recursion refused;
-//!   answers counted by transport and response code ([`stats`], [`DnsServer::query_counter`]).
+//!   worker) and TCP; SERVFAIL until the store has synced; zone transfers and recursion refused.
+//!
+//! Apart from the layers, on its own (it uses no other module, and none uses it):
+//!
 //! - [`resolver`]: the [`ClustersetResolver`] trait (a mockall mock with the `mock` feature) and
 //!   [`HickoryClustersetResolver`]: timeouts, bounded retries with backoff, a TTL cache, many
 //!   names at once ([`resolve_all`]), and errors that tell NXDOMAIN, NODATA and timeouts apart.
@@ -53,23 +67,40 @@
 //! ```
 #![forbid(unsafe_code)]
 
+// The layers, bottom first (the order `tests/layers.rs` keeps).
+mod cow_map;
 mod index;
+pub mod name;
 pub mod objects;
+pub mod prepared;
 pub mod records;
-pub mod resolver;
 pub mod server;
 pub mod stats;
 pub mod store;
-pub mod synthetic;
 pub mod wire;
+pub mod zone;
 mod zonefile;
+// On its own.
+pub mod resolver;
+
+// The benchmarks' synthetic zones, which some unit tests build on too. The file names this
+// crate `clusterset_dns`, as its other users (benches, examples, the fuzz target) do; the unit
+// tests use only some of it.
+#[cfg(test)]
+extern crate self as clusterset_dns;
+#[cfg(test)]
+#[allow(dead_code)]
+#[path = "../benches/common/synthetic.rs"]
+mod synthetic;
 
 pub use objects::{ObjectError, ObjectKind, ServiceKey, SliceKey, ZoneObject};
-pub use records::{Answer, ClustersetZone, NameRecords, SrvData, ZoneConfig};
+pub use records::{Answer, NameRecords, SrvData, ZoneConfig};
 pub use resolver::{
     ClustersetResolver, HickoryClustersetResolver, Resolution, ResolveError, ResolverSettings,
     resolve_all,
 };
 pub use server::{DnsServer, ServerConfig, ServerError};
-pub use stats::{QueryCounter, QueryCounts, Rcode};
+pub use stats::{QueryCounter, QueryCounts};
 pub use store::{ApplyReport, ZoneChange, ZoneStore};
+pub use wire::Rcode;
+pub use zone::ClustersetZone;

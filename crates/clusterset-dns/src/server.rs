@@ -20,9 +20,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 
-use crate::stats::{LocalCounts, QueryCounter, QueryCounts, Rcode, WorkerCounter};
+use crate::stats::{LocalCounts, QueryCounter, QueryCounts, WorkerCounter};
 use crate::store::ZoneStore;
-use crate::wire::{self, Transport};
+use crate::wire::{self, Rcode, Transport};
 
 /// How the server listens.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,80 +9,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::wire::Transport;
-
-/// The response code of an answer, as the server counts it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Rcode {
-    /// `NOERROR`: an answer, or a name that exists without data of the asked type (NODATA);
-    /// also UDP answers cut short with TC set.
-    NoError,
-    /// `FORMERR`: a malformed query.
-    FormErr,
-    /// `SERVFAIL`: a name in the zone asked before the store synced.
-    ServFail,
-    /// `NXDOMAIN`: a name in the zone that does not exist.
-    NxDomain,
-    /// `NOTIMP`: an opcode other than QUERY.
-    NotImp,
-    /// `REFUSED`: a name outside the zone, another class, or a zone transfer.
-    Refused,
-    /// Any other code; today only `BADVERS` (an EDNS version other than 0).
-    Other,
-}
-
-impl Rcode {
-    /// The number of codes counted.
-    pub const COUNT: usize = 7;
-
-    /// Every code, in the order of their DNS values (`Other` last).
-    pub const ALL: [Self; Self::COUNT] = [
-        Self::NoError,
-        Self::FormErr,
-        Self::ServFail,
-        Self::NxDomain,
-        Self::NotImp,
-        Self::Refused,
-        Self::Other,
-    ];
-
-    /// The code's mnemonic (`NOERROR`, `NXDOMAIN`, ...; `OTHER` for [`Rcode::Other`]).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::NoError => "NOERROR",
-            Self::FormErr => "FORMERR",
-            Self::ServFail => "SERVFAIL",
-            Self::NxDomain => "NXDOMAIN",
-            Self::NotImp => "NOTIMP",
-            Self::Refused => "REFUSED",
-            Self::Other => "OTHER",
-        }
-    }
-
-    /// The code of a 4-bit header RCODE (without an extended RCODE in an OPT record).
-    pub fn from_header(rcode: u8) -> Self {
-        match rcode & 0x0f {
-            0 => Self::NoError,
-            1 => Self::FormErr,
-            2 => Self::ServFail,
-            3 => Self::NxDomain,
-            4 => Self::NotImp,
-            5 => Self::Refused,
-            _ => Self::Other,
-        }
-    }
-
-    /// The position of the code in [`Rcode::ALL`].
-    pub fn index(self) -> usize {
-        self as usize
-    }
-}
-
-impl std::fmt::Display for Rcode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use crate::wire::{Rcode, Transport};
 
 /// Answers counted per response code, in [`Rcode::ALL`] order: what one worker adds up locally
 /// before it publishes the sum.
@@ -206,8 +133,8 @@ impl WorkerCounter {
 /// Queries answered, by transport and response code: a snapshot of a [`QueryCounter`].
 ///
 /// ```
-/// use clusterset_dns::stats::{QueryCounts, Rcode};
-/// use clusterset_dns::wire::Transport;
+/// use clusterset_dns::stats::QueryCounts;
+/// use clusterset_dns::wire::{Rcode, Transport};
 ///
 /// let counts: QueryCounts = [(Transport::Udp, Rcode::NxDomain, 2), (Transport::Tcp, Rcode::NoError, 1)]
 ///     .into_iter()
@@ -265,21 +192,6 @@ impl FromIterator<(Transport, Rcode, u64)> for QueryCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn header_codes_map_to_their_names_and_the_rest_to_other() {
-        let names: Vec<_> = (0..16u8).map(|c| Rcode::from_header(c).as_str()).collect();
-        assert_eq!(
-            names[..6],
-            [
-                "NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED"
-            ]
-        );
-        assert!(names[6..].iter().all(|n| *n == "OTHER"), "{names:?}");
-        for (i, rcode) in Rcode::ALL.into_iter().enumerate() {
-            assert_eq!(rcode.index(), i);
-        }
-    }
 
     #[test]
     fn workers_add_to_their_own_slots_and_the_snapshot_sums_them_by_transport() {

@@ -9,8 +9,9 @@ use hickory_proto::rr::RecordType;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use crate::objects::{ObjectError, ServiceKey, SliceKey, ZoneObject};
-use crate::records::{Answer, ClustersetZone, ZoneConfig};
+use crate::records::{Answer, ZoneConfig};
 use crate::wire::Snapshot;
+use crate::zone::ClustersetZone;
 
 /// How long a writer waits for queries to let go of the snapshot it replaced.
 const RETIRE_WAIT: Duration = Duration::from_millis(100);

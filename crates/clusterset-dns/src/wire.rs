@@ -1,25 +1,24 @@
-//! The query hot path: answers encoded once per (name, type), on the first query after the
-//! name's service changed, and a request handler that only parses the header and question,
-//! looks the name up in the snapshot's indexes, and splices the encoded bytes behind the
-//! client's own question.
+//! The query hot path: the [`Snapshot`] of the zone that queries are answered from, and a
+//! request handler that only parses the header and question, looks the name up in the
+//! snapshot's indexes, and splices the name's encoded answer ([`crate::prepared`], encoded once
+//! per (name, type) on the first query after the name's service changed) behind the client's
+//! own question.
 //!
 //! Pure and allocation-free per query once the output buffer has grown: [`answer`] is what the
-//! UDP and TCP loops call (it also tells the response code, which they count), [`respond`] what
-//! the fuzz target calls.
+//! UDP and TCP loops call (it also tells the response code, [`Rcode`], which they count),
+//! [`respond`] what the fuzz target calls.
 
-use std::hash::Hasher;
-use std::sync::OnceLock;
-
-use hickory_proto::op::{Message, OpCode, Query};
-use hickory_proto::rr::{Record, RecordType};
 use hickory_proto::serialize::binary::{BinEncodable, BinEncoder};
 
 use crate::index::{Found, ZoneIndex};
-use crate::records::{ClustersetZone, NameView, fqdn};
-use crate::stats::Rcode;
+use crate::prepared::PreparedName;
+use crate::zone::ClustersetZone;
 
-/// The largest DNS message (TCP's 16-bit length prefix).
-pub const MAX_MESSAGE: usize = 65535;
+/// The wire form of a name: defined with the other name functions, and named here too, where
+/// the property tests and the users of [`respond`] look for it.
+pub use crate::name::wire_name;
+/// The largest DNS message (defined with the encoded answers, which never exceed it).
+pub use crate::prepared::MAX_MESSAGE;
 
 /// The largest UDP answer we send to an EDNS client (the DNS flag day 2020 value, which avoids
 /// IP fragmentation).
@@ -31,7 +30,6 @@ pub const CLASSIC_UDP_PAYLOAD: u16 = 512;
 const TYPE_OPT: u16 = 41;
 const TYPE_IXFR: u16 = 251;
 const TYPE_AXFR: u16 = 252;
-const TYPE_ANY: u16 = 255;
 const CLASS_IN: u16 = 1;
 
 const RCODE_NOERROR: u8 = 0;
@@ -43,139 +41,9 @@ const RCODE_REFUSED: u8 = 5;
 /// BADVERS is extended RCODE 16: 0 in the header, 1 in the OPT record.
 const EXTENDED_BADVERS: u8 = 1;
 
-/// A fast, non-randomised hash for zone names (FxHash). Only the zone's own names are inserted,
-/// so hash flooding by clients is not possible: queries only look up.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct NameHasher(u64);
-
-impl Hasher for NameHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(K);
-        }
-        for byte in chunks.remainder() {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(*byte)).wrapping_mul(K);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-/// One precomputed positive answer: everything after the question.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct PreparedAnswer {
-    qtype: u16,
-    answer_count: u16,
-    additional_count: u16,
-    tail: Box<[u8]>,
-}
-
-/// The answers of one name: what it holds (a [`NameView`]), and each (name, type) answer
-/// encoded once, the first time it is asked for after the name changed. An update only swaps in
-/// the new view, so large updates cost little; the hot path after the first query is a lookup
-/// and a copy.
-#[derive(Debug)]
-pub struct PreparedName {
-    view: NameView,
-    /// The types the name has data for, in [`crate::NameRecords::record_types`] order.
-    types: Vec<RecordType>,
-    encoded: Vec<OnceLock<Option<PreparedAnswer>>>,
-}
-
-impl PreparedName {
-    pub(crate) fn new(view: NameView) -> Self {
-        let types = view.records.record_types();
-        let encoded = types.iter().map(|_| OnceLock::new()).collect();
-        Self {
-            view,
-            types,
-            encoded,
-        }
-    }
-
-    fn answer(&self, qtype: u16) -> Option<&PreparedAnswer> {
-        // RFC 8482: the first RRset answers ANY (the records model says the same).
-        let index = if qtype == TYPE_ANY {
-            0
-        } else {
-            self.types.iter().position(|t| u16::from(*t) == qtype)?
-        };
-        let qtype = *self.types.get(index)?;
-        self.encoded
-            .get(index)?
-            .get_or_init(|| {
-                let answer = self.view.answer(qtype);
-                encode_answer(&self.view.name, qtype, answer.answers, answer.additionals)
-            })
-            .as_ref()
-    }
-
-    /// What the name holds.
-    pub fn view(&self) -> &NameView {
-        &self.view
-    }
-
-    /// Encodes every answer now (the first query of each then costs nothing extra).
-    pub fn encode_all(&self) {
-        for t in &self.types {
-            let _ = self.answer(u16::from(*t));
-        }
-    }
-}
-
-/// The wire form of a lower-case presentation name without the trailing dot.
-pub fn wire_name(name: &str) -> Vec<u8> {
-    let mut wire = Vec::with_capacity(name.len() + 2);
-    if !name.is_empty() {
-        for label in name.split('.') {
-            // Labels of zone names are validated DNS labels (at most 63 bytes).
-            wire.push(u8::try_from(label.len()).unwrap_or(63));
-            wire.extend_from_slice(label.as_bytes());
-        }
-    }
-    wire.push(0);
-    wire
-}
-
 /// The answers of one name (lower case, no trailing dot), or `None` if it does not exist.
 pub fn prepare_name(zone: &ClustersetZone, name: &str) -> Option<PreparedName> {
     zone.view(name, false).map(PreparedName::new)
-}
-
-fn encode_answer(
-    name: &str,
-    qtype: RecordType,
-    mut answers: Vec<Record>,
-    mut additionals: Vec<Record>,
-) -> Option<PreparedAnswer> {
-    let question_end = 12 + wire_name(name).len() + 4;
-    loop {
-        let mut message = Message::response(0, OpCode::Query);
-        message.add_query(Query::query(fqdn(name), qtype));
-        message.add_answers(answers.iter().cloned());
-        message.add_additionals(additionals.iter().cloned());
-        let bytes = message.to_vec().ok()?;
-        if bytes.len() <= MAX_MESSAGE {
-            return Some(PreparedAnswer {
-                qtype: u16::from(qtype),
-                answer_count: u16::try_from(answers.len()).ok()?,
-                additional_count: u16::try_from(additionals.len()).ok()?,
-                tail: bytes.get(question_end..)?.into(),
-            });
-        }
-        // Too big even for TCP: serve a subset (the spec allows it for headless services).
-        additionals.clear();
-        if answers.len() <= 1 {
-            return None;
-        }
-        answers.truncate(answers.len() / 2);
-    }
 }
 
 /// The SOA record without its owner name, in wire form (no compression), to append behind a
@@ -287,6 +155,79 @@ pub enum Transport {
     Udp,
     /// TCP: up to [`MAX_MESSAGE`].
     Tcp,
+}
+
+/// The response code of an answer, as [`answer`] tells it and the server counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Rcode {
+    /// `NOERROR`: an answer, or a name that exists without data of the asked type (NODATA);
+    /// also UDP answers cut short with TC set.
+    NoError,
+    /// `FORMERR`: a malformed query.
+    FormErr,
+    /// `SERVFAIL`: a name in the zone asked before the store synced.
+    ServFail,
+    /// `NXDOMAIN`: a name in the zone that does not exist.
+    NxDomain,
+    /// `NOTIMP`: an opcode other than QUERY.
+    NotImp,
+    /// `REFUSED`: a name outside the zone, another class, or a zone transfer.
+    Refused,
+    /// Any other code; today only `BADVERS` (an EDNS version other than 0).
+    Other,
+}
+
+impl Rcode {
+    /// The number of codes counted.
+    pub const COUNT: usize = 7;
+
+    /// Every code, in the order of their DNS values (`Other` last).
+    pub const ALL: [Self; Self::COUNT] = [
+        Self::NoError,
+        Self::FormErr,
+        Self::ServFail,
+        Self::NxDomain,
+        Self::NotImp,
+        Self::Refused,
+        Self::Other,
+    ];
+
+    /// The code's mnemonic (`NOERROR`, `NXDOMAIN`, ...; `OTHER` for [`Rcode::Other`]).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NoError => "NOERROR",
+            Self::FormErr => "FORMERR",
+            Self::ServFail => "SERVFAIL",
+            Self::NxDomain => "NXDOMAIN",
+            Self::NotImp => "NOTIMP",
+            Self::Refused => "REFUSED",
+            Self::Other => "OTHER",
+        }
+    }
+
+    /// The code of a 4-bit header RCODE (without an extended RCODE in an OPT record).
+    pub fn from_header(rcode: u8) -> Self {
+        match rcode & 0x0f {
+            0 => Self::NoError,
+            1 => Self::FormErr,
+            2 => Self::ServFail,
+            3 => Self::NxDomain,
+            4 => Self::NotImp,
+            5 => Self::Refused,
+            _ => Self::Other,
+        }
+    }
+
+    /// The position of the code in [`Rcode::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl std::fmt::Display for Rcode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// The EDNS facts of a request.
@@ -481,7 +422,7 @@ pub fn respond(
 /// and BADVERS (an extended code) is [`Rcode::Other`]. The server counts queries with it.
 ///
 /// ```
-/// use clusterset_dns::{ZoneStore, ZoneConfig, stats::Rcode, wire::{answer, Transport}};
+/// use clusterset_dns::{ZoneStore, ZoneConfig, wire::{answer, Rcode, Transport}};
 /// use hickory_proto::op::{Message, Query};
 /// use hickory_proto::rr::{Name, RecordType};
 ///
@@ -688,5 +629,25 @@ fn negative(
         let pointer = 0xc000 | u16::try_from(12 + offset).unwrap_or(12);
         out.extend_from_slice(&pointer.to_be_bytes());
         out.extend_from_slice(&snapshot.soa);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_codes_map_to_their_names_and_the_rest_to_other() {
+        let names: Vec<_> = (0..16u8).map(|c| Rcode::from_header(c).as_str()).collect();
+        assert_eq!(
+            names[..6],
+            [
+                "NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED"
+            ]
+        );
+        assert!(names[6..].iter().all(|n| *n == "OTHER"), "{names:?}");
+        for (i, rcode) in Rcode::ALL.into_iter().enumerate() {
+            assert_eq!(rcode.index(), i);
+        }
     }
 }

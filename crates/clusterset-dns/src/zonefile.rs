@@ -2,7 +2,7 @@
 //! answers from: SOA and NS first, then every name of the zone in sorted order. Reverse (PTR)
 //! names live outside the zone and are not part of the file.
 
-use crate::records::ClustersetZone;
+use crate::zone::ClustersetZone;
 
 /// Renders `zone` as a master file.
 pub(crate) fn render(zone: &ClustersetZone) -> String {

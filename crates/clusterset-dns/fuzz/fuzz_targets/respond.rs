@@ -6,6 +6,9 @@
 //! build used in CI-less runs.
 #![no_main]
 
+#[path = "../../benches/common/synthetic.rs"]
+mod synthetic;
+
 use std::sync::LazyLock;
 
 use clusterset_dns::wire::{Transport, respond, MAX_UDP_PAYLOAD};
@@ -16,7 +19,7 @@ use libfuzzer_sys::fuzz_target;
 /// A zone with every kind of name: ClusterSetIP services (synthetic), a dual-stack one, a
 /// headless service with hostnames, dashed IPs, a not-ready endpoint and IPv6.
 static STORE: LazyLock<ZoneStore> = LazyLock::new(|| {
-    let mut objects = clusterset_dns::synthetic::zone_objects(20);
+    let mut objects = synthetic::zone_objects(20);
     let documents = [
         serde_json::json!({
             "apiVersion": "multicluster.x-k8s.io/v1beta1", "kind": "ServiceImport",

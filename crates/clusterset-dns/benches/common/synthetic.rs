@@ -1,13 +1,17 @@
 //! Synthetic zones for benchmarks and load tests: `count` ClusterSetIP services in namespace
 //! `bench`, each with one clusterset IP, one named port and an EndpointSlice of two ready
 //! endpoints, so every service makes the names a real one does (service, SRV, endpoints, PTR).
+//!
+//! Not part of the library: each user includes this file as a module of its own
+//! (`#[path = ".../benches/common/synthetic.rs"] mod synthetic;`): the `zone_updates` bench,
+//! the `bench_server` example, the fuzz target and the crate's unit tests.
 
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointPort, EndpointSlice};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use mcs_types::labels::{SERVICE_NAME_LABEL, SOURCE_CLUSTER_LABEL};
 use mcs_types::{ServiceImportSpec, ServiceImportType, ServicePort};
 
-use crate::objects::ZoneObject;
+use clusterset_dns::ZoneObject;
 
 /// The name of synthetic service `i`: `svc-<i>`.
 pub fn service_name(i: usize) -> String {
