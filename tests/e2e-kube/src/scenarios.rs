@@ -865,6 +865,10 @@ pub async fn faults_lose_nothing(world: &mut World) -> anyhow::Result<()> {
             .daemon
             .metric("clusterset_agent_writes_total")
     };
+    // The outage's after-effects settle first: while the hub was down east's heartbeat went
+    // stale in west's eyes, and west rewrites every import's `StaleClusters` condition once it
+    // sees east heartbeat again. Counted from here they would be charged to the restart.
+    settled_after_outage(world, &namespace).await?;
     let before = writes(1).await?;
     let lines = |i: usize| {
         world.agents[i]
@@ -1297,4 +1301,38 @@ pub async fn a_member_can_speak_only_for_itself(world: &mut World) -> anyhow::Re
         lease_identity(&lease_after)
     );
     Ok(())
+}
+
+/// Waits until west's agent sees every cluster heartbeat (`clusterset_agent_stale_clusters 0`)
+/// and every import of `namespace` in west says so (`clusterset.io/StaleClusters=False`), with
+/// its write count steady over two reads a second apart.
+async fn settled_after_outage(world: &World, namespace: &str) -> anyhow::Result<()> {
+    let agent = &world.agents[1].daemon;
+    let imports: Api<ServiceImport> = Api::namespaced(world.west.client.clone(), namespace);
+    crate::wait_for(
+        "west's agent to see every cluster heartbeat again after the outage",
+        Duration::from_secs(120),
+        || async {
+            if agent.metric("clusterset_agent_stale_clusters").await? != 0.0 {
+                return Ok(None);
+            }
+            let all_fresh = imports
+                .list(&Default::default())
+                .await?
+                .items
+                .iter()
+                .all(|i| {
+                    i.status.as_ref().is_some_and(|s| {
+                        s.conditions.iter().any(|c| {
+                            c.type_ == "clusterset.io/StaleClusters" && c.status == "False"
+                        })
+                    })
+                });
+            let first = agent.metric("clusterset_agent_writes_total").await?;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let second = agent.metric("clusterset_agent_writes_total").await?;
+            Ok((all_fresh && first == second).then_some(()))
+        },
+    )
+    .await
 }
