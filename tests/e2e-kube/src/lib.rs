@@ -386,6 +386,30 @@ impl Daemon {
         .with_context(|| format!("see the log {}", self.log.display()))
     }
 
+    /// Stops the process as Kubernetes stops a pod: SIGTERM (a clean shutdown: the agent hands
+    /// its heartbeat Lease back), then SIGKILL if it has not exited within 10 s; reaps it.
+    pub async fn terminate(&mut self) -> anyhow::Result<()> {
+        let Some(mut child) = self.child.take() else {
+            return Ok(());
+        };
+        if let Some(pid) = child.id() {
+            let status = tokio::process::Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status()
+                .await
+                .context("cannot run kill -TERM")?;
+            if status.success()
+                && tokio::time::timeout(Duration::from_secs(10), child.wait())
+                    .await
+                    .is_ok()
+            {
+                return Ok(());
+            }
+        }
+        child.kill().await?;
+        Ok(())
+    }
+
     /// Kills the process (SIGKILL: no clean shutdown) and reaps it.
     pub async fn kill(&mut self) -> anyhow::Result<()> {
         if let Some(mut child) = self.child.take() {
@@ -724,11 +748,12 @@ impl World {
         }
     }
 
-    /// Kills the agents and deletes the test namespaces (kept with
+    /// Stops the agents cleanly (SIGTERM, as a rollout does: they hand their Leases back, so
+    /// the next test's agents take them at once) and deletes the test namespaces (kept with
     /// `CLUSTERSET_E2E_KEEP_NAMESPACES=true`, to look at after a failure).
     pub async fn stop(mut self) -> anyhow::Result<()> {
         for agent in &mut self.agents {
-            agent.daemon.kill().await?;
+            agent.daemon.terminate().await?;
         }
         if std::env::var("CLUSTERSET_E2E_KEEP_NAMESPACES").is_ok_and(|v| v == "true") {
             println!("kept the namespaces {:?}", self.namespaces);
