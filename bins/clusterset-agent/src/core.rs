@@ -195,7 +195,7 @@ pub struct Stats {
     pub local_exports: usize,
     /// This cluster's records in the broker.
     pub published_records: usize,
-    /// Records of all clusters in the broker.
+    /// Records of all clusters on the hub (not those in `foreign_writers`).
     pub broker_records: usize,
     /// ServiceImports stored in this cluster.
     pub imports: usize,
@@ -525,7 +525,11 @@ impl AgentCore {
         Stats {
             local_exports: self.exports.len(),
             published_records: self.services_by_cluster.get(me).map_or(0, BTreeSet::len),
-            broker_records: self.records.len(),
+            // Records whose writer could not have been their cluster are counted apart.
+            broker_records: self
+                .records
+                .len()
+                .saturating_sub(self.foreign_records.len()),
             imports: self.imports.len(),
             stale_clusters: self
                 .health

@@ -678,6 +678,7 @@ fn a_record_stored_in_another_clusters_namespace_is_ignored_counted_and_forgotte
     );
     let (mut core, _) = started();
     assert_eq!(core.stats().foreign_writers, foreign(0, 0, 0));
+    let records_before = core.stats().broker_records;
     // c2's credentials write records that say they are c1's: a new service, and another
     // version of c1's `api` (a port c1 does not export).
     let forged_db = record_in("c1", &db, "clusterset-broker-c2", &[80]);
@@ -688,6 +689,11 @@ fn a_record_stored_in_another_clusters_namespace_is_ignored_counted_and_forgotte
     assert!(kinds(&out.writes, &db).is_empty(), "{:?}", out.writes);
     assert!(kinds(&out.writes, &api).is_empty(), "{:?}", out.writes);
     assert_eq!(core.stats().foreign_writers, foreign(2, 0, 0));
+    assert_eq!(
+        core.stats().broker_records,
+        records_before,
+        "ignored records are not counted as the clusters' records"
+    );
     for name in ["c1.shop.db", "c1.shop.api"] {
         let line = format!(
             "broker record clusterset-broker-c2/{name} is ignored: record of cluster c1 stored in namespace clusterset-broker-c2, where cluster c1 cannot write (its records live in clusterset-broker-c1)"
