@@ -14,12 +14,10 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::time::Duration;
 
-use clusterset_daemon::lease::{self, Candidate, Decision, Observed};
-use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use mcs_controller::{ClusterId, ExportRecord, ServiceKey};
 use serde::{Deserialize, Serialize};
@@ -442,11 +440,9 @@ pub fn lease_cluster(lease: &Lease) -> Option<ClusterId> {
     ClusterId::new(value).ok()
 }
 
-/// When this cluster's own Lease runs out for its holder: its renew (or acquire) time plus its
-/// duration. Only the holder may compare this with its clock (it wrote `renewTime` with that
-/// clock); another agent judges a Lease by how long it has seen the record unchanged
-/// ([`Observed`], see [`heartbeat`]). `None` when the Lease says neither.
-pub fn held_until(lease: &Lease) -> Option<Timestamp> {
+/// When a Lease runs out: its renew (or acquire) time plus its duration. `None` when it says
+/// neither.
+pub fn lease_expiry(lease: &Lease) -> Option<Timestamp> {
     let spec = lease.spec.as_ref()?;
     let renewed = spec.renew_time.as_ref().or(spec.acquire_time.as_ref())?.0;
     let duration = SignedDuration::from_secs(i64::from(spec.lease_duration_seconds?.max(0)));
@@ -454,7 +450,14 @@ pub fn held_until(lease: &Lease) -> Option<Timestamp> {
 }
 
 /// The holder of a Lease, if any (an empty identity counts as none).
-pub use clusterset_daemon::lease::holder as lease_holder;
+pub fn lease_holder(lease: &Lease) -> Option<&str> {
+    lease
+        .spec
+        .as_ref()?
+        .holder_identity
+        .as_deref()
+        .filter(|h| !h.is_empty())
+}
 
 /// What the agent does about its own heartbeat Lease.
 #[derive(Debug, Clone, PartialEq)]
@@ -464,68 +467,97 @@ pub enum Heartbeat {
     /// Replace the stored Lease with this one (it carries the stored `resourceVersion`, so a
     /// concurrent change makes the write fail with 409 instead of overwriting it).
     Replace(Box<Lease>),
-    /// Another agent instance holds this cluster's Lease and this agent has seen its record
-    /// change within the Lease's duration: two agents use one cluster id (or an earlier
-    /// instance stopped without handing the Lease back). Do not publish; wait.
+    /// Another agent instance holds this cluster's Lease and it has not expired: two agents use
+    /// one cluster id. Do not publish; wait.
     Blocked {
         /// The other holder.
         holder: String,
-        /// When, by this agent's clock, it takes the Lease if the record does not change
-        /// before.
+        /// When its Lease runs out.
         until: Timestamp,
     },
 }
 
-/// The heartbeat decision for `identity` of `cluster` at `now`, given the stored Lease as this
-/// agent observed it (`None`: there is none): [`clusterset_daemon::lease::decide`], the rule
-/// the operator's leader election follows too, for the Lease [`lease_name`] in `namespace`.
-///
-/// - no Lease: create it; this agent's own Lease: renew it; a Lease without a holder (released
-///   by the previous instance, or created empty by the hub manifests): take it at once;
-/// - a Lease held by another identity: [`Heartbeat::Blocked`] until this agent has seen its
-///   record unchanged for the record's duration **by this agent's clock** (from
-///   [`Observed::since`]), then take it. The holder's `renewTime` is never compared with this
-///   agent's clock, so a holder whose clock is behind cannot lose a Lease it renews.
-///
-/// The written Lease keeps the stored Lease's labels and annotations (the hub manifests'
-/// `part-of` label) and carries [`CLUSTER_ID_LABEL`].
+/// The heartbeat decision for `identity` of `cluster`, given the stored Lease.
 pub fn heartbeat(
-    stored: Option<&Observed>,
+    stored: Option<&Lease>,
     cluster: &ClusterId,
     identity: &str,
     namespace: &str,
-    duration: Duration,
+    duration_seconds: i32,
     now: Timestamp,
 ) -> Heartbeat {
-    let candidate = Candidate::new(&lease_name(cluster), namespace, identity, duration);
-    let labelled = |mut lease: Box<Lease>| {
-        lease
-            .metadata
-            .labels
-            .get_or_insert_with(BTreeMap::new)
-            .insert(CLUSTER_ID_LABEL.to_owned(), cluster.to_string());
-        lease
+    let fresh = |previous: Option<&Lease>| {
+        let previous_spec = previous.and_then(|l| l.spec.clone()).unwrap_or_default();
+        let same_holder = previous.and_then(lease_holder) == Some(identity);
+        let transitions = previous_spec.lease_transitions.unwrap_or(0);
+        Lease {
+            metadata: ObjectMeta {
+                name: Some(lease_name(cluster)),
+                namespace: Some(namespace.to_owned()),
+                // Labels and annotations others set (the hub manifests' `part-of`) are kept: a
+                // replace would otherwise drop them.
+                labels: Some({
+                    let mut labels = previous
+                        .and_then(|l| l.metadata.labels.clone())
+                        .unwrap_or_default();
+                    labels.insert(CLUSTER_ID_LABEL.to_owned(), cluster.to_string());
+                    labels
+                }),
+                annotations: previous.and_then(|l| l.metadata.annotations.clone()),
+                resource_version: previous.and_then(|l| l.metadata.resource_version.clone()),
+                ..Default::default()
+            },
+            spec: Some(LeaseSpec {
+                holder_identity: Some(identity.to_owned()),
+                lease_duration_seconds: Some(duration_seconds),
+                acquire_time: if same_holder {
+                    previous_spec.acquire_time
+                } else {
+                    Some(MicroTime(now))
+                },
+                renew_time: Some(MicroTime(now)),
+                lease_transitions: Some(if same_holder || previous.is_none() {
+                    transitions
+                } else {
+                    transitions.saturating_add(1)
+                }),
+                ..Default::default()
+            }),
+        }
     };
-    match lease::decide(stored, &candidate, now) {
-        Decision::Create(lease) => Heartbeat::Create(labelled(lease)),
-        Decision::Acquire(lease) | Decision::Renew(lease) => Heartbeat::Replace(labelled(lease)),
-        Decision::Wait { holder, until } => Heartbeat::Blocked { holder, until },
+    match stored {
+        None => Heartbeat::Create(Box::new(fresh(None))),
+        Some(lease) => match (lease_holder(lease), lease_expiry(lease)) {
+            (Some(holder), Some(until)) if holder != identity && now < until => {
+                Heartbeat::Blocked {
+                    holder: holder.to_owned(),
+                    until,
+                }
+            }
+            _ => Heartbeat::Replace(Box::new(fresh(Some(lease)))),
+        },
     }
 }
 
-/// The Lease to write on a clean shutdown ([`clusterset_daemon::lease::release`]): the stored
-/// one without a holder, so that the next instance (a new pod after a rollout) takes it at once
-/// instead of waiting for it to run out. The duration is kept and the record changes, so the
-/// cluster does not look stale to the others meanwhile. `None` when `identity` does not hold
-/// the Lease.
-pub fn release(stored: Option<&Lease>, identity: &str, now: Timestamp) -> Option<Lease> {
-    lease::release(stored?, identity, now)
+/// The Lease to write on a clean shutdown: the stored one without a holder, so that the next
+/// instance (a new pod after a rollout) takes it at once instead of waiting for it to expire.
+/// The renew time is kept, so the cluster does not look stale to the others meanwhile. `None`
+/// when `identity` does not hold the Lease.
+pub fn release(stored: Option<&Lease>, identity: &str) -> Option<Lease> {
+    let stored = stored?;
+    if lease_holder(stored) != Some(identity) {
+        return None;
+    }
+    let mut released = stored.clone();
+    if let Some(spec) = released.spec.as_mut() {
+        spec.holder_identity = None;
+    }
+    released.metadata.managed_fields = None;
+    Some(released)
 }
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-
     use super::*;
 
     fn east() -> ClusterId {
@@ -545,42 +577,22 @@ mod tests {
         assert!(crd.spec.versions[0].schema.is_some());
     }
 
-    const THIRTY: Duration = Duration::from_secs(30);
-
-    /// `lease` as this agent has seen it since `since`.
-    fn seen(lease: &Lease, since: i64) -> Observed {
-        Observed {
-            lease: lease.clone(),
-            since: at(since),
-        }
-    }
-
     #[test]
-    fn heartbeat_creates_renews_takes_over_unchanged_and_blocks_live_others() {
-        let created = match heartbeat(None, &east(), "pod-a", "broker", THIRTY, at(100)) {
+    fn heartbeat_creates_renews_takes_over_expired_and_blocks_live_others() {
+        let created = match heartbeat(None, &east(), "pod-a", "broker", 30, at(100)) {
             Heartbeat::Create(lease) => *lease,
             other => panic!("{other:?}"),
         };
         assert_eq!(lease_holder(&created), Some("pod-a"));
-        assert_eq!(held_until(&created), Some(at(130)));
+        assert_eq!(lease_expiry(&created), Some(at(130)));
         assert_eq!(lease_cluster(&created), Some(east()));
-        assert_eq!(
-            created.metadata.name.as_deref(),
-            Some("clusterset-agent-east")
-        );
-        assert_eq!(created.metadata.namespace.as_deref(), Some("broker"));
 
         let mut stored = created.clone();
         stored.metadata.resource_version = Some("7".into());
         // Our own lease: renewed, acquire time kept, resourceVersion carried for 409 detection.
-        let Heartbeat::Replace(renewed) = heartbeat(
-            Some(&seen(&stored, 100)),
-            &east(),
-            "pod-a",
-            "broker",
-            THIRTY,
-            at(110),
-        ) else {
+        let Heartbeat::Replace(renewed) =
+            heartbeat(Some(&stored), &east(), "pod-a", "broker", 30, at(110))
+        else {
             panic!()
         };
         assert_eq!(renewed.metadata.resource_version.as_deref(), Some("7"));
@@ -589,39 +601,24 @@ mod tests {
         assert_eq!(spec.renew_time, Some(MicroTime(at(110))));
         assert_eq!(spec.lease_transitions, Some(0));
 
-        // Another holder blocks for the duration since pod-b first saw the record (at 105),
-        // whatever the record's renewTime (100) says.
+        // Another live holder blocks.
         assert_eq!(
-            heartbeat(
-                Some(&seen(&stored, 105)),
-                &east(),
-                "pod-b",
-                "broker",
-                THIRTY,
-                at(134)
-            ),
+            heartbeat(Some(&stored), &east(), "pod-b", "broker", 30, at(129)),
             Heartbeat::Blocked {
                 holder: "pod-a".into(),
-                until: at(135)
+                until: at(130)
             }
         );
-        // Unchanged for 30 s by pod-b's clock: taken over, one more transition.
-        let Heartbeat::Replace(taken) = heartbeat(
-            Some(&seen(&stored, 105)),
-            &east(),
-            "pod-b",
-            "broker",
-            THIRTY,
-            at(135),
-        ) else {
+        // Expired: taken over, one more transition.
+        let Heartbeat::Replace(taken) =
+            heartbeat(Some(&stored), &east(), "pod-b", "broker", 30, at(130))
+        else {
             panic!()
         };
         let spec = taken.spec.as_ref().unwrap();
         assert_eq!(spec.holder_identity.as_deref(), Some("pod-b"));
-        assert_eq!(spec.acquire_time, Some(MicroTime(at(135))));
+        assert_eq!(spec.acquire_time, Some(MicroTime(at(130))));
         assert_eq!(spec.lease_transitions, Some(1));
-        assert_eq!(taken.metadata.resource_version.as_deref(), Some("7"));
-        assert_eq!(lease_cluster(&taken), Some(east()));
     }
 
     #[test]
@@ -644,81 +641,44 @@ mod tests {
             },
             spec: None,
         };
-        let Heartbeat::Replace(taken) = heartbeat(
-            Some(&seen(&created, 100)),
-            &east(),
-            "pod-a",
-            "broker",
-            THIRTY,
-            at(100),
-        ) else {
+        let Heartbeat::Replace(taken) =
+            heartbeat(Some(&created), &east(), "pod-a", "broker", 30, at(100))
+        else {
             panic!("a Lease without a holder is free")
         };
         assert_eq!(lease_holder(&taken), Some("pod-a"));
         assert_eq!(taken.metadata.labels, created.metadata.labels);
         assert_eq!(taken.metadata.annotations, created.metadata.annotations);
         assert_eq!(taken.metadata.resource_version.as_deref(), Some("3"));
-        let Heartbeat::Replace(renewed) = heartbeat(
-            Some(&seen(&taken, 100)),
-            &east(),
-            "pod-a",
-            "broker",
-            THIRTY,
-            at(110),
-        ) else {
+        let Heartbeat::Replace(renewed) =
+            heartbeat(Some(&taken), &east(), "pod-a", "broker", 30, at(110))
+        else {
             panic!()
         };
         assert_eq!(renewed.metadata.labels, created.metadata.labels);
     }
 
     #[test]
-    fn a_stored_lease_without_the_cluster_label_gets_it() {
-        let mut stored = match heartbeat(None, &east(), "pod-a", "broker", THIRTY, at(100)) {
-            Heartbeat::Create(lease) => *lease,
-            other => panic!("{other:?}"),
-        };
-        stored.metadata.labels = None;
-        let Heartbeat::Replace(renewed) = heartbeat(
-            Some(&seen(&stored, 100)),
-            &east(),
-            "pod-a",
-            "broker",
-            THIRTY,
-            at(110),
-        ) else {
-            panic!()
-        };
-        assert_eq!(lease_cluster(&renewed), Some(east()));
-    }
-
-    #[test]
     fn a_released_lease_is_taken_at_once_by_the_next_instance() {
-        let Heartbeat::Create(lease) = heartbeat(None, &east(), "pod-a", "broker", THIRTY, at(100))
+        let Heartbeat::Create(lease) = heartbeat(None, &east(), "pod-a", "broker", 30, at(100))
         else {
             panic!()
         };
         assert_eq!(
-            release(Some(&lease), "pod-b", at(101)),
+            release(Some(&lease), "pod-b"),
             None,
             "only the holder releases"
         );
-        assert_eq!(release(None, "pod-a", at(101)), None);
-        let released = release(Some(&lease), "pod-a", at(101)).unwrap();
+        let released = release(Some(&lease), "pod-a").unwrap();
         assert_eq!(lease_holder(&released), None);
-        let spec = released.spec.as_ref().unwrap();
         assert_eq!(
-            (spec.lease_duration_seconds, spec.renew_time.clone()),
-            (Some(30), Some(MicroTime(at(101)))),
-            "the duration is kept and the record changes: the cluster stays fresh"
+            lease_expiry(&released),
+            Some(at(130)),
+            "the cluster stays fresh"
         );
-        let Heartbeat::Replace(taken) = heartbeat(
-            Some(&seen(&released, 101)),
-            &east(),
-            "pod-b",
-            "broker",
-            THIRTY,
-            at(101),
-        ) else {
+        let Heartbeat::Replace(taken) =
+            heartbeat(Some(&released), &east(), "pod-b", "broker", 30, at(101))
+        else {
             panic!("a released Lease is free")
         };
         assert_eq!(lease_holder(&taken), Some("pod-b"));

@@ -162,6 +162,11 @@ impl AgentConfig {
             SharedRecords::Ignore | SharedRecords::Read => self.records_namespace(),
         }
     }
+
+    /// The heartbeat Lease duration in whole seconds, as the Lease stores it.
+    pub fn lease_duration_seconds(&self) -> i32 {
+        i32::try_from(self.lease_duration.as_secs()).unwrap_or(i32::MAX)
+    }
 }
 
 #[cfg(test)]

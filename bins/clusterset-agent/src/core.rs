@@ -15,14 +15,6 @@
 //! - Clusters whose heartbeat Lease ran out are marked on the ServiceImports they export (a
 //!   condition naming them), and their records are kept; they are left out of the merge only
 //!   after `stale_drop_after`, if set.
-//! - Leases are judged by client-go's skew-safe rule ([`clusterset_daemon::lease`]): another
-//!   agent's Lease runs out once *this* agent has seen its record unchanged for the record's
-//!   duration by its own clock; the other agent's `renewTime` is never compared with this
-//!   agent's clock. The core keeps, per Lease, since when it has seen the record unchanged;
-//!   [`handle`](AgentCore::handle) has no clock, so a new or changed record is stamped with the
-//!   time of the next [`process`](AgentCore::process) or [`heartbeat`](AgentCore::heartbeat)
-//!   (never earlier than it arrived). Only this agent's own Lease is judged by its `renewTime`,
-//!   which this agent wrote with its own clock.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
@@ -42,8 +34,6 @@ use mcs_types::conditions::{ConditionStatus, DesiredCondition};
 use mcs_types::labels::{KUBERNETES_SERVICE_NAME_LABEL, SERVICE_NAME_LABEL};
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
 use mcs_types::{ServiceExportStatus, ServiceImportStatus, ServiceImportType};
-
-use clusterset_daemon::lease::{self, Observed};
 
 use crate::broker::{self, BrokerRecord, ForeignWriter, Heartbeat, RecordHome};
 use crate::cache::{Cache, Change, ObjectId};
@@ -103,11 +93,9 @@ pub struct Output {
 /// Whether an exporting cluster heartbeats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClusterHealth {
-    /// Its Lease is current: this agent has seen its record change within the record's
-    /// duration.
+    /// Its Lease is current.
     Fresh,
-    /// Its Lease ran out at `since` (its record unchanged for its duration by this agent's
-    /// clock), or it has none (since it was first missed); its exports are kept and marked.
+    /// Its Lease ran out at `since` (or it has none); its exports are kept and marked.
     Stale {
         /// When it went stale.
         since: Timestamp,
@@ -122,18 +110,15 @@ pub enum ClusterHealth {
 /// Whether this agent holds its cluster's heartbeat Lease (and so may write to the broker).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LeaseState {
-    /// Held and current (renewed within its duration, by this agent's clock, which wrote it).
+    /// Held and current.
     Held,
-    /// Not held (no Lease, no holder, its own renewal ran out, or another holder left it
-    /// unchanged for its duration): the next heartbeat takes it.
+    /// Not yet held (no Lease, or it expired): the next heartbeat takes it.
     NotHeld,
-    /// Another instance holds it, and this agent has seen its record change within its
-    /// duration.
+    /// Another instance holds it.
     Blocked {
         /// The other holder.
         holder: String,
-        /// When, by this agent's clock, the next heartbeat takes the Lease if its record does
-        /// not change before.
+        /// When its Lease runs out.
         until: Timestamp,
     },
 }
@@ -224,9 +209,6 @@ pub struct AgentCore {
     imported_slices: Cache<EndpointSlice>,
     records: Cache<BrokerRecord>,
     leases: Cache<Lease>,
-    /// Since when (by this agent's clock) each Lease's record (`spec`) has been unchanged;
-    /// `None` until the core is next given the time.
-    lease_seen: HashMap<ObjectId, Option<Timestamp>>,
     local_slices_by_service: HashMap<ServiceKey, BTreeSet<ObjectId>>,
     imported_slices_by_service: HashMap<ServiceKey, BTreeSet<String>>,
     records_by_service: BTreeMap<ServiceKey, BTreeMap<ClusterId, RecordCopies>>,
@@ -451,7 +433,6 @@ impl AgentCore {
             imported_slices: Cache::default(),
             records: Cache::default(),
             leases: Cache::default(),
-            lease_seen: HashMap::new(),
             local_slices_by_service: HashMap::new(),
             imported_slices_by_service: HashMap::new(),
             records_by_service: BTreeMap::new(),
@@ -548,62 +529,34 @@ impl AgentCore {
         }
     }
 
-    /// The heartbeat to write at `now`: create or renew this cluster's Lease, take it (free,
-    /// or left unchanged by another holder for its duration since this agent first saw the
-    /// record), or hold off because another instance holds it ([`broker::heartbeat`]). `None`
-    /// until the broker's Leases have been listed.
-    pub fn heartbeat(&mut self, now: Timestamp) -> Option<Heartbeat> {
+    /// The heartbeat to write now: create or renew this cluster's Lease, or hold off because
+    /// another instance holds it. `None` until the broker's Leases have been listed.
+    pub fn heartbeat(&self, now: Timestamp) -> Option<Heartbeat> {
         if !self.leases.is_synced() {
             return None;
         }
-        self.stamp_leases(now);
-        let own = self.own_lease_id();
-        Some(self.heartbeat_decision(&own, now))
-    }
-
-    /// The Lease write that hands this cluster's heartbeat Lease back on a clean shutdown at
-    /// `now`, if this agent holds it.
-    pub fn release_heartbeat(&self, now: Timestamp) -> Option<Heartbeat> {
-        let stored = self.leases.get(&self.own_lease_id());
-        broker::release(stored, &self.config.identity, now).map(|l| Heartbeat::Replace(Box::new(l)))
-    }
-
-    /// The id of this cluster's heartbeat Lease.
-    fn own_lease_id(&self) -> ObjectId {
-        ObjectId::new(
+        let stored = self.leases.get(&ObjectId::new(
             &self.config.broker_namespace,
             &broker::lease_name(&self.config.cluster_id),
-        )
-    }
-
-    /// The Lease `id` as this agent observed it: the stored Lease and since when its record has
-    /// been unchanged (`now` if it has not been stamped yet).
-    fn observed(&self, id: &ObjectId, now: Timestamp) -> Option<Observed> {
-        let lease = self.leases.get(id)?;
-        let since = self.lease_seen.get(id).copied().flatten().unwrap_or(now);
-        Some(Observed {
-            lease: lease.clone(),
-            since,
-        })
-    }
-
-    /// The heartbeat decision about this cluster's Lease `own` at `now`.
-    fn heartbeat_decision(&self, own: &ObjectId, now: Timestamp) -> Heartbeat {
-        broker::heartbeat(
-            self.observed(own, now).as_ref(),
+        ));
+        Some(broker::heartbeat(
+            stored,
             &self.config.cluster_id,
             &self.config.identity,
             &self.config.broker_namespace,
-            self.config.lease_duration,
+            self.config.lease_duration_seconds(),
             now,
-        )
+        ))
     }
 
-    /// Stamps the Lease records seen since the core last had the time with `now`.
-    fn stamp_leases(&mut self, now: Timestamp) {
-        for since in self.lease_seen.values_mut() {
-            since.get_or_insert(now);
-        }
+    /// The Lease write that hands this cluster's heartbeat Lease back on a clean shutdown, if
+    /// this agent holds it.
+    pub fn release_heartbeat(&self) -> Option<Heartbeat> {
+        let stored = self.leases.get(&ObjectId::new(
+            &self.config.broker_namespace,
+            &broker::lease_name(&self.config.cluster_id),
+        ));
+        broker::release(stored, &self.config.identity).map(|l| Heartbeat::Replace(Box::new(l)))
     }
 
     /// Takes in one watch event.
@@ -729,19 +682,6 @@ impl AgentCore {
                     return;
                 };
                 for change in self.leases.handle(event) {
-                    // A new or changed record is seen from now on (stamped with the next time
-                    // the core is given); an unchanged one (a relabel, a relist) keeps its time.
-                    match (&change.old, &change.new) {
-                        (_, None) => {
-                            self.lease_seen.remove(&change.id);
-                        }
-                        (Some(old), Some(new)) if old.spec == new.spec => {
-                            self.lease_seen.entry(change.id.clone()).or_insert(None);
-                        }
-                        (_, Some(_)) => {
-                            self.lease_seen.insert(change.id.clone(), None);
-                        }
-                    }
                     self.foreign_leases.remove(&change.id);
                     if let Some(Ok(Some(cluster))) =
                         change.old.as_ref().map(broker::lease_writer_check)
@@ -1086,10 +1026,6 @@ impl AgentCore {
             // Work left over from the last pass: now.
             return Some(Timestamp::MIN);
         }
-        if self.lease_seen.values().any(Option::is_none) {
-            // A Lease record not yet stamped with the time it was seen: now.
-            return Some(Timestamp::MIN);
-        }
         let mut next: Option<Timestamp> = None;
         let mut consider = |t: Timestamp| {
             next = Some(next.map_or(t, |n| n.min(t)));
@@ -1102,7 +1038,7 @@ impl AgentCore {
         for (cluster, health) in &self.health {
             match health {
                 ClusterHealth::Fresh => {
-                    if let Some(t) = self.lease_expiry(cluster) {
+                    if let Some(t) = self.lease_of(cluster).and_then(broker::lease_expiry) {
                         consider(t);
                     }
                 }
@@ -1119,7 +1055,7 @@ impl AgentCore {
         // expired Lease in the past would wake the runtime up at once, again and again).
         match &self.lease_state {
             LeaseState::Held => {
-                if let Some(own) = self.own_lease().and_then(broker::held_until) {
+                if let Some(own) = self.own_lease().and_then(broker::lease_expiry) {
                     consider(own);
                 }
             }
@@ -1134,41 +1070,35 @@ impl AgentCore {
         SignedDuration::try_from(after).ok()
     }
 
-    fn own_lease(&self) -> Option<&Lease> {
-        self.leases
-            .get(self.leases_by_cluster.get(&self.config.cluster_id)?)
+    fn lease_of(&self, cluster: &ClusterId) -> Option<&Lease> {
+        self.leases.get(self.leases_by_cluster.get(cluster)?)
     }
 
-    /// When `cluster`'s Lease runs out by this agent's clock: since when it has seen the record
-    /// unchanged, plus the record's duration ([`lease::expiry`]). `None` without a Lease, a
-    /// duration, or a stamped observation.
-    fn lease_expiry(&self, cluster: &ClusterId) -> Option<Timestamp> {
-        let id = self.leases_by_cluster.get(cluster)?;
-        let since = (*self.lease_seen.get(id)?)?;
-        lease::expiry(self.leases.get(id)?, since)
+    fn own_lease(&self) -> Option<&Lease> {
+        self.lease_of(&self.config.cluster_id)
     }
 
     fn compute_lease_state(&self, now: Timestamp) -> LeaseState {
         let Some(lease) = self.own_lease() else {
             return LeaseState::NotHeld;
         };
-        match broker::lease_holder(lease) {
-            // Our own renewal, written with our own clock.
-            Some(holder) if holder == self.config.identity => match broker::held_until(lease) {
-                Some(until) if now < until => LeaseState::Held,
-                _ => LeaseState::NotHeld,
-            },
-            // Another holder: the heartbeat's decision (skew-safe).
-            Some(_) => match self.heartbeat_decision(&ObjectId::of(lease), now) {
-                Heartbeat::Blocked { holder, until } => LeaseState::Blocked { holder, until },
-                Heartbeat::Create(_) | Heartbeat::Replace(_) => LeaseState::NotHeld,
-            },
-            None => LeaseState::NotHeld,
+        match (broker::lease_holder(lease), broker::lease_expiry(lease)) {
+            (Some(holder), Some(until)) if now < until => {
+                if holder == self.config.identity {
+                    LeaseState::Held
+                } else {
+                    LeaseState::Blocked {
+                        holder: holder.to_owned(),
+                        until,
+                    }
+                }
+            }
+            _ => LeaseState::NotHeld,
         }
     }
 
     fn compute_health(&mut self, cluster: &ClusterId, now: Timestamp) -> ClusterHealth {
-        let since = match self.lease_expiry(cluster) {
+        let since = match self.lease_of(cluster).and_then(broker::lease_expiry) {
             Some(expiry) if now < expiry => {
                 self.missing_since.remove(cluster);
                 return ClusterHealth::Fresh;
@@ -1317,7 +1247,6 @@ impl AgentCore {
         if !self.started {
             self.start();
         }
-        self.stamp_leases(now);
         self.refresh_health(now);
         for (key, failure) in &mut self.failures {
             for backoff in failure.targets.values_mut() {
@@ -1555,7 +1484,7 @@ impl AgentCore {
             .or(local_failure);
         let publication = match (&lease_state, publish_error) {
             (LeaseState::Blocked { holder, until }, _) => Publication::Failed(format!(
-                "Another agent ({holder}) holds the heartbeat Lease of cluster {me}: two agents must not use one cluster id; this one does not publish (it takes the Lease at {until} if the Lease is not renewed before)"
+                "Another agent ({holder}) holds the heartbeat Lease of cluster {me} until {until}: two agents must not use one cluster id; this one does not publish"
             )),
             (_, Some(error)) => Publication::Failed(error),
             // An update on its way keeps the export Ready: the previous version is published.

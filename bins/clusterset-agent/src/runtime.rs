@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use clusterset_dns::ZoneStore;
 use futures::{FutureExt, Stream, StreamExt};
+use k8s_openapi::jiff::Timestamp;
 use mcs_controller::ServiceKey;
 
 use crate::broker::Heartbeat;
@@ -18,11 +19,8 @@ use crate::kube_io::{AgentWriter, Feed, WriteError};
 use crate::metrics::Metrics;
 use crate::write::Write;
 
-/// A source of the current time (the real clock in the agent, a fixed one in tests): the
-/// daemons' one [`Clock`] type.
-///
-/// [`Clock`]: clusterset_daemon::Clock
-pub use clusterset_daemon::Clock;
+/// A source of the current time (the real clock in the agent, a fixed one in tests).
+pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
 
 /// What became of one write: `None` if it was not attempted (an earlier write of its service
 /// failed), else the writer's answer.
@@ -99,7 +97,7 @@ impl Runtime {
             }
             self.step().await;
         }
-        if let Some(release) = self.core.release_heartbeat((self.clock)()) {
+        if let Some(release) = self.core.release_heartbeat() {
             match self.writer.heartbeat(&release).await {
                 Ok(_) => tracing::info!("heartbeat Lease released for the next instance"),
                 Err(error) => {
@@ -140,7 +138,7 @@ impl Runtime {
             return false;
         };
         if let Heartbeat::Blocked { holder, until } = &heartbeat {
-            tracing::error!(%holder, %until, cluster = %self.core.config().cluster_id, "another agent holds this cluster's heartbeat Lease and renewed it within its duration: two agents use one cluster id (or an earlier instance stopped without handing the Lease back); not publishing, and taking the Lease at `until` unless it is renewed before");
+            tracing::error!(%holder, %until, cluster = %self.core.config().cluster_id, "another agent holds this cluster's heartbeat Lease: two agents use one cluster id; not publishing");
             return true;
         }
         match self.writer.heartbeat(&heartbeat).await {
@@ -279,8 +277,6 @@ impl Runtime {
 #[cfg(test)]
 mod tests {
     use std::sync::Mutex;
-
-    use k8s_openapi::jiff::Timestamp;
 
     use crate::config::AgentConfig;
     use futures::channel::mpsc;

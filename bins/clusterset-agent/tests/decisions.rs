@@ -8,9 +8,8 @@ use clusterset_agent::broker::{self, BrokerRecord, Heartbeat, SharedRecords};
 use clusterset_agent::core::{AgentCore, ClusterHealth, Input, LeaseState, Side};
 use clusterset_agent::sim;
 use clusterset_agent::write::Write;
-use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use k8s_openapi::jiff::Timestamp;
 use kube::runtime::watcher::Event;
 use mcs_controller::{ClusterId, EndpointMode, ExportRecord, LocalExport, ServiceKey};
 
@@ -42,31 +41,16 @@ fn record_in(cluster: &str, key: &ServiceKey, namespace: &str, ports: &[i32]) ->
     BrokerRecord::new(record, namespace, now())
 }
 
-fn lease_of(cluster: &str, identity: &str) -> Lease {
-    renewed_lease(cluster, identity, now(), None)
-}
-
-/// `cluster`'s 30 s Lease held by `identity`, renewed at `renewed` by the holder's clock, stored
-/// as `version`.
-fn renewed_lease(
-    cluster: &str,
-    identity: &str,
-    renewed: Timestamp,
-    version: Option<&str>,
-) -> Lease {
+fn lease_of(cluster: &str, identity: &str) -> k8s_openapi::api::coordination::v1::Lease {
     match broker::heartbeat(
         None,
         &ClusterId::new(cluster).unwrap(),
         identity,
         sim::BROKER_NAMESPACE,
-        Duration::from_secs(30),
-        renewed,
+        30,
+        now(),
     ) {
-        Heartbeat::Create(lease) => {
-            let mut lease = *lease;
-            lease.metadata.resource_version = version.map(str::to_owned);
-            lease
-        }
+        Heartbeat::Create(lease) => *lease,
         other => panic!("{other:?}"),
     }
 }
@@ -191,19 +175,31 @@ fn nothing_is_written_until_every_watch_has_listed_once() {
 
 #[test]
 fn lease_states_decide_who_publishes() {
-    // (holder of c0's Lease, seconds after its renewal, expected state, publishes?) This agent
-    // first sees the Lease then: its own renewal counts by its renewTime (this agent's clock
-    // wrote it), another holder's by how long this agent has seen the record unchanged (not
-    // yet), whatever its renewTime says.
+    // (holder of c0's Lease, seconds after its renewal, expected state, publishes?)
     let cases: [(&str, i64, &str, bool); 4] = [
         ("agent-c0", 10, "held", true),
         ("agent-c0", 31, "not held", false),
         ("other-pod", 10, "blocked", false),
-        ("other-pod", 31, "blocked", false),
+        ("other-pod", 31, "not held", false),
     ];
     for (holder, after, expected, publishes) in cases {
-        let mut core = listed_with(&[lease_of("c0", holder)]);
+        let mut core = AgentCore::new(sim::cluster_config(0, None).unwrap());
         let web = ServiceKey::new("shop", "web");
+        for (kind, inputs) in listings() {
+            core.handle(marker(kind, false));
+            for input in inputs {
+                let input = match input {
+                    Input::Lease(Event::InitApply(l))
+                        if l.metadata.name.as_deref() == Some("clusterset-agent-c0") =>
+                    {
+                        Input::Lease(Event::InitApply(lease_of("c0", holder)))
+                    }
+                    other => other,
+                };
+                core.handle(input);
+            }
+            core.handle(marker(kind, true));
+        }
         let at = now()
             .checked_add(Duration::from_secs(u64::try_from(after).unwrap()))
             .unwrap();
@@ -240,225 +236,6 @@ fn lease_states_decide_who_publishes() {
             );
         }
     }
-}
-
-/// A core of c0 (identity `agent-c0`) that has listed everything of [`listings`], with `leases`
-/// in place of the listed Leases of the same name; nothing processed yet.
-fn listed_with(leases: &[Lease]) -> AgentCore {
-    let mut core = AgentCore::new(sim::cluster_config(0, None).unwrap());
-    for (kind, inputs) in listings() {
-        core.handle(marker(kind, false));
-        for input in inputs {
-            let input = match input {
-                Input::Lease(Event::InitApply(listed)) => Input::Lease(Event::InitApply(
-                    leases
-                        .iter()
-                        .find(|l| l.metadata.name == listed.metadata.name)
-                        .cloned()
-                        .unwrap_or(listed),
-                )),
-                other => other,
-            };
-            core.handle(input);
-        }
-        core.handle(marker(kind, true));
-    }
-    core
-}
-
-fn secs(seconds: i64) -> SignedDuration {
-    SignedDuration::from_secs(seconds)
-}
-
-fn plus(t: Timestamp, by: SignedDuration) -> Timestamp {
-    t.checked_add(by).unwrap()
-}
-
-fn publishes(writes: &[Write]) -> bool {
-    writes.iter().any(|w| matches!(w, Write::PublishRecord(_)))
-}
-
-#[test]
-fn a_skewed_clock_cannot_make_the_agent_take_a_live_lease() {
-    // other-pod holds c0's Lease and its clock is an hour behind this agent's: every renewTime
-    // it writes is an hour in the past by this agent's clock (before, `renewTime + 30 s` in the
-    // past made this agent take the Lease from a live holder at once).
-    let its_clock = |t: Timestamp| plus(t, secs(-3600));
-    let mut core = listed_with(&[renewed_lease(
-        "c0",
-        "other-pod",
-        its_clock(now()),
-        Some("100"),
-    )]);
-    // For ten minutes it renews every 10 s: blocked throughout, for 30 s from each renewal this
-    // agent sees, and nothing published.
-    let mut t = now();
-    for step in 0..=60 {
-        t = plus(now(), secs(10 * step));
-        if step > 0 {
-            let version = (100 + step).to_string();
-            let renewal = renewed_lease("c0", "other-pod", its_clock(t), Some(&version));
-            core.handle(Input::Lease(Event::Apply(renewal)));
-        }
-        let out = core.process(t);
-        let blocked = LeaseState::Blocked {
-            holder: "other-pod".into(),
-            until: plus(t, secs(30)),
-        };
-        assert_eq!(*core.lease_state(), blocked, "+{}s", 10 * step);
-        assert!(!publishes(&out.writes), "+{}s: {:?}", 10 * step, out.writes);
-        // Up to its next renewal, every heartbeat is blocked.
-        for heartbeat_at in [t, plus(t, secs(9))] {
-            assert!(
-                matches!(
-                    core.heartbeat(heartbeat_at),
-                    Some(Heartbeat::Blocked { .. })
-                ),
-                "+{}s",
-                10 * step
-            );
-        }
-    }
-
-    // It stops renewing at `t`: the Lease is taken after exactly 30 s of this agent's clock.
-    let last = t;
-    let just_before = plus(last, SignedDuration::from_millis(29_999));
-    core.process(just_before);
-    assert!(matches!(core.lease_state(), LeaseState::Blocked { .. }));
-    assert_eq!(
-        core.heartbeat(just_before),
-        Some(Heartbeat::Blocked {
-            holder: "other-pod".into(),
-            until: plus(last, secs(30))
-        })
-    );
-    let expired = plus(last, secs(30));
-    core.process(expired);
-    assert_eq!(
-        *core.lease_state(),
-        LeaseState::NotHeld,
-        "the next heartbeat takes it"
-    );
-    let Some(Heartbeat::Replace(taken)) = core.heartbeat(expired) else {
-        panic!("the Lease unchanged for 30 s is taken");
-    };
-    let spec = taken.spec.clone().unwrap();
-    assert_eq!(spec.holder_identity.as_deref(), Some("agent-c0"));
-    assert_eq!(spec.lease_transitions, Some(1));
-    assert_eq!(taken.metadata.resource_version.as_deref(), Some("160"));
-    // The hub stores it: this agent holds the Lease and publishes.
-    let mut stored = *taken;
-    stored.metadata.resource_version = Some("161".into());
-    core.handle(Input::Lease(Event::Apply(stored)));
-    let out = core.process(expired);
-    assert_eq!(*core.lease_state(), LeaseState::Held);
-    assert!(publishes(&out.writes), "{:?}", out.writes);
-}
-
-#[test]
-fn a_dead_holder_whose_clock_was_ahead_is_taken_after_one_duration() {
-    // The holder's last renewal says an hour from now by this agent's clock (before, this agent
-    // waited for that hour): its record does not change, so it is taken 30 s after this agent
-    // first saw it.
-    let mut core = listed_with(&[renewed_lease(
-        "c0",
-        "other-pod",
-        plus(now(), secs(3600)),
-        Some("7"),
-    )]);
-    core.process(now());
-    assert!(matches!(
-        core.heartbeat(plus(now(), SignedDuration::from_millis(29_999))),
-        Some(Heartbeat::Blocked { .. })
-    ));
-    assert!(matches!(
-        core.heartbeat(plus(now(), secs(30))),
-        Some(Heartbeat::Replace(_))
-    ));
-}
-
-#[test]
-fn a_released_lease_is_taken_at_once_and_another_live_holder_stays_blocked() {
-    // Two agents with one cluster id: other-pod renews, so c0's agent stays blocked and says
-    // why on its export.
-    let mut core = listed_with(&[lease_of("c0", "other-pod")]);
-    let web = ServiceKey::new("shop", "web");
-    let out = core.process(now());
-    assert!(
-        matches!(core.lease_state(), LeaseState::Blocked { holder, .. } if holder == "other-pod")
-    );
-    let failed = out.writes.iter().any(|w| {
-        matches!(w, Write::ApplyServiceExportStatus { key, status } if *key == web
-            && status.conditions.iter().any(|c| c.type_ == "Ready" && c.reason == "Failed"
-                && c.message.contains("two agents must not use one cluster id")))
-    });
-    assert!(failed, "{:?}", out.writes);
-    // other-pod stops cleanly and hands the Lease back: taken at the next heartbeat.
-    let released = broker::release(
-        Some(&lease_of("c0", "other-pod")),
-        "other-pod",
-        after(1_000),
-    )
-    .unwrap();
-    core.handle(Input::Lease(Event::Apply(released)));
-    core.process(after(1_000));
-    assert_eq!(*core.lease_state(), LeaseState::NotHeld);
-    let Some(Heartbeat::Replace(taken)) = core.heartbeat(after(1_000)) else {
-        panic!("a released Lease is taken at once");
-    };
-    assert_eq!(broker::lease_holder(&taken), Some("agent-c0"));
-}
-
-#[test]
-fn another_clusters_health_follows_this_agents_clock() {
-    let c1 = ClusterId::new("c1").unwrap();
-    // c1's clock is an hour behind: its renewTimes are an hour in the past here, yet it renews
-    // every 10 s, so it stays fresh (before: stale at once).
-    let its_clock = |t: Timestamp| plus(t, secs(-3600));
-    let mut core = listed_with(&[renewed_lease("c1", "agent-c1", its_clock(now()), None)]);
-    let mut t = now();
-    for step in 0..=12 {
-        t = plus(now(), secs(10 * step));
-        if step > 0 {
-            let renewal = renewed_lease("c1", "agent-c1", its_clock(t), None);
-            core.handle(Input::Lease(Event::Apply(renewal)));
-        }
-        core.process(t);
-        assert_eq!(
-            core.cluster_health(&c1),
-            Some(ClusterHealth::Fresh),
-            "+{}s",
-            10 * step
-        );
-    }
-    // It stops: stale exactly 30 s after this agent last saw its record change, when the core
-    // asks to be woken up.
-    let last = t;
-    assert_eq!(core.next_wakeup(), Some(plus(last, secs(30))));
-    core.process(plus(last, SignedDuration::from_millis(29_999)));
-    assert_eq!(core.cluster_health(&c1), Some(ClusterHealth::Fresh));
-    core.process(plus(last, secs(30)));
-    assert_eq!(
-        core.cluster_health(&c1),
-        Some(ClusterHealth::Stale {
-            since: plus(last, secs(30))
-        })
-    );
-
-    // After a restart this agent has seen c1's last record only now: c1 looks fresh for one
-    // more Lease duration (as client-go's candidates wait after a restart), then stale.
-    let last_record = renewed_lease("c1", "agent-c1", its_clock(last), None);
-    let restart = plus(last, secs(100));
-    let mut core = listed_with(&[last_record]);
-    core.process(restart);
-    assert_eq!(core.cluster_health(&c1), Some(ClusterHealth::Fresh));
-    core.process(plus(restart, secs(30)));
-    assert_eq!(
-        core.cluster_health(&c1),
-        Some(ClusterHealth::Stale {
-            since: plus(restart, secs(30))
-        })
-    );
 }
 
 /// A core that has listed everything of [`listings`] (c0's Lease held by this agent until 30 s
@@ -760,14 +537,9 @@ fn a_lease_named_for_another_cluster_does_not_make_its_label_cluster_look_fresh(
     let at = after(40_000);
     let c1 = ClusterId::new("c1").unwrap();
     let renewed_at = |name: &str| {
-        let Heartbeat::Create(lease) = broker::heartbeat(
-            None,
-            &c1,
-            "agent-c1",
-            sim::BROKER_NAMESPACE,
-            Duration::from_secs(30),
-            at,
-        ) else {
+        let Heartbeat::Create(lease) =
+            broker::heartbeat(None, &c1, "agent-c1", sim::BROKER_NAMESPACE, 30, at)
+        else {
             panic!("a new Lease")
         };
         let mut lease = *lease;

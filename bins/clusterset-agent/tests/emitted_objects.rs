@@ -324,7 +324,7 @@ fn check_builders(
             cluster,
             &format!("clusterset-agent-{cluster}"),
             BROKER,
-            Duration::from_secs(30),
+            30,
             start(),
         ) else {
             panic!("a first heartbeat creates")
@@ -332,16 +332,12 @@ fn check_builders(
         assert_valid(catalog, "the heartbeat Lease", &lease);
         let mut stored = *lease;
         stored.metadata.resource_version = Some("1".into());
-        let seen = clusterset_daemon::lease::Observed {
-            lease: stored,
-            since: start(),
-        };
         let renewed = broker::heartbeat(
-            Some(&seen),
+            Some(&stored),
             cluster,
             &format!("clusterset-agent-{cluster}"),
             BROKER,
-            Duration::from_secs(30),
+            30,
             start(),
         );
         let Heartbeat::Replace(renewed) = renewed else {

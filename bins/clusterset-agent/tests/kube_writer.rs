@@ -12,7 +12,6 @@ use clusterset_agent::broker::{BrokerRecord, Heartbeat};
 use clusterset_agent::kube_io::{AgentWriter, FIELD_MANAGER, KubeWriter, WriteError};
 use clusterset_agent::sim;
 use clusterset_agent::write::Write;
-use clusterset_daemon::lease::Observed;
 use http::{Method, Request, Response, StatusCode};
 use k8s_openapi::jiff::Timestamp;
 use kube::client::Body;
@@ -389,14 +388,12 @@ async fn withdrawing_a_record_deletes_it_from_the_broker_namespace() {
     server.await.unwrap();
 }
 
-const THIRTY: std::time::Duration = std::time::Duration::from_secs(30);
-
 #[tokio::test]
 async fn heartbeat_creates_then_replaces_with_the_resource_version_and_reports_409() {
     let c0 = ClusterId::new("c0").unwrap();
     let now = Timestamp::from_second(1_800_000_000).unwrap();
     let Heartbeat::Create(lease) =
-        clusterset_agent::broker::heartbeat(None, &c0, "agent-0", BROKER, THIRTY, now)
+        clusterset_agent::broker::heartbeat(None, &c0, "agent-0", BROKER, 30, now)
     else {
         panic!()
     };
@@ -435,12 +432,7 @@ async fn heartbeat_creates_then_replaces_with_the_resource_version_and_reports_4
 
     let mut stored = *lease;
     stored.metadata.resource_version = Some("41".into());
-    let seen = Observed {
-        lease: stored,
-        since: now,
-    };
-    let renew =
-        clusterset_agent::broker::heartbeat(Some(&seen), &c0, "agent-0", BROKER, THIRTY, now);
+    let renew = clusterset_agent::broker::heartbeat(Some(&stored), &c0, "agent-0", BROKER, 30, now);
     let (writer, _local, broker) = mock_writer();
     let server = serve(
         broker,

@@ -1,33 +1,37 @@
 //! Leader election over a `coordination.k8s.io/v1` Lease, so that only one replica writes while
 //! every replica watches.
 //!
-//! The decision is [`clusterset_daemon::lease`]'s, the one the agent's heartbeat makes too
-//! (client-go's rule): a follower takes the Lease only once it has seen the same record,
-//! unchanged, for the record's `leaseDurationSeconds` **by its own clock**, so clock skew
-//! between nodes cannot make a replica take a Lease that is still being renewed; every write
-//! carries the `resourceVersion` read, so of two replicas racing for the Lease one gets 409
-//! Conflict and stays a follower. What is the operator's own is the loop around it:
+//! The semantics are client-go's `leaderelection` package:
 //!
-//! - the holder renews every retry period; a leader that cannot renew within its renew deadline
-//!   (shorter than the Lease duration) stops leading, before any other replica may take over;
-//! - a leader that finds the Lease naming someone else (or no one) stops leading at once;
-//! - on a clean stop the leader hands the Lease back ([`lease::release`]).
+//! - the holder renews `renewTime` every retry period; `acquireTime` is when the current holder
+//!   took the Lease, `leaseTransitions` counts the changes of holder;
+//! - another replica takes the Lease only once it has seen the same record, unchanged, for the
+//!   record's `leaseDurationSeconds` **by its own clock** ([`Observed::since`]). The holder's
+//!   `renewTime` is never compared with the local clock, so clock skew between nodes cannot make
+//!   a replica take a Lease that is still being renewed;
+//! - every write is a create or a replace carrying the `resourceVersion` that was read, so of two
+//!   replicas racing for the Lease one gets 409 Conflict and stays a follower;
+//! - a leader that cannot renew within its renew deadline (shorter than the Lease duration)
+//!   stops leading, before any other replica may take over.
 //!
-//! [`Elector`] reads and writes the Lease; [`elect`] is the loop that keeps trying and reports
-//! leadership on a [`tokio::sync::watch`] channel; [`Leadership`] runs it for the runtime.
+//! [`decide`] is the pure decision; [`Elector`] reads and writes the Lease; [`elect`] is the loop
+//! that keeps trying and reports leadership on a [`tokio::sync::watch`] channel.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use clusterset_daemon::Clock;
-use clusterset_daemon::lease::{self, Candidate, Decision, Observed};
-use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::PostParams;
 use kube::{Api, Client};
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 
 use crate::metrics::Metrics;
+
+/// The wall clock the Lease timestamps come from (replaceable in tests).
+pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
 
 /// Which Lease, who this replica is, and the timing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,10 +65,159 @@ impl LeaseSettings {
         }
     }
 
-    /// This replica as a candidate for the Lease.
-    pub fn candidate(&self) -> Candidate {
-        Candidate::new(&self.name, &self.namespace, &self.identity, self.duration)
+    fn duration_seconds(&self) -> i32 {
+        i32::try_from(self.duration.as_secs().max(1)).unwrap_or(i32::MAX)
     }
+}
+
+/// The Lease as one replica last read it, and since when (by the replica's clock) its record has
+/// been unchanged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observed {
+    /// The Lease read.
+    pub lease: Lease,
+    /// When this replica first saw the Lease's current `spec`.
+    pub since: Timestamp,
+}
+
+impl Observed {
+    /// Records `lease` read at `now`: the time of observation is kept when the record is the
+    /// one seen before (the holder has not renewed meanwhile).
+    pub fn update(previous: Option<&Observed>, lease: Lease, now: Timestamp) -> Observed {
+        let since = match previous {
+            Some(previous) if previous.lease.spec == lease.spec => previous.since,
+            _ => now,
+        };
+        Observed { lease, since }
+    }
+}
+
+/// What a replica does about the Lease.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// There is no Lease: create this one (held by this replica).
+    Create(Box<Lease>),
+    /// The Lease is free, or its holder stopped renewing it for its whole duration: replace it
+    /// with this one (held by this replica, carrying the `resourceVersion` read).
+    Acquire(Box<Lease>),
+    /// This replica holds the Lease: replace it with this renewal (carrying the
+    /// `resourceVersion` read).
+    Renew(Box<Lease>),
+    /// Another replica holds the Lease and may still be renewing it: write nothing.
+    Wait {
+        /// The holder.
+        holder: String,
+        /// When, by this replica's clock, the Lease may be taken if it is not renewed.
+        until: Timestamp,
+    },
+    /// This replica was leading but the Lease now names someone else (or no one): stop writing.
+    Lost {
+        /// The holder named now, if any.
+        holder: Option<String>,
+    },
+}
+
+/// The holder of a Lease, if any (an empty identity counts as none).
+pub fn holder(lease: &Lease) -> Option<&str> {
+    lease
+        .spec
+        .as_ref()?
+        .holder_identity
+        .as_deref()
+        .filter(|h| !h.is_empty())
+}
+
+/// The decision of the replica `settings.identity` at `now`, given what it observed of the Lease
+/// (`None`: the Lease does not exist) and whether it is leading.
+pub fn decide(
+    observed: Option<&Observed>,
+    settings: &LeaseSettings,
+    leading: bool,
+    now: Timestamp,
+) -> Decision {
+    let Some(observed) = observed else {
+        return Decision::Create(Box::new(held_by_me(None, settings, now)));
+    };
+    let lease = &observed.lease;
+    match holder(lease) {
+        Some(me) if me == settings.identity => {
+            Decision::Renew(Box::new(held_by_me(Some(lease), settings, now)))
+        }
+        other if leading => Decision::Lost {
+            holder: other.map(str::to_owned),
+        },
+        None => Decision::Acquire(Box::new(held_by_me(Some(lease), settings, now))),
+        Some(other) => {
+            let seconds = lease
+                .spec
+                .as_ref()
+                .and_then(|s| s.lease_duration_seconds)
+                .unwrap_or(0)
+                .max(0);
+            let until = observed
+                .since
+                .checked_add(SignedDuration::from_secs(i64::from(seconds)))
+                .unwrap_or(Timestamp::MAX);
+            if now < until {
+                Decision::Wait {
+                    holder: other.to_owned(),
+                    until,
+                }
+            } else {
+                Decision::Acquire(Box::new(held_by_me(Some(lease), settings, now)))
+            }
+        }
+    }
+}
+
+/// The Lease held by this replica, renewed at `now`, replacing `previous`.
+fn held_by_me(previous: Option<&Lease>, settings: &LeaseSettings, now: Timestamp) -> Lease {
+    let previous_spec = previous.and_then(|l| l.spec.clone()).unwrap_or_default();
+    let mine = previous.and_then(holder) == Some(settings.identity.as_str());
+    let transitions = previous_spec.lease_transitions.unwrap_or(0);
+    Lease {
+        metadata: ObjectMeta {
+            name: Some(settings.name.clone()),
+            namespace: Some(settings.namespace.clone()),
+            resource_version: previous.and_then(|l| l.metadata.resource_version.clone()),
+            labels: previous.and_then(|l| l.metadata.labels.clone()),
+            annotations: previous.and_then(|l| l.metadata.annotations.clone()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some(settings.identity.clone()),
+            lease_duration_seconds: Some(settings.duration_seconds()),
+            acquire_time: if mine {
+                previous_spec.acquire_time.or(Some(MicroTime(now)))
+            } else {
+                Some(MicroTime(now))
+            },
+            renew_time: Some(MicroTime(now)),
+            lease_transitions: Some(match previous {
+                None => 0,
+                Some(_) if mine => transitions,
+                Some(_) => transitions.saturating_add(1),
+            }),
+            ..LeaseSpec::default()
+        }),
+    }
+}
+
+/// The Lease to write when the leader stops cleanly: no holder and a one-second duration, so
+/// that another replica takes it at once instead of waiting for it to expire. `None` when
+/// `identity` does not hold `observed`.
+pub fn release(observed: &Lease, identity: &str, now: Timestamp) -> Option<Lease> {
+    if holder(observed) != Some(identity) {
+        return None;
+    }
+    let mut released = observed.clone();
+    released.metadata.managed_fields = None;
+    if let Some(spec) = released.spec.as_mut() {
+        spec.holder_identity = None;
+        spec.lease_duration_seconds = Some(1);
+        spec.renew_time = Some(MicroTime(now));
+    }
+    Some(released)
 }
 
 /// Why reading or writing the Lease failed.
@@ -163,23 +316,16 @@ impl Elector {
         let now = (self.clock)();
         self.observed = read.map(|lease| Observed::update(self.observed.as_ref(), lease, now));
         let params = PostParams::default();
-        let decision = lease::decide(self.observed.as_ref(), &self.settings.candidate(), now);
-        let written = match decision {
-            // A leader whose Lease names someone else, or no one, has lost it (another replica
-            // took it, or it was handed back): it stops at once, whatever it could take.
-            Decision::Acquire(_) | Decision::Wait { .. } if self.leading => {
-                self.leading = false;
-                let holder = self
-                    .observed
-                    .as_ref()
-                    .and_then(|o| lease::holder(&o.lease))
-                    .map(str::to_owned);
-                return Ok(Standing::Follower { holder });
-            }
+        let written = match decide(self.observed.as_ref(), &self.settings, self.leading, now) {
             Decision::Wait { holder, .. } => {
+                self.leading = false;
                 return Ok(Standing::Follower {
                     holder: Some(holder),
                 });
+            }
+            Decision::Lost { holder } => {
+                self.leading = false;
+                return Ok(Standing::Follower { holder });
             }
             Decision::Create(lease) => self.api.create(&params, &lease).await,
             Decision::Acquire(lease) | Decision::Renew(lease) => {
@@ -204,7 +350,7 @@ impl Elector {
         }
     }
 
-    /// Hands the Lease back if this replica holds it (see [`lease::release`]).
+    /// Hands the Lease back if this replica holds it (see [`release`]).
     pub async fn release(&mut self) -> Result<(), LeaseError> {
         if !self.leading {
             return Ok(());
@@ -213,7 +359,7 @@ impl Elector {
         let Some(released) = self
             .observed
             .as_ref()
-            .and_then(|o| lease::release(&o.lease, &self.settings.identity, (self.clock)()))
+            .and_then(|o| release(&o.lease, &self.settings.identity, (self.clock)()))
         else {
             return Ok(());
         };

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use clusterset_dns::{ClustersetResolver, Resolution, ResolveError, resolve_all};
+use k8s_openapi::jiff::Timestamp;
 use kube::runtime::controller::Action;
 use mcs_types::names::ClustersetName;
 
@@ -21,10 +22,8 @@ use crate::mon_migration::{MIGRATION_REQUEUE, MigrationInput, MigrationReport, M
 use crate::observe::{McsApi, McsVersion, Snapshot};
 use mcs_ceph_api::{AddressingStatus, CephCluster, CephClusterAddressing};
 
-/// The clock the decision reads (replaceable in tests): the daemons' one [`Clock`] type.
-///
-/// [`Clock`]: clusterset_daemon::Clock
-pub use clusterset_daemon::Clock;
+/// The clock the decision reads (replaceable in tests).
+pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
 
 /// A resolver that records each lookup's outcome and duration in the metrics.
 struct TimedResolver<'a> {

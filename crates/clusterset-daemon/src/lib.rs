@@ -2,35 +2,12 @@
 //! answer probes, expose metrics and log the same way:
 //! - [`http`]: `/metrics`, `/healthz` and `/readyz` over HTTP/1.1 for any [`Endpoints`];
 //! - [`logging`]: the `--log-format text|json` flag and the subscriber set-up (`RUST_LOG`);
-//! - [`lease`]: the one `coordination.k8s.io/v1` Lease decision (client-go's skew-safe rule),
-//!   used by the operator's leader election and the agent's heartbeat;
-//! - [`Clock`]: the wall clock both daemons read (replaceable in tests);
 //! - [`ApiError`]: a failed Kubernetes API call as both daemons tell them apart (a 409 conflict,
 //!   another refusal the API server answered with, or no answer).
 #![forbid(unsafe_code)]
 
-use std::sync::Arc;
-
-use k8s_openapi::jiff::Timestamp;
-
 pub mod http;
-pub mod lease;
 pub mod logging;
-
-/// The wall clock a daemon reads the time from: `Timestamp::now` in production, a fixed or
-/// manually advanced one in tests.
-///
-/// ```
-/// use std::sync::Arc;
-/// use clusterset_daemon::Clock;
-/// use k8s_openapi::jiff::Timestamp;
-/// let fixed = Timestamp::from_second(1_800_000_000)?;
-/// let clock: Clock = Arc::new(move || fixed);
-/// assert_eq!(clock(), fixed);
-/// let _system: Clock = Arc::new(Timestamp::now);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
 
 /// A failed Kubernetes API call.
 ///
