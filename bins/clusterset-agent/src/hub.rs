@@ -38,6 +38,10 @@ pub const PART_OF: (&str, &str) = ("app.kubernetes.io/part-of", "clusterset");
 pub const RECORDS_READER: &str = "clusterset-agent-records-reader";
 /// The Role in the broker namespace that lets every member read the heartbeat Leases.
 pub const HEARTBEAT_READER: &str = "clusterset-agent-heartbeat-reader";
+/// The prefix of the Role (and RoleBinding) in the broker namespace that lets one cluster update
+/// its own heartbeat Lease: `clusterset-agent-lease-<cluster>`. No shared object's name starts
+/// with it, so no cluster id can make the two collide.
+pub const LEASE_WRITER_PREFIX: &str = "clusterset-agent-lease-";
 /// The Role in each records namespace that lets its cluster publish and withdraw records.
 pub const PUBLISHER: &str = "clusterset-agent-publisher";
 /// The Role in the broker namespace that lets every member write records there: only with
@@ -241,7 +245,9 @@ impl HubLayout {
                 "kind": "Lease",
                 "metadata": {"name": lease, "namespace": broker, "labels": self.labels(Some(cluster))},
             }));
-            let heartbeat_role = format!("clusterset-agent-heartbeat-{cluster}");
+            // Not `clusterset-agent-heartbeat-<cluster>`: a cluster named `reader` would be
+            // the shared HEARTBEAT_READER and overwrite it. No shared name starts with this.
+            let heartbeat_role = format!("{LEASE_WRITER_PREFIX}{cluster}");
             documents.push(json!({
                 "apiVersion": "rbac.authorization.k8s.io/v1",
                 "kind": "Role",
@@ -297,6 +303,30 @@ mod tests {
 
     fn cluster(id: &str) -> ClusterId {
         ClusterId::new(id).unwrap()
+    }
+
+    #[test]
+    fn no_cluster_id_makes_a_per_cluster_object_collide_with_a_shared_one() {
+        // Cluster ids equal to the tails of the shared names.
+        let ids = [
+            "reader",
+            "records-reader",
+            "heartbeat-reader",
+            "shared-records-writer",
+            "publisher",
+        ];
+        let layout = HubLayout::new("broker", ids.iter().map(|id| cluster(id)).collect())
+            .unwrap()
+            .legacy_shared_records(true);
+        let mut seen = BTreeSet::new();
+        for document in layout.manifests() {
+            let key = (
+                document["kind"].to_string(),
+                document["metadata"]["namespace"].to_string(),
+                document["metadata"]["name"].to_string(),
+            );
+            assert!(seen.insert(key.clone()), "{key:?} is generated twice");
+        }
     }
 
     #[test]
