@@ -53,6 +53,25 @@ pub fn service_account(cluster: &ClusterId) -> String {
     format!("agent-{cluster}")
 }
 
+/// The user name with which the hub's API server authenticates `cluster`'s agent (its
+/// ServiceAccount in the broker namespace), as RBAC refusals name it.
+///
+/// ```
+/// use clusterset_agent::hub::service_account_user;
+/// use mcs_controller::ClusterId;
+/// assert_eq!(
+///     service_account_user("clusterset-broker", &ClusterId::new("east")?),
+///     "system:serviceaccount:clusterset-broker:agent-east"
+/// );
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn service_account_user(broker_namespace: &str, cluster: &ClusterId) -> String {
+    format!(
+        "system:serviceaccount:{broker_namespace}:{}",
+        service_account(cluster)
+    )
+}
+
 /// The hub's layout could not hold these clusters.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HubLayoutError {
@@ -150,25 +169,39 @@ impl HubLayout {
         )
     }
 
-    fn binding(
+    /// A Role in `namespace` (a ClusterRole without one) named `name` with `rules`, and the
+    /// binding of the same name that grants it to `subjects`.
+    fn role_and_binding(
         &self,
         namespace: Option<&str>,
         name: &str,
-        role: (&str, &str),
+        rules: Value,
         subjects: Value,
         cluster: Option<&ClusterId>,
-    ) -> Value {
+    ) -> [Value; 2] {
         let mut metadata = json!({"name": name, "labels": self.labels(cluster)});
         if let Some(namespace) = namespace {
             metadata["namespace"] = json!(namespace);
         }
-        json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": if namespace.is_some() { "RoleBinding" } else { "ClusterRoleBinding" },
-            "metadata": metadata,
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role.0, "name": role.1},
-            "subjects": subjects,
-        })
+        let (role, binding) = match namespace {
+            Some(_) => ("Role", "RoleBinding"),
+            None => ("ClusterRole", "ClusterRoleBinding"),
+        };
+        [
+            json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": role,
+                "metadata": metadata,
+                "rules": rules,
+            }),
+            json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": binding,
+                "metadata": metadata,
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role, "name": name},
+                "subjects": subjects,
+            }),
+        ]
     }
 
     /// Every object, in the order to apply them (namespaces first).
@@ -189,43 +222,29 @@ impl HubLayout {
                 },
             }));
         }
-        documents.push(json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": RECORDS_READER, "labels": self.labels(None)},
-            "rules": [{"apiGroups": [GROUP], "resources": [PLURAL], "verbs": ["get", "list", "watch"]}],
-        }));
-        documents.push(self.binding(
+        let read = json!(["get", "list", "watch"]);
+        let write = json!(["get", "list", "watch", "create", "patch", "delete"]);
+        let records =
+            |verbs: &Value| json!([{"apiGroups": [GROUP], "resources": [PLURAL], "verbs": verbs}]);
+        documents.extend(self.role_and_binding(
             None,
             RECORDS_READER,
-            ("ClusterRole", RECORDS_READER),
+            records(&read),
             self.subjects(),
             None,
         ));
-        documents.push(json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "Role",
-            "metadata": {"name": HEARTBEAT_READER, "namespace": broker, "labels": self.labels(None)},
-            "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "list", "watch"]}],
-        }));
-        documents.push(self.binding(
+        documents.extend(self.role_and_binding(
             Some(broker),
             HEARTBEAT_READER,
-            ("Role", HEARTBEAT_READER),
+            json!([{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": read}]),
             self.subjects(),
             None,
         ));
         if self.legacy_shared_records {
-            documents.push(json!({
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "Role",
-                "metadata": {"name": SHARED_RECORDS_WRITER, "namespace": broker, "labels": self.labels(None)},
-                "rules": [{"apiGroups": [GROUP], "resources": [PLURAL], "verbs": ["get", "list", "watch", "create", "patch", "delete"]}],
-            }));
-            documents.push(self.binding(
+            documents.extend(self.role_and_binding(
                 Some(broker),
                 SHARED_RECORDS_WRITER,
-                ("Role", SHARED_RECORDS_WRITER),
+                records(&write),
                 self.subjects(),
                 None,
             ));
@@ -247,35 +266,22 @@ impl HubLayout {
             }));
             // Not `clusterset-agent-heartbeat-<cluster>`: a cluster named `reader` would be
             // the shared HEARTBEAT_READER and overwrite it. No shared name starts with this.
-            let heartbeat_role = format!("{LEASE_WRITER_PREFIX}{cluster}");
-            documents.push(json!({
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "Role",
-                "metadata": {"name": heartbeat_role, "namespace": broker, "labels": self.labels(Some(cluster))},
-                "rules": [{
+            documents.extend(self.role_and_binding(
+                Some(broker),
+                &format!("{LEASE_WRITER_PREFIX}{cluster}"),
+                json!([{
                     "apiGroups": ["coordination.k8s.io"],
                     "resources": ["leases"],
                     "resourceNames": [lease],
                     "verbs": ["get", "update", "patch"],
-                }],
-            }));
-            documents.push(self.binding(
-                Some(broker),
-                &heartbeat_role,
-                ("Role", &heartbeat_role),
+                }]),
                 me.clone(),
                 Some(cluster),
             ));
-            documents.push(json!({
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "Role",
-                "metadata": {"name": PUBLISHER, "namespace": own, "labels": self.labels(Some(cluster))},
-                "rules": [{"apiGroups": [GROUP], "resources": [PLURAL], "verbs": ["get", "list", "watch", "create", "patch", "delete"]}],
-            }));
-            documents.push(self.binding(
+            documents.extend(self.role_and_binding(
                 Some(&own),
                 PUBLISHER,
-                ("Role", PUBLISHER),
+                records(&write),
                 me,
                 Some(cluster),
             ));

@@ -202,11 +202,7 @@ fn forbidden_message(
     namespace: &str,
     name: &str,
 ) -> String {
-    let user = format!(
-        "system:serviceaccount:{}:{}",
-        config.broker_namespace,
-        crate::hub::service_account(&config.cluster_id)
-    );
+    let user = crate::hub::service_account_user(&config.broker_namespace, &config.cluster_id);
     kube_syntax::status::forbidden(&kube_syntax::status::Denied {
         user: &user,
         verb,

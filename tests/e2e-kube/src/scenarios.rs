@@ -1103,7 +1103,10 @@ pub async fn a_member_can_speak_only_for_itself(world: &mut World) -> anyhow::Re
     // 2. As west on the hub: every write to east's record or Lease, and any new Lease, is
     //    refused with RBAC's 403.
     let west_hub = crate::kubeconfig_client(&world.agents[1].broker_kubeconfig).await?;
-    let user = format!("system:serviceaccount:{broker}:agent-west");
+    let user = clusterset_agent::hub::service_account_user(
+        broker,
+        &mcs_controller::ClusterId::new(&world.west.id)?,
+    );
     let records = |verb, name, namespace| Denied {
         user: &user,
         verb,
