@@ -11,6 +11,7 @@ use ceph_address_plan::MonId;
 use serde::de::DeserializeOwned;
 
 use crate::admin::{AdminError, CephMonAdmin, MonMap, QuorumStatus};
+use crate::install::CephInstall;
 use crate::process::{CommandError, CommandLine};
 
 /// The `ceph` CLI as the admin port.
@@ -39,6 +40,7 @@ pub struct CephCli {
     keyring: Option<PathBuf>,
     name: String,
     netns: Option<String>,
+    install: CephInstall,
     timeout: Duration,
     mon_host: Mutex<Option<String>>,
 }
@@ -52,6 +54,7 @@ impl CephCli {
             keyring: None,
             name: "client.admin".into(),
             netns: None,
+            install: CephInstall::Host,
             timeout: Duration::from_secs(15),
             mon_host: Mutex::new(None),
         }
@@ -72,6 +75,12 @@ impl CephCli {
     /// Run inside this network namespace (`ip netns exec`).
     pub fn netns(mut self, netns: impl Into<String>) -> Self {
         self.netns = Some(netns.into());
+        self
+    }
+
+    /// Run `ceph` from this install (default: the host's).
+    pub fn install(mut self, install: CephInstall) -> Self {
+        self.install = install;
         self
     }
 
@@ -100,7 +109,8 @@ impl CephCli {
         I: IntoIterator<Item = S>,
         S: Into<std::ffi::OsString>,
     {
-        let mut line = CommandLine::new(self.program.as_os_str(), self.netns.as_deref())
+        let mut line = (self.install)
+            .command(self.program.as_os_str(), self.netns.as_deref())
             .arg("-c")
             .arg(self.conf.as_os_str())
             .arg("-n")

@@ -62,6 +62,7 @@ mod admin;
 mod asok;
 mod cli;
 mod driver;
+mod install;
 mod local;
 mod machine;
 mod process;
@@ -79,6 +80,9 @@ pub use admin::{
 pub use asok::{AdminSocketQuorum, DEFAULT_ELECTION_ALLOWANCE, MON_ELECTION_TIMEOUT};
 pub use cli::CephCli;
 pub use driver::{Driver, DriverError, Planned, RunOptions, RunReport, Tick, is_settled};
+pub use install::{
+    CEPH_ROOT_ENV, CEPH_ROOT_STAMP, CephInstall, DEFAULT_CEPH_ROOT, MissingCephRoot,
+};
 pub use local::{
     CEPH_TOOLS, EndpointSource, EndpointTable, ExitedMon, LocalCluster, LocalMonRuntime,
     MonEndpoint, QuorumWaitError, ceph_log_errors, missing_tools,

@@ -19,7 +19,7 @@ use tokio::sync::Mutex;
 
 use crate::admin::CephMonAdmin;
 use crate::cli::CephCli;
-use crate::process::CommandLine;
+use crate::install::CephInstall;
 use crate::runtime::{MonRuntime, RuntimeError, judge_placement};
 use crate::{Addressing, Placement};
 
@@ -227,18 +227,42 @@ impl EndpointSource for EndpointTable {
 pub struct LocalCluster {
     dir: PathBuf,
     fsid: String,
+    install: CephInstall,
+    extra_conf: String,
 }
 
 /// How long one Ceph tool may take (mkfs, monmaptool, authtool).
 const TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl LocalCluster {
-    /// The cluster whose files are in `dir` (created by [`LocalCluster::create`]).
+    /// The cluster whose files are in `dir` (created by [`LocalCluster::create`]), run with the
+    /// host's Ceph programs.
     pub fn open(dir: impl Into<PathBuf>, fsid: impl Into<String>) -> Self {
         LocalCluster {
             dir: dir.into(),
             fsid: fsid.into(),
+            install: CephInstall::Host,
+            extra_conf: String::new(),
         }
+    }
+
+    /// The same cluster, its programs run from `install` (the cluster's directory is shared
+    /// with a root filesystem at the same path).
+    pub fn with_install(mut self, install: CephInstall) -> Self {
+        self.install = install.sharing(self.dir.clone());
+        self
+    }
+
+    /// Where the cluster's Ceph programs come from.
+    pub fn install(&self) -> &CephInstall {
+        &self.install
+    }
+
+    /// The same cluster with these lines added to its `ceph.conf` after the `[global]` options
+    /// it always has (more options, or sections such as `[osd]`).
+    pub fn with_conf(mut self, lines: impl Into<String>) -> Self {
+        self.extra_conf = lines.into();
+        self
     }
 
     /// Creates a new cluster in `dir`: keyring, initial monmap with `mons` (each advertising its
@@ -250,18 +274,28 @@ impl LocalCluster {
         fsid: impl Into<String>,
         mons: &[(MonId, IpAddr)],
     ) -> Result<Self, RuntimeError> {
-        let cluster = LocalCluster::open(dir, fsid);
+        LocalCluster::open(dir, fsid).init(mons).await
+    }
+
+    /// Creates the files of the cluster this value describes (see [`LocalCluster::create`]),
+    /// with its install and configuration.
+    pub async fn init(self, mons: &[(MonId, IpAddr)]) -> Result<Self, RuntimeError> {
+        let cluster = self;
         for sub in ["mon", "run", "log"] {
             create_dir(&cluster.dir.join(sub))?;
         }
         let keyring = cluster.keyring();
-        CommandLine::new("ceph-authtool", None)
+        cluster
+            .install
+            .command("ceph-authtool", None)
             .args(["--create-keyring"])
             .arg(keyring.as_os_str())
             .args(["--gen-key", "-n", "mon.", "--cap", "mon", "allow *"])
             .output(TOOL_TIMEOUT)
             .await?;
-        CommandLine::new("ceph-authtool", None)
+        cluster
+            .install
+            .command("ceph-authtool", None)
             .arg(keyring.as_os_str())
             .args(["--gen-key", "-n", "client.admin"])
             .args(["--cap", "mon", "allow *", "--cap", "osd", "allow *"])
@@ -269,7 +303,7 @@ impl LocalCluster {
             .output(TOOL_TIMEOUT)
             .await?;
         let monmap = cluster.dir.join("monmap");
-        let mut line = CommandLine::new("monmaptool", None).args([
+        let mut line = cluster.install.command("monmaptool", None).args([
             "--create",
             "--clobber",
             "--fsid",
@@ -353,7 +387,9 @@ impl LocalCluster {
 
     /// The admin port for this cluster as `client.admin` (inside `netns` if given).
     pub fn admin(&self, netns: Option<&str>) -> CephCli {
-        let cli = CephCli::new(self.conf()).keyring(self.keyring());
+        let cli = CephCli::new(self.conf())
+            .keyring(self.keyring())
+            .install(self.install.clone());
         match netns {
             Some(ns) => cli.netns(ns),
             None => cli,
@@ -389,8 +425,10 @@ impl LocalCluster {
              mon_data = {dir}/mon/$cluster-$id\n\
              mon_allow_pool_delete = true\n\
              mon_data_avail_crit = 0\n\
-             mon_warn_on_insecure_global_id_reclaim_allowed = false\n",
+             mon_warn_on_insecure_global_id_reclaim_allowed = false\n\
+             {extra}",
             fsid = self.fsid,
+            extra = self.extra_conf,
         );
         let path = self.conf();
         let tmp = self.dir.join("ceph.conf.tmp");
@@ -403,7 +441,8 @@ impl LocalCluster {
     }
 
     async fn mkfs(&self, mon: &MonId, monmap: &Path) -> Result<(), RuntimeError> {
-        CommandLine::new("ceph-mon", None)
+        self.install
+            .command("ceph-mon", None)
             .arg("-c")
             .arg(self.conf().as_os_str())
             .args(["--mkfs", "-i", mon.as_str(), "--monmap"])
@@ -719,7 +758,8 @@ impl MonRuntime for LocalMonRuntime {
             daemons.remove(mon);
         }
         self.ensure_store(mon).await?;
-        let mut line = CommandLine::new("ceph-mon", endpoint.netns.as_deref())
+        let mut line = (self.cluster.install)
+            .command("ceph-mon", endpoint.netns.as_deref())
             .args(["-f", "-c"])
             .arg(self.cluster.conf().as_os_str())
             .args([

@@ -41,8 +41,9 @@ impl CommandLine {
         self
     }
 
-    /// A tokio command for this line (stdin closed, killed when dropped).
-    pub(crate) fn command(&self) -> Command {
+    /// A tokio command for this line (stdin closed, killed when dropped), for a caller that
+    /// spawns a long-running daemon with its own output and environment.
+    pub fn command(&self) -> Command {
         let (program, args) = match self.argv.split_first() {
             Some((program, args)) => (program.clone(), args),
             None => (OsString::new(), &[][..]),

@@ -100,6 +100,43 @@ impl GlobalnetEndpoints {
         self.state.lock().await.pods.get(mon).copied()
     }
 
+    /// Exports the Service `service` (an OSD's `rook-ceph-osd-<id>`, say) whose pod binds `pod`:
+    /// a global IP from this cluster's pool, the pod IP added, the NAT mapping and the DNS
+    /// record. Returns the global IP once its Lighthouse name resolves (`None` while the
+    /// gateway has no NAT). Exporting again returns the same global IP.
+    pub async fn export(&self, service: &str, pod: Ipv4Addr) -> Result<Option<IpAddr>, LabError> {
+        let mut state = self.state.lock().await;
+        self.export_in(&mut state, service, pod).await
+    }
+
+    async fn export_in(
+        &self,
+        state: &mut State,
+        service: &str,
+        pod: Ipv4Addr,
+    ) -> Result<Option<IpAddr>, LabError> {
+        let net = self.topology.cluster(self.side).clone();
+        let global = state
+            .globals
+            .assign(&service.to_owned())
+            .map_err(|e| LabError::Alloc(e.to_string()))?;
+        let IpAddr::V4(global_v4) = global else {
+            return Err(LabError::Alloc(format!("{global} is not IPv4")));
+        };
+        if !self.topology.nat_present(self.side).await {
+            tracing::warn!(%service, gateway = %net.gateway, "the gateway has no NAT: the global IP cannot be programmed, the export stays pending");
+            return Ok(None);
+        }
+        self.topology.add_pod_ip(self.side, pod).await?;
+        self.topology.map_global(self.side, global_v4, pod).await?;
+        self.dns.publish(net.cluster_id, service, global)?;
+        let name = LabDns::cluster_name(net.cluster_id, service)?;
+        let Some(addresses) = self.dns.resolve(&name).await? else {
+            return Ok(None);
+        };
+        Ok(addresses.first().copied())
+    }
+
     async fn provision_clusterset(&self, mon: &MonId) -> Result<Option<MonEndpoint>, LabError> {
         let mut state = self.state.lock().await;
         if let Some(endpoint) = state.assigned.get(mon) {
@@ -120,26 +157,7 @@ impl GlobalnetEndpoints {
                 pod
             }
         };
-        let service = mon_service(mon);
-        let global = state
-            .globals
-            .assign(&service)
-            .map_err(|e| LabError::Alloc(e.to_string()))?;
-        let IpAddr::V4(global_v4) = global else {
-            return Err(LabError::Alloc(format!("{global} is not IPv4")));
-        };
-        if !self.topology.nat_present(self.side).await {
-            tracing::warn!(%mon, gateway = %net.gateway, "the gateway has no NAT: the global IP cannot be programmed, the export stays pending");
-            return Ok(None);
-        }
-        self.topology.add_pod_ip(self.side, pod).await?;
-        self.topology.map_global(self.side, global_v4, pod).await?;
-        self.dns.publish(net.cluster_id, &service, global)?;
-        let name = LabDns::cluster_name(net.cluster_id, &service)?;
-        let Some(addresses) = self.dns.resolve(&name).await? else {
-            return Ok(None);
-        };
-        let Some(public) = addresses.first().copied() else {
+        let Some(public) = self.export_in(&mut state, &mon_service(mon), pod).await? else {
             return Ok(None);
         };
         let endpoint = MonEndpoint {

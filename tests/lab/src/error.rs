@@ -43,4 +43,23 @@ pub enum LabError {
     /// An address pool ran out or refused an address.
     #[error("address allocation: {0}")]
     Alloc(String),
+    /// A step of a Ceph site (a daemon, a pool, mirroring) failed.
+    #[error("{step}: {source}")]
+    Step {
+        /// What was being done.
+        step: String,
+        /// Why it failed.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A condition was not reached in time.
+    #[error("{what} not reached within {within:?}; last seen: {last}")]
+    NotReached {
+        /// The condition.
+        what: String,
+        /// How long was waited.
+        within: Duration,
+        /// The last observation.
+        last: String,
+    },
 }

@@ -52,3 +52,44 @@ pub fn require_host() -> Result<(), LabError> {
     }
     Ok(())
 }
+
+/// The programs the lab runs from the Ceph root filesystem, with the package that has each.
+pub const CEPH_ROOT_TOOLS: [(&str, &str); 8] = [
+    ("ceph-mon", "ceph-mon"),
+    ("ceph-osd", "ceph-osd"),
+    ("ceph-mgr", "ceph-mgr"),
+    ("rbd-mirror", "rbd-mirror"),
+    ("ceph", "ceph-common"),
+    ("rbd", "ceph-common"),
+    ("monmaptool", "ceph-common"),
+    ("python3", "python3-rbd"),
+];
+
+/// The Ceph Reef root filesystem the lab runs its Ceph daemons from
+/// ([`mon_failover::CEPH_ROOT_ENV`], built by `tests/lab/ceph-reef-root.sh`), checked to hold
+/// every program of [`CEPH_ROOT_TOOLS`]. The error names the command that builds it.
+pub fn require_ceph_root() -> Result<mon_failover::CephInstall, LabError> {
+    let install = mon_failover::CephInstall::root_from_env().map_err(|missing| LabError::Host {
+        problem: missing.to_string(),
+        fix: "`.ci/run` builds it before the tests".into(),
+    })?;
+    let missing = install.missing_tools(&CEPH_ROOT_TOOLS);
+    if !missing.is_empty() {
+        return Err(LabError::Host {
+            problem: format!(
+                "the Ceph root filesystem at {} lacks {}",
+                install
+                    .root_dir()
+                    .map(|r| r.display().to_string())
+                    .unwrap_or_default(),
+                missing
+                    .iter()
+                    .map(|(t, _)| *t)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            fix: "build it again with `sudo bash tests/lab/ceph-reef-root.sh`".into(),
+        });
+    }
+    Ok(install)
+}

@@ -21,6 +21,7 @@
 //! - [`require_host`]: fails with the `apt-get` command to run when the lab cannot run here.
 #![forbid(unsafe_code)]
 
+mod ceph;
 mod dns;
 mod endpoints;
 mod error;
@@ -28,9 +29,12 @@ mod host;
 mod netns;
 mod topology;
 
+pub use ceph::{
+    CephSite, MGR_POD, OsdSlot, POOL, SiteSpec, back_ip, ceph_version, front_ip, poll_until,
+};
 pub use dns::{LabDns, NAMESPACE};
 pub use endpoints::{GlobalnetEndpoints, mon_service};
 pub use error::LabError;
-pub use host::{REQUIRED_TOOLS, require_host};
+pub use host::{CEPH_ROOT_TOOLS, REQUIRED_TOOLS, require_ceph_root, require_host};
 pub use netns::NetnsThread;
 pub use topology::{ClusterNet, Side, Topology, lab_namespaces};
