@@ -73,10 +73,24 @@ impl MirrorLab {
     /// Both clusters with MCS on from the start, mirroring configured both ways from A's peer
     /// bootstrap token, `rbd-mirror` running in both.
     async fn start() -> (MirrorLab, Timings) {
+        let started = Instant::now();
+        let lab = MirrorLab::start_clusters(true).await;
+        let clusters_up = started.elapsed();
+        lab.peer().await;
+        lab.a.start_rbd_mirror().await.unwrap();
+        lab.b.start_rbd_mirror().await.unwrap();
+        let timings = Timings {
+            clusters_up,
+            ..Timings::default()
+        };
+        (lab, timings)
+    }
+
+    /// Clusters A (MCS on if `a_mcs`) and B (MCS on), not yet peered.
+    async fn start_clusters(a_mcs: bool) -> MirrorLab {
         require_host().unwrap();
         let install = require_ceph_root().unwrap();
         let serial = ONE_LAB_AT_A_TIME.lock().await;
-        let started = Instant::now();
         let topology = Arc::new(Topology::create().await.unwrap());
         let a = topology.cluster(Side::A).clone();
         let dns_pod = Ipv4Addr::new(10, 244, 0, 53);
@@ -91,7 +105,7 @@ impl MirrorLab {
             side,
             fsid: fsid.into(),
             site_name: site.into(),
-            mcs: true,
+            mcs: side == Side::B || a_mcs,
             osds: 2,
         };
         let (site_a, site_b) = tokio::join!(
@@ -121,23 +135,14 @@ impl MirrorLab {
                 );
             }
         };
-        let lab = MirrorLab {
+        MirrorLab {
             a: site_a,
             b: site_b,
             _dns: dns,
             topology,
             dir,
             _serial: serial,
-        };
-        let clusters_up = started.elapsed();
-        lab.peer().await;
-        lab.a.start_rbd_mirror().await.unwrap();
-        lab.b.start_rbd_mirror().await.unwrap();
-        let timings = Timings {
-            clusters_up,
-            ..Timings::default()
-        };
-        (lab, timings)
+        }
     }
 
     /// A's peer bootstrap token, its `mon_host` set to the plan's peer-token `mon_host` (A's
@@ -545,5 +550,249 @@ async fn rbd_images_mirror_through_global_ips_and_survive_the_loss_of_a_cluster(
         timings.snapshot_sync,
         timings.failover,
         timings.failback_resync,
+    );
+}
+
+/// Latency percentiles (milliseconds) of the acknowledged writes of a load log whose start
+/// falls in `[from, to)` (seconds since the epoch): (count, p50, p99, max).
+fn latencies(log: &str, from: f64, to: f64) -> (usize, f64, f64, f64) {
+    let mut millis: Vec<f64> = log
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let ["ok", _, _, start, end] = fields.as_slice() else {
+                return None;
+            };
+            let (start, end): (f64, f64) = (start.parse().ok()?, end.parse().ok()?);
+            (start >= from && start < to).then_some((end - start) * 1000.0)
+        })
+        .collect();
+    millis.sort_by(f64::total_cmp);
+    let at = |q: f64| {
+        millis
+            .get(((millis.len() as f64 - 1.0) * q).round() as usize)
+            .copied()
+            .unwrap_or(f64::NAN)
+    };
+    (millis.len(), at(0.5), at(0.99), at(1.0))
+}
+
+fn epoch_seconds() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// The acknowledged writes in a load log so far.
+fn acknowledged(log: &Path) -> usize {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("ok "))
+        .count()
+}
+
+/// How many acknowledged writes each phase of the upgrade waits for before it moves on.
+const WRITES_PER_PHASE: usize = 300;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcs_turned_on_under_a_writing_client_loses_no_write_and_mirroring_resumes_on_global_ips() {
+    use mon_failover::{Addressing, Config, Driver, FileStateStore, Machine, RunOptions};
+
+    // A without MCS: mons and OSDs on pod IPs, nothing of it reachable from B.
+    let lab = MirrorLab::start_clusters(false).await;
+    let plan = lab.a.plan().await.unwrap();
+    assert!(!plan.settings().mcs_enabled());
+    for slot in lab.a.osds().await {
+        assert_eq!(slot.advertised, IpAddr::V4(slot.pod));
+    }
+    let image = "live-img";
+    let name = format!("{POOL}/{image}");
+    lab.a
+        .rbd(&[
+            "create",
+            &name,
+            "--size",
+            "64M",
+            "--image-feature",
+            "layering,exclusive-lock,journaling",
+        ])
+        .await
+        .unwrap();
+    lab.a
+        .rbd(&["mirror", "image", "enable", &name, "journal"])
+        .await
+        .unwrap();
+
+    // A client writes 4 KiB blocks over 8 MiB of the image, without pause, for the whole upgrade.
+    let site_dir = lab.a.cluster().dir().to_owned();
+    let log = site_dir.join("load.log");
+    let stop = site_dir.join("load.stop");
+    let load = lab
+        .a
+        .rbd_io_line(
+            "load",
+            &[
+                "--image",
+                image,
+                "--blocks",
+                "2048",
+                "--log",
+                &log.to_string_lossy(),
+                "--stop-file",
+                &stop.to_string_lossy(),
+            ],
+        )
+        .command()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let load_started = epoch_seconds();
+    let phase = |writes: usize, what: &'static str| {
+        let log = log.clone();
+        async move {
+            poll_until(what, Duration::from_secs(120), || {
+                let log = log.clone();
+                async move {
+                    let count = acknowledged(&log);
+                    Ok(((count >= writes).then_some(()), format!("{count} writes")))
+                }
+            })
+            .await
+            .unwrap();
+        }
+    };
+    phase(WRITES_PER_PHASE, "the client writing before the upgrade").await;
+
+    // MCS on: the plan wants every mon replaced and every OSD on its global IP.
+    let upgrade_started = epoch_seconds();
+    let writes_before = acknowledged(&log);
+    lab.a.enable_mcs();
+    let plan = lab.a.plan().await.unwrap();
+    let replace: Vec<String> = plan
+        .mon_replacements()
+        .iter()
+        .map(|r| r.mon.to_string())
+        .collect();
+    assert_eq!(replace, ["a", "b", "c"]);
+    let watch = lab.a.cluster().quorum_watch(Duration::from_secs(1));
+    let config = Config {
+        address_timeout: Duration::from_secs(120),
+        join_timeout: Duration::from_secs(120),
+        removal_wait_timeout: Duration::from_secs(300),
+        mon_out_timeout: None,
+        retry_backoff: Duration::from_secs(1),
+        max_retry_backoff: Duration::from_secs(5),
+    };
+    let mut driver = Driver::resume(
+        Machine::new(config).unwrap(),
+        lab.a.admin(),
+        lab.a.runtime(),
+        Arc::new(FileStateStore::new(site_dir.join("failover.json"))),
+        Some(2),
+    )
+    .await
+    .unwrap();
+    let mon_report = driver
+        .run_until_settled(
+            Addressing::Clusterset,
+            RunOptions {
+                poll: Duration::from_millis(500),
+                deadline: Duration::from_secs(300),
+            },
+            |_| {},
+        )
+        .await
+        .unwrap();
+    let record = watch.stop().await;
+    assert!(record.never_lost(), "quorum was lost: {:?}", record.losses);
+    lab.a.move_osds_to_global_ips().await.unwrap();
+    let upgrade_done = epoch_seconds();
+    let writes_during = acknowledged(&log) - writes_before;
+    assert!(
+        writes_during > 0,
+        "the client kept writing while the daemons moved"
+    );
+    let plan = lab.a.plan().await.unwrap();
+    assert!(plan.readiness().ready, "{:?}", plan.readiness());
+    assert_bound_to_pods_advertising_globals(&lab, &lab.a).await;
+    let writes_after_upgrade = acknowledged(&log);
+    phase(
+        writes_after_upgrade + WRITES_PER_PHASE,
+        "the client writing after the upgrade",
+    )
+    .await;
+
+    // Mirroring on the global IPs: A's token with the plan's mon_host, rbd-mirror in B.
+    lab.peer().await;
+    lab.b.start_rbd_mirror().await.unwrap();
+    let resumed = Instant::now();
+    std::fs::write(&stop, "").unwrap();
+    let output = load.wait_with_output().await.unwrap();
+    let load_done = epoch_seconds();
+    assert!(
+        output.status.success(),
+        "the client saw an IO error: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(summary["errors"], 0, "no client IO error: {summary}");
+    let log_path = log.to_string_lossy().into_owned();
+    let verified = lab
+        .a
+        .rbd_io("verify", &["--image", image, "--log", &log_path])
+        .await
+        .unwrap();
+    assert_eq!(
+        verified["mismatches"],
+        serde_json::json!([]),
+        "every acknowledged write is in A: {verified}"
+    );
+    let sum_a = lab.a.image_checksum(image).await.unwrap();
+    wait_for_content(
+        &lab.b,
+        image,
+        &sum_a,
+        "B's copy of the live image equals A's",
+    )
+    .await;
+    let caught_up = resumed.elapsed();
+    // B holds every acknowledged write too (its copy is read where it is: non-primary).
+    let log_in_b = lab.b.cluster().dir().join("load.log");
+    std::fs::copy(&log, &log_in_b).unwrap();
+    let verified_b = lab
+        .b
+        .rbd_io(
+            "verify",
+            &["--image", image, "--log", &log_in_b.to_string_lossy()],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        verified_b["mismatches"],
+        serde_json::json!([]),
+        "{verified_b}"
+    );
+    let peers = peers_of(&lab.topology, Side::B, "rbd-mirror").await;
+    let a_osds: BTreeSet<IpAddr> = lab.a.osds().await.iter().filter_map(|s| s.global).collect();
+    assert!(
+        peers.iter().any(|ip| a_osds.contains(ip)),
+        "rbd-mirror in B reads A's OSDs at their global IPs {a_osds:?}: {peers:?}"
+    );
+
+    let text = std::fs::read_to_string(&log).unwrap();
+    let before = latencies(&text, load_started, upgrade_started);
+    let during = latencies(&text, upgrade_started, upgrade_done);
+    let after = latencies(&text, upgrade_done, load_done);
+    eprintln!(
+        "upgrade scenario: {} acknowledged writes, {} verified blocks, 0 errors; mons moved in {:.1?}, mons and OSDs in {:.1}s; 4 KiB write latency ms (count, p50, p99, max) before {before:.1?}, during {during:.1?}, after {after:.1?}; B caught up {:.1?} after peering",
+        summary["writes"],
+        verified["blocks"],
+        mon_report.elapsed,
+        upgrade_done - upgrade_started,
+        caught_up,
     );
 }
