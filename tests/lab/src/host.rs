@@ -3,15 +3,16 @@
 
 use crate::LabError;
 
-/// The programs the lab runs, with the Debian package that has each.
+/// The programs the lab runs on the host, with the Debian package that has each. Its Ceph
+/// programs come from the Ceph root filesystem ([`require_ceph_root`]).
 pub const REQUIRED_TOOLS: [(&str, &str); 7] = [
     ("ip", "iproute2"),
+    ("ss", "iproute2"),
     ("nft", "nftables"),
-    ("ceph-mon", "ceph-mon"),
-    ("ceph", "ceph-common"),
-    ("monmaptool", "ceph-common"),
-    ("ceph-authtool", "ceph-common"),
     ("dig", "bind9-dnsutils"),
+    ("unshare", "util-linux"),
+    ("chroot", "coreutils"),
+    ("sha256sum", "coreutils"),
 ];
 
 /// Checks that the lab can run: root (network namespaces and nftables need it) and every

@@ -1,7 +1,8 @@
 //! The end-to-end lab (issue 9): two clusters with the same pod CIDR in network namespaces,
 //! each behind its own gateway with 1:1 global<->pod NAT, real Ceph mons, our clusterset DNS.
-//! Needs root, iproute2, nftables, ceph-mon, ceph-common and bind9-dnsutils (`.ci/run`
-//! installs them) and fails, never skips, without them.
+//! Needs root, iproute2, nftables, bind9-dnsutils and the Ceph Reef root filesystem
+//! (`tests/lab/ceph-reef-root.sh`; `.ci/run` installs and builds them) and fails, never skips,
+//! without them.
 //!
 //! The tests share the lab's namespace names and addresses, so they run one at a time.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -11,14 +12,17 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ceph_address_plan::{ClusterSettings, Inventory, MonId, MonInput, Plan, PlanInput};
+use ceph_address_plan::{
+    CephVersion, ClusterSettings, Inventory, MonId, MonInput, Plan, PlanInput,
+};
 use clusterset_lab::{
-    GlobalnetEndpoints, LabDns, Side, Topology, lab_namespaces, mon_service, require_host,
+    GlobalnetEndpoints, LabDns, Side, Topology, ceph_version, lab_namespaces, mon_service,
+    require_ceph_root, require_host,
 };
 use mon_failover::{
-    Addressing, CephCli, CephMonAdmin, Command, CommandLine, Config, Driver, FileStateStore,
-    LocalCluster, LocalMonRuntime, MON_ELECTION_TIMEOUT, Machine, MonRuntime, QuorumWatch,
-    RunOptions, Tick, Timestamp,
+    Addressing, CephCli, CephInstall, CephMonAdmin, Command, CommandLine, Config, Driver,
+    FileStateStore, LocalCluster, LocalMonRuntime, MON_ELECTION_TIMEOUT, Machine, MonRuntime,
+    QuorumWatch, RunOptions, Tick, Timestamp,
 };
 
 /// One lab at a time: the tests share namespaces, addresses and ports.
@@ -194,6 +198,10 @@ async fn topology_overlapping_pod_cidrs_behind_gateways_with_hairpin_nat() {
 /// IPs from 10.244.0.21, and the clusterset DNS server at 10.244.0.53 (global 242.1.0.53).
 /// Fields drop in order: daemons first, the network last.
 struct Lab {
+    /// The Ceph Reef root filesystem, sharing the lab's directory.
+    install: CephInstall,
+    /// The version of its Ceph, what the plan is told.
+    version: CephVersion,
     runtime: Arc<LocalMonRuntime>,
     endpoints: Arc<GlobalnetEndpoints>,
     admin: Arc<CephCli>,
@@ -258,6 +266,8 @@ const FSID_B: &str = "9b0c5a43-1a5e-4c1e-8f0e-00000000000b";
 impl Lab {
     async fn start() -> Lab {
         require_host().unwrap();
+        let reef = require_ceph_root().unwrap();
+        let version = ceph_version(&reef).await.unwrap();
         let serial = ONE_LAB_AT_A_TIME.lock().await;
         let started = Instant::now();
         let topology = Arc::new(Topology::create().await.unwrap());
@@ -278,11 +288,14 @@ impl Lab {
             topology.add_pod_ip(Side::A, *ip).await.unwrap();
         }
         let dir = tempfile::tempdir().unwrap();
+        let install = reef.sharing(dir.path());
         let mons: Vec<(MonId, IpAddr)> = abc
             .iter()
             .map(|(m, ip)| (m.clone(), IpAddr::V4(*ip)))
             .collect();
-        let cluster = LocalCluster::create(dir.path().join("east"), FSID_A, &mons)
+        let cluster = LocalCluster::open(dir.path().join("east"), FSID_A)
+            .with_install(install.clone())
+            .init(&mons)
             .await
             .unwrap();
         let endpoints = Arc::new(GlobalnetEndpoints::new(
@@ -315,6 +328,8 @@ impl Lab {
         }
         let store = Arc::new(FileStateStore::new(dir.path().join("failover.json")));
         Lab {
+            install,
+            version,
             runtime,
             endpoints,
             admin,
@@ -429,13 +444,13 @@ impl Lab {
 }
 
 /// The plan of cluster A with MCS enabled, from a monmap.
-fn plan_of(mons: &[(String, IpAddr)]) -> Plan {
+fn plan_of(mons: &[(String, IpAddr)], version: CephVersion) -> Plan {
     let mut cluster = ClusterSettings::new("east-ceph", clusterset_lab::NAMESPACE);
     cluster.multi_cluster_service.enabled = true;
     cluster.multi_cluster_service.cluster_id = "east".into();
-    // Rook's guard (Ceph >= 17.2.6) is for OSDs binding their pod IP (ceph#49990); mons have
-    // honoured --public-bind-addr since Pacific, and the lab runs only mons, on Debian's 16.2.
-    cluster.ceph_version = Some(ceph_address_plan::CephVersion::new(17, 2, 6));
+    // The lab runs Reef (18.2): Rook's guard (Ceph >= 17.2.6, for OSDs binding their pod IP,
+    // ceph#49990) sees the version that really runs.
+    cluster.ceph_version = Some(version);
     let mut inventory = Inventory::default();
     for (name, ip) in mons {
         let mut mon = MonInput::new(id(name));
@@ -469,15 +484,17 @@ fn options() -> RunOptions {
     }
 }
 
-/// Runs `ceph ARGS -f json` inside `netns` with this conf, client name and keyring.
+/// Runs `ceph ARGS -f json` of `install` inside `netns` with this conf, client name and keyring.
 async fn ceph_json(
+    install: &CephInstall,
     netns: &str,
     conf: &std::path::Path,
     name: &str,
     keyring: &std::path::Path,
     args: &[&str],
 ) -> serde_json::Value {
-    let out = CommandLine::new("ceph", Some(netns))
+    let out = install
+        .command("ceph", Some(netns))
         .arg("-c")
         .arg(conf)
         .args(["-n", name, "-k"])
@@ -500,7 +517,7 @@ async fn mons_move_to_global_ips_and_a_client_in_the_overlapping_cluster_reaches
     // MCS off: the mons advertise their pod IPs. MCS on: the plan wants all three replaced,
     // and resolves each new mon's global IP from the Lighthouse name our DNS answers.
     let (before, _) = lab.monmap().await;
-    let plan = plan_of(&before);
+    let plan = plan_of(&before, lab.version);
     let replace: Vec<String> = plan
         .mon_replacements()
         .iter()
@@ -527,7 +544,7 @@ async fn mons_move_to_global_ips_and_a_client_in_the_overlapping_cluster_reaches
 
     // The plan agrees: every mon on its global IP, resolved from the names our DNS serves.
     let (after, _) = lab.monmap().await;
-    let plan = plan_of(&after);
+    let plan = plan_of(&after, lab.version);
     assert!(plan.readiness().ready, "{:?}", plan.readiness());
     assert!(plan.mon_replacements().is_empty());
     let d = ceph_address_plan::Daemon::Mon(id("d"));
@@ -578,13 +595,11 @@ async fn mons_move_to_global_ips_and_a_client_in_the_overlapping_cluster_reaches
         .unwrap();
     assert_eq!(b_endpoint.public, "242.2.0.1".parse::<IpAddr>().unwrap());
     assert_eq!(b_endpoint.bind, Some(IpAddr::V4(pod(21))));
-    let cluster_b = LocalCluster::create(
-        lab.dir.path().join("west"),
-        FSID_B,
-        &[(b_mon.clone(), b_endpoint.public)],
-    )
-    .await
-    .unwrap();
+    let cluster_b = LocalCluster::open(lab.dir.path().join("west"), FSID_B)
+        .with_install(lab.install.clone())
+        .init(&[(b_mon.clone(), b_endpoint.public)])
+        .await
+        .unwrap();
     let runtime_b = LocalMonRuntime::new(
         cluster_b.clone(),
         endpoints_b.clone(),
@@ -623,7 +638,8 @@ async fn mons_move_to_global_ips_and_a_client_in_the_overlapping_cluster_reaches
     let peer_dir = lab.dir.path().join("peer-in-west");
     std::fs::create_dir_all(&peer_dir).unwrap();
     let peer_keyring = peer_dir.join("keyring");
-    CommandLine::new("ceph", Some(&netns))
+    lab.install
+        .command("ceph", Some(&netns))
         .arg("-c")
         .arg(lab.cluster.conf())
         .arg("-k")
@@ -648,6 +664,7 @@ async fn mons_move_to_global_ips_and_a_client_in_the_overlapping_cluster_reaches
     .unwrap();
     let client_started = Instant::now();
     let status = ceph_json(
+        &lab.install,
         &b.netns,
         &peer_conf,
         "client.east-peer",
@@ -664,6 +681,7 @@ async fn mons_move_to_global_ips_and_a_client_in_the_overlapping_cluster_reaches
     quorum.sort();
     assert_eq!(quorum, ["d", "e", "f"]);
     let dump = ceph_json(
+        &lab.install,
         &b.netns,
         &peer_conf,
         "client.east-peer",
