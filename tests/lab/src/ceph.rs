@@ -126,7 +126,7 @@ impl std::fmt::Debug for CephSite {
     }
 }
 
-fn step<E: std::error::Error + Send + Sync + 'static>(
+pub(crate) fn step<E: std::error::Error + Send + Sync + 'static>(
     what: impl Into<String>,
 ) -> impl FnOnce(E) -> LabError {
     let step = what.into();

@@ -18,6 +18,11 @@
 //!   mon gets a pod IP, a global IP from the cluster's pool ([`mcs_controller::IpPool`]), a
 //!   NAT mapping on the gateway and a clusterset name, and its address is known once that name
 //!   resolves.
+//! - [`CephSite`]: a whole Ceph cluster (mons, mgr, OSDs, a mirrored pool, `rbd-mirror`) run
+//!   from the Ceph Reef root filesystem ([`require_ceph_root`]) inside one cluster, every
+//!   address argument from the plan of `ceph-address-plan`.
+//! - [`mirror`]: two such clusters, RBD mirroring through global IPs, a disaster and the
+//!   failback, stage by stage (the tests and the `clusterset-lab mirror` demo run it).
 //! - [`require_host`]: fails with the `apt-get` command to run when the lab cannot run here.
 #![forbid(unsafe_code)]
 
@@ -26,6 +31,7 @@ mod dns;
 mod endpoints;
 mod error;
 mod host;
+pub mod mirror;
 mod netns;
 mod topology;
 
