@@ -4,9 +4,11 @@
 //! Debian bookworm ships Ceph 16.2 (Pacific), whose OSDs cannot bind a pod IP while they
 //! advertise a global IP; Debian trixie's Ceph 18 (Reef) can. The lab therefore runs its daemons
 //! from a trixie root filesystem (`tests/lab/ceph-reef-root.sh` builds it). A program run from a
-//! root gets, in a mount namespace of its own that ends with it, `/proc`, `/dev` and `/sys`, and
-//! each shared directory bind-mounted at the same path, so the paths of a cluster's files (conf,
-//! keyrings, data, admin sockets) mean the same inside and outside the root.
+//! root gets, in a mount namespace of its own that ends with it, `/proc`, `/dev` and `/sys`, a
+//! private `/tmp`, and each shared directory bind-mounted at the same path, so the paths of a
+//! cluster's files (conf, keyrings, data, admin sockets) mean the same inside and outside the
+//! root. (The mount points of shared directories under `/tmp` are made in that private `/tmp`,
+//! so they leave nothing behind in the root.)
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -23,6 +25,7 @@ pub const CEPH_ROOT_STAMP: &str = ".clusterset-ceph-root";
 /// The shell that prepares the mount namespace and enters the root:
 /// `sh -ec SCRIPT ceph-root ROOT SHARED... -- PROGRAM ARGS...`.
 const ENTER_ROOT: &str = r#"root=$1; shift
+mount -t tmpfs tmpfs "$root/tmp"
 while [ "$1" != -- ]; do mkdir -p "$root$1"; mount --bind "$1" "$root$1"; shift; done; shift
 mount -t proc proc "$root/proc"
 mount --rbind /dev "$root/dev"

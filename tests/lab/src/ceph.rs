@@ -423,7 +423,9 @@ impl CephSite {
         serde_json::from_slice(&out).map_err(step(format!("parsing rbd_io.py {command}")))
     }
 
-    /// The command line of the lab's RBD client.
+    /// The command line of the lab's RBD client: `rbd_io.py COMMAND --conf CONF --pool rbd
+    /// ARGS` in the cluster's namespace (`token`, which touches no cluster, without `--conf` and
+    /// `--pool`).
     pub fn rbd_io_line(&self, command: &str, args: &[&str]) -> CommandLine {
         let line = self
             .install
@@ -598,7 +600,12 @@ impl CephSite {
             .output(COMMAND_TIMEOUT)
             .await
             .map_err(step(format!("ceph-osd --mkfs for osd.{id}")))?;
-        let pod_ip = pod(31 + u8::try_from(id).unwrap_or(0));
+        let host = u8::try_from(31 + id).map_err(|_| {
+            LabError::Alloc(format!(
+                "osd.{id} has no pod IP: the lab gives OSDs 10.244.0.31 onwards, up to 255"
+            ))
+        })?;
+        let pod_ip = pod(host);
         self.net_add_pod(pod_ip).await?;
         let global = if self.mcs() {
             self.export_osd(id, pod_ip).await?
@@ -780,12 +787,18 @@ impl CephSite {
     /// they had, and waits for the quorum and the OSDs.
     pub async fn restart(&self) -> Result<(), LabError> {
         let status_mons: Vec<(MonId, IpAddr)> = {
+            // Every mon with a data directory (Rook's `ceph-<id>` under the cluster's `mon/`).
             let mut mons = Vec::new();
-            for mon in ["a", "b", "c", "d", "e", "f"] {
-                let mon_id: MonId = mon.parse().map_err(step("mon id"))?;
-                if !self.cluster.mon_data(&mon_id).exists() {
-                    continue;
-                }
+            let names: Vec<String> = std::fs::read_dir(self.cluster.dir().join("mon"))
+                .map_err(step("listing the mons' data"))?
+                .flatten()
+                .filter_map(|entry| {
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    name.strip_prefix("ceph-").map(str::to_owned)
+                })
+                .collect();
+            for mon in names {
+                let mon_id: MonId = mon.parse().map_err(step("a mon's data directory"))?;
                 for addressing in [Addressing::Clusterset, Addressing::ClusterLocal] {
                     if let Some(endpoint) = self
                         .endpoints
