@@ -24,6 +24,19 @@ fail() { printf 'error: %s\n' "$*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || fail "building a root filesystem needs root; try: sudo bash $0"
 command -v debootstrap >/dev/null || fail "debootstrap is missing; install it: apt-get install debootstrap"
 
+# The root is deleted and replaced when it is out of date: refuse anything that is not plainly a
+# directory of its own (the file system root, a relative path, one that holds something else).
+case "$ROOT" in
+  /*) ;;
+  *) fail "CLUSTERSET_CEPH_ROOT must be an absolute path, not '$ROOT'" ;;
+esac
+ROOT=$(realpath -m "$ROOT")
+[ "$ROOT" != / ] && [ "$(dirname "$ROOT")" != / ] \
+  || fail "CLUSTERSET_CEPH_ROOT=$ROOT is too close to / to be replaced; choose a directory of its own, e.g. /var/cache/clusterset/ceph-reef"
+if [ -d "$ROOT" ] && [ ! -f "$ROOT/$STAMP" ] && [ -n "$(ls -A "$ROOT")" ]; then
+  fail "$ROOT is not empty and has no $STAMP: it is not a root this script built, and it will not replace it; remove it yourself or choose another CLUSTERSET_CEPH_ROOT"
+fi
+
 recipe=$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-16)
 
 # Nothing of the host may stay mounted inside a root that is about to be deleted.
@@ -79,22 +92,28 @@ in_root "$NEW" apt-get clean
 # Reef 18.2.7's mgr imports python3-bcrypt at the top of mgr_util.py; bcrypt is a PyO3 module,
 # which refuses the mgr's sub-interpreters ("PyO3 modules do not yet support subinterpreters"),
 # so every module that imports mgr_util (rbd_support among them) fails to load. Only the
-# dashboard's password hashing uses bcrypt: import it where it is used.
+# dashboard's password hashing uses bcrypt: the import is replaced by a stand-in that imports
+# bcrypt on first use, wherever that use is.
 MGR_UTIL="$NEW/usr/share/ceph/mgr/mgr_util.py"
 if grep -q '^import bcrypt$' "$MGR_UTIL"; then
-  python3 - "$MGR_UTIL" <<'EOF'
-import re, sys
+  # The root's own python3: the host may have none.
+  in_root "$NEW" python3 - /usr/share/ceph/mgr/mgr_util.py <<'EOF'
+import sys
 path = sys.argv[1]
 text = open(path).read()
-text = text.replace("\nimport bcrypt\n", "\n", 1)
-# Every function that uses bcrypt imports it first.
-text, count = re.subn(r"(\ndef [^\n]*:\n)((?:(?:    [^\n]*|)\n)*?    [^\n]*bcrypt\.)",
-                      lambda m: m.group(1) + "    import bcrypt\n" + m.group(2), text)
-if count == 0:
-    sys.exit("mgr_util.py: no function uses bcrypt; the patch needs a look")
-open(path, "w").write(text)
+lazy = """class _BcryptOnFirstUse:  # clusterset lab: bcrypt (PyO3) cannot load in mgr sub-interpreters
+    def __getattr__(self, name):
+        import bcrypt
+        return getattr(bcrypt, name)
+
+
+bcrypt = _BcryptOnFirstUse()
+"""
+if text.count("\nimport bcrypt\n") != 1:
+    sys.exit("mgr_util.py: expected one top-level `import bcrypt`; the patch needs a look")
+open(path, "w").write(text.replace("\nimport bcrypt\n", "\n" + lazy, 1))
 EOF
-  in_root "$NEW" python3 -c 'import ast,sys; ast.parse(open("/usr/share/ceph/mgr/mgr_util.py").read())' \
+  in_root "$NEW" python3 -c 'import ast; ast.parse(open("/usr/share/ceph/mgr/mgr_util.py").read())' \
     || fail "the patched mgr_util.py does not parse"
 fi
 

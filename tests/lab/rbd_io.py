@@ -2,7 +2,8 @@
 inside a cluster's network namespace from the Ceph root filesystem.
 
 Every command prints one JSON object on stdout. A failed librbd call exits non-zero with the
-error on stderr.
+error on stderr, except in `load`, which stops at its first failed write, logs it and counts it
+in its answer ("errors"), and exits 0.
 
   fill      write a file at offset 0 (or --offset) of an image; its sha256 and size
   checksum  sha256 of a whole image (read-only open: works on a non-primary image)

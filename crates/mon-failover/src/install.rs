@@ -102,10 +102,12 @@ impl CephInstall {
     }
 
     /// The same install, with `dir` (and everything under it) visible at the same path inside
-    /// a root. No effect on [`CephInstall::Host`].
+    /// a root. A relative `dir` is taken from the current directory (inside the root, `chroot`
+    /// starts at `/`). No effect on [`CephInstall::Host`].
     pub fn sharing(mut self, dir: impl Into<PathBuf>) -> Self {
         if let CephInstall::Root { shared, .. } = &mut self {
             let dir = dir.into();
+            let dir = std::path::absolute(&dir).unwrap_or(dir);
             if !shared.contains(&dir) {
                 shared.push(dir);
             }
@@ -169,6 +171,16 @@ mod tests {
     #[test]
     fn a_root_shares_each_directory_once_and_the_host_ignores_sharing() {
         let reef = CephInstall::root("/r").sharing("/tmp/a").sharing("/tmp/a");
+        let relative = CephInstall::root("/r").sharing("lab");
+        let here = std::env::current_dir().unwrap().join("lab");
+        assert_eq!(
+            relative,
+            CephInstall::Root {
+                root: "/r".into(),
+                shared: vec![here]
+            },
+            "a relative directory is shared at its absolute path"
+        );
         assert_eq!(
             reef,
             CephInstall::Root {

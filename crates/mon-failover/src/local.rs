@@ -246,9 +246,13 @@ impl LocalCluster {
         }
     }
 
-    /// The same cluster, its programs run from `install` (the cluster's directory is shared
-    /// with a root filesystem at the same path).
+    /// The same cluster, its programs run from `install` (the cluster's directory, made
+    /// absolute, is shared with a root filesystem at the same path).
     pub fn with_install(mut self, install: CephInstall) -> Self {
+        if install.root_dir().is_some() {
+            // Inside a root `chroot` starts at `/`: the cluster's paths must be absolute.
+            self.dir = std::path::absolute(&self.dir).unwrap_or(self.dir);
+        }
         self.install = install.sharing(self.dir.clone());
         self
     }

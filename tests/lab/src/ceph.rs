@@ -89,6 +89,21 @@ pub struct SiteSpec {
     pub osds: u32,
 }
 
+/// An OSD as the osdmap has it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OsdState {
+    /// Marked up.
+    pub up: bool,
+    /// Marked in.
+    pub is_in: bool,
+    /// The osdmap epoch it came up in.
+    pub up_from: u64,
+    /// Its front (public) address's IP.
+    pub front: Option<IpAddr>,
+    /// Its back (cluster) address's IP.
+    pub back: Option<IpAddr>,
+}
+
 /// An OSD of a site: its id, its pod IP, and its global IP once exported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OsdSlot {
@@ -257,7 +272,7 @@ impl CephSite {
         for id in 0..site.spec.osds {
             site.create_osd(id).await?;
         }
-        site.wait_for_osds_up().await?;
+        site.wait_for_osds_up(&BTreeMap::new()).await?;
         site.ceph(&["osd", "pool", "create", POOL, "8", "8"])
             .await?;
         site.rbd(&["pool", "init", POOL]).await?;
@@ -272,6 +287,7 @@ impl CephSite {
         ])
         .await?;
         site.wait_for_clean_pgs(Duration::from_secs(120)).await?;
+        site.wait_for_rbd_support().await?;
         Ok(site)
     }
 
@@ -349,7 +365,8 @@ impl CephSite {
                     .global_ips
                     .insert(Daemon::Mon(mon_id.clone()), endpoint.public);
             }
-            if !self.mcs() || !is_global(ip) {
+            let global = matches!(ip, IpAddr::V4(v4) if self.net.global_cidr.contains(&v4));
+            if !self.mcs() || !global {
                 // The address Rook gives a mon Service's cluster IP: reachable in the cluster.
                 mon.cluster_ip = Some(ip);
             }
@@ -600,11 +617,15 @@ impl CephSite {
             .output(COMMAND_TIMEOUT)
             .await
             .map_err(step(format!("ceph-osd --mkfs for osd.{id}")))?;
-        let host = u8::try_from(31 + id).map_err(|_| {
-            LabError::Alloc(format!(
-                "osd.{id} has no pod IP: the lab gives OSDs 10.244.0.31 onwards, up to 255"
-            ))
-        })?;
+        // 10.244.0.31-39; .40 is the mgr's.
+        let host = u8::try_from(31 + id)
+            .ok()
+            .filter(|host| *host < 40)
+            .ok_or_else(|| {
+                LabError::Alloc(format!(
+                    "osd.{id} has no pod IP: the lab gives its OSDs 10.244.0.31 to .39, so at most 9"
+                ))
+            })?;
         let pod_ip = pod(host);
         self.net_add_pod(pod_ip).await?;
         let global = if self.mcs() {
@@ -695,14 +716,16 @@ impl CephSite {
             self.stop_daemon(&format!("osd.{id}"), Duration::from_secs(30))
                 .await?;
             self.start_osd(id).await?;
-            self.wait_for_osds_up().await?;
+            self.wait_for_osds_up(&BTreeMap::new()).await?;
             self.wait_for_clean_pgs(Duration::from_secs(180)).await?;
         }
         Ok(())
     }
 
-    /// Waits until every OSD of the site is up and in, each at the address it was started with.
-    pub async fn wait_for_osds_up(&self) -> Result<(), LabError> {
+    /// Waits until every OSD of the site is up and in, each at the address it was started with
+    /// and up since a later osdmap epoch than the one in `since` (its `up_from` before a
+    /// restart: after a whole cluster was killed its mons still hold the old OSDs as up).
+    pub async fn wait_for_osds_up(&self, since: &BTreeMap<u32, u64>) -> Result<(), LabError> {
         let want: BTreeMap<u32, IpAddr> = self
             .osds
             .lock()
@@ -711,22 +734,57 @@ impl CephSite {
             .map(|slot| (slot.id, slot.advertised))
             .collect();
         poll_until(
-            "every OSD up at its address",
+            "every OSD up and in at its address",
             Duration::from_secs(120),
             || async {
-                let dump = self.ceph_json(&["osd", "dump"]).await?;
-                let mut seen = BTreeMap::new();
-                for osd in dump["osds"].as_array().into_iter().flatten() {
-                    let (Some(id), Some(up)) = (osd["osd"].as_u64(), osd["up"].as_u64()) else {
-                        continue;
-                    };
-                    let front = front_ip(osd);
-                    seen.insert(id, (up, front));
-                }
-                let ok = want
-                    .iter()
-                    .all(|(id, ip)| seen.get(&u64::from(*id)) == Some(&(1, Some(*ip))));
+                let seen = self.osd_states().await?;
+                let ok = want.iter().all(|(id, ip)| {
+                    seen.get(id).is_some_and(|osd| {
+                        osd.up
+                            && osd.is_in
+                            && osd.front == Some(*ip)
+                            && since.get(id).is_none_or(|epoch| osd.up_from > *epoch)
+                    })
+                });
                 Ok((ok.then_some(()), format!("{seen:?}")))
+            },
+        )
+        .await
+    }
+
+    /// Every OSD of the osdmap (`ceph osd dump`), by id.
+    pub async fn osd_states(&self) -> Result<BTreeMap<u32, OsdState>, LabError> {
+        let dump = self.ceph_json(&["osd", "dump"]).await?;
+        let mut states = BTreeMap::new();
+        for osd in dump["osds"].as_array().into_iter().flatten() {
+            let Some(id) = osd["osd"].as_u64().and_then(|id| u32::try_from(id).ok()) else {
+                continue;
+            };
+            states.insert(
+                id,
+                OsdState {
+                    up: osd["up"].as_u64() == Some(1),
+                    is_in: osd["in"].as_u64() == Some(1),
+                    up_from: osd["up_from"].as_u64().unwrap_or(0),
+                    front: front_ip(osd),
+                    back: back_ip(osd),
+                },
+            );
+        }
+        Ok(states)
+    }
+
+    /// Waits until the mgr's `rbd_support` module answers `ceph rbd task list` (a command the
+    /// module registers: without it the mons answer "no valid command found"). The module loads
+    /// only with the root filesystem's `mgr_util.py` fix (see `tests/lab/ceph-reef-root.sh`).
+    pub async fn wait_for_rbd_support(&self) -> Result<(), LabError> {
+        poll_until(
+            "the mgr's rbd_support module",
+            Duration::from_secs(120),
+            || async {
+                self.ceph(&["rbd", "task", "list"])
+                    .await
+                    .map(|_| (Some(()), String::new()))
             },
         )
         .await
@@ -828,11 +886,17 @@ impl CephSite {
             .await
             .map_err(step("the quorum after the restart"))?;
         self.run_mgr().await?;
+        let before: BTreeMap<u32, u64> = self
+            .osd_states()
+            .await?
+            .into_iter()
+            .map(|(id, osd)| (id, osd.up_from))
+            .collect();
         let ids: Vec<u32> = self.osds.lock().await.keys().copied().collect();
         for id in ids {
             self.start_osd(id).await?;
         }
-        self.wait_for_osds_up().await?;
+        self.wait_for_osds_up(&before).await?;
         self.wait_for_clean_pgs(Duration::from_secs(180)).await
     }
 }
@@ -845,10 +909,6 @@ impl Drop for CephSite {
             }
         }
     }
-}
-
-fn is_global(ip: IpAddr) -> bool {
-    matches!(ip, IpAddr::V4(v4) if v4.octets()[0] == 242)
 }
 
 /// The IP of an OSD's front (public) address in `ceph osd dump`.

@@ -1,6 +1,8 @@
 //! What the lab needs from the machine, checked up front so that a missing piece is a clear
 //! failure (never a skip).
 
+use std::path::Path;
+
 use crate::LabError;
 
 /// The programs the lab runs on the host, with the Debian package that has each. Its Ceph
@@ -54,40 +56,51 @@ pub fn require_host() -> Result<(), LabError> {
     Ok(())
 }
 
-/// The programs the lab runs from the Ceph root filesystem, with the package that has each.
-pub const CEPH_ROOT_TOOLS: [(&str, &str); 8] = [
-    ("ceph-mon", "ceph-mon"),
+/// The programs the lab runs from the Ceph root filesystem besides
+/// [`mon_failover::CEPH_TOOLS`], with the package that has each.
+pub const CEPH_ROOT_TOOLS: [(&str, &str); 5] = [
     ("ceph-osd", "ceph-osd"),
     ("ceph-mgr", "ceph-mgr"),
     ("rbd-mirror", "rbd-mirror"),
-    ("ceph", "ceph-common"),
     ("rbd", "ceph-common"),
-    ("monmaptool", "ceph-common"),
-    ("python3", "python3-rbd"),
+    ("python3", "python3"),
 ];
+
+/// Where python3-rbd (the lab's RBD client needs it) puts its module inside the root.
+const PYTHON_RBD_DIR: &str = "usr/lib/python3/dist-packages";
 
 /// The Ceph Reef root filesystem the lab runs its Ceph daemons from
 /// ([`mon_failover::CEPH_ROOT_ENV`], built by `tests/lab/ceph-reef-root.sh`), checked to hold
-/// every program of [`CEPH_ROOT_TOOLS`]. The error names the command that builds it.
+/// every program of [`mon_failover::CEPH_TOOLS`] and [`CEPH_ROOT_TOOLS`] and the python3-rbd
+/// module. The error names the command that builds it.
 pub fn require_ceph_root() -> Result<mon_failover::CephInstall, LabError> {
     let install = mon_failover::CephInstall::root_from_env().map_err(|missing| LabError::Host {
         problem: missing.to_string(),
         fix: "`.ci/run` builds it before the tests".into(),
     })?;
-    let missing = install.missing_tools(&CEPH_ROOT_TOOLS);
+    let root = install.root_dir().map(Path::to_owned).unwrap_or_default();
+    let mut missing: Vec<&str> = install
+        .missing_tools(&mon_failover::CEPH_TOOLS)
+        .into_iter()
+        .chain(install.missing_tools(&CEPH_ROOT_TOOLS))
+        .map(|(tool, _)| tool)
+        .collect();
+    let has_python_rbd = std::fs::read_dir(root.join(PYTHON_RBD_DIR))
+        .map(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with("rbd.cpython"))
+        })
+        .unwrap_or(false);
+    if !has_python_rbd {
+        missing.push("the python3-rbd module");
+    }
     if !missing.is_empty() {
         return Err(LabError::Host {
             problem: format!(
                 "the Ceph root filesystem at {} lacks {}",
-                install
-                    .root_dir()
-                    .map(|r| r.display().to_string())
-                    .unwrap_or_default(),
-                missing
-                    .iter()
-                    .map(|(t, _)| *t)
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                root.display(),
+                missing.join(", ")
             ),
             fix: "build it again with `sudo bash tests/lab/ceph-reef-root.sh`".into(),
         });

@@ -36,7 +36,8 @@ mod netns;
 mod topology;
 
 pub use ceph::{
-    CephSite, MGR_POD, OsdSlot, POOL, SiteSpec, back_ip, ceph_version, front_ip, poll_until,
+    CephSite, MGR_POD, OsdSlot, OsdState, POOL, SiteSpec, back_ip, ceph_version, front_ip,
+    poll_until,
 };
 pub use dns::{LabDns, NAMESPACE};
 pub use endpoints::{GlobalnetEndpoints, mon_service};

@@ -159,9 +159,12 @@ impl MirrorLab {
                 ],
             )
             .await?;
+        let token = rewritten["token"].as_str().ok_or_else(|| LabError::Step {
+            step: "rewriting A's peer token".into(),
+            source: format!("rbd_io.py token answered no token: {rewritten}").into(),
+        })?;
         let for_b = self.b.cluster().dir().join("token-from-a");
-        std::fs::write(&for_b, rewritten["token"].as_str().unwrap_or_default())
-            .map_err(step("writing the token for B"))?;
+        std::fs::write(&for_b, token).map_err(step("writing the token for B"))?;
         self.b
             .rbd(&[
                 "mirror",
@@ -216,14 +219,13 @@ pub fn sha256_file(path: &Path) -> Result<String, LabError> {
     }
 }
 
-/// Creates `image` in `site` with mirroring in `mode` (`journal` or `snapshot`) and writes
-/// `data_file` to it; returns the sha256 of what the client wrote.
-pub async fn create_and_fill(
+/// Creates `image` (`IMAGE_MIB` MiB) in `site` with mirroring enabled in `mode` (`journal` or
+/// `snapshot`).
+pub async fn create_mirrored_image(
     site: &CephSite,
     image: &str,
     mode: &str,
-    data_file: &Path,
-) -> Result<String, LabError> {
+) -> Result<(), LabError> {
     let features = if mode == "journal" {
         "layering,exclusive-lock,journaling"
     } else {
@@ -242,13 +244,44 @@ pub async fn create_and_fill(
     .await?;
     site.rbd(&["mirror", "image", "enable", &name, mode])
         .await?;
+    Ok(())
+}
+
+/// Writes `data_file` to `image` in `site` from offset 0; returns the sha256 of what the client
+/// wrote.
+pub async fn fill_image(
+    site: &CephSite,
+    image: &str,
+    data_file: &Path,
+) -> Result<String, LabError> {
     let filled = site
         .rbd_io(
             "fill",
             &["--image", image, "--file", &data_file.to_string_lossy()],
         )
         .await?;
-    Ok(filled["sha256"].as_str().unwrap_or_default().to_owned())
+    filled["sha256"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| LabError::Step {
+            step: format!("filling {image}"),
+            source: format!("rbd_io.py fill answered no sha256: {filled}").into(),
+        })
+}
+
+/// Whether `image` in `site` is its primary (`rbd info`'s `mirroring.primary`).
+pub async fn is_primary(site: &CephSite, image: &str) -> Result<bool, LabError> {
+    let info = site
+        .rbd(&["info", &format!("{POOL}/{image}"), "--format", "json"])
+        .await?;
+    let info: serde_json::Value =
+        serde_json::from_slice(&info).map_err(step("parsing `rbd info`"))?;
+    info["mirroring"]["primary"]
+        .as_bool()
+        .ok_or_else(|| LabError::Step {
+            step: format!("reading whether {image} is primary"),
+            source: format!("`rbd info` has no mirroring.primary: {info}").into(),
+        })
 }
 
 /// Waits until `image` in `site` reads as `want` (sha256); how long that took.
@@ -267,6 +300,41 @@ pub async fn wait_for_content(
     Ok(started.elapsed())
 }
 
+/// The IP of `ip:port` or `[ip]:port` as `ss` prints it.
+fn ss_ip(address: &str) -> Result<IpAddr, LabError> {
+    address
+        .rsplit_once(':')
+        .map(|(ip, _)| ip.trim_start_matches('[').trim_end_matches(']'))
+        .and_then(|ip| ip.parse().ok())
+        .ok_or_else(|| LabError::Step {
+            step: "reading ss".into(),
+            source: format!("{address:?} is no ip:port (a wildcard listener?)").into(),
+        })
+}
+
+/// The `column`-th field (from 0) of every line of `ss` output that names `program`, as IPs.
+async fn ss_column(
+    topology: &Topology,
+    side: Side,
+    args: &[&str],
+    program: &str,
+    column: usize,
+) -> Result<BTreeSet<IpAddr>, LabError> {
+    let out = topology.exec(side, args).await?;
+    out.lines()
+        .filter(|line| line.contains(&format!("\"{program}\"")))
+        .map(|line| {
+            line.split_whitespace()
+                .nth(column)
+                .ok_or_else(|| LabError::Step {
+                    step: "reading ss".into(),
+                    source: format!("no column {column} in {line:?}").into(),
+                })
+                .and_then(ss_ip)
+        })
+        .collect()
+}
+
 /// The remote addresses of every established TCP connection of `program` in `side`'s pods
 /// namespace (`ss -tnp`).
 pub async fn connections_of(
@@ -274,32 +342,20 @@ pub async fn connections_of(
     side: Side,
     program: &str,
 ) -> Result<BTreeSet<IpAddr>, LabError> {
-    let out = topology
-        .exec(side, &["ss", "-tnpH", "state", "established"])
-        .await?;
-    Ok(out
-        .lines()
-        .filter(|line| line.contains(&format!("\"{program}\"")))
-        // With a state filter ss leaves out the State column: Recv-Q, Send-Q, Local, Peer, ...
-        .filter_map(|line| line.split_whitespace().nth(3))
-        .filter_map(|peer| peer.rsplit_once(':')?.0.parse().ok())
-        .collect())
+    // With a state filter ss leaves out the State column: Recv-Q, Send-Q, Local, Peer, ...
+    let args = ["ss", "-tnpH", "state", "established"];
+    ss_column(topology, side, &args, program, 3).await
 }
 
-/// The local addresses `program` listens on in `side`'s pods namespace (`ss -tlnp`).
+/// The local addresses `program` listens on in `side`'s pods namespace (`ss -tlnp`); a
+/// wildcard listener (`*:port`, `0.0.0.0` is an IP) is an error.
 pub async fn listeners_of(
     topology: &Topology,
     side: Side,
     program: &str,
 ) -> Result<BTreeSet<IpAddr>, LabError> {
-    let out = topology.exec(side, &["ss", "-tlnpH"]).await?;
-    Ok(out
-        .lines()
-        .filter(|line| line.contains(&format!("\"{program}\"")))
-        // State, Recv-Q, Send-Q, Local Address:Port, ...
-        .filter_map(|line| line.split_whitespace().nth(3))
-        .filter_map(|local| local.rsplit_once(':')?.0.parse().ok())
-        .collect())
+    // State, Recv-Q, Send-Q, Local Address:Port, ...
+    ss_column(topology, side, &["ss", "-tlnpH"], program, 3).await
 }
 
 /// What the mirroring and disaster scenario saw, stage by stage.
@@ -309,6 +365,8 @@ pub struct MirrorReport {
     pub data_sha: String,
     /// The sha256 of the journal image as A's client wrote it.
     pub journal_written_sha: String,
+    /// The sha256 of the journal image read back in A after the write.
+    pub journal_in_a_sha: String,
     /// The sha256 of the snapshot image as A's client wrote it.
     pub snapshot_written_sha: String,
     /// From enabling mirroring on the journal image to its copy existing in B.
@@ -329,8 +387,14 @@ pub struct MirrorReport {
     pub b_after_write_sha: String,
     /// From A's restart to A's resynced image reading as B's.
     pub failback: Duration,
-    /// Of it, from `rbd mirror image resync` in A.
+    /// Of it, from `rbd mirror image resync` in A to both images reading as B's.
     pub failback_resync: Duration,
+    /// The sha256 of A's snapshot image after the failback.
+    pub a_snapshot_after_failback_sha: String,
+    /// Whether A's journal and snapshot images are primary after the failback.
+    pub a_primary_after_failback: (bool, bool),
+    /// Whether B's journal and snapshot images are primary after the failback.
+    pub b_primary_after_failback: (bool, bool),
 }
 
 /// A stage of the scenario, as it finishes: its name, how long it took, what it saw.
@@ -349,7 +413,7 @@ pub struct Stage {
 ///
 /// 64 MiB of random data into a journal-mode and a snapshot-mode image in A, both replicated
 /// to B; every daemon of A killed; both images force-promoted in B, which takes a write; A
-/// restarted, its stale primary demoted and resynced from B.
+/// restarted, both its stale primaries demoted and resynced from B.
 pub async fn run_mirror_scenario(
     lab: &MirrorLab,
     mut on_stage: impl FnMut(&Stage),
@@ -360,24 +424,33 @@ pub async fn run_mirror_scenario(
     let data_file = lab.a.cluster().dir().join("data");
     let data = random_file(&data_file, IMAGE_MIB * MIB)?;
     report.data_sha = sha256_file(&data_file)?;
+    create_mirrored_image(&lab.a, JOURNAL_IMAGE, "journal").await?;
     let enabled = Instant::now();
-    report.journal_written_sha =
-        create_and_fill(&lab.a, JOURNAL_IMAGE, "journal", &data_file).await?;
-    let written = Instant::now();
-    report.first_mirrored = poll_until("B has the journal image", MIRROR_WITHIN, || async {
+    // B's copy appears while A's client writes: watch for it during the write.
+    let appears = poll_until("B has the journal image", MIRROR_WITHIN, || async {
         let listed = lab.b.rbd(&["ls", POOL]).await?;
         let names = String::from_utf8_lossy(&listed).into_owned();
         let there = names.lines().any(|l| l == JOURNAL_IMAGE);
         Ok((there.then(|| enabled.elapsed()), names))
-    })
-    .await?;
+    });
+    let (written, appeared) = tokio::join!(
+        async {
+            let sha = fill_image(&lab.a, JOURNAL_IMAGE, &data_file).await;
+            (sha, Instant::now())
+        },
+        appears
+    );
+    let (journal_sha, written) = written;
+    report.journal_written_sha = journal_sha?;
+    report.first_mirrored = appeared?;
+    report.journal_in_a_sha = lab.a.image_checksum(JOURNAL_IMAGE).await?;
     wait_for_content(&lab.b, JOURNAL_IMAGE, &report.journal_written_sha).await?;
     report.journal_replay = written.elapsed();
     stage(
         "journal-mode image mirrored",
         enabled.elapsed(),
         format!(
-            "{IMAGE_MIB} MiB written in A, in B {:.1?} after enabling, equal {:.1?} after the write (sha256 {})",
+            "{IMAGE_MIB} MiB written in A; the image existed in B {:.1?} after mirroring was enabled, and read the same {:.1?} after the write ended (sha256 {})",
             report.first_mirrored,
             report.journal_replay,
             &report.data_sha[..12]
@@ -385,8 +458,8 @@ pub async fn run_mirror_scenario(
     );
 
     let started = Instant::now();
-    report.snapshot_written_sha =
-        create_and_fill(&lab.a, SNAPSHOT_IMAGE, "snapshot", &data_file).await?;
+    create_mirrored_image(&lab.a, SNAPSHOT_IMAGE, "snapshot").await?;
+    report.snapshot_written_sha = fill_image(&lab.a, SNAPSHOT_IMAGE, &data_file).await?;
     let snapshot = Instant::now();
     lab.a
         .rbd(&[
@@ -454,18 +527,34 @@ pub async fn run_mirror_scenario(
     let back = Instant::now();
     lab.a.restart().await?;
     lab.a.start_rbd_mirror().await?;
-    let name = format!("{POOL}/{JOURNAL_IMAGE}");
-    lab.a.rbd(&["mirror", "image", "demote", &name]).await?;
+    // Both images were primary in A when it died: demote them there and resync from B.
+    for image in [JOURNAL_IMAGE, SNAPSHOT_IMAGE] {
+        let name = format!("{POOL}/{image}");
+        lab.a.rbd(&["mirror", "image", "demote", &name]).await?;
+    }
     let resync = Instant::now();
-    lab.a.rbd(&["mirror", "image", "resync", &name]).await?;
+    for image in [JOURNAL_IMAGE, SNAPSHOT_IMAGE] {
+        let name = format!("{POOL}/{image}");
+        lab.a.rbd(&["mirror", "image", "resync", &name]).await?;
+    }
     wait_for_content(&lab.a, JOURNAL_IMAGE, &report.b_after_write_sha).await?;
+    wait_for_content(&lab.a, SNAPSHOT_IMAGE, &report.promoted_snapshot_sha).await?;
     report.failback_resync = resync.elapsed();
     report.failback = back.elapsed();
+    report.a_snapshot_after_failback_sha = lab.a.image_checksum(SNAPSHOT_IMAGE).await?;
+    report.a_primary_after_failback = (
+        is_primary(&lab.a, JOURNAL_IMAGE).await?,
+        is_primary(&lab.a, SNAPSHOT_IMAGE).await?,
+    );
+    report.b_primary_after_failback = (
+        is_primary(&lab.b, JOURNAL_IMAGE).await?,
+        is_primary(&lab.b, SNAPSHOT_IMAGE).await?,
+    );
     stage(
         "failback: A resynced from B",
         report.failback,
         format!(
-            "A restarted, its image demoted and resynced from B in {:.1?}",
+            "A restarted, both images demoted there and resynced from B in {:.1?}",
             report.failback_resync
         ),
     );

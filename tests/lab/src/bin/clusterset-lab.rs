@@ -5,13 +5,17 @@
 //! filesystem (`sudo bash tests/lab/ceph-reef-root.sh`); see docs/lab.md.
 #![forbid(unsafe_code)]
 
+use std::collections::BTreeSet;
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use ceph_address_plan::{MonId, args};
 use clap::{Parser, Subcommand};
-use clusterset_lab::mirror::{MirrorLab, run_mirror_scenario};
-use clusterset_lab::{CephSite, require_ceph_root, require_host};
+use clusterset_lab::mirror::{MirrorLab, listeners_of, run_mirror_scenario};
+use clusterset_lab::{CephSite, Topology, require_ceph_root, require_host};
+use mon_failover::CephMonAdmin;
 
 /// The clusterset lab: two clusters with overlapping pod networks on this machine.
 #[derive(Debug, Parser)]
@@ -47,7 +51,8 @@ async fn mirror(keep: Option<PathBuf>) -> Result<()> {
     let dir = match keep {
         Some(dir) => {
             std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-            dir
+            // Daemons run from a root filesystem, where `chroot` starts at `/`.
+            std::path::absolute(&dir).with_context(|| format!("resolving {}", dir.display()))?
         }
         None => {
             temporary = tempfile::tempdir().context("creating a temporary directory")?;
@@ -61,7 +66,7 @@ async fn mirror(keep: Option<PathBuf>) -> Result<()> {
         .context("starting the clusters")?;
     println!("==> Ceph Reef clusters up ({:.1?})", started.elapsed());
     for site in [&lab.a, &lab.b] {
-        print_addresses(site).await?;
+        print_addresses(lab.topology(), site).await?;
     }
     let peered = Instant::now();
     let peering = lab.peer().await.context("peering the clusters")?;
@@ -85,35 +90,46 @@ async fn mirror(keep: Option<PathBuf>) -> Result<()> {
     Ok(())
 }
 
-/// A cluster's mons and OSDs: the pod IP each binds and the global IP it advertises.
-async fn print_addresses(site: &CephSite) -> Result<()> {
+/// A cluster's mons and OSDs as they run: what each advertises (the monmap, the osdmap's
+/// front address) and what it binds (a mon's `--public-bind-addr` in its command line, an OSD's
+/// back address), and the addresses the cluster's daemons listen on (`ss`).
+async fn print_addresses(topology: &Topology, site: &CephSite) -> Result<()> {
     let net = site.net();
     println!(
         "    cluster {} (global {}, pods in netns {}):",
         net.cluster_id, net.global_cidr, net.netns
     );
-    let plan = site.plan().await?;
-    for mon in plan.mons() {
-        let bind = site
-            .endpoints()
-            .pod_ip(mon.id())
-            .await
-            .map_or_else(|| "-".to_owned(), |ip| ip.to_string());
-        let advertised = mon
-            .endpoint()
-            .map_or_else(|| "-".to_owned(), |e| e.to_string());
+    let status = site.admin().quorum_status().await?;
+    for mon in &status.monmap.mons {
+        let id: MonId = mon.name.parse()?;
+        let bind = match site.runtime().pid(&id).await {
+            Some(pid) => {
+                let cmdline = std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+                    .with_context(|| format!("reading mon {id}'s command line"))?;
+                let line: Vec<String> = cmdline.split('\0').map(str::to_owned).collect();
+                args::flag_value(&line, args::PUBLIC_BIND_ADDR)
+                    .unwrap_or("-")
+                    .to_owned()
+            }
+            None => "(not running)".to_owned(),
+        };
+        let name = format!("mon.{id}");
+        println!("      {name:<7} binds {bind:<13} advertises {}", mon.ip()?);
+    }
+    let show = |ip: Option<IpAddr>| ip.map_or_else(|| "-".to_owned(), |ip| ip.to_string());
+    for (id, osd) in site.osd_states().await? {
+        let name = format!("osd.{id}");
         println!(
-            "      mon.{:<3} binds {bind:<13} advertises {advertised}",
-            mon.id()
+            "      {name:<7} binds {:<13} advertises {} (osdmap: back, front)",
+            show(osd.back),
+            show(osd.front)
         );
     }
-    for osd in site.osds().await {
-        let advertised = osd.global.unwrap_or(osd.advertised);
-        let name = format!("osd.{}", osd.id);
-        println!(
-            "      {name:<7} binds {:<13} advertises {advertised}",
-            osd.pod
-        );
+    let mut listening = BTreeSet::new();
+    for program in ["ceph-mon", "ceph-osd", "ceph-mgr"] {
+        listening.extend(listeners_of(topology, site.spec().side, program).await?);
     }
+    let listening: Vec<String> = listening.iter().map(ToString::to_string).collect();
+    println!("      its daemons listen on (ss): {}", listening.join(", "));
     Ok(())
 }
