@@ -1,0 +1,238 @@
+//! The workspace's layout rules, checked on `cargo metadata` (the same data `cargo` builds from):
+//!
+//! - The pure crates that docs/architecture.md lists (its "Pure crates:" line) depend, directly
+//!   or not, on none of `kube-client`, `tokio` or `hyper` (normal and build dependencies; a
+//!   dev-dependency is the tests' business). A failure names the chain of crates that pulls the
+//!   forbidden one in.
+//! - docs/architecture.md's diagram names every package of the workspace by its directory, and
+//!   names no directory that is not one.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::{Path, PathBuf};
+
+/// What a pure crate may not depend on.
+const FORBIDDEN: [&str; 3] = ["kube-client", "tokio", "hyper"];
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .unwrap()
+        .to_owned()
+}
+
+/// `cargo metadata` of the workspace, with the lock file as it is.
+fn metadata() -> serde_json::Value {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--locked"])
+        .current_dir(workspace_root())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The resolved graph: package id -> (name, ids of its normal and build dependencies).
+fn graph(metadata: &serde_json::Value) -> BTreeMap<String, (String, Vec<String>)> {
+    let names: BTreeMap<&str, &str> = metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["id"].as_str().unwrap(), p["name"].as_str().unwrap()))
+        .collect();
+    metadata["resolve"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|node| {
+            let id = node["id"].as_str().unwrap();
+            let deps = node["deps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|dep| {
+                    dep["dep_kinds"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|kind| kind["kind"].is_null() || kind["kind"] == "build")
+                })
+                .map(|dep| dep["pkg"].as_str().unwrap().to_owned())
+                .collect();
+            (id.to_owned(), (names[id].to_owned(), deps))
+        })
+        .collect()
+}
+
+/// The chain of package names from `from` to the first package named in `forbidden`, if any
+/// (breadth first: the shortest chain).
+fn forbidden_chain(
+    graph: &BTreeMap<String, (String, Vec<String>)>,
+    from: &str,
+    forbidden: &[&str],
+) -> Option<Vec<String>> {
+    let mut parent: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut queue = VecDeque::from([from]);
+    let mut seen = BTreeSet::from([from]);
+    while let Some(id) = queue.pop_front() {
+        let (name, deps) = &graph[id];
+        if id != from && forbidden.contains(&name.as_str()) {
+            let mut chain = vec![name.clone()];
+            let mut at = id;
+            while let Some(up) = parent.get(at) {
+                chain.push(graph[*up].0.clone());
+                at = up;
+            }
+            chain.reverse();
+            return Some(chain);
+        }
+        for dep in deps {
+            if seen.insert(dep.as_str()) {
+                parent.insert(dep.as_str(), id);
+                queue.push_back(dep.as_str());
+            }
+        }
+    }
+    None
+}
+
+fn architecture_doc() -> String {
+    std::fs::read_to_string(workspace_root().join("docs/architecture.md")).unwrap()
+}
+
+/// The crates of docs/architecture.md's "Pure crates ...:" line (the names in backticks after
+/// its colon).
+fn documented_pure_crates(doc: &str) -> Vec<String> {
+    // The paragraph that starts with "Pure crates", its lines joined.
+    let paragraph: Vec<&str> = doc
+        .lines()
+        .skip_while(|l| !l.starts_with("Pure crates"))
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    assert!(
+        !paragraph.is_empty(),
+        "docs/architecture.md has a paragraph starting with \"Pure crates\""
+    );
+    let paragraph = paragraph.join(" ");
+    let (_, list) = paragraph
+        .split_once(':')
+        .expect("the \"Pure crates\" paragraph lists them after a colon");
+    list.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn pure_crates_depend_on_no_kube_client_tokio_or_hyper() {
+    let metadata = metadata();
+    let graph = graph(&metadata);
+    let pure = documented_pure_crates(&architecture_doc());
+    assert!(pure.len() >= 5, "the doc lists the pure crates: {pure:?}");
+    let members: BTreeMap<String, String> = metadata["workspace_members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| {
+            let id = id.as_str().unwrap().to_owned();
+            (graph[&id].0.clone(), id)
+        })
+        .collect();
+    let mut broken = Vec::new();
+    for name in &pure {
+        let id = members.get(name).unwrap_or_else(|| {
+            panic!(
+                "docs/architecture.md calls {name:?} pure, but it is no package of the workspace"
+            )
+        });
+        if let Some(chain) = forbidden_chain(&graph, id, &FORBIDDEN) {
+            broken.push(chain.join(" -> "));
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "pure crates must not depend on {FORBIDDEN:?} (move the code that needs them to a runtime crate or binary): {broken:#?}"
+    );
+}
+
+#[test]
+fn the_check_finds_a_forbidden_crate_however_deep() {
+    let node = |name: &str, deps: &[&str]| {
+        (
+            name.to_owned(),
+            (
+                name.to_owned(),
+                deps.iter().map(|d| (*d).to_owned()).collect(),
+            ),
+        )
+    };
+    let graph: BTreeMap<String, (String, Vec<String>)> = [
+        node("core", &["util"]),
+        node("util", &["runtime-glue"]),
+        node("runtime-glue", &["tokio"]),
+        node("tokio", &[]),
+        node("clean", &["util-free"]),
+        node("util-free", &[]),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(
+        forbidden_chain(&graph, "core", &FORBIDDEN),
+        Some(vec![
+            "core".to_owned(),
+            "util".into(),
+            "runtime-glue".into(),
+            "tokio".into()
+        ])
+    );
+    assert_eq!(forbidden_chain(&graph, "clean", &FORBIDDEN), None);
+}
+
+#[test]
+fn the_architecture_diagram_names_every_package_and_only_packages() {
+    let metadata = metadata();
+    let root = workspace_root();
+    let dirs: BTreeSet<String> = metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["source"].is_null())
+        .map(|p| {
+            Path::new(p["manifest_path"].as_str().unwrap())
+                .parent()
+                .unwrap()
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let doc = architecture_doc();
+    let diagram = doc
+        .split("## Crates and arrows")
+        .nth(1)
+        .and_then(|rest| rest.split("```").nth(1))
+        .expect("docs/architecture.md has a diagram under \"## Crates and arrows\"");
+    let named: BTreeSet<String> = diagram
+        .split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')')
+        .filter(|word| {
+            ["crates/", "bins/", "tests/"]
+                .iter()
+                .any(|p| word.starts_with(p))
+        })
+        .map(|word| word.trim_end_matches(['.', ':', ';']).to_owned())
+        .collect();
+    let missing: Vec<&String> = dirs.difference(&named).collect();
+    let unknown: Vec<&String> = named.difference(&dirs).collect();
+    assert!(
+        missing.is_empty() && unknown.is_empty(),
+        "docs/architecture.md's diagram must name every package by its directory: missing {missing:?}, naming what is no package {unknown:?}"
+    );
+}
