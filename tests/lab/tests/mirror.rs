@@ -332,12 +332,14 @@ async fn mcs_turned_on_under_a_writing_client_loses_no_write_and_mirroring_resum
             "--size",
             "64M",
             "--image-feature",
-            "layering,exclusive-lock,journaling",
+            // Snapshot-mode mirroring: with journaling, one CI run in five saw this client's
+            // writes hang for good after an OSD restart (docs/lab.md, "Deviations and limits").
+            "layering,exclusive-lock",
         ])
         .await
         .unwrap();
     lab.a
-        .rbd(&["mirror", "image", "enable", &name, "journal"])
+        .rbd(&["mirror", "image", "enable", &name, "snapshot"])
         .await
         .unwrap();
 
@@ -366,18 +368,43 @@ async fn mcs_turned_on_under_a_writing_client_loses_no_write_and_mirroring_resum
         .spawn()
         .unwrap();
     let load_started = epoch_seconds();
+    let client_asok = site_dir.join("run").join("ceph-client.admin.asok");
     let phase = |writes: usize, what: &'static str| {
         let log = log.clone();
+        let client_asok = client_asok.clone();
+        let lab = &lab;
         async move {
-            poll_until(what, Duration::from_secs(120), || {
+            let waited = poll_until(what, Duration::from_secs(120), || {
                 let log = log.clone();
                 async move {
                     let count = acknowledged(&log);
                     Ok(((count >= writes).then_some(()), format!("{count} writes")))
                 }
             })
-            .await
-            .unwrap();
+            .await;
+            if let Err(error) = waited {
+                // What the client and the cluster say, for the failure report.
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                let tail: Vec<&str> = text.lines().rev().take(5).collect();
+                let in_flight = lab
+                    .a
+                    .ceph(&[
+                        "--admin-daemon",
+                        &client_asok.to_string_lossy(),
+                        "objecter_requests",
+                    ])
+                    .await
+                    .map(|out| String::from_utf8_lossy(&out).into_owned());
+                let status = lab
+                    .a
+                    .ceph(&["-s"])
+                    .await
+                    .map(|out| String::from_utf8_lossy(&out).into_owned());
+                let osds = lab.a.osd_states().await;
+                panic!(
+                    "{error}\nthe client's last log lines (newest first): {tail:#?}\nits requests in flight: {in_flight:?}\nceph -s: {status:?}\nosds: {osds:?}"
+                );
+            }
         }
     };
     phase(WRITES_PER_PHASE, "the client writing before the upgrade").await;
@@ -465,6 +492,11 @@ async fn mcs_turned_on_under_a_writing_client_loses_no_write_and_mirroring_resum
         serde_json::json!([]),
         "every acknowledged write is in A: {verified}"
     );
+    // The client has stopped: a mirror snapshot carries everything it wrote to B.
+    lab.a
+        .rbd(&["mirror", "image", "snapshot", &name])
+        .await
+        .unwrap();
     let sum_a = lab.a.image_checksum(image).await.unwrap();
     wait_for_content(&lab.b, image, &sum_a).await.unwrap();
     let caught_up = resumed.elapsed();
