@@ -332,7 +332,7 @@ async fn mcs_turned_on_under_a_writing_client_loses_no_write_and_mirroring_resum
             "--size",
             "64M",
             "--image-feature",
-            // Snapshot-mode mirroring: with journaling, one CI run in five saw this client's
+            // Snapshot-mode mirroring: with journaling, one run in seven saw this client's
             // writes hang for good after an OSD restart (docs/lab.md, "Deviations and limits").
             "layering,exclusive-lock",
         ])
