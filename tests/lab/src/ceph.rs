@@ -242,6 +242,7 @@ impl CephSite {
                 .admin(Some(&net.netns))
                 .timeout(Duration::from_secs(15)),
         ));
+        let mcs = spec.mcs;
         let site = CephSite {
             spec,
             net,
@@ -252,22 +253,11 @@ impl CephSite {
             endpoints,
             admin,
             version,
-            mcs: std::sync::atomic::AtomicBool::new(false),
+            mcs: std::sync::atomic::AtomicBool::new(mcs),
             osds: Mutex::new(BTreeMap::new()),
             daemons: Mutex::new(BTreeMap::new()),
         };
-        site.mcs
-            .store(site.spec.mcs, std::sync::atomic::Ordering::SeqCst);
-        for (mon, ip) in &initial {
-            site.runtime
-                .start(mon, *ip)
-                .await
-                .map_err(step(format!("starting mon {mon}")))?;
-        }
-        site.runtime
-            .wait_for_quorum(site.admin.as_ref(), 3, Duration::from_secs(120))
-            .await
-            .map_err(step("the first quorum"))?;
+        site.start_mons(&initial).await?;
         site.start_mgr().await?;
         for id in 0..site.spec.osds {
             site.create_osd(id).await?;
@@ -841,6 +831,21 @@ impl CephSite {
         .await
     }
 
+    /// Starts `mons` at these addresses and waits until all of them are in quorum.
+    async fn start_mons(&self, mons: &[(MonId, IpAddr)]) -> Result<(), LabError> {
+        for (mon, ip) in mons {
+            self.runtime
+                .start(mon, *ip)
+                .await
+                .map_err(step(format!("starting mon {mon}")))?;
+        }
+        self.runtime
+            .wait_for_quorum(self.admin.as_ref(), mons.len(), Duration::from_secs(120))
+            .await
+            .map_err(step(format!("a quorum of {} mons", mons.len())))?;
+        Ok(())
+    }
+
     /// Restarts the mons, the mgr and the OSDs after [`CephSite::kill_all`], at the addresses
     /// they had, and waits for the quorum and the OSDs.
     pub async fn restart(&self) -> Result<(), LabError> {
@@ -871,20 +876,7 @@ impl CephSite {
             }
             mons
         };
-        for (mon, ip) in &status_mons {
-            self.runtime
-                .start(mon, *ip)
-                .await
-                .map_err(step(format!("restarting mon {mon}")))?;
-        }
-        self.runtime
-            .wait_for_quorum(
-                self.admin.as_ref(),
-                status_mons.len(),
-                Duration::from_secs(120),
-            )
-            .await
-            .map_err(step("the quorum after the restart"))?;
+        self.start_mons(&status_mons).await?;
         self.run_mgr().await?;
         let before: BTreeMap<u32, u64> = self
             .osd_states()

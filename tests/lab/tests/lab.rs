@@ -17,7 +17,7 @@ use ceph_address_plan::{
 };
 use clusterset_lab::{
     GlobalnetEndpoints, LabDns, Side, Topology, ceph_version, lab_namespaces, mon_service,
-    require_ceph_root, require_host,
+    print_log_tails, require_ceph_root, require_host,
 };
 use mon_failover::{
     Addressing, CephCli, CephInstall, CephMonAdmin, Command, CommandLine, Config, Driver,
@@ -222,24 +222,12 @@ impl Drop for Lab {
         if !std::thread::panicking() {
             return;
         }
-        let Ok(logs) = std::fs::read_dir(self.cluster.dir().join("log")) else {
-            return;
-        };
-        let mut paths: Vec<_> = logs.flatten().map(|e| e.path()).collect();
-        paths.sort();
-        for path in paths {
-            let text =
-                String::from_utf8_lossy(&std::fs::read(&path).unwrap_or_default()).into_owned();
-            let lines: Vec<&str> = text.lines().filter(|l| mon_state_line(l)).collect();
-            eprintln!(
-                "--- {} (the last 60 of its {} lines on elections, leases and syncs)",
-                path.display(),
-                lines.len()
-            );
-            for line in &lines[lines.len().saturating_sub(60)..] {
-                eprintln!("{line}");
-            }
-        }
+        print_log_tails(
+            &self.cluster.dir().join("log"),
+            60,
+            "lines on elections, leases and syncs",
+            mon_state_line,
+        );
     }
 }
 

@@ -17,7 +17,8 @@ use clusterset_lab::mirror::{
     IMAGE_MIB, MirrorLab, connections_of, listeners_of, run_mirror_scenario, wait_for_content,
 };
 use clusterset_lab::{
-    CephSite, MGR_POD, POOL, Side, back_ip, front_ip, poll_until, require_ceph_root, require_host,
+    CephSite, MGR_POD, POOL, Side, back_ip, front_ip, poll_until, print_log_tails,
+    require_ceph_root, require_host,
 };
 
 /// One lab at a time: the tests share namespaces, addresses and ports.
@@ -43,20 +44,7 @@ impl std::ops::Deref for TestLab {
 /// The last lines of every daemon's log of both sites under `dir`.
 fn print_logs(dir: &Path) {
     for site in ["east", "west"] {
-        let Ok(logs) = std::fs::read_dir(dir.join(site).join("log")) else {
-            continue;
-        };
-        let mut paths: Vec<_> = logs.flatten().map(|e| e.path()).collect();
-        paths.sort();
-        for path in paths {
-            let text =
-                String::from_utf8_lossy(&std::fs::read(&path).unwrap_or_default()).into_owned();
-            let lines: Vec<&str> = text.lines().collect();
-            eprintln!("--- {} (last 25 of {} lines)", path.display(), lines.len());
-            for line in &lines[lines.len().saturating_sub(25)..] {
-                eprintln!("{line}");
-            }
-        }
+        print_log_tails(&dir.join(site).join("log"), 25, "lines", |_| true);
     }
 }
 
