@@ -52,7 +52,7 @@ impl Feed {
             source,
             broker,
             unreachable: watch_no_answer(error),
-            error: error.to_string(),
+            error: clusterset_daemon::ErrorChain(error).to_string(),
         }
     }
 }
@@ -381,13 +381,13 @@ impl AgentWriter for KubeWriter {
         let force = PatchParams::apply(FIELD_MANAGER).force();
         match write {
             Write::ApplyServiceImport(import) => {
-                let (namespace, name) = identity(&import.metadata)?;
+                let (namespace, name) = object_key(&import.metadata)?;
                 let api = Api::<ServiceImport>::namespaced(self.local.clone(), namespace);
                 api.patch(name, &force, &Patch::Apply(import.as_ref()))
                     .await?;
             }
             Write::ApplyServiceImportStatus(import) => {
-                let (namespace, name) = identity(&import.metadata)?;
+                let (namespace, name) = object_key(&import.metadata)?;
                 let api = Api::<ServiceImport>::namespaced(self.local.clone(), namespace);
                 let document = status_document::<ServiceImport>(namespace, name, &import.status);
                 api.patch_status(name, &force, &Patch::Apply(&document))
@@ -398,7 +398,7 @@ impl AgentWriter for KubeWriter {
                 not_found_is_done(api.delete(&key.name, &DeleteParams::default()).await)?;
             }
             Write::ApplyEndpointSlice(slice) => {
-                let (namespace, name) = identity(&slice.metadata)?;
+                let (namespace, name) = object_key(&slice.metadata)?;
                 let api = Api::<EndpointSlice>::namespaced(self.local.clone(), namespace);
                 api.patch(name, &force, &Patch::Apply(slice.as_ref()))
                     .await?;
@@ -414,7 +414,7 @@ impl AgentWriter for KubeWriter {
                     .await?;
             }
             Write::PublishRecord(record) => {
-                let (namespace, name) = identity(&record.metadata)?;
+                let (namespace, name) = object_key(&record.metadata)?;
                 let api = Api::<BrokerRecord>::namespaced(self.broker.clone(), namespace);
                 api.patch(
                     name,
@@ -442,7 +442,7 @@ impl AgentWriter for KubeWriter {
         Ok(match heartbeat {
             Heartbeat::Create(lease) => Some(api.create(&params, lease).await?),
             Heartbeat::Replace(lease) => {
-                let (_, name) = identity(&lease.metadata)?;
+                let (_, name) = object_key(&lease.metadata)?;
                 Some(api.replace(name, &params, lease).await?)
             }
             Heartbeat::Blocked { .. } => None,
@@ -450,15 +450,11 @@ impl AgentWriter for KubeWriter {
     }
 }
 
-fn identity(
+/// The namespace and name of an object the core built.
+fn object_key(
     meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
 ) -> Result<(&str, &str), WriteError> {
-    match (meta.namespace.as_deref(), meta.name.as_deref()) {
-        (Some(namespace), Some(name)) => Ok((namespace, name)),
-        _ => Err(WriteError::Failed(
-            "object without namespace or name: the core builds every object with both".to_owned(),
-        )),
-    }
+    clusterset_daemon::object_key(meta, "the core")
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use clusterset_daemon::ErrorChain;
 use clusterset_dns::ZoneStore;
 use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::jiff::Timestamp;
@@ -101,7 +102,7 @@ impl Runtime {
             match self.writer.heartbeat(&release).await {
                 Ok(_) => tracing::info!("heartbeat Lease released for the next instance"),
                 Err(error) => {
-                    tracing::warn!(%error, "could not release the heartbeat Lease; the next instance waits for it to expire")
+                    tracing::warn!(error = %ErrorChain(&error), "could not release the heartbeat Lease; the next instance waits for it to expire")
                 }
             }
         }
@@ -165,7 +166,7 @@ impl Runtime {
                 if let WriteError::Refused { code: 403, .. } = &error {
                     let config = self.core.config();
                     tracing::error!(
-                        %error,
+                        error = %ErrorChain(&error),
                         fix = %format!(
                             "the hub lets this cluster update only its own Lease {}/{}, which the hub manifests create: apply `clusterset-agent hub-manifests --cluster {} ...` (every member) on the hub",
                             config.broker_namespace,
@@ -175,7 +176,7 @@ impl Runtime {
                         "heartbeat Lease refused"
                     );
                 } else {
-                    tracing::warn!(%error, "heartbeat Lease renewal failed");
+                    tracing::warn!(error = %ErrorChain(&error), "heartbeat Lease renewal failed");
                 }
             }
         }
@@ -262,11 +263,13 @@ impl Runtime {
                 }
                 Some(Err(error)) => {
                     self.metrics.count_error(write.is_broker(), write.kind());
-                    tracing::warn!(write = write.kind(), service = %write.service(), %error, "write failed; retrying with backoff");
+                    tracing::warn!(write = write.kind(), service = %write.service(), error = %ErrorChain(&error), "write failed; retrying with backoff");
                     if error.answered() {
-                        self.core.write_refused(&write, &error.to_string(), now);
+                        self.core
+                            .write_refused(&write, &ErrorChain(&error).to_string(), now);
                     } else {
-                        self.core.write_failed(&write, &error.to_string(), now);
+                        self.core
+                            .write_failed(&write, &ErrorChain(&error).to_string(), now);
                     }
                 }
             }
@@ -374,7 +377,7 @@ mod tests {
                     .any(|w| matches!(w, Write::PublishRecord(_)));
             recorded.push(write.clone());
             if first_publish {
-                Err(WriteError::Failed("hub unreachable".into()))
+                Err(WriteError::unreachable("hub unreachable"))
             } else {
                 Ok(())
             }
@@ -565,14 +568,14 @@ mod tests {
             if up {
                 Ok(())
             } else {
-                Err(WriteError::Failed(sim::UNREACHABLE.into()))
+                Err(WriteError::unreachable(sim::UNREACHABLE))
             }
         });
         let up = Arc::clone(&hub_up);
         let first = AtomicBool::new(true);
         writer.expect_heartbeat().returning(move |heartbeat| {
             if !up.load(Ordering::SeqCst) {
-                return Err(WriteError::Failed(sim::UNREACHABLE.into()));
+                return Err(WriteError::unreachable(sim::UNREACHABLE));
             }
             let mut lease = match heartbeat {
                 Heartbeat::Create(lease) | Heartbeat::Replace(lease) => (**lease).clone(),

@@ -11,8 +11,8 @@ use clusterset_dns::{HickoryClustersetResolver, ResolverSettings};
 
 use crate::config::{Config, GlobalIpSource, RetryPolicy};
 use crate::kube_io::KubeApi;
-use crate::lease::LeaseSettings;
 use crate::runtime::{self, RunOptions};
+use clusterset_daemon::lease::LeaseSettings;
 
 /// The operator that brings Rook-layout Ceph clusters onto clusterset addresses.
 #[derive(Debug, Parser)]
@@ -212,12 +212,11 @@ impl RunArgs {
         }
         let identity = self.instance.clone().unwrap_or_else(host_name);
         let namespace = self.lease_namespace.as_deref().unwrap_or(default_namespace);
-        Ok(Some(LeaseSettings {
-            duration: Duration::from_secs(duration),
-            renew_deadline: Duration::from_secs(renew),
-            retry_period: Duration::from_secs(retry),
-            ..LeaseSettings::new(&self.lease_name, namespace, &identity)
-        }))
+        let mut settings = LeaseSettings::new(&self.lease_name, namespace, &identity);
+        settings.claim.duration = Duration::from_secs(duration);
+        settings.renew_deadline = Duration::from_secs(renew);
+        settings.retry_period = Duration::from_secs(retry);
+        Ok(Some(settings))
     }
 
     /// The resolver settings these flags describe.
@@ -388,7 +387,10 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(
-            (settings.name.as_str(), settings.namespace.as_str()),
+            (
+                settings.claim.name.as_str(),
+                settings.claim.namespace.as_str()
+            ),
             ("l", "other")
         );
         assert_eq!(

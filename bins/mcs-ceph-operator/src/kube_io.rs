@@ -117,18 +117,6 @@ pub fn event_object(
     }
 }
 
-fn identity(
-    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-) -> Result<(&str, &str), ApiError> {
-    match (meta.namespace.as_deref(), meta.name.as_deref()) {
-        (Some(namespace), Some(name)) => Ok((namespace, name)),
-        _ => Err(ApiError::Failed(
-            "object without namespace or name: the decision builds every object with both"
-                .to_owned(),
-        )),
-    }
-}
-
 async fn apply_object<K>(client: &Client, object: &K) -> Result<(), ApiError>
 where
     K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
@@ -137,7 +125,7 @@ where
         + Clone
         + std::fmt::Debug,
 {
-    let (namespace, name) = identity(object.meta())?;
+    let (namespace, name) = clusterset_daemon::object_key(object.meta(), "the decision")?;
     let api = Api::<K>::namespaced(client.clone(), namespace);
     // Force: the operator's own objects, and the fields of Rook's objects the plan decides
     // (mon endpoint keys, mon_host), which Rook's manager set before; the decision applies

@@ -18,8 +18,9 @@
 //!   [`reconciler`] wires a snapshot from synced caches, the decision, the writes and the
 //!   lookups ([`clusterset_dns::ClustersetResolver`]) into one reconcile; [`runtime`] runs the
 //!   watches and the kube-runtime applier;
-//! - [`lease`]: leader election over a `coordination.k8s.io/v1` Lease; every replica watches,
-//!   only the holder runs the applier;
+//! - leader election over a `coordination.k8s.io/v1` Lease ([`clusterset_daemon::lease`], with
+//!   [`kube_lease`]'s rules, shared with the agent); every replica watches, only the holder runs
+//!   the applier;
 //! - [`mon_migration`]: the ports of [`mon_failover`] on Kubernetes (mon runtime, state in the
 //!   status object, `ceph` CLI with the admin keyring) and the gate of a migration step;
 //! - [`metrics`] and [`http`]: `/metrics`, `/healthz`, `/readyz`.
@@ -34,7 +35,6 @@ pub mod decide;
 pub mod guards;
 pub mod http;
 pub mod kube_io;
-pub mod lease;
 pub mod metrics;
 pub mod mon_migration;
 pub mod observe;

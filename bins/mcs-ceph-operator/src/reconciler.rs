@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use clusterset_dns::{ClustersetResolver, Resolution, ResolveError, resolve_all};
-use k8s_openapi::jiff::Timestamp;
 use kube::runtime::controller::Action;
 use mcs_types::names::ClustersetName;
 
@@ -22,8 +21,8 @@ use crate::mon_migration::{MIGRATION_REQUEUE, MigrationInput, MigrationReport, M
 use crate::observe::{McsApi, McsVersion, Snapshot};
 use mcs_ceph_api::{AddressingStatus, CephCluster, CephClusterAddressing};
 
-/// The clock the decision reads (replaceable in tests).
-pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
+pub use clusterset_daemon::Clock;
+use clusterset_daemon::ErrorChain;
 
 /// A resolver that records each lookup's outcome and duration in the metrics.
 struct TimedResolver<'a> {
@@ -73,13 +72,13 @@ impl std::fmt::Debug for Context {
 }
 
 /// Why a reconcile stopped.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum ReconcileError {
     /// The caches have not synced: nothing was done.
     #[error(transparent)]
     NotSynced(#[from] NotSynced),
     /// A write failed; the writes before it were made (every write is idempotent).
-    #[error("{kind} of {namespace}/{name} failed: {source}")]
+    #[error("{kind} of {namespace}/{name} failed")]
     Write {
         /// The kind of write.
         kind: &'static str,
@@ -124,7 +123,7 @@ pub async fn reconcile(
 
 async fn reconcile_inner(cluster: &CephCluster, ctx: &Context) -> Result<Action, ReconcileError> {
     let snapshot = ctx.caches.snapshot(cluster)?;
-    let prepared = prepare(&snapshot, &ctx.config, (ctx.clock)());
+    let prepared = prepare(&snapshot, &ctx.config, ctx.clock.now());
     let namespace = cluster.metadata.namespace.as_deref().unwrap_or_default();
     let name = cluster.metadata.name.as_deref().unwrap_or_default();
     for note in prepared.notes() {
@@ -177,7 +176,7 @@ async fn reconcile_inner(cluster: &CephCluster, ctx: &Context) -> Result<Action,
         match ctx.api.event(&reference, event).await {
             Ok(()) => ctx.metrics.evented(type_),
             Err(error) => {
-                tracing::warn!(namespace, cluster = name, reason = %event.reason, "cannot publish an Event: {error}")
+                tracing::warn!(namespace, cluster = name, reason = %event.reason, error = %ErrorChain(&error), "cannot publish an Event")
             }
         }
     }
@@ -213,7 +212,7 @@ async fn migrate(
 ) -> Option<MigrationReport> {
     let status = decided_status(snapshot, planned)?;
     let settings = crate::guards::settings(cluster, &ctx.config).ok()?;
-    let millis = u64::try_from((ctx.clock)().as_millisecond()).unwrap_or(0);
+    let millis = u64::try_from(ctx.clock.now().as_millisecond()).unwrap_or(0);
     let now = mon_failover::Timestamp::from_millis(millis);
     let input = MigrationInput {
         cluster,
@@ -239,10 +238,11 @@ async fn migrate(
             tracing::warn!(
                 namespace = cluster.metadata.namespace.as_deref().unwrap_or_default(),
                 cluster = cluster.metadata.name.as_deref().unwrap_or_default(),
-                "mon migration failed, retrying soon: {error}"
+                error = %ErrorChain(&error),
+                "mon migration failed, retrying soon"
             );
             Some(MigrationReport {
-                line: format!("failed, retrying: {error}"),
+                line: format!("failed, retrying: {}", ErrorChain(&error)),
                 in_progress: true,
                 steps: Vec::new(),
                 failure: Some(error.to_string()),
@@ -326,7 +326,8 @@ pub fn error_policy(
             tracing::warn!(
                 namespace = cluster.metadata.namespace.as_deref().unwrap_or_default(),
                 cluster = cluster.metadata.name.as_deref().unwrap_or_default(),
-                "reconcile failed: {error}"
+                error = %ErrorChain(error),
+                "reconcile failed"
             );
             Action::requeue(Duration::from_secs(15))
         }

@@ -25,11 +25,12 @@ use serde::de::DeserializeOwned;
 use crate::config::Config;
 use crate::http::{self, Readiness};
 use crate::kube_io::{Caches, ClusterApi, McsStores, discover_mcs_api};
-use crate::lease::{Elector, Leadership, LeaseSettings};
 use crate::metrics::Metrics;
 use crate::mon_migration::{AdminSource, MonMigration};
 use crate::observe::{McsApi, McsVersion};
 use crate::reconciler::{self, Context};
+use clusterset_daemon::lease::{Elector, Leadership, LeaseSettings};
+use clusterset_daemon::{Clock, ErrorChain};
 use clusterset_dns::ClustersetResolver;
 use mcs_ceph_api::{CephCluster, CephClusterAddressing};
 
@@ -180,7 +181,8 @@ fn spawn_watch<K>(
                     metrics.watch_failed(name);
                     tracing::warn!(
                         watch = name,
-                        "watch failed, retrying: {error}{}",
+                        error = %ErrorChain(&error),
+                        "watch failed, retrying{}",
                         hint(name, &error)
                     );
                 }
@@ -221,7 +223,10 @@ pub async fn watch_mcs_api(client: Client, known: McsApi, every: std::time::Dura
         match discover_mcs_api(&client).await {
             Ok(now) if now != known => return now,
             Ok(_) => {}
-            Err(error) => tracing::warn!("MCS API discovery failed, retrying later: {error}"),
+            Err(error) => tracing::warn!(
+                error = %ErrorChain(&error),
+                "MCS API discovery failed, retrying later"
+            ),
         }
     }
 }
@@ -278,14 +283,10 @@ pub async fn run_with_election(
 
     let mut leadership = match election {
         Some(settings) => Leadership::spawn(
-            Elector::new(
-                client.clone(),
-                settings,
-                Arc::new(k8s_openapi::jiff::Timestamp::now),
-            ),
-            Arc::clone(&metrics),
+            Elector::new(client.clone(), settings, Clock::system()),
+            metrics.leader.clone(),
         ),
-        None => Leadership::always(&metrics),
+        None => Leadership::always(&metrics.leader),
     };
 
     let mcs_api = discover_mcs_api(&client)
@@ -392,7 +393,7 @@ pub async fn run_with_election(
         resolver: options.resolver,
         caches,
         config: options.config,
-        clock: Arc::new(k8s_openapi::jiff::Timestamp::now),
+        clock: Clock::system(),
         metrics,
         lookup_concurrency: options.lookup_concurrency,
         mon_migration: options
@@ -411,7 +412,7 @@ pub async fn run_with_election(
     )
     .for_each(|result| {
         if let Err(error) = result {
-            tracing::debug!("applier: {error}");
+            tracing::debug!(error = %ErrorChain(&error), "applier");
         }
         future::ready(())
     });

@@ -202,7 +202,10 @@ fn the_deployment_is_two_locked_down_replicas_with_leader_election_and_probes() 
     };
     // The Lease namespace is the pod's (POD_NAMESPACE; the client's namespace stands in here).
     let lease = args.lease_settings("mcs-ceph-operator").unwrap().unwrap();
-    assert_eq!(lease.name, "mcs-ceph-operator", "the name the Role grants");
+    assert_eq!(
+        lease.claim.name, "mcs-ceph-operator",
+        "the name the Role grants"
+    );
 }
 
 // ---- the Helm chart ----

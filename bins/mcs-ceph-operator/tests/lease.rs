@@ -1,23 +1,21 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers, not only #[test] fns
-//! Leader election: the pure decision over Kubernetes Lease semantics, and the Lease requests
-//! of the elector against a tower-test mock API server that refuses what a real one refuses
+//! Leader election (`clusterset_daemon::lease`, whose rules are `kube-lease`'s and tested
+//! there) as the operator runs it: the Lease requests of the elector against a tower-test mock API server that refuses what a real one refuses
 //! (`common::strict`; paths, methods, bodies, `resourceVersion`, what a 404 or a 409 leads
 //! to), and the election loop under paused time.
 
 mod common;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use clusterset_daemon::Clock;
+use clusterset_daemon::lease::{Elector, Leadership, LeaseError, LeaseSettings, Standing};
 use common::strict::{self, Received as Seen, StrictHandle, respond};
 use http::StatusCode;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use mcs_ceph_operator::lease::{
-    Decision, Elector, Leadership, LeaseError, LeaseSettings, Observed, Standing, decide, holder,
-    release,
-};
+use kube_lease::release;
 use mcs_ceph_operator::metrics::Metrics;
 use serde_json::{Value, json};
 
@@ -56,178 +54,6 @@ fn lease(holder: Option<&str>, renewed: Timestamp, transitions: i32, version: &s
     }
 }
 
-fn observed(lease: Lease, since: Timestamp) -> Observed {
-    Observed { lease, since }
-}
-
-fn spec(lease: &Lease) -> &LeaseSpec {
-    lease.spec.as_ref().unwrap()
-}
-
-// ---- the pure decision ----
-
-#[test]
-fn a_missing_lease_is_created_held_by_me() {
-    let Decision::Create(lease) = decide(None, &settings("a"), false, t0()) else {
-        panic!("create expected");
-    };
-    let spec = spec(&lease);
-    assert_eq!(holder(&lease), Some("a"));
-    assert_eq!(spec.lease_duration_seconds, Some(15));
-    assert_eq!(spec.acquire_time, Some(MicroTime(t0())));
-    assert_eq!(spec.renew_time, Some(MicroTime(t0())));
-    assert_eq!(spec.lease_transitions, Some(0));
-    assert_eq!(lease.metadata.resource_version, None);
-    assert_eq!(lease.metadata.namespace.as_deref(), Some("ops"));
-}
-
-#[test]
-fn a_free_lease_is_acquired_at_once_with_its_version() {
-    let released = release(&lease(Some("b"), at(0), 3, "7"), "b", at(1)).unwrap();
-    assert_eq!(holder(&released), None);
-    assert_eq!(spec(&released).lease_duration_seconds, Some(1));
-    let seen = observed(released, at(2));
-    let Decision::Acquire(lease) = decide(Some(&seen), &settings("a"), false, at(2)) else {
-        panic!("acquire expected");
-    };
-    assert_eq!(holder(&lease), Some("a"));
-    assert_eq!(lease.metadata.resource_version.as_deref(), Some("7"));
-    assert_eq!(spec(&lease).lease_transitions, Some(4));
-    assert_eq!(spec(&lease).acquire_time, Some(MicroTime(at(2))));
-}
-
-#[test]
-fn a_lease_held_by_another_is_taken_only_after_its_duration_unrenewed() {
-    let seen = observed(lease(Some("b"), at(0), 2, "9"), at(0));
-    assert_eq!(
-        decide(Some(&seen), &settings("a"), false, at(14)),
-        Decision::Wait {
-            holder: "b".into(),
-            until: at(15)
-        }
-    );
-    let Decision::Acquire(lease) = decide(Some(&seen), &settings("a"), false, at(15)) else {
-        panic!("acquire expected once expired");
-    };
-    assert_eq!(holder(&lease), Some("a"));
-    assert_eq!(lease.metadata.resource_version.as_deref(), Some("9"));
-    assert_eq!(spec(&lease).lease_transitions, Some(3));
-    assert_eq!(spec(&lease).acquire_time, Some(MicroTime(at(15))));
-    assert_eq!(spec(&lease).renew_time, Some(MicroTime(at(15))));
-}
-
-#[test]
-fn the_holder_renews_keeping_acquire_time_and_transitions() {
-    let seen = observed(lease(Some("a"), at(0), 5, "11"), at(0));
-    // Also after a restart of the same pod (not leading yet).
-    for leading in [true, false] {
-        let Decision::Renew(lease) = decide(Some(&seen), &settings("a"), leading, at(2)) else {
-            panic!("renew expected");
-        };
-        assert_eq!(spec(&lease).acquire_time, Some(MicroTime(t0())));
-        assert_eq!(spec(&lease).renew_time, Some(MicroTime(at(2))));
-        assert_eq!(spec(&lease).lease_transitions, Some(5));
-        assert_eq!(lease.metadata.resource_version.as_deref(), Some("11"));
-    }
-}
-
-#[test]
-fn the_holders_clock_is_never_compared_with_mine() {
-    // The holder's clock is an hour behind mine, or 10 s ahead: its renewTime says nothing
-    // about expiry. Only how long I have seen the same record counts.
-    for renewed in [at(-3600), at(10)] {
-        let seen = observed(lease(Some("b"), renewed, 0, "1"), at(0));
-        assert!(
-            matches!(
-                decide(Some(&seen), &settings("a"), false, at(1)),
-                Decision::Wait { until, .. } if until == at(15)
-            ),
-            "renewed at {renewed}"
-        );
-        assert!(matches!(
-            decide(Some(&seen), &settings("a"), false, at(15)),
-            Decision::Acquire(_)
-        ));
-    }
-}
-
-#[test]
-fn a_renewal_seen_restarts_the_wait() {
-    let first = Observed::update(None, lease(Some("b"), at(0), 0, "1"), at(0));
-    let same = Observed::update(Some(&first), lease(Some("b"), at(0), 0, "1"), at(10));
-    assert_eq!(
-        same.since,
-        at(0),
-        "unchanged record: still observed since t0"
-    );
-    let renewed = Observed::update(Some(&same), lease(Some("b"), at(12), 0, "2"), at(14));
-    assert_eq!(renewed.since, at(14));
-    assert!(matches!(
-        decide(Some(&renewed), &settings("a"), false, at(20)),
-        Decision::Wait { until, .. } if until == at(29)
-    ));
-}
-
-#[test]
-fn a_leader_that_sees_another_holder_has_lost() {
-    let seen = observed(lease(Some("b"), at(0), 1, "3"), at(0));
-    assert_eq!(
-        decide(Some(&seen), &settings("a"), true, at(100)),
-        Decision::Lost {
-            holder: Some("b".into())
-        }
-    );
-    let free = observed(lease(None, at(0), 1, "3"), at(0));
-    assert_eq!(
-        decide(Some(&free), &settings("a"), true, at(1)),
-        Decision::Lost { holder: None }
-    );
-}
-
-#[test]
-fn transitions_count_changes_of_holder() {
-    let write = |decision: Decision, version: &str| -> Lease {
-        let (Decision::Create(mut lease)
-        | Decision::Acquire(mut lease)
-        | Decision::Renew(mut lease)) = decision
-        else {
-            panic!("a write expected, got {decision:?}");
-        };
-        lease.metadata.resource_version = Some(version.into());
-        *lease
-    };
-    let a = write(decide(None, &settings("a"), false, at(0)), "1");
-    let b = write(
-        decide(Some(&observed(a, at(0))), &settings("b"), false, at(20)),
-        "2",
-    );
-    assert_eq!(spec(&b).lease_transitions, Some(1));
-    let b = write(
-        decide(Some(&observed(b, at(20))), &settings("b"), true, at(22)),
-        "3",
-    );
-    assert_eq!(
-        spec(&b).lease_transitions,
-        Some(1),
-        "a renewal is no transition"
-    );
-    let a = write(
-        decide(Some(&observed(b, at(22))), &settings("a"), false, at(40)),
-        "4",
-    );
-    assert_eq!(spec(&a).lease_transitions, Some(2));
-    assert_eq!(holder(&a), Some("a"));
-}
-
-#[test]
-fn only_the_holder_releases() {
-    let held = lease(Some("a"), at(0), 0, "1");
-    assert_eq!(release(&held, "b", at(1)), None);
-    let released = release(&held, "a", at(1)).unwrap();
-    assert_eq!(holder(&released), None);
-    assert_eq!(released.metadata.resource_version.as_deref(), Some("1"));
-}
-
 // ---- the elector against a mock API server ----
 
 fn status(code: u16, reason: &str) -> Value {
@@ -235,14 +61,11 @@ fn status(code: u16, reason: &str) -> Value {
            "message": reason, "reason": reason, "code": code})
 }
 
-fn manual_clock() -> (Arc<Mutex<Timestamp>>, mcs_ceph_operator::lease::Clock) {
-    let now = Arc::new(Mutex::new(t0()));
-    let read = Arc::clone(&now);
-    (now, Arc::new(move || *read.lock().unwrap()))
-}
-
-fn elector(identity: &str, clock: mcs_ceph_operator::lease::Clock) -> (Elector, StrictHandle) {
+/// An elector whose clock starts at `t0` and follows tokio's paused time. Must be called in a
+/// runtime started paused.
+fn elector(identity: &str) -> (Elector, StrictHandle) {
     let (client, handle) = strict::pair();
+    let clock = Clock::following_tokio(t0());
     (Elector::new(client, settings(identity), clock), handle)
 }
 
@@ -293,10 +116,9 @@ fn stored(body: &Value, version: &str) -> Value {
     body
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_missing_lease_is_created_with_a_post() {
-    let (_, clock) = manual_clock();
-    let (mut elector, mut handle) = elector("a", clock);
+    let (mut elector, mut handle) = elector("a");
     let (result, seen) = attempt(&mut elector, &mut handle, |s| match s.method.as_str() {
         "GET" => (StatusCode::NOT_FOUND, status(404, "NotFound")),
         _ => (StatusCode::CREATED, stored(&s.body, "1")),
@@ -334,17 +156,20 @@ fn to_value(lease: &Lease) -> Value {
     value
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_lease_held_by_another_is_not_written_until_it_expires_then_replaced_with_its_version() {
-    let (now, clock) = manual_clock();
-    let (mut elector, mut handle) = elector("a", clock);
+    let (mut elector, mut handle) = elector("a");
     let held = to_value(&lease(Some("b"), at(-3600), 4, "42"));
     let answer = |s: &Seen| match s.method.as_str() {
         "GET" => (StatusCode::OK, held.clone()),
         _ => (StatusCode::OK, stored(&s.body, "43")),
     };
+    // Renewed an hour ago by b's clock: that says nothing about when a may take it; a waits
+    // the whole duration of seeing it unchanged (client-go's rule).
+    let start = tokio::time::Instant::now();
     for seconds in [0, 5, 14] {
-        *now.lock().unwrap() = at(seconds);
+        tokio::time::advance((start + Duration::from_secs(seconds)) - tokio::time::Instant::now())
+            .await;
         let (result, seen) = attempt(&mut elector, &mut handle, answer).await;
         assert_eq!(
             result.unwrap(),
@@ -354,7 +179,7 @@ async fn a_lease_held_by_another_is_not_written_until_it_expires_then_replaced_w
         );
         assert_eq!(methods(&seen), vec![get()], "no write at {seconds} s");
     }
-    *now.lock().unwrap() = at(15);
+    tokio::time::advance((start + Duration::from_secs(15)) - tokio::time::Instant::now()).await;
     let (result, seen) = attempt(&mut elector, &mut handle, answer).await;
     assert_eq!(result.unwrap(), Standing::Leader);
     assert_eq!(
@@ -367,11 +192,10 @@ async fn a_lease_held_by_another_is_not_written_until_it_expires_then_replaced_w
     assert_eq!(body["spec"]["leaseTransitions"], 5);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_conflict_means_someone_else_won() {
     // Two replicas create at once: the POST gets 409.
-    let (_, clock) = manual_clock();
-    let (mut elector, mut handle) = elector("a", clock);
+    let (mut elector, mut handle) = elector("a");
     let (result, seen) = attempt(&mut elector, &mut handle, |s| match s.method.as_str() {
         "GET" => (StatusCode::NOT_FOUND, status(404, "NotFound")),
         _ => (StatusCode::CONFLICT, status(409, "AlreadyExists")),
@@ -398,10 +222,9 @@ async fn a_conflict_means_someone_else_won() {
     assert_eq!(seen[1].method, "PUT");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_server_error_is_an_error_and_writes_nothing() {
-    let (_, clock) = manual_clock();
-    let (mut elector, mut handle) = elector("a", clock);
+    let (mut elector, mut handle) = elector("a");
     let (result, seen) = attempt(&mut elector, &mut handle, |_| {
         (StatusCode::FORBIDDEN, status(403, "Forbidden"))
     })
@@ -413,20 +236,11 @@ async fn a_server_error_is_an_error_and_writes_nothing() {
 
 // ---- the election loop ----
 
-/// A clock that follows tokio's (paused) time.
-fn tokio_clock() -> mcs_ceph_operator::lease::Clock {
-    let start = tokio::time::Instant::now();
-    Arc::new(move || {
-        let elapsed = SignedDuration::try_from(start.elapsed()).unwrap();
-        t0().checked_add(elapsed).unwrap()
-    })
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_leader_that_cannot_renew_stops_before_the_lease_expires() {
-    let (elector, mut handle) = elector("a", tokio_clock());
-    let metrics = Arc::new(Metrics::new());
-    let mut leadership = Leadership::spawn(elector, Arc::clone(&metrics));
+    let (elector, mut handle) = elector("a");
+    let metrics = Metrics::new();
+    let mut leadership = Leadership::spawn(elector, metrics.leader.clone());
     assert!(!leadership.is_leading());
     let mut seen = Vec::new();
     let mut create = |s: &Seen| match s.method.as_str() {
@@ -469,9 +283,9 @@ async fn a_leader_that_cannot_renew_stops_before_the_lease_expires() {
 
 #[tokio::test(start_paused = true)]
 async fn a_follower_waits_and_a_stopped_leader_hands_the_lease_back() {
-    let (elector, mut handle) = elector("a", tokio_clock());
-    let metrics = Arc::new(Metrics::new());
-    let mut leadership = Leadership::spawn(elector, Arc::clone(&metrics));
+    let (elector, mut handle) = elector("a");
+    let metrics = Metrics::new();
+    let mut leadership = Leadership::spawn(elector, metrics.leader.clone());
     let mut seen = Vec::new();
     // Held by b, renewed every time a looks: a follows.
     let mut version = 0;
@@ -509,5 +323,4 @@ async fn a_follower_waits_and_a_stopped_leader_hands_the_lease_back() {
     assert_eq!(last.method, "PUT");
     assert_eq!(last.body["metadata"]["resourceVersion"], "21");
     assert!(last.body["spec"].get("holderIdentity").is_none());
-    assert_eq!(last.body["spec"]["leaseDurationSeconds"], 1);
 }

@@ -189,7 +189,7 @@ async fn reconcile_on(
         resolver: Arc::new(resolver),
         caches: caches(snapshot, true).await,
         config,
-        clock: Arc::new(move || now),
+        clock: clusterset_daemon::Clock::from_fn(move || now),
         metrics: Arc::clone(&metrics),
         lookup_concurrency: 4,
         mon_migration: admin.map(|admin| {
@@ -845,7 +845,7 @@ async fn nothing_is_done_before_the_caches_have_synced() {
         resolver: Arc::new(no_lookups()),
         caches: caches(&snapshot, false).await,
         config: Config::default(),
-        clock: Arc::new(|| at(0)),
+        clock: clusterset_daemon::Clock::from_fn(|| at(0)),
         metrics: Arc::new(Metrics::new()),
         lookup_concurrency: 4,
         mon_migration: None,
@@ -899,9 +899,10 @@ async fn an_invalid_label_value_is_refused_with_422_and_the_reconcile_fails_with
         operator_namespace_with_a_slash(),
     )
     .await;
-    let error = result.unwrap_err().to_string();
+    // The message with its cause, as the reconcile's log line prints it.
+    let error = clusterset_daemon::ErrorChain(&result.unwrap_err()).to_string();
     assert!(
-        error.starts_with("apply_service of rook-ceph/rook-ceph-osd-0 failed")
+        error.starts_with("apply_service of rook-ceph/rook-ceph-osd-0 failed: ")
             && error.contains(r#"Service "rook-ceph-osd-0" is invalid: metadata.labels: Invalid value: "rook/ceph""#),
         "{error}"
     );

@@ -3,11 +3,20 @@
 //! - [`http`]: `/metrics`, `/healthz` and `/readyz` over HTTP/1.1 for any [`Endpoints`];
 //! - [`logging`]: the `--log-format text|json` flag and the subscriber set-up (`RUST_LOG`);
 //! - [`ApiError`]: a failed Kubernetes API call as both daemons tell them apart (a 409 conflict,
-//!   another refusal the API server answered with, or no answer).
+//!   another refusal the API server answered with, or no answer, keeping kube's error as its
+//!   source), [`ErrorChain`] (an error with its causes for a log line), [`object_key`];
+//! - [`Clock`]: the wall clock and tokio's monotonic clock, replaceable in tests;
+//! - [`lease`]: holding a Lease (leader election) with [`kube_lease`]'s rules.
 #![forbid(unsafe_code)]
 
+pub mod clock;
 pub mod http;
+pub mod lease;
 pub mod logging;
+
+use std::sync::Arc;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// A failed Kubernetes API call.
 ///
@@ -18,8 +27,13 @@ pub mod logging;
 /// assert!(matches!(ApiError::from(api(422)), ApiError::Refused { code: 422, .. }));
 /// assert!(matches!(ApiError::from(api(503)), ApiError::Failed(_)));
 /// assert!(ApiError::from(api(403)).answered() && !ApiError::from(api(500)).answered());
+/// // A failure keeps kube's error as its source, for logs that print the whole chain.
+/// let failed = ApiError::from(api(503));
+/// assert!(std::error::Error::source(&failed).is_some());
+/// let logged = clusterset_daemon::ErrorChain(&failed).to_string();
+/// assert!(logged.starts_with("the API server did not answer: ApiError: no: Reason"), "{logged}");
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum ApiError {
     /// 409: another field manager owns the fields (apply without force), the object changed
     /// since it was read (replace with `resourceVersion`), or it already exists (create).
@@ -33,17 +47,29 @@ pub enum ApiError {
         /// The error as kube reports it.
         message: String,
     },
-    /// No answer, or a server error: a connection error, a timeout, a 5xx, or a failure
-    /// before the request was sent.
-    #[error("{0}")]
-    Failed(String),
+    /// No answer, or a server error: a connection error, a timeout, a 5xx. kube's error is the
+    /// source (shared, so that the error can be cloned into several outcomes).
+    #[error("the API server did not answer")]
+    Failed(#[source] Arc<kube::Error>),
+    /// The request was not sent: the object to write lacks what the request needs (a bug of
+    /// the caller, named in the message).
+    #[error("request not sent: {0}")]
+    NotSent(String),
 }
 
 impl ApiError {
     /// Whether the API server answered (a 4xx: it is up, and refused this call) rather than
-    /// failing to answer ([`ApiError::Failed`]).
+    /// failing to answer ([`ApiError::Failed`]) or not being asked ([`ApiError::NotSent`]).
     pub fn answered(&self) -> bool {
         matches!(self, Self::Conflict(_) | Self::Refused { .. })
+    }
+
+    /// A failure to reach the API server: a connection refused with `detail` (what a real
+    /// client reports when the server is down; for simulations of an outage).
+    pub fn unreachable(detail: &str) -> Self {
+        Self::Failed(Arc::new(kube::Error::Service(Box::new(
+            std::io::Error::new(std::io::ErrorKind::ConnectionRefused, detail.to_owned()),
+        ))))
     }
 }
 
@@ -72,10 +98,53 @@ impl From<kube::Error> for ApiError {
                 code: status.code,
                 message: error.to_string(),
             },
-            _ => Self::Failed(error.to_string()),
+            _ => Self::Failed(Arc::new(error)),
         }
     }
 }
 
+/// The namespace and name of an object to write, or [`ApiError::NotSent`] naming what is
+/// missing (`builder` says who built the object, for the message).
+pub fn object_key<'a>(meta: &'a ObjectMeta, builder: &str) -> Result<(&'a str, &'a str), ApiError> {
+    match (meta.namespace.as_deref(), meta.name.as_deref()) {
+        (Some(namespace), Some(name)) => Ok((namespace, name)),
+        _ => Err(ApiError::NotSent(format!(
+            "object without namespace or name: {builder} builds every object with both"
+        ))),
+    }
+}
+
+/// An error and its sources, each once, joined by `: ` — what a log line prints so that the
+/// cause of a failure is not lost (`tracing::warn!(error = %ErrorChain(&error), ...)`).
+///
+/// ```
+/// #[derive(Debug, thiserror::Error)]
+/// #[error("cannot read the Lease")]
+/// struct Outer(#[source] std::io::Error);
+/// let error = Outer(std::io::Error::other("connection reset"));
+/// assert_eq!(clusterset_daemon::ErrorChain(&error).to_string(), "cannot read the Lease: connection reset");
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct ErrorChain<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut printed = self.0.to_string();
+        f.write_str(&printed)?;
+        let mut source = self.0.source();
+        while let Some(error) = source {
+            let text = error.to_string();
+            // An error that already quotes its source's text: print that text once.
+            if !printed.contains(&text) {
+                write!(f, ": {text}")?;
+                printed = text;
+            }
+            source = error.source();
+        }
+        Ok(())
+    }
+}
+
+pub use clock::Clock;
 pub use http::{Endpoints, encode_metrics, respond, serve};
 pub use logging::{LogFormat, init_logging};

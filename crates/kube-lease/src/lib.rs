@@ -1,0 +1,339 @@
+//! The rules of a `coordination.k8s.io/v1` Lease, as pure functions: who holds it, when another
+//! may take it, whether its holder still renews it, and the Lease to write to create, take,
+//! renew or hand it back. No client, no runtime: the callers read and write the Lease
+//! (`clusterset-daemon`'s elector for the operator's leader election, the agent's writer for
+//! its heartbeat) and pass in the times.
+//!
+//! # Clock skew
+//!
+//! The holder writes `renewTime` by *its* clock; an observer must not compare it with its own
+//! clock to decide that the Lease may be taken, or a replica whose clock runs ahead would take
+//! a Lease that is still being renewed. The rule is client-go's (`leaderelection`): an observer
+//! may take another holder's Lease only once it has seen the same record, unchanged, for the
+//! record's `leaseDurationSeconds` **by its own monotonic clock** ([`Observed::takeover_at`]).
+//!
+//! Whether a holder is *alive* (the agent's judgement of another cluster's heartbeat) may use
+//! the Lease's own times on first sight, within a skew allowance: an observer that starts and
+//! finds a Lease last renewed an hour ago need not wait a whole duration to call its holder gone
+//! ([`Observed::stale_at`]). The credit is `now - renewTime - skew_allowance` at first sight
+//! only; a change of the record seen later restarts the observation without credit. With clocks
+//! further apart than the allowance, a live holder can look stale on first sight until its next
+//! renewal is seen (one renew period); it can never be *taken over* because of it.
+//!
+//! ```
+//! use std::time::{Duration, Instant};
+//! use kube_lease::{Decision, LeaseClaim, Observed, decide, DEFAULT_SKEW_ALLOWANCE};
+//! use k8s_openapi::jiff::Timestamp;
+//!
+//! let claim = LeaseClaim::new("mcs-ceph-operator", "ops", "pod-a", Duration::from_secs(15));
+//! let (wall, now) = (Timestamp::constant(1_777_636_800, 0), Instant::now());
+//! // No Lease yet: create it, held by this replica.
+//! let Decision::Create(lease) = decide(None, &claim, false, wall, now) else { unreachable!() };
+//! // Another replica sees it, held by pod-a: it waits the Lease's duration by its own clock.
+//! let other = LeaseClaim::new("mcs-ceph-operator", "ops", "pod-b", Duration::from_secs(15));
+//! let seen = Observed::update(None, *lease, wall, now, DEFAULT_SKEW_ALLOWANCE);
+//! assert!(matches!(decide(Some(&seen), &other, false, wall, now), Decision::Wait { .. }));
+//! let later = now + Duration::from_secs(15);
+//! assert!(matches!(decide(Some(&seen), &other, false, wall, later), Decision::Acquire(_)));
+//! ```
+#![forbid(unsafe_code)]
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+/// How far apart the clocks of a Lease's holder and its observers may be before a live holder
+/// can look stale on first sight (see the crate documentation). NTP keeps nodes' clocks within
+/// milliseconds; five seconds is generous.
+pub const DEFAULT_SKEW_ALLOWANCE: Duration = Duration::from_secs(5);
+
+/// The Lease a holder claims: its name and namespace, the holder's identity, the duration it
+/// declares, and labels every Lease it writes carries (labels and annotations others set are
+/// kept).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseClaim {
+    /// The Lease's name.
+    pub name: String,
+    /// The Lease's namespace.
+    pub namespace: String,
+    /// The holder's identity (a pod name); unique among those who claim this Lease.
+    pub identity: String,
+    /// `leaseDurationSeconds` written: how long the others wait, after the last renewal they
+    /// saw, before taking over.
+    pub duration: Duration,
+    /// Labels set on every Lease written.
+    pub labels: BTreeMap<String, String>,
+}
+
+impl LeaseClaim {
+    /// A claim without labels.
+    pub fn new(name: &str, namespace: &str, identity: &str, duration: Duration) -> Self {
+        Self {
+            name: name.to_owned(),
+            namespace: namespace.to_owned(),
+            identity: identity.to_owned(),
+            duration,
+            labels: BTreeMap::new(),
+        }
+    }
+
+    /// The claim with `key=value` among the labels it writes.
+    #[must_use]
+    pub fn with_label(mut self, key: &str, value: &str) -> Self {
+        self.labels.insert(key.to_owned(), value.to_owned());
+        self
+    }
+
+    /// The duration in whole seconds, as `leaseDurationSeconds` holds it (at least 1).
+    pub fn duration_seconds(&self) -> i32 {
+        i32::try_from(self.duration.as_secs().max(1)).unwrap_or(i32::MAX)
+    }
+}
+
+/// The holder of a Lease, if any (an empty identity counts as none).
+pub fn holder(lease: &Lease) -> Option<&str> {
+    lease
+        .spec
+        .as_ref()?
+        .holder_identity
+        .as_deref()
+        .filter(|h| !h.is_empty())
+}
+
+/// The duration a Lease declares (`leaseDurationSeconds`; zero when absent or negative).
+pub fn declared_duration(lease: &Lease) -> Duration {
+    let seconds = lease
+        .spec
+        .as_ref()
+        .and_then(|s| s.lease_duration_seconds)
+        .unwrap_or(0)
+        .max(0);
+    Duration::from_secs(u64::try_from(seconds).unwrap_or(0))
+}
+
+/// When the Lease says it was last renewed (its `renewTime`, else its `acquireTime`), by its
+/// holder's clock.
+pub fn renewed_at(lease: &Lease) -> Option<Timestamp> {
+    let spec = lease.spec.as_ref()?;
+    Some(spec.renew_time.as_ref().or(spec.acquire_time.as_ref())?.0)
+}
+
+/// A Lease as one observer last read it, and since when, by the observer's monotonic clock, its
+/// record (`spec`) has been unchanged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observed {
+    lease: Lease,
+    since: Instant,
+    credit: Duration,
+}
+
+impl Observed {
+    /// Records `lease`, read at `wall` (the observer's wall clock) and `now` (its monotonic
+    /// clock). When the record equals the one seen before, the observation keeps its start;
+    /// when it changed, it starts now; on first sight (`previous` is `None`) it starts now with
+    /// the credit of the Lease's own age beyond `skew_allowance` (used by
+    /// [`stale_at`](Self::stale_at) only).
+    pub fn update(
+        previous: Option<&Observed>,
+        lease: Lease,
+        wall: Timestamp,
+        now: Instant,
+        skew_allowance: Duration,
+    ) -> Observed {
+        match previous {
+            Some(previous) if previous.lease.spec == lease.spec => Observed {
+                lease,
+                since: previous.since,
+                credit: previous.credit,
+            },
+            Some(_) => Observed::seen_change(lease, now),
+            None => {
+                let age = renewed_at(&lease)
+                    .and_then(|renewed| wall.duration_since(renewed).try_into().ok())
+                    .unwrap_or(Duration::ZERO);
+                Observed {
+                    lease,
+                    since: now,
+                    credit: age.saturating_sub(skew_allowance),
+                }
+            }
+        }
+    }
+
+    /// A Lease whose change was seen happen at `now`: this observer's own write as the API
+    /// server stored it, or a renewal. No credit.
+    pub fn seen_change(lease: Lease, now: Instant) -> Observed {
+        Observed {
+            lease,
+            since: now,
+            credit: Duration::ZERO,
+        }
+    }
+
+    /// The Lease read.
+    pub fn lease(&self) -> &Lease {
+        &self.lease
+    }
+
+    /// When this observer first saw the Lease's current record.
+    pub fn since(&self) -> Instant {
+        self.since
+    }
+
+    /// When another may take the Lease if its record does not change: the record's duration
+    /// after this observer first saw it (client-go's rule; the Lease's own times never count).
+    pub fn takeover_at(&self) -> Instant {
+        add(self.since, declared_duration(&self.lease))
+    }
+
+    /// When the Lease's holder counts as gone if the record does not change: as
+    /// [`takeover_at`](Self::takeover_at), earlier by the first sight's credit.
+    pub fn stale_at(&self) -> Instant {
+        let remaining = declared_duration(&self.lease).saturating_sub(self.credit);
+        add(self.since, remaining)
+    }
+
+    /// Whether the holder counts as gone at `now` ([`stale_at`](Self::stale_at)).
+    pub fn is_stale(&self, now: Instant) -> bool {
+        now >= self.stale_at()
+    }
+}
+
+/// `at + duration`, or as far as an `Instant` reaches.
+fn add(at: Instant, duration: Duration) -> Instant {
+    at.checked_add(duration)
+        .or_else(|| at.checked_add(Duration::from_secs(u64::from(u32::MAX))))
+        .unwrap_or(at)
+}
+
+/// What a claimant does about the Lease.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// There is no Lease: create this one (held by the claimant).
+    Create(Box<Lease>),
+    /// The Lease is free, or its holder stopped renewing it for its whole duration: replace it
+    /// with this one (held by the claimant, carrying the `resourceVersion` read, so that of two
+    /// claimants racing one gets 409 Conflict).
+    Acquire(Box<Lease>),
+    /// The claimant holds the Lease: replace it with this renewal (carrying the
+    /// `resourceVersion` read).
+    Renew(Box<Lease>),
+    /// Another holder may still be renewing the Lease: write nothing.
+    Wait {
+        /// The holder.
+        holder: String,
+        /// When, by the claimant's monotonic clock, the Lease may be taken if it does not
+        /// change.
+        until: Instant,
+    },
+    /// The claimant held the Lease but it now names someone else (or no one): stop writing.
+    Lost {
+        /// The holder named now, if any.
+        holder: Option<String>,
+    },
+}
+
+/// The decision of `claim`'s holder at `wall` / `now`, given what it observed of the Lease
+/// (`None`: the Lease does not exist) and whether it holds the Lease as far as it knows
+/// (`leading`).
+pub fn decide(
+    observed: Option<&Observed>,
+    claim: &LeaseClaim,
+    leading: bool,
+    wall: Timestamp,
+    now: Instant,
+) -> Decision {
+    let Some(observed) = observed else {
+        return Decision::Create(Box::new(held_by(None, claim, wall)));
+    };
+    let lease = &observed.lease;
+    match holder(lease) {
+        Some(me) if me == claim.identity => {
+            Decision::Renew(Box::new(held_by(Some(lease), claim, wall)))
+        }
+        other if leading => Decision::Lost {
+            holder: other.map(str::to_owned),
+        },
+        None => Decision::Acquire(Box::new(held_by(Some(lease), claim, wall))),
+        Some(other) => {
+            let until = observed.takeover_at();
+            if now < until {
+                Decision::Wait {
+                    holder: other.to_owned(),
+                    until,
+                }
+            } else {
+                Decision::Acquire(Box::new(held_by(Some(lease), claim, wall)))
+            }
+        }
+    }
+}
+
+/// The Lease held by `claim`'s holder, renewed at `wall`, replacing `previous` (its
+/// `resourceVersion`, labels and annotations kept; the claim's labels set).
+pub fn held_by(previous: Option<&Lease>, claim: &LeaseClaim, wall: Timestamp) -> Lease {
+    let previous_spec = previous.and_then(|l| l.spec.clone()).unwrap_or_default();
+    let mine = previous.and_then(holder) == Some(claim.identity.as_str());
+    let transitions = previous_spec.lease_transitions.unwrap_or(0);
+    let mut labels = previous
+        .and_then(|l| l.metadata.labels.clone())
+        .unwrap_or_default();
+    labels.extend(claim.labels.clone());
+    Lease {
+        metadata: ObjectMeta {
+            name: Some(claim.name.clone()),
+            namespace: Some(claim.namespace.clone()),
+            resource_version: previous.and_then(|l| l.metadata.resource_version.clone()),
+            labels: (!labels.is_empty()).then_some(labels),
+            annotations: previous.and_then(|l| l.metadata.annotations.clone()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some(claim.identity.clone()),
+            lease_duration_seconds: Some(claim.duration_seconds()),
+            acquire_time: if mine {
+                previous_spec.acquire_time.or(Some(MicroTime(wall)))
+            } else {
+                Some(MicroTime(wall))
+            },
+            renew_time: Some(MicroTime(wall)),
+            lease_transitions: Some(match previous {
+                None => 0,
+                Some(_) if mine => transitions,
+                Some(_) => transitions.saturating_add(1),
+            }),
+            ..LeaseSpec::default()
+        }),
+    }
+}
+
+/// The Lease to write when its holder `identity` stops cleanly: the same record without a
+/// holder, renewed at `wall`, so that the next claimant (another replica, or the next pod after
+/// a rollout) takes it at once instead of waiting for it to expire, while observers of the
+/// holder's liveness see a fresh renewal rather than a stale Lease. (client-go also shortens
+/// the duration to one second; a free Lease is taken at once anyway, and the duration kept
+/// keeps observers from calling the holder gone during a rollout.) `None` when `identity` does
+/// not hold `observed`.
+pub fn release(observed: &Lease, identity: &str, wall: Timestamp) -> Option<Lease> {
+    if holder(observed) != Some(identity) {
+        return None;
+    }
+    let mut released = observed.clone();
+    released.metadata.managed_fields = None;
+    if let Some(spec) = released.spec.as_mut() {
+        spec.holder_identity = None;
+        spec.renew_time = Some(MicroTime(wall));
+    }
+    Some(released)
+}
+
+/// `until` (an instant of the observer's monotonic clock) as a wall-clock time, given that `now`
+/// is `wall`: for messages and status fields.
+pub fn wall_time_of(until: Instant, now: Instant, wall: Timestamp) -> Timestamp {
+    let ahead = SignedDuration::try_from(until.saturating_duration_since(now))
+        .unwrap_or(SignedDuration::MAX);
+    wall.checked_add(ahead).unwrap_or(Timestamp::MAX)
+}
