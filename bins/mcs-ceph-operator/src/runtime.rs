@@ -78,11 +78,11 @@ impl std::fmt::Debug for RunOptions {
 pub enum RunError {
     /// API discovery failed.
     #[error(
-        "cannot ask the API server which MCS API it serves: {0} (is the kubeconfig or the service account right?)"
+        "cannot ask the API server which MCS API it serves (is the kubeconfig or the service account right?)"
     )]
     Discovery(#[source] kube::Error),
     /// The HTTP port cannot be bound.
-    #[error("cannot listen on {address} for /metrics, /healthz and /readyz: {source}")]
+    #[error("cannot listen on {address} for /metrics, /healthz and /readyz")]
     Listen {
         /// The address.
         address: SocketAddr,
