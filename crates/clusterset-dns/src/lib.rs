@@ -74,13 +74,16 @@ pub mod name;
 pub mod objects;
 pub mod prepared;
 pub mod records;
+#[cfg(feature = "server")]
 pub mod server;
+#[cfg(feature = "server")]
 pub mod stats;
 pub mod store;
 pub mod wire;
 pub mod zone;
 mod zonefile;
 // On its own.
+#[cfg(feature = "resolver")]
 pub mod resolver;
 
 // The benchmarks' synthetic zones, which some unit tests build on too. The file names this
@@ -95,11 +98,14 @@ mod synthetic;
 
 pub use objects::{ObjectError, ObjectKind, ServiceKey, SliceKey, ZoneObject};
 pub use records::{Answer, NameRecords, SrvData, ZoneConfig};
+#[cfg(feature = "resolver")]
 pub use resolver::{
     ClustersetResolver, HickoryClustersetResolver, Resolution, ResolveError, ResolverSettings,
     resolve_all,
 };
+#[cfg(feature = "server")]
 pub use server::{DnsServer, ServerConfig, ServerError};
+#[cfg(feature = "server")]
 pub use stats::{QueryCounter, QueryCounts};
 pub use store::{ApplyReport, ZoneChange, ZoneStore};
 pub use wire::Rcode;

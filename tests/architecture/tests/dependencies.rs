@@ -6,6 +6,8 @@
 //!   forbidden one in.
 //! - docs/architecture.md's diagram names every package of the workspace by its directory, and
 //!   names no directory that is not one.
+//! - clusterset-dns's zone model builds without an async runtime, its resolver without its
+//!   server, and its server without its resolver (`cargo tree` per feature set).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -234,5 +236,70 @@ fn the_architecture_diagram_names_every_package_and_only_packages() {
     assert!(
         missing.is_empty() && unknown.is_empty(),
         "docs/architecture.md's diagram must name every package by its directory: missing {missing:?}, naming what is no package {unknown:?}"
+    );
+}
+
+/// The crates `cargo tree` shows `package` depending on (normal and build dependencies) when it
+/// is built alone with `features` and no default features.
+fn dependencies_with(package: &str, features: &str) -> BTreeSet<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut args = vec![
+        "tree",
+        "--locked",
+        "--offline",
+        "-p",
+        package,
+        "--no-default-features",
+        "-e",
+        "normal,build",
+        "--prefix",
+        "none",
+        "--format",
+        "{p}",
+    ];
+    if !features.is_empty() {
+        args.extend(["--features", features]);
+    }
+    let out = std::process::Command::new(cargo)
+        .args(&args)
+        .current_dir(workspace_root())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cargo {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_dns_zone_model_needs_no_runtime_and_the_resolver_no_server() {
+    // Without features: the zone model, index, wire format and store only.
+    let model = dependencies_with("clusterset-dns", "");
+    for runtime in ["tokio", "hickory-resolver", "socket2", "nix", "hyper"] {
+        assert!(
+            !model.contains(runtime),
+            "clusterset-dns without features depends on {runtime}: the zone model must stay pure"
+        );
+    }
+    // The resolver alone (what the operator uses) brings no server: no batched UDP IO (nix;
+    // socket2 comes with tokio's networking either way).
+    let resolver = dependencies_with("clusterset-dns", "resolver");
+    assert!(resolver.contains("hickory-resolver"), "{resolver:?}");
+    assert!(
+        !resolver.contains("nix"),
+        "clusterset-dns with only the resolver depends on nix, the server's"
+    );
+    // The server alone needs no resolver.
+    let server = dependencies_with("clusterset-dns", "server");
+    assert!(
+        server.contains("tokio") && !server.contains("hickory-resolver"),
+        "{server:?}"
     );
 }
