@@ -20,7 +20,7 @@ use clusterset_agent::core::Input;
 use clusterset_agent::sim::{self, Simulation};
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::watcher::Event;
-use mcs_controller::ServiceKey;
+use mcs_types::ServiceKey;
 
 /// CPU time of this thread, from the kernel's scheduler statistics (nanosecond resolution).
 fn thread_cpu() -> Duration {

@@ -19,7 +19,8 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use mcs_controller::{ClusterId, ExportRecord, ServiceKey};
+use mcs_controller::ExportRecord;
+use mcs_types::{ClusterId, ServiceKey};
 use serde::{Deserialize, Serialize};
 
 /// API group of the broker resources.
@@ -96,7 +97,7 @@ fn kind() -> String {
 ///
 /// ```
 /// use clusterset_agent::broker::record_name;
-/// use mcs_controller::{ClusterId, ServiceKey};
+/// use mcs_types::{ClusterId, ServiceKey};
 /// let east = ClusterId::new("east")?;
 /// assert_eq!(record_name(&east, &ServiceKey::new("rook-ceph", "mon-a")), "east.rook-ceph.mon-a");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -113,7 +114,7 @@ pub fn record_name(cluster: &ClusterId, key: &ServiceKey) -> String {
 ///
 /// ```
 /// use clusterset_agent::broker::records_namespace;
-/// use mcs_controller::ClusterId;
+/// use mcs_types::ClusterId;
 /// assert_eq!(records_namespace("clusterset-broker", &ClusterId::new("east")?), "clusterset-broker-east");
 /// let long = records_namespace("clusterset-broker", &ClusterId::new(&"e".repeat(63))?);
 /// assert_eq!(long.len(), 63);
@@ -222,7 +223,7 @@ impl ForeignWriter {
 ///
 /// ```
 /// use clusterset_agent::broker::{record_writer_check, RecordHome, SharedRecords};
-/// use mcs_controller::ClusterId;
+/// use mcs_types::ClusterId;
 /// let east = ClusterId::new("east")?;
 /// let check = |ns| record_writer_check("broker", SharedRecords::Ignore, ns, &east);
 /// assert_eq!(check("broker-east"), Ok(RecordHome::Own));

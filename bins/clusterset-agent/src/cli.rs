@@ -10,7 +10,8 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use clusterset_dns::{DnsServer, ServerConfig, ZoneConfig, ZoneStore};
 use ipnet::IpNet;
-use mcs_controller::{ClusterId, EndpointMode};
+use mcs_controller::EndpointMode;
+use mcs_types::ClusterId;
 use mcs_types::names::Zone;
 
 use crate::broker::SharedRecords;

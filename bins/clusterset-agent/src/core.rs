@@ -26,13 +26,14 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::runtime::watcher::Event;
 use mcs_controller::{
-    ClusterId, ExportRecord, ExportedService, InvalidExport, IpPool, LocalExport, MergedService,
-    Publication, ServiceKey, desired_endpoint_slices, desired_import, export_conditions, family_of,
-    import_ready_condition, merge_exports,
+    ExportRecord, ExportedService, InvalidExport, IpPool, LocalExport, MergedService, Publication,
+    desired_endpoint_slices, desired_import, export_conditions, family_of, import_ready_condition,
+    merge_exports,
 };
 use mcs_types::conditions::{ConditionStatus, DesiredCondition};
 use mcs_types::labels::{KUBERNETES_SERVICE_NAME_LABEL, SERVICE_NAME_LABEL};
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
+use mcs_types::{ClusterId, ServiceKey};
 use mcs_types::{ServiceExportStatus, ServiceImportStatus, ServiceImportType};
 
 use crate::broker::{self, BrokerRecord, ForeignWriter, Heartbeat, RecordHome};

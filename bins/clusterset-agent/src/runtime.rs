@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use clusterset_dns::ZoneStore;
 use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::jiff::Timestamp;
-use mcs_controller::ServiceKey;
+use mcs_types::ServiceKey;
 
 use crate::broker::Heartbeat;
 use crate::core::{AgentCore, Input, Side};
@@ -281,7 +281,7 @@ mod tests {
     use crate::config::AgentConfig;
     use futures::channel::mpsc;
     use kube::runtime::watcher::Event;
-    use mcs_controller::ServiceKey;
+    use mcs_types::ServiceKey;
 
     use super::*;
     use crate::broker::Heartbeat;

@@ -27,9 +27,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::runtime::watcher::Event;
 use kube_syntax::object::{Catalog, Completeness};
-use mcs_controller::{ClusterId, EndpointMode, ServiceKey};
+use mcs_controller::EndpointMode;
 use mcs_types::labels::KUBERNETES_SERVICE_NAME_LABEL;
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
+use mcs_types::{ClusterId, ServiceKey};
 
 use crate::broker::{
     self, BrokerRecord, CLUSTER_ID_LABEL, GROUP, Heartbeat, PLURAL, records_namespace,
@@ -152,7 +153,7 @@ pub struct Simulation {
 pub enum SimError {
     /// A generated cluster id is invalid.
     #[error(transparent)]
-    ClusterId(#[from] mcs_controller::InvalidClusterId),
+    ClusterId(#[from] mcs_types::InvalidClusterId),
     /// The resource types of the simulated API servers cannot be set up: a CRD does not build.
     #[error("the simulated API server's resource types: {0}")]
     Crd(#[from] mcs_types::crd::CrdError),

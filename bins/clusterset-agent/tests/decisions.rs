@@ -11,7 +11,8 @@ use clusterset_agent::write::Write;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::watcher::Event;
-use mcs_controller::{ClusterId, EndpointMode, ExportRecord, LocalExport, ServiceKey};
+use mcs_controller::{EndpointMode, ExportRecord, LocalExport};
+use mcs_types::{ClusterId, ServiceKey};
 
 fn now() -> Timestamp {
     Timestamp::from_second(1_800_000_000).unwrap()

@@ -20,7 +20,7 @@ use clusterset_dns::{DnsServer, ServerConfig, ZoneConfig, ZoneStore};
 use futures::channel::mpsc;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::watcher::Event;
-use mcs_controller::ServiceKey;
+use mcs_types::ServiceKey;
 
 /// Accepts every write (this test is about DNS).
 struct AcceptAll;

@@ -26,11 +26,12 @@ use kube::runtime::watcher::Event;
 use kube_syntax::names::dns1123_subdomain;
 use kube_syntax::object::Catalog;
 use kube_syntax::selector::LabelSelector;
-use mcs_controller::{ClusterId, EndpointMode, ExportRecord, LocalExport, ServiceKey};
+use mcs_controller::{EndpointMode, ExportRecord, LocalExport};
 use mcs_types::ServiceExportStatus;
 use mcs_types::conditions::{DesiredCondition, set_condition};
 use mcs_types::labels::{ENDPOINTSLICE_MANAGED_BY_LABEL, KUBERNETES_SERVICE_NAME_LABEL};
 use mcs_types::v1beta1::ServiceExport;
+use mcs_types::{ClusterId, ServiceKey};
 use proptest::prelude::*;
 
 const BROKER: &str = sim::BROKER_NAMESPACE;

@@ -11,8 +11,8 @@ use clusterset_agent::broker::SharedRecords;
 use clusterset_agent::sim::{self, Simulation};
 use k8s_openapi::jiff::Timestamp;
 use kube_syntax::status::{Denied, forbidden};
-use mcs_controller::{ClusterId, ServiceKey};
 use mcs_types::conditions::find_condition;
+use mcs_types::{ClusterId, ServiceKey};
 
 const ROUNDS: usize = 1000;
 const CLUSTERS: usize = 3;

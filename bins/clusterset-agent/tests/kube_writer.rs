@@ -16,9 +16,10 @@ use http::{Method, Request, Response, StatusCode};
 use k8s_openapi::jiff::Timestamp;
 use kube::client::Body;
 use kube_syntax::status::Refusal;
-use mcs_controller::{ClusterId, EndpointMode, ExportRecord, LocalExport, ServiceKey};
+use mcs_controller::{EndpointMode, ExportRecord, LocalExport};
 use mcs_types::ServiceExportStatus;
 use mcs_types::conditions::{DesiredCondition, set_condition};
+use mcs_types::{ClusterId, ServiceKey};
 use tokio::task::JoinHandle;
 use tower_test::mock::{self, Handle};
 

@@ -10,8 +10,8 @@ use std::time::Duration;
 use clusterset_agent::core::ClusterHealth;
 use clusterset_agent::sim::{self, Simulation};
 use k8s_openapi::jiff::Timestamp;
-use mcs_controller::{ClusterId, ServiceKey};
 use mcs_types::conditions::find_condition;
+use mcs_types::{ClusterId, ServiceKey};
 
 const ROUNDS: usize = 1000;
 /// The simulated time between two looks at the agents (the runtime reacts to events at once;

@@ -9,9 +9,9 @@ use clusterset_agent::core::{ClusterHealth, Input, STALE_CLUSTERS_CONDITION};
 use clusterset_agent::sim::{self, Simulation};
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::watcher::Event;
-use mcs_controller::{ClusterId, ServiceKey};
 use mcs_types::ServiceImportType;
 use mcs_types::conditions::find_condition;
+use mcs_types::{ClusterId, ServiceKey};
 
 const ROUNDS: usize = 1000;
 

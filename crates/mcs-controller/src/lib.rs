@@ -18,7 +18,8 @@
 //! use k8s_openapi::api::core::v1::{Service, ServicePort as CorePort, ServiceSpec};
 //! use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 //! use k8s_openapi::jiff::Timestamp;
-//! use mcs_controller::{ClusterId, EndpointMode, ExportRecord, LocalExport, ServiceKey};
+//! use mcs_controller::{EndpointMode, ExportRecord, LocalExport};
+//! use mcs_types::{ClusterId, ServiceKey};
 //!
 //! let key = ServiceKey::new("rook-ceph", "rook-ceph-mon-a");
 //! let service = Service {
@@ -61,6 +62,6 @@ pub use import::{
 };
 pub use merge::{MergeError, MergedService, merge_exports};
 pub use model::{
-    ClusterId, EndpointMode, ExportRecord, ExportedEndpoints, ExportedService, InvalidClusterId,
-    InvalidExport, LocalExport, ServiceKey, family_of,
+    EndpointMode, ExportRecord, ExportedEndpoints, ExportedService, InvalidExport, LocalExport,
+    family_of,
 };

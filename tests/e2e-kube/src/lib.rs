@@ -552,7 +552,7 @@ fn documents(file: &str) -> anyhow::Result<Vec<serde_json::Value>> {
 /// The hub's namespace of cluster `id`'s ExportRecords (`clusterset-broker-<id>`), where only
 /// `agent-<id>` may write.
 pub fn records_namespace(id: &str) -> anyhow::Result<String> {
-    let cluster = mcs_controller::ClusterId::new(id)?;
+    let cluster = mcs_types::ClusterId::new(id)?;
     Ok(clusterset_agent::broker::records_namespace(
         BROKER_NAMESPACE,
         &cluster,

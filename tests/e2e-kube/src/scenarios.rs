@@ -1084,7 +1084,7 @@ pub async fn a_member_can_speak_only_for_itself(world: &mut World) -> anyhow::Re
     )
     .await?;
     let hub_leases: Api<Lease> = Api::namespaced(east.client.clone(), broker);
-    let east_lease = lease_name(&mcs_controller::ClusterId::new(&east.id)?);
+    let east_lease = lease_name(&mcs_types::ClusterId::new(&east.id)?);
     let lease_before = hub_leases.get(&east_lease).await?;
     assert!(
         lease_before
@@ -1105,7 +1105,7 @@ pub async fn a_member_can_speak_only_for_itself(world: &mut World) -> anyhow::Re
     let west_hub = crate::kubeconfig_client(&world.agents[1].broker_kubeconfig).await?;
     let user = clusterset_agent::hub::service_account_user(
         broker,
-        &mcs_controller::ClusterId::new(&world.west.id)?,
+        &mcs_types::ClusterId::new(&world.west.id)?,
     );
     let records = |verb, name, namespace| Denied {
         user: &user,
