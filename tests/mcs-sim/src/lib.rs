@@ -16,6 +16,9 @@
 //! to it fail with a connection error and its watches deliver nothing; when it returns
 //! ([`Simulation::start_hub`], [`Simulation::start_api`]) its watches list again, as kube's
 //! watcher does after its resource version expired.
+//!
+//! A test-support crate (not published): the tests and the `propagation` benchmark of
+//! `mcs-controller` use it, and so do the agent's tests of its kube shell (for their objects).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -25,20 +28,23 @@ use k8s_openapi::api::core::v1::{Namespace, Service, ServicePort, ServiceSpec};
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointPort, EndpointSlice};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kube::runtime::watcher::Event;
 use kube_syntax::object::{Catalog, Completeness};
 use mcs_controller::EndpointMode;
 use mcs_types::labels::KUBERNETES_SERVICE_NAME_LABEL;
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
 use mcs_types::{ClusterId, ServiceKey};
 
-use crate::broker::{
+use mcs_controller::broker::{
     self, BrokerRecord, CLUSTER_ID_LABEL, GROUP, Heartbeat, PLURAL, records_namespace,
 };
-use crate::cache::ObjectId;
-use crate::config::AgentConfig;
-use crate::core::{AgentCore, Input, Side};
-use crate::write::{Target, Write};
+use mcs_controller::cache::ObjectId;
+use mcs_controller::config::AgentConfig;
+use mcs_controller::core::{AgentCore, Input, Side};
+use mcs_controller::watch::Event;
+use mcs_controller::write::{Target, Write};
+
+/// The broker's ExportRecord CRD as deployed.
+const BROKER_CRD: &str = include_str!("../../../deploy/clusterset-agent/broker-crd.yaml");
 
 /// The broker namespace of the simulation.
 pub const BROKER_NAMESPACE: &str = "clusterset-broker";
@@ -161,6 +167,9 @@ pub enum SimError {
     /// serialize to JSON.
     #[error("the simulated API server's resource types: a CRD is not JSON: {0}")]
     CrdJson(#[from] serde_json::Error),
+    /// The committed broker CRD (`deploy/clusterset-agent/broker-crd.yaml`) does not parse.
+    #[error("the simulated API server's resource types: the broker CRD does not parse: {0}")]
+    BrokerCrd(#[from] serde_saphyr::Error),
     /// More clusters than the address plan has room for.
     #[error(
         "cluster index {0} is too large: the simulation gives each cluster a /16 of 242/8 and 243/8, so at most 256 clusters"
@@ -185,7 +194,7 @@ pub fn cluster_config(
         cluster_id: ClusterId::new(&format!("c{i}"))?,
         identity: format!("agent-c{i}"),
         broker_namespace: BROKER_NAMESPACE.to_owned(),
-        shared_records: crate::broker::SharedRecords::Ignore,
+        shared_records: broker::SharedRecords::Ignore,
         global_cidrs: vec![net(242)],
         clusterset_cidrs: vec![net(243)],
         endpoint_mode: EndpointMode::GlobalIngress,
@@ -203,7 +212,8 @@ fn forbidden_message(
     namespace: &str,
     name: &str,
 ) -> String {
-    let user = crate::hub::service_account_user(&config.broker_namespace, &config.cluster_id);
+    let user =
+        mcs_controller::hub::service_account_user(&config.broker_namespace, &config.cluster_id);
     kube_syntax::status::forbidden(&kube_syntax::status::Denied {
         user: &user,
         verb,
@@ -299,11 +309,13 @@ pub fn endpoint_slice(key: &ServiceKey, addresses: &[&str], ports: &[i32]) -> En
 
 /// The resource types the simulated API servers serve, as a real one with clusterset installed
 /// does: the built-in types, the MCS CRDs (ServiceExport, ServiceImport), the About API CRD
-/// (ClusterProperty) and the broker's ExportRecord CRD.
+/// (ClusterProperty) and the broker's ExportRecord CRD (the committed
+/// `deploy/clusterset-agent/broker-crd.yaml`, which the agent's tests keep equal to the CRD it
+/// prints).
 pub fn api_catalog() -> Result<Catalog, SimError> {
     let mut crds = mcs_types::crd::mcs_crds()?;
     crds.extend(mcs_types::crd::about_crds()?);
-    crds.push(crate::broker::crd());
+    crds.push(serde_saphyr::from_str(BROKER_CRD)?);
     crds.iter().try_fold(Catalog::builtin(), |catalog, crd| {
         Ok(catalog.with_crd(&serde_json::to_value(crd)?))
     })
@@ -314,7 +326,7 @@ pub fn api_catalog() -> Result<Catalog, SimError> {
 /// strict decoding error for a field its CRD does not declare, or `None` when it is accepted.
 ///
 /// ```
-/// use clusterset_agent::sim::{api_catalog, refusal};
+/// use clusterset_sim::{api_catalog, refusal};
 /// let catalog = api_catalog()?;
 /// let slice = serde_json::json!({
 ///     "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
@@ -324,7 +336,7 @@ pub fn api_catalog() -> Result<Catalog, SimError> {
 /// });
 /// let message = refusal(&catalog, &slice).unwrap_or_default();
 /// assert!(message.starts_with("EndpointSlice.discovery.k8s.io \"web-c0\" is invalid: metadata.labels"));
-/// # Ok::<(), clusterset_agent::sim::SimError>(())
+/// # Ok::<(), clusterset_sim::SimError>(())
 /// ```
 pub fn refusal(catalog: &Catalog, object: &impl serde::Serialize) -> Option<String> {
     let value = match serde_json::to_value(object) {
@@ -776,7 +788,7 @@ impl Simulation {
             }
             if self.clusters.iter().any(|c| {
                 c.core.is_started()
-                    && *c.core.lease_state() != crate::core::LeaseState::Held
+                    && *c.core.lease_state() != mcs_controller::core::LeaseState::Held
                     && c.heartbeating
             }) {
                 busy |= self.heartbeat_all() > 0;

@@ -1,5 +1,5 @@
 //! The writes the agent's core asks for. The core decides; the kube layer
-//! ([`crate::kube_io::KubeWriter`]) or the simulation carries them out.
+//! (the agent's kube shell) or the simulation carries them out.
 
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use mcs_types::ServiceExportStatus;

@@ -17,7 +17,7 @@
 //! ([`record_writer_check`](crate::broker::record_writer_check)).
 //!
 //! ```
-//! use clusterset_agent::hub::HubLayout;
+//! use mcs_controller::hub::HubLayout;
 //! use mcs_types::ClusterId;
 //! let layout = HubLayout::new("clusterset-broker", vec![ClusterId::new("east")?, ClusterId::new("west")?])?;
 //! let documents = layout.manifests();
@@ -57,7 +57,7 @@ pub fn service_account(cluster: &ClusterId) -> String {
 /// ServiceAccount in the broker namespace), as RBAC refusals name it.
 ///
 /// ```
-/// use clusterset_agent::hub::service_account_user;
+/// use mcs_controller::hub::service_account_user;
 /// use mcs_types::ClusterId;
 /// assert_eq!(
 ///     service_account_user("clusterset-broker", &ClusterId::new("east")?),

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
+use crate::EndpointMode;
 use ipnet::IpNet;
-use mcs_controller::EndpointMode;
 use mcs_types::ClusterId;
 
 use crate::broker::{SharedRecords, records_namespace};
@@ -105,7 +105,7 @@ impl AgentConfig {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use clusterset_agent::AgentConfig;
+    /// use mcs_controller::AgentConfig;
     /// use mcs_controller::EndpointMode;
     /// use mcs_types::ClusterId;
     /// let config = AgentConfig {
