@@ -18,7 +18,7 @@
 //! - [`core::AgentCore`]: caches, indexes, IP pools and the reconcile rules, fed watch events
 //!   ([`core::Input`], each a [`watch::Event`]) and producing [`write::Write`]s and DNS zone
 //!   changes ([`core::Output`]); [`watch`] also holds the label selectors of its watches.
-//! - [`cache`]: the relist-safe watch cache; [`write`]: the writes and their targets.
+//! - [`cache`]: the relist-safe watch cache; [`write`](mod@write): the writes and their targets.
 //! - [`broker`]: the records on the hub ([`broker::BrokerRecord`], kind `ExportRecord`), their
 //!   names and namespaces, the checks of who could have written a record or Lease, and the
 //!   heartbeat Lease decisions.

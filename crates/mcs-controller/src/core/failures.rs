@@ -2,7 +2,13 @@
 //! server's return retries the writes that failed without an answer, and a failed broker write
 //! shows on the ServiceExport.
 
-use super::*;
+use std::collections::BTreeMap;
+
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use mcs_types::ServiceKey;
+
+use super::{AgentCore, Side, later};
+use crate::write::{Target, Write};
 
 /// One failed write's backoff. Each target keeps its own, so that one API server's return (or
 /// one write's success) does not restart the backoff of another.

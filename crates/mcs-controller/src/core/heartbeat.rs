@@ -2,7 +2,16 @@
 //! carries out, whether this agent holds its Lease, which clusters are stale or dropped, and
 //! when the core must be woken up without a new event.
 
-use super::*;
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use mcs_types::{ClusterId, ServiceKey};
+
+use super::{AgentCore, ClusterHealth, LeaseState, key_of, later};
+use crate::broker::{self, Heartbeat};
+use crate::cache::ObjectId;
+use crate::watch::Event;
 
 /// Whether `lease` is an older version of `stored`: by resourceVersion when both are numbers
 /// (as etcd's are), else by renewal time.

@@ -2,7 +2,18 @@
 //! keeps the indexes (slices by service, records by service and cluster, Leases by cluster)
 //! and marks the services it touches dirty.
 
-use super::*;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use mcs_types::ServiceKey;
+use mcs_types::labels::{KUBERNETES_SERVICE_NAME_LABEL, SERVICE_NAME_LABEL};
+use mcs_types::v1beta1::{ServiceExport, ServiceImport};
+
+use super::{
+    AgentCore, Input, Side, ZoneChange, export_status_matches, import_spec_matches,
+    import_status_matches, is_live, key_of, slice_matches,
+};
+use crate::broker::{self, BrokerRecord};
+use crate::cache::{Change, ObjectId};
+use crate::write::{Target, Write};
 
 pub(super) fn label<'a>(
     meta: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,

@@ -1,7 +1,14 @@
 //! Whether a stored object already is what the core would write: the comparisons that keep
 //! steady state free of writes and recognise the echo of a write in flight.
 
-use super::*;
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use mcs_types::v1beta1::{ServiceExport, ServiceImport};
+use mcs_types::{ServiceExportStatus, ServiceImportStatus};
+
+use super::STALE_CLUSTERS_CONDITION;
 
 pub(super) const IMPORT_CONDITIONS: [&str; 2] = ["Ready", STALE_CLUSTERS_CONDITION];
 
@@ -133,6 +140,7 @@ pub(super) fn export_status_matches(
 mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry};
+    use mcs_types::ServiceImportType;
 
     fn import(labels: &[(&str, &str)]) -> ServiceImport {
         let mut import = ServiceImport::new(

@@ -22,26 +22,17 @@
 //! `failures` keeps the backoff of failed writes, `heartbeat` the Leases and clusters' health.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::net::IpAddr;
 
-use crate::{
-    ExportRecord, ExportedService, InvalidExport, IpPool, LocalExport, MergedService, Publication,
-    desired_endpoint_slices, desired_import, export_conditions, family_of, import_ready_condition,
-    merge_exports,
-};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use mcs_types::conditions::{ConditionStatus, DesiredCondition};
-use mcs_types::labels::{KUBERNETES_SERVICE_NAME_LABEL, SERVICE_NAME_LABEL};
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
 use mcs_types::{ClusterId, ServiceKey};
-use mcs_types::{ServiceExportStatus, ServiceImportStatus, ServiceImportType};
 
-use crate::broker::{self, BrokerRecord, ForeignWriter, Heartbeat, RecordHome};
-use crate::cache::{Cache, Change, ObjectId};
+use crate::IpPool;
+use crate::broker::{BrokerRecord, ForeignWriter, RecordHome};
+use crate::cache::{Cache, ObjectId};
 use crate::config::AgentConfig;
 use crate::watch::Event;
 use crate::write::{Target, Write};

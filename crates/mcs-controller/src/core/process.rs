@@ -1,7 +1,16 @@
 //! One pass of the core: the start once both sides synced (persisted IP assignments restored),
 //! retries due, and the dirty services reconciled; the IP pools and the emission of writes.
 
-use super::*;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+
+use k8s_openapi::jiff::Timestamp;
+use mcs_types::ServiceKey;
+
+use super::{AgentCore, Output, ZoneChange, key_of};
+use crate::cache::ObjectId;
+use crate::write::Write;
+use crate::{ExportRecord, IpPool, family_of};
 
 #[derive(Debug, Clone, Copy)]
 pub(super) enum PoolKind {

@@ -2,7 +2,27 @@
 //! records, the ServiceImport and EndpointSlices to write or delete, and the ServiceExport's
 //! conditions.
 
-use super::*;
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
+use mcs_types::conditions::{ConditionStatus, DesiredCondition};
+use mcs_types::{ServiceExportStatus, ServiceImportType, ServiceKey};
+
+use super::{
+    AgentCore, ClusterHealth, EXPORT_CONDITIONS, FRESH_REASON, IMPORT_CONDITIONS, LeaseState,
+    Output, PoolKind, RecordCopies, STALE_CLUSTERS_CONDITION, STALE_REASON, Side,
+    export_status_matches, import_spec_matches, import_status_matches, is_live, slice_matches,
+};
+use crate::broker::{BrokerRecord, RecordHome};
+use crate::cache::ObjectId;
+use crate::write::{Target, Write};
+use crate::{
+    ExportRecord, ExportedService, InvalidExport, LocalExport, MergedService, Publication,
+    desired_endpoint_slices, desired_import, export_conditions, import_ready_condition,
+    merge_exports,
+};
 
 impl AgentCore {
     pub(super) fn reconcile(&mut self, key: &ServiceKey, now: Timestamp, out: &mut Output) {
