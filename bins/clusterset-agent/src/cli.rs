@@ -10,16 +10,17 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use clusterset_dns::{DnsServer, ServerConfig, ZoneConfig, ZoneStore};
 use ipnet::IpNet;
-use mcs_controller::{ClusterId, EndpointMode};
+use mcs_controller::EndpointMode;
+use mcs_types::ClusterId;
 use mcs_types::names::Zone;
 
-use crate::broker::SharedRecords;
-use crate::config::AgentConfig;
-use crate::core::AgentCore;
 use crate::http::Readiness;
 use crate::kube_io::{KubeWriter, broker_watches, local_watches};
 use crate::metrics::Metrics;
 use crate::runtime::Runtime;
+use mcs_controller::broker::SharedRecords;
+use mcs_controller::config::AgentConfig;
+use mcs_controller::core::AgentCore;
 
 /// The clusterset agent: the Multi-Cluster Services control plane of one member cluster.
 #[derive(Debug, Parser)]
@@ -66,7 +67,7 @@ impl HubManifestsArgs {
             .iter()
             .map(|c| ClusterId::new(c).with_context(|| format!("--cluster {c:?}")))
             .collect::<anyhow::Result<Vec<_>>>()?;
-        let layout = crate::hub::HubLayout::new(&self.broker_namespace, clusters)?
+        let layout = mcs_controller::hub::HubLayout::new(&self.broker_namespace, clusters)?
             .legacy_shared_records(self.legacy_shared_records);
         let mut command = String::from("clusterset-agent hub-manifests");
         for cluster in &self.clusters {

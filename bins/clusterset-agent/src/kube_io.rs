@@ -9,18 +9,17 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
-use mcs_types::labels::{
-    CLUSTERSET_ENDPOINTSLICE_CONTROLLER, ENDPOINTSLICE_MANAGED_BY_LABEL,
-    KUBERNETES_SERVICE_NAME_LABEL,
-};
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
 use serde::de::DeserializeOwned;
 
-use crate::broker::{self, BrokerRecord, Heartbeat};
-use crate::core::Input;
-use crate::write::Write;
+use mcs_controller::broker::{BrokerRecord, Heartbeat};
+use mcs_controller::core::Input;
+use mcs_controller::watch::{
+    Event, LEASES_SELECTOR, imported_slices_selector, local_slices_selector,
+};
+use mcs_controller::write::Write;
 
-pub use crate::write::FIELD_MANAGER;
+pub use mcs_controller::write::FIELD_MANAGER;
 
 /// What the watches deliver: an input for the core, or a watch failure (retried with backoff
 /// by the watcher; counted, logged, and otherwise harmless because the caches keep their last
@@ -80,12 +79,23 @@ pub fn watch_no_answer(error: &watcher::Error) -> bool {
     }
 }
 
+/// A kube-runtime watch event as the core takes it: the same five cases, one to one.
+pub fn core_event<K>(event: watcher::Event<K>) -> Event<K> {
+    match event {
+        watcher::Event::Apply(object) => Event::Apply(object),
+        watcher::Event::Delete(object) => Event::Delete(object),
+        watcher::Event::Init => Event::Init,
+        watcher::Event::InitApply(object) => Event::InitApply(object),
+        watcher::Event::InitDone => Event::InitDone,
+    }
+}
+
 fn watch<K>(
     api: Api<K>,
     config: watcher::Config,
     source: &'static str,
     broker: bool,
-    wrap: fn(watcher::Event<K>) -> Input,
+    wrap: fn(Event<K>) -> Input,
 ) -> BoxStream<'static, Feed>
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
@@ -94,7 +104,7 @@ where
     watcher(api, config)
         .backoff(WatchBackoff::default())
         .map(move |result| match result {
-            Ok(event) => Feed::Input(Box::new(wrap(event))),
+            Ok(event) => Feed::Input(Box::new(wrap(core_event(event)))),
             Err(error) => Feed::watch_error(source, broker, &error),
         })
         .boxed()
@@ -202,38 +212,6 @@ impl kube::runtime::utils::Backoff for WatchBackoff {
         self.next = Self::MIN;
     }
 }
-
-/// The label selector of the watch of the member cluster's own EndpointSlices: the slices of a
-/// Service (`kubernetes.io/service-name` set) that our controller did not write.
-///
-/// ```
-/// assert_eq!(
-///     clusterset_agent::kube_io::local_slices_selector(),
-///     "kubernetes.io/service-name,endpointslice.kubernetes.io/managed-by!=mcs-controller.clusterset.io"
-/// );
-/// ```
-pub fn local_slices_selector() -> String {
-    format!(
-        "{KUBERNETES_SERVICE_NAME_LABEL},{ENDPOINTSLICE_MANAGED_BY_LABEL}!={CLUSTERSET_ENDPOINTSLICE_CONTROLLER}"
-    )
-}
-
-/// The label selector of the watch of the EndpointSlices the agent imported: those managed by
-/// our controller.
-///
-/// ```
-/// assert_eq!(
-///     clusterset_agent::kube_io::imported_slices_selector(),
-///     "endpointslice.kubernetes.io/managed-by=mcs-controller.clusterset.io"
-/// );
-/// ```
-pub fn imported_slices_selector() -> String {
-    format!("{ENDPOINTSLICE_MANAGED_BY_LABEL}={CLUSTERSET_ENDPOINTSLICE_CONTROLLER}")
-}
-
-/// The label selector of the broker's Lease watch: the heartbeat Leases (those with a cluster
-/// id label), not the other Leases of the namespace.
-pub const LEASES_SELECTOR: &str = broker::CLUSTER_ID_LABEL;
 
 /// The member cluster's watches: Services, ServiceExports, Services' EndpointSlices, Namespaces,
 /// ServiceImports and our imported EndpointSlices, all namespaces.

@@ -14,7 +14,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::core::Stats;
+use mcs_controller::core::Stats;
 
 /// Labels of per-operation counters.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]

@@ -11,14 +11,15 @@ use clusterset_daemon::ErrorChain;
 use clusterset_dns::ZoneStore;
 use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::jiff::Timestamp;
-use mcs_controller::ServiceKey;
+use mcs_types::ServiceKey;
 
-use crate::broker::Heartbeat;
-use crate::core::{AgentCore, Input, Side};
 use crate::http::Readiness;
 use crate::kube_io::{AgentWriter, Feed, WriteError};
 use crate::metrics::Metrics;
-use crate::write::Write;
+use mcs_controller::broker::Heartbeat;
+use mcs_controller::core::{AgentCore, Input, Side, ZoneChange};
+use mcs_controller::watch::Event;
+use mcs_controller::write::Write;
 
 /// A source of the current time (the real clock in the agent, a fixed one in tests).
 pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
@@ -148,8 +149,7 @@ impl Runtime {
                 // The Lease as the hub stored it: the core knows at once that it holds it
                 // (after an outage it may publish without waiting for the Lease watch).
                 if let Some(lease) = stored {
-                    self.core
-                        .handle(Input::Lease(kube::runtime::watcher::Event::Apply(lease)));
+                    self.core.handle(Input::Lease(Event::Apply(lease)));
                 }
             }
             Err(WriteError::Conflict(message)) => {
@@ -170,7 +170,7 @@ impl Runtime {
                         fix = %format!(
                             "the hub lets this cluster update only its own Lease {}/{}, which the hub manifests create: apply `clusterset-agent hub-manifests --cluster {} ...` (every member) on the hub",
                             config.broker_namespace,
-                            crate::broker::lease_name(&config.cluster_id),
+                            mcs_controller::broker::lease_name(&config.cluster_id),
                             config.cluster_id
                         ),
                         "heartbeat Lease refused"
@@ -189,7 +189,7 @@ impl Runtime {
         let output = self.core.process(now);
         if let Some(zone) = &self.zone {
             if !output.zone_changes.is_empty() {
-                let report = zone.apply(output.zone_changes);
+                let report = zone.apply(output.zone_changes.into_iter().map(zone_change));
                 for rejected in report.rejected {
                     tracing::warn!(error = %rejected, "object not served in clusterset DNS");
                 }
@@ -277,19 +277,40 @@ impl Runtime {
     }
 }
 
+/// A change of the core's DNS sources as the clusterset DNS zone store takes it.
+fn zone_change(change: ZoneChange) -> clusterset_dns::ZoneChange {
+    match change {
+        ZoneChange::ServiceImport(import) => {
+            clusterset_dns::ZoneChange::Upsert(clusterset_dns::ZoneObject::ServiceImport(import))
+        }
+        ZoneChange::EndpointSlice(slice) => {
+            clusterset_dns::ZoneChange::Upsert(clusterset_dns::ZoneObject::EndpointSlice(slice))
+        }
+        ZoneChange::ServiceImportDeleted(key) => {
+            clusterset_dns::ZoneChange::DeleteServiceImport(key)
+        }
+        ZoneChange::EndpointSliceDeleted(id) => {
+            clusterset_dns::ZoneChange::DeleteEndpointSlice(clusterset_dns::SliceKey {
+                namespace: id.namespace,
+                name: id.name,
+            })
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Mutex;
 
-    use crate::config::AgentConfig;
     use futures::channel::mpsc;
-    use kube::runtime::watcher::Event;
-    use mcs_controller::ServiceKey;
+    use mcs_controller::config::AgentConfig;
+    use mcs_controller::watch::Event;
+    use mcs_types::ServiceKey;
 
     use super::*;
-    use crate::broker::Heartbeat;
     use crate::kube_io::MockAgentWriter;
-    use crate::sim;
+    use clusterset_sim as sim;
+    use mcs_controller::broker::Heartbeat;
 
     fn feed(input: Input) -> Feed {
         Feed::Input(Box::new(input))
@@ -464,7 +485,7 @@ mod tests {
         let last = heartbeats.lock().unwrap().last().cloned();
         match last {
             Some(Heartbeat::Replace(lease)) => {
-                assert_eq!(crate::broker::lease_holder(&lease), None);
+                assert_eq!(mcs_controller::broker::lease_holder(&lease), None);
             }
             other => panic!("expected the Lease release last, got {other:?}"),
         }

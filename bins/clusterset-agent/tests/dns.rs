@@ -8,19 +8,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use clusterset_agent::broker::Heartbeat;
-use clusterset_agent::core::{AgentCore, Input};
 use clusterset_agent::http::Readiness;
 use clusterset_agent::kube_io::{AgentWriter, Feed, WriteError};
 use clusterset_agent::metrics::Metrics;
 use clusterset_agent::runtime::Runtime;
-use clusterset_agent::sim::Simulation;
-use clusterset_agent::write::Write;
 use clusterset_dns::{DnsServer, ServerConfig, ZoneConfig, ZoneStore};
+use clusterset_sim::Simulation;
 use futures::channel::mpsc;
 use k8s_openapi::jiff::Timestamp;
-use kube::runtime::watcher::Event;
-use mcs_controller::ServiceKey;
+use mcs_controller::broker::Heartbeat;
+use mcs_controller::core::{AgentCore, Input};
+use mcs_controller::watch::Event;
+use mcs_controller::write::Write;
+use mcs_types::ServiceKey;
 
 /// Accepts every write (this test is about DNS).
 struct AcceptAll;

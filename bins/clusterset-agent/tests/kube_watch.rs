@@ -14,18 +14,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use clusterset_agent::broker::{self, BrokerRecord, Heartbeat};
-use clusterset_agent::core::{AgentCore, Input};
 use clusterset_agent::http::Readiness;
-use clusterset_agent::kube_io::{
-    self, AgentWriter, Feed, WriteError, broker_watches, local_watches,
-};
+use clusterset_agent::kube_io::{AgentWriter, Feed, WriteError, broker_watches, local_watches};
 use clusterset_agent::metrics::Metrics;
 use clusterset_agent::runtime::Runtime;
-use clusterset_agent::sim;
-use clusterset_agent::write::Write;
 use clusterset_dns::wire::{Transport, answer};
 use clusterset_dns::{Rcode, ZoneConfig, ZoneStore};
+use clusterset_sim as sim;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use http::{Request, Response, StatusCode};
@@ -33,8 +28,12 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::client::Body;
-use kube::runtime::watcher::Event;
-use mcs_controller::{ClusterId, EndpointMode, ExportRecord, LocalExport, ServiceKey};
+use mcs_controller::broker::{self, BrokerRecord, Heartbeat};
+use mcs_controller::core::{AgentCore, Input};
+use mcs_controller::watch::Event;
+use mcs_controller::write::Write;
+use mcs_controller::{EndpointMode, ExportRecord, LocalExport};
+use mcs_types::{ClusterId, ServiceKey};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -733,8 +732,8 @@ async fn the_old_managed_by_selector_is_refused_with_400_bad_request_as_a_real_a
 
     // The selectors the agent sends now are accepted by the same mock.
     for selector in [
-        kube_io::imported_slices_selector(),
-        kube_io::local_slices_selector(),
+        mcs_controller::watch::imported_slices_selector(),
+        mcs_controller::watch::local_slices_selector(),
     ] {
         let params = kube::api::ListParams::default().labels(&selector);
         slices.list(&params).await.unwrap();

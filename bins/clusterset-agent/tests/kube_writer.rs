@@ -8,17 +8,18 @@
 
 use std::collections::BTreeMap;
 
-use clusterset_agent::broker::{BrokerRecord, Heartbeat};
 use clusterset_agent::kube_io::{AgentWriter, FIELD_MANAGER, KubeWriter, WriteError};
-use clusterset_agent::sim;
-use clusterset_agent::write::Write;
+use clusterset_sim as sim;
 use http::{Method, Request, Response, StatusCode};
 use k8s_openapi::jiff::Timestamp;
 use kube::client::Body;
 use kube_syntax::status::Refusal;
-use mcs_controller::{ClusterId, EndpointMode, ExportRecord, LocalExport, ServiceKey};
+use mcs_controller::broker::{BrokerRecord, Heartbeat};
+use mcs_controller::write::Write;
+use mcs_controller::{EndpointMode, ExportRecord, LocalExport};
 use mcs_types::ServiceExportStatus;
 use mcs_types::conditions::{DesiredCondition, set_condition};
+use mcs_types::{ClusterId, ServiceKey};
 use tokio::task::JoinHandle;
 use tower_test::mock::{self, Handle};
 
@@ -393,7 +394,7 @@ async fn heartbeat_creates_then_replaces_with_the_resource_version_and_reports_4
     let c0 = ClusterId::new("c0").unwrap();
     let now = Timestamp::from_second(1_800_000_000).unwrap();
     let Heartbeat::Create(lease) =
-        clusterset_agent::broker::heartbeat(None, &c0, "agent-0", BROKER, 30, now)
+        mcs_controller::broker::heartbeat(None, &c0, "agent-0", BROKER, 30, now)
     else {
         panic!()
     };
@@ -432,7 +433,7 @@ async fn heartbeat_creates_then_replaces_with_the_resource_version_and_reports_4
 
     let mut stored = *lease;
     stored.metadata.resource_version = Some("41".into());
-    let renew = clusterset_agent::broker::heartbeat(Some(&stored), &c0, "agent-0", BROKER, 30, now);
+    let renew = mcs_controller::broker::heartbeat(Some(&stored), &c0, "agent-0", BROKER, 30, now);
     let (writer, _local, broker) = mock_writer();
     let server = serve(
         broker,

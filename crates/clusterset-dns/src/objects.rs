@@ -13,6 +13,10 @@ use mcs_types::names::{SrvProtocol, dashed_ip, dns_label_problem};
 use mcs_types::{ServiceImportType, ServicePort};
 use serde::de::DeserializeOwned;
 
+/// The namespace and name of a ServiceImport (and of the service it imports): the one
+/// [`mcs_types::ServiceKey`].
+pub use mcs_types::ServiceKey;
+
 /// The kinds of object a clusterset zone is built from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ObjectKind {
@@ -48,32 +52,11 @@ pub struct ObjectError {
     pub problem: String,
 }
 
-/// The namespace and name of a ServiceImport (and of the service it imports).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ServiceKey {
-    /// The namespace.
-    pub namespace: String,
-    /// The ServiceImport name.
-    pub name: String,
-}
-
-impl ServiceKey {
-    /// The key of `namespace/name`.
-    pub fn new(namespace: &str, name: &str) -> Self {
-        Self {
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-        }
-    }
-}
-
-impl ServiceKey {
-    /// The key, borrowed.
-    pub(crate) fn as_ref(&self) -> ServiceRef<'_> {
-        ServiceRef {
-            namespace: &self.namespace,
-            name: &self.name,
-        }
+/// The key, borrowed.
+pub(crate) fn service_ref(key: &ServiceKey) -> ServiceRef<'_> {
+    ServiceRef {
+        namespace: &key.namespace,
+        name: &key.name,
     }
 }
 
@@ -91,12 +74,6 @@ impl ServiceRef<'_> {
     /// The owned key.
     pub(crate) fn to_key(self) -> ServiceKey {
         ServiceKey::new(self.namespace, self.name)
-    }
-}
-
-impl fmt::Display for ServiceKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
     }
 }
 

@@ -15,7 +15,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use crate::index::{Found, Replaced, ServiceEntry, ServicePlace, ZoneIndex};
 use crate::name::{FastMap, fqdn, in_zone, wire_name};
 use crate::objects::{
-    ObjectError, ServiceKey, ServiceRef, SliceKey, import_fact, import_key, slice_fact,
+    ObjectError, ServiceKey, ServiceRef, SliceKey, import_fact, import_key, service_ref, slice_fact,
 };
 use crate::records::{Answer, NameRecords, NameView, ZoneConfig, zone_names};
 
@@ -222,7 +222,7 @@ impl ClustersetZone {
         key: &ServiceKey,
         log: Option<&mut Vec<Replaced>>,
     ) -> usize {
-        usize::from(self.replace_service(key.as_ref(), log, |current| {
+        usize::from(self.replace_service(service_ref(key), log, |current| {
             let current = current.filter(|c| c.import.is_some())?;
             Some(
                 (!current.slices().is_empty())
@@ -247,7 +247,7 @@ impl ClustersetZone {
             changed += self.remove_slice(&slice_key, &previous, log.as_deref_mut());
         }
         let name = slice_key.name.clone();
-        let updated = self.replace_service(service_key.as_ref(), log, |current| {
+        let updated = self.replace_service(service_ref(&service_key), log, |current| {
             if current.and_then(|c| c.slices().get(&name)).map(|s| &**s) == Some(&fact) {
                 return None;
             }
@@ -288,18 +288,20 @@ impl ClustersetZone {
         log: Option<&mut Vec<Replaced>>,
     ) -> usize {
         self.slice_owner.remove(slice_key);
-        usize::from(self.replace_service(service_key.as_ref(), log, |current| {
-            let current = current.filter(|c| c.slices().contains_key(&slice_key.name))?;
-            let mut slices = BTreeMap::clone(current.slices());
-            slices.remove(&slice_key.name);
-            Some((current.import.is_some() || !slices.is_empty()).then(|| {
-                Arc::new(ServiceEntry::new(
-                    Arc::clone(current.key()),
-                    current.import.clone(),
-                    slices,
-                ))
-            }))
-        }))
+        usize::from(
+            self.replace_service(service_ref(service_key), log, |current| {
+                let current = current.filter(|c| c.slices().contains_key(&slice_key.name))?;
+                let mut slices = BTreeMap::clone(current.slices());
+                slices.remove(&slice_key.name);
+                Some((current.import.is_some() || !slices.is_empty()).then(|| {
+                    Arc::new(ServiceEntry::new(
+                        Arc::clone(current.key()),
+                        current.import.clone(),
+                        slices,
+                    ))
+                }))
+            }),
+        )
     }
 
     /// The names whose records differ between the entries before and after some changes (the

@@ -49,7 +49,7 @@ pub enum AllocError {
 }
 
 /// A pool of addresses from one CIDR, assigned to keys (for example
-/// [`ServiceKey`](crate::ServiceKey)s). The network address, and for IPv4 prefixes shorter than
+/// [`ServiceKey`](mcs_types::ServiceKey)s). The network address, and for IPv4 prefixes shorter than
 /// /31 the broadcast address, are never assigned.
 ///
 /// ```

@@ -1,6 +1,7 @@
-//! Pure KEP-1645 Multi-Cluster Services aggregation: the same function in every cluster turns
-//! every cluster's exports of a service into that service's ServiceImport, EndpointSlices and
-//! ServiceExport conditions, so that all clusters agree without a shared mutable aggregate.
+//! The Multi-Cluster Services control-plane core, pure: the KEP-1645 aggregation (the same
+//! function in every cluster turns every cluster's exports of a service into that service's
+//! ServiceImport, EndpointSlices and ServiceExport conditions, so that all clusters agree
+//! without a shared mutable aggregate) and the agent's sans-IO core around it.
 //!
 //! - [`ExportRecord::from_local`]: what a cluster publishes for one local export (or why the
 //!   export is invalid: no Service, ExternalName).
@@ -12,13 +13,27 @@
 //! - [`IpPool`]: Globalnet-style stable IP allocation (global IPs per export, clusterset IPs
 //!   per import).
 //!
-//! No IO, no clock, no async: the agent feeds records in and writes the results out.
+//! The sans-IO core of one member cluster's agent:
+//!
+//! - [`core::AgentCore`]: caches, indexes, IP pools and the reconcile rules, fed watch events
+//!   ([`core::Input`], each a [`watch::Event`]) and producing [`write::Write`]s and DNS zone
+//!   changes ([`core::Output`]); [`watch`] also holds the label selectors of its watches.
+//! - [`cache`]: the relist-safe watch cache; [`write`](mod@write): the writes and their targets.
+//! - [`broker`]: the records on the hub ([`broker::BrokerRecord`], kind `ExportRecord`), their
+//!   names and namespaces, the checks of who could have written a record or Lease, and the
+//!   heartbeat Lease decisions.
+//! - [`hub`]: the hub cluster's manifests (namespaces, RBAC, Leases) that isolate the members.
+//! - [`config`]: the agent's validated settings.
+//!
+//! No IO, no clock, no async: the agent's kube shell (or the simulation of the test-support
+//! crate `clusterset-sim`) feeds events in and carries the writes out.
 //!
 //! ```
 //! use k8s_openapi::api::core::v1::{Service, ServicePort as CorePort, ServiceSpec};
 //! use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 //! use k8s_openapi::jiff::Timestamp;
-//! use mcs_controller::{ClusterId, EndpointMode, ExportRecord, LocalExport, ServiceKey};
+//! use mcs_controller::{EndpointMode, ExportRecord, LocalExport};
+//! use mcs_types::{ClusterId, ServiceKey};
 //!
 //! let key = ServiceKey::new("rook-ceph", "rook-ceph-mon-a");
 //! let service = Service {
@@ -50,9 +65,16 @@
 #![forbid(unsafe_code)]
 
 mod alloc;
+pub mod broker;
+pub mod cache;
+pub mod config;
+pub mod core;
+pub mod hub;
 mod import;
 mod merge;
 mod model;
+pub mod watch;
+pub mod write;
 
 pub use alloc::{AllocError, IpPool};
 pub use import::{
@@ -61,6 +83,10 @@ pub use import::{
 };
 pub use merge::{MergeError, MergedService, merge_exports};
 pub use model::{
-    ClusterId, EndpointMode, ExportRecord, ExportedEndpoints, ExportedService, InvalidClusterId,
-    InvalidExport, LocalExport, ServiceKey, family_of,
+    EndpointMode, ExportRecord, ExportedEndpoints, ExportedService, InvalidExport, LocalExport,
+    family_of,
 };
+
+pub use config::{AgentConfig, ConfigError};
+pub use core::{AgentCore, Input, Output};
+pub use write::{Target, Write};

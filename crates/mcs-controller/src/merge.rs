@@ -9,7 +9,9 @@ use k8s_openapi::api::core::v1::SessionAffinityConfig;
 use mcs_types::conditions::{ConflictReason, ConflictReasons};
 use mcs_types::{ServiceImportType, ServicePort};
 
-use crate::model::{ClusterId, ExportRecord, PortIdentity, ServiceKey};
+use mcs_types::{ClusterId, ServiceKey};
+
+use crate::model::{ExportRecord, PortIdentity};
 
 /// Input that cannot be merged.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -13,8 +13,8 @@ use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use mcs_controller::{
-    ClusterId, EndpointMode, ExportRecord, InvalidExport, LocalExport, MergeError, Publication,
-    ServiceKey, desired_endpoint_slices, desired_import, export_conditions, import_ready_condition,
+    EndpointMode, ExportRecord, InvalidExport, LocalExport, MergeError, Publication,
+    desired_endpoint_slices, desired_import, export_conditions, import_ready_condition,
     merge_exports,
 };
 use mcs_types::conditions::{ConflictReason, ServiceExportConditionType};
@@ -22,6 +22,7 @@ use mcs_types::labels::{
     ENDPOINTSLICE_MANAGED_BY_LABEL, KUBERNETES_ENDPOINTSLICE_CONTROLLER,
     KUBERNETES_SERVICE_NAME_LABEL, SERVICE_NAME_LABEL, SOURCE_CLUSTER_LABEL,
 };
+use mcs_types::{ClusterId, ServiceKey};
 use mcs_types::{ServiceExportSpec, ServiceImportType};
 
 fn key() -> ServiceKey {

@@ -8,10 +8,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use mcs_controller::{
-    ClusterId, ExportRecord, ExportedService, Publication, ServiceKey, desired_endpoint_slices,
-    desired_import, export_conditions, merge_exports,
+    ExportRecord, ExportedService, Publication, desired_endpoint_slices, desired_import,
+    export_conditions, merge_exports,
 };
 use mcs_types::ServicePort;
+use mcs_types::{ClusterId, ServiceKey};
 use proptest::prelude::*;
 
 fn arb_port() -> impl Strategy<Value = ServicePort> {

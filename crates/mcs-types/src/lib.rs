@@ -10,6 +10,8 @@
 //! - [`labels`]: well-known label, annotation and ClusterProperty names.
 //! - [`names`]: clusterset DNS names (`<svc>.<ns>.svc.clusterset.local` and its forms).
 //! - [`crd`]: the CRDs, generated from these types and equivalent to the upstream ones.
+//! - [`ServiceKey`] and [`ClusterId`]: a service's identity across the clusterset (namespace
+//!   sameness) and a member cluster's id, the one definition every MCS component uses.
 //!
 //! The resource types implement `kube::Resource` (through `kube-core`), so they work with
 //! `kube::Api` directly. Fields that a newer API server sends and these types do not know are
@@ -52,6 +54,7 @@
 mod cluster_property;
 pub mod conditions;
 pub mod crd;
+mod ids;
 pub mod labels;
 pub mod names;
 mod resources;
@@ -59,6 +62,7 @@ mod service_export;
 mod service_import;
 
 pub use cluster_property::{ClusterPropertySpec, ClusterPropertyStatus};
+pub use ids::{ClusterId, InvalidClusterId, ServiceKey};
 pub use resources::DocumentError;
 pub use service_export::{ServiceExportSpec, ServiceExportStatus, UnknownFields};
 pub use service_import::{

@@ -552,8 +552,8 @@ fn documents(file: &str) -> anyhow::Result<Vec<serde_json::Value>> {
 /// The hub's namespace of cluster `id`'s ExportRecords (`clusterset-broker-<id>`), where only
 /// `agent-<id>` may write.
 pub fn records_namespace(id: &str) -> anyhow::Result<String> {
-    let cluster = mcs_controller::ClusterId::new(id)?;
-    Ok(clusterset_agent::broker::records_namespace(
+    let cluster = mcs_types::ClusterId::new(id)?;
+    Ok(mcs_controller::broker::records_namespace(
         BROKER_NAMESPACE,
         &cluster,
     ))
@@ -590,7 +590,7 @@ pub async fn apply_hub(hub: &Cluster) -> anyhow::Result<()> {
 async fn remove_shared_layout(hub: &Cluster, members: &[&Cluster]) -> anyhow::Result<()> {
     use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
     const OLD_ROLE: &str = "clusterset-agent";
-    let writer = clusterset_agent::hub::SHARED_RECORDS_WRITER;
+    let writer = mcs_controller::hub::SHARED_RECORDS_WRITER;
     let roles: Api<Role> = Api::namespaced(hub.client.clone(), BROKER_NAMESPACE);
     let bindings: Api<RoleBinding> = Api::namespaced(hub.client.clone(), BROKER_NAMESPACE);
     let mut removed = Vec::new();
@@ -615,7 +615,7 @@ async fn remove_shared_layout(hub: &Cluster, members: &[&Cluster]) -> anyhow::Re
             removed.push(format!("Role {role}"));
         }
     }
-    let records: Api<clusterset_agent::broker::BrokerRecord> =
+    let records: Api<mcs_controller::broker::BrokerRecord> =
         Api::namespaced(hub.client.clone(), BROKER_NAMESPACE);
     let shared = records.list(&kube::api::ListParams::default()).await?;
     for record in &shared {

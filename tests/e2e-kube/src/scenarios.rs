@@ -1054,10 +1054,10 @@ fn lease_identity(lease: &k8s_openapi::api::coordination::v1::Lease) -> serde_js
 /// namespace, both agents ignore and count, and the imports do not change; east's record and
 /// Lease are the same objects afterwards, and re-applying hub.yaml keeps the Lease's holder.
 pub async fn a_member_can_speak_only_for_itself(world: &mut World) -> anyhow::Result<()> {
-    use clusterset_agent::broker::{BrokerRecord, lease_name};
     use k8s_openapi::api::coordination::v1::Lease;
     use kube::api::PostParams;
     use kube_syntax::status::Denied;
+    use mcs_controller::broker::{BrokerRecord, lease_name};
 
     let namespace = world.namespace("e2e-isolation").await?;
     let (east, west) = (world.east.clone(), world.west.clone());
@@ -1084,7 +1084,7 @@ pub async fn a_member_can_speak_only_for_itself(world: &mut World) -> anyhow::Re
     )
     .await?;
     let hub_leases: Api<Lease> = Api::namespaced(east.client.clone(), broker);
-    let east_lease = lease_name(&mcs_controller::ClusterId::new(&east.id)?);
+    let east_lease = lease_name(&mcs_types::ClusterId::new(&east.id)?);
     let lease_before = hub_leases.get(&east_lease).await?;
     assert!(
         lease_before
@@ -1103,9 +1103,9 @@ pub async fn a_member_can_speak_only_for_itself(world: &mut World) -> anyhow::Re
     // 2. As west on the hub: every write to east's record or Lease, and any new Lease, is
     //    refused with RBAC's 403.
     let west_hub = crate::kubeconfig_client(&world.agents[1].broker_kubeconfig).await?;
-    let user = clusterset_agent::hub::service_account_user(
+    let user = mcs_controller::hub::service_account_user(
         broker,
-        &mcs_controller::ClusterId::new(&world.west.id)?,
+        &mcs_types::ClusterId::new(&world.west.id)?,
     );
     let records = |verb, name, namespace| Denied {
         user: &user,
@@ -1200,7 +1200,7 @@ pub async fn a_member_can_speak_only_for_itself(world: &mut World) -> anyhow::Re
     let new_lease: Lease = serde_json::from_value(json!({
         "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "metadata": {"name": "clusterset-agent-north", "namespace": broker,
-            "labels": {clusterset_agent::broker::CLUSTER_ID_LABEL: "east"}},
+            "labels": {mcs_controller::broker::CLUSTER_ID_LABEL: "east"}},
         "spec": {"holderIdentity": "agent-west"},
     }))?;
     assert_forbidden(

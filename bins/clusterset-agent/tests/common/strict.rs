@@ -1,7 +1,7 @@
 //! The strict part of the mock API servers: every request the agent sends a mock is checked
 //! with Kubernetes' own rules ([`kube_syntax`]) before the mock answers it, on the resource
 //! types a real API server with clusterset installed serves (the built-in types plus the MCS,
-//! About and broker CRDs: [`clusterset_agent::sim::api_catalog`], the same catalog the
+//! About and broker CRDs: [`clusterset_sim::api_catalog`], the same catalog the
 //! simulation's API servers use). A request a real kube-apiserver refuses is answered as it
 //! would answer it (400 BadRequest for a selector it cannot parse, 422 Invalid with the causes
 //! for an invalid object), and the mock makes the test fail.
@@ -16,9 +16,8 @@ use kube_syntax::status::{Refusal, Request};
 use serde_json::Value;
 
 /// The resource types of the mock API servers.
-static CATALOG: LazyLock<Catalog> = LazyLock::new(|| {
-    clusterset_agent::sim::api_catalog().expect("the mock API server's resource types")
-});
+static CATALOG: LazyLock<Catalog> =
+    LazyLock::new(|| clusterset_sim::api_catalog().expect("the mock API server's resource types"));
 
 /// A request as a mock API server received it: method, path, decoded query, content type and
 /// JSON body.

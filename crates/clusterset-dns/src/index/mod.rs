@@ -444,7 +444,7 @@ mod tests {
         zone.flush();
         let prepared = |i: usize| {
             let key = ServiceKey::new("bench", &crate::synthetic::service_name(i));
-            let wire = service_wire_key(key.as_ref()).unwrap();
+            let wire = service_wire_key(crate::objects::service_ref(&key)).unwrap();
             zone.index()
                 .services
                 .get(wire.as_slice())

@@ -5,8 +5,8 @@
 
 use std::collections::HashMap;
 
-use kube::ResourceExt;
-use kube::runtime::watcher::Event;
+use crate::watch::Event;
+use kube_core::ResourceExt;
 
 /// The namespace (empty for cluster-scoped objects) and name of an object.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -165,7 +165,7 @@ mod tests {
 
     fn cm(name: &str, value: &str) -> ConfigMap {
         ConfigMap {
-            metadata: kube::api::ObjectMeta {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
                 name: Some(name.into()),
                 namespace: Some("ns".into()),
                 ..Default::default()

@@ -1,18 +1,18 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers, not only #[test] fns
-//! Broker write isolation on simulated clusters (`clusterset_agent::sim`): each member's records
+//! Broker write isolation on simulated clusters (`clusterset_sim`): each member's records
 //! live in its own hub namespace, the simulated hub refuses what its RBAC refuses, and the
 //! upgrade from the shared broker namespace moves every record without an import ever missing.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use clusterset_agent::AgentConfig;
-use clusterset_agent::broker::SharedRecords;
-use clusterset_agent::sim::{self, Simulation};
+use clusterset_sim::{self as sim, Simulation};
 use k8s_openapi::jiff::Timestamp;
 use kube_syntax::status::{Denied, forbidden};
-use mcs_controller::{ClusterId, ServiceKey};
+use mcs_controller::AgentConfig;
+use mcs_controller::broker::SharedRecords;
 use mcs_types::conditions::find_condition;
+use mcs_types::{ClusterId, ServiceKey};
 
 const ROUNDS: usize = 1000;
 const CLUSTERS: usize = 3;

@@ -1,9 +1,9 @@
 //! The writes the agent's core asks for. The core decides; the kube layer
-//! ([`crate::kube_io::KubeWriter`]) or the simulation carries them out.
+//! (the agent's kube shell) or the simulation carries them out.
 
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use mcs_controller::ServiceKey;
 use mcs_types::ServiceExportStatus;
+use mcs_types::ServiceKey;
 use mcs_types::labels::SERVICE_NAME_LABEL;
 use mcs_types::v1beta1::ServiceImport;
 

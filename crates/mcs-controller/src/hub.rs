@@ -17,8 +17,8 @@
 //! ([`record_writer_check`](crate::broker::record_writer_check)).
 //!
 //! ```
-//! use clusterset_agent::hub::HubLayout;
-//! use mcs_controller::ClusterId;
+//! use mcs_controller::hub::HubLayout;
+//! use mcs_types::ClusterId;
 //! let layout = HubLayout::new("clusterset-broker", vec![ClusterId::new("east")?, ClusterId::new("west")?])?;
 //! let documents = layout.manifests();
 //! assert!(documents.iter().any(|d| d["kind"] == "Namespace" && d["metadata"]["name"] == "clusterset-broker-east"));
@@ -27,7 +27,7 @@
 
 use std::collections::BTreeSet;
 
-use mcs_controller::ClusterId;
+use mcs_types::ClusterId;
 use serde_json::{Value, json};
 
 use crate::broker::{CLUSTER_ID_LABEL, GROUP, PLURAL, lease_name, records_namespace};
@@ -57,8 +57,8 @@ pub fn service_account(cluster: &ClusterId) -> String {
 /// ServiceAccount in the broker namespace), as RBAC refusals name it.
 ///
 /// ```
-/// use clusterset_agent::hub::service_account_user;
-/// use mcs_controller::ClusterId;
+/// use mcs_controller::hub::service_account_user;
+/// use mcs_types::ClusterId;
 /// assert_eq!(
 ///     service_account_user("clusterset-broker", &ClusterId::new("east")?),
 ///     "system:serviceaccount:clusterset-broker:agent-east"

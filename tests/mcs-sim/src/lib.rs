@@ -16,28 +16,37 @@
 //! to it fail with a connection error and its watches deliver nothing; when it returns
 //! ([`Simulation::start_hub`], [`Simulation::start_api`]) its watches list again, as kube's
 //! watcher does after its resource version expired.
+//!
+//! A test-support crate (not published): the tests and the `propagation` benchmark of
+//! `mcs-controller` use it, and so do the agent's tests of its kube shell (for their objects).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Namespace, Service, ServicePort, ServiceSpec};
-use k8s_openapi::api::discovery::v1::{Endpoint, EndpointPort, EndpointSlice};
+use k8s_openapi::api::core::v1::{Namespace, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kube::runtime::watcher::Event;
-use kube_syntax::object::{Catalog, Completeness};
-use mcs_controller::{ClusterId, EndpointMode, ServiceKey};
-use mcs_types::labels::KUBERNETES_SERVICE_NAME_LABEL;
-use mcs_types::v1beta1::{ServiceExport, ServiceImport};
-
-use crate::broker::{
+use kube_syntax::object::Catalog;
+use mcs_controller::EndpointMode;
+use mcs_controller::broker::{
     self, BrokerRecord, CLUSTER_ID_LABEL, GROUP, Heartbeat, PLURAL, records_namespace,
 };
-use crate::cache::ObjectId;
-use crate::config::AgentConfig;
-use crate::core::{AgentCore, Input, Side};
-use crate::write::{Target, Write};
+use mcs_controller::cache::ObjectId;
+use mcs_controller::config::AgentConfig;
+use mcs_controller::core::{AgentCore, Input, Side};
+use mcs_controller::watch::Event;
+use mcs_controller::write::{Target, Write};
+use mcs_types::v1beta1::{ServiceExport, ServiceImport};
+use mcs_types::{ClusterId, ServiceKey};
+
+mod api;
+mod objects;
+
+use api::{Answer, accepted, forbidden_message, listed, local_listing, merge_maps};
+pub use api::{api_catalog, refusal};
+pub use objects::{endpoint_slice, namespace, service, service_export};
 
 /// The broker namespace of the simulation.
 pub const BROKER_NAMESPACE: &str = "clusterset-broker";
@@ -152,7 +161,7 @@ pub struct Simulation {
 pub enum SimError {
     /// A generated cluster id is invalid.
     #[error(transparent)]
-    ClusterId(#[from] mcs_controller::InvalidClusterId),
+    ClusterId(#[from] mcs_types::InvalidClusterId),
     /// The resource types of the simulated API servers cannot be set up: a CRD does not build.
     #[error("the simulated API server's resource types: {0}")]
     Crd(#[from] mcs_types::crd::CrdError),
@@ -160,6 +169,9 @@ pub enum SimError {
     /// serialize to JSON.
     #[error("the simulated API server's resource types: a CRD is not JSON: {0}")]
     CrdJson(#[from] serde_json::Error),
+    /// The committed broker CRD (`deploy/clusterset-agent/broker-crd.yaml`) does not parse.
+    #[error("the simulated API server's resource types: the broker CRD does not parse: {0}")]
+    BrokerCrd(#[from] serde_saphyr::Error),
     /// More clusters than the address plan has room for.
     #[error(
         "cluster index {0} is too large: the simulation gives each cluster a /16 of 242/8 and 243/8, so at most 256 clusters"
@@ -184,246 +196,13 @@ pub fn cluster_config(
         cluster_id: ClusterId::new(&format!("c{i}"))?,
         identity: format!("agent-c{i}"),
         broker_namespace: BROKER_NAMESPACE.to_owned(),
-        shared_records: crate::broker::SharedRecords::Ignore,
+        shared_records: broker::SharedRecords::Ignore,
         global_cidrs: vec![net(242)],
         clusterset_cidrs: vec![net(243)],
         endpoint_mode: EndpointMode::GlobalIngress,
         lease_duration: Duration::from_secs(30),
         stale_drop_after,
     })
-}
-
-/// The hub's 403 message for a request of the agent of `config` (its ServiceAccount from the hub
-/// manifests).
-fn forbidden_message(
-    config: &AgentConfig,
-    verb: &str,
-    (group, plural): (&str, &str),
-    namespace: &str,
-    name: &str,
-) -> String {
-    let user = crate::hub::service_account_user(&config.broker_namespace, &config.cluster_id);
-    kube_syntax::status::forbidden(&kube_syntax::status::Denied {
-        user: &user,
-        verb,
-        group,
-        plural,
-        name,
-        namespace,
-    })
-    .message()
-    .to_owned()
-}
-
-/// A namespace object.
-pub fn namespace(name: &str) -> Namespace {
-    Namespace {
-        metadata: ObjectMeta {
-            name: Some(name.to_owned()),
-            ..Default::default()
-        },
-        ..Default::default()
-    }
-}
-
-/// A ClusterIP Service with one TCP port per entry of `ports` (named `p<port>`).
-pub fn service(key: &ServiceKey, cluster_ip: &str, ports: &[i32]) -> Service {
-    Service {
-        metadata: ObjectMeta {
-            name: Some(key.name.clone()),
-            namespace: Some(key.namespace.clone()),
-            ..Default::default()
-        },
-        spec: Some(ServiceSpec {
-            cluster_ip: Some(cluster_ip.to_owned()),
-            ports: Some(
-                ports
-                    .iter()
-                    .map(|p| ServicePort {
-                        name: Some(format!("p{p}")),
-                        port: *p,
-                        protocol: Some("TCP".into()),
-                        ..Default::default()
-                    })
-                    .collect(),
-            ),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
-
-/// A ServiceExport created at `created`.
-pub fn service_export(key: &ServiceKey, created: Timestamp) -> ServiceExport {
-    let mut export = ServiceExport::new(&key.name, Default::default());
-    export.metadata.namespace = Some(key.namespace.clone());
-    export.metadata.creation_timestamp = Some(Time(created));
-    export.metadata.generation = Some(1);
-    export
-}
-
-/// The Service's EndpointSlice with one ready endpoint per address.
-pub fn endpoint_slice(key: &ServiceKey, addresses: &[&str], ports: &[i32]) -> EndpointSlice {
-    EndpointSlice {
-        metadata: ObjectMeta {
-            name: Some(format!("{}-abcde", key.name)),
-            namespace: Some(key.namespace.clone()),
-            labels: Some(BTreeMap::from([(
-                KUBERNETES_SERVICE_NAME_LABEL.to_owned(),
-                key.name.clone(),
-            )])),
-            ..Default::default()
-        },
-        address_type: "IPv4".into(),
-        endpoints: addresses
-            .iter()
-            .map(|a| Endpoint {
-                addresses: vec![(*a).to_owned()],
-                ..Default::default()
-            })
-            .collect(),
-        ports: Some(
-            ports
-                .iter()
-                .map(|p| EndpointPort {
-                    name: Some(format!("p{p}")),
-                    port: Some(*p),
-                    protocol: Some("TCP".into()),
-                    ..Default::default()
-                })
-                .collect(),
-        ),
-    }
-}
-
-/// The resource types the simulated API servers serve, as a real one with clusterset installed
-/// does: the built-in types, the MCS CRDs (ServiceExport, ServiceImport), the About API CRD
-/// (ClusterProperty) and the broker's ExportRecord CRD.
-pub fn api_catalog() -> Result<Catalog, SimError> {
-    let mut crds = mcs_types::crd::mcs_crds()?;
-    crds.extend(mcs_types::crd::about_crds()?);
-    crds.push(crate::broker::crd());
-    crds.iter().try_fold(Catalog::builtin(), |catalog, crd| {
-        Ok(catalog.with_crd(&serde_json::to_value(crd)?))
-    })
-}
-
-/// The message of the `422 Invalid` a real API server answers when `object` (a whole object:
-/// a create, an apply's result, a replace) is written ([`Catalog::refusal`]), or of the
-/// strict decoding error for a field its CRD does not declare, or `None` when it is accepted.
-///
-/// ```
-/// use clusterset_agent::sim::{api_catalog, refusal};
-/// let catalog = api_catalog()?;
-/// let slice = serde_json::json!({
-///     "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-///     "metadata": {"name": "web-c0", "namespace": "shop", "labels": {
-///         "endpointslice.kubernetes.io/managed-by": "clusterset.io/mcs-controller"}},
-///     "addressType": "IPv4", "endpoints": [],
-/// });
-/// let message = refusal(&catalog, &slice).unwrap_or_default();
-/// assert!(message.starts_with("EndpointSlice.discovery.k8s.io \"web-c0\" is invalid: metadata.labels"));
-/// # Ok::<(), clusterset_agent::sim::SimError>(())
-/// ```
-pub fn refusal(catalog: &Catalog, object: &impl serde::Serialize) -> Option<String> {
-    let value = match serde_json::to_value(object) {
-        Ok(value) => value,
-        Err(e) => return Some(format!("the object is not JSON: {e}")),
-    };
-    if let Some(refused) = catalog.refusal(&value, Completeness::Whole) {
-        return Some(refused.message().to_owned());
-    }
-    // Checked as under `fieldValidation=Strict`: the agent names no field validation, so a
-    // real server would drop a field the CRD does not declare with a warning, but the agent
-    // writing one is a bug the simulation should show.
-    let unknown = catalog.unknown_fields(&value);
-    (!unknown.is_empty()).then(|| {
-        let listed: Vec<String> = unknown
-            .iter()
-            .map(|e| format!("unknown field {:?}", e.field))
-            .collect();
-        format!("strict decoding error: {}", listed.join(", "))
-    })
-}
-
-/// `object`, or the 422 message that refuses it (never refused without a catalog).
-fn accepted<T: serde::Serialize>(catalog: Option<&Catalog>, object: T) -> Result<T, String> {
-    match catalog.and_then(|catalog| refusal(catalog, &object)) {
-        None => Ok(object),
-        Some(message) => Err(message),
-    }
-}
-
-fn merge_maps(
-    stored: &mut Option<BTreeMap<String, String>>,
-    desired: Option<&BTreeMap<String, String>>,
-) {
-    if let Some(desired) = desired {
-        stored
-            .get_or_insert_with(BTreeMap::new)
-            .extend(desired.iter().map(|(k, v)| (k.clone(), v.clone())));
-    }
-}
-
-/// What a simulated API server answers to a local write.
-enum Answer {
-    /// Stored; the watch event it causes.
-    Stored(Box<Input>),
-    /// Accepted, but the stored object is as it was: no watch event.
-    Unchanged,
-    /// 404.
-    NotFound,
-    /// 422 with this message.
-    Refused(String),
-}
-
-impl Answer {
-    /// Stores an accepted object (`store` returns its watch event) or passes the refusal on.
-    fn store<T>(accepted: Result<T, String>, store: impl FnOnce(T) -> Input) -> Self {
-        match accepted {
-            Ok(object) => Self::Stored(Box::new(store(object))),
-            Err(message) => Self::Refused(message),
-        }
-    }
-}
-
-/// One watch listing `items`: `Init`, `InitApply` per item, `InitDone`.
-fn listed<T>(items: impl Iterator<Item = T>, wrap: fn(Event<T>) -> Input, out: &mut Vec<Input>) {
-    out.push(wrap(Event::Init));
-    out.extend(items.map(|i| wrap(Event::InitApply(i))));
-    out.push(wrap(Event::InitDone));
-}
-
-/// A member's six watches listing everything stored in it.
-fn local_listing(s: &ClusterStore) -> Vec<Input> {
-    let mut inputs = Vec::new();
-    listed(
-        s.namespaces.values().cloned(),
-        Input::Namespace,
-        &mut inputs,
-    );
-    listed(s.services.values().cloned(), Input::Service, &mut inputs);
-    listed(
-        s.exports.values().cloned(),
-        Input::ServiceExport,
-        &mut inputs,
-    );
-    listed(
-        s.local_slices.values().cloned(),
-        Input::LocalEndpointSlice,
-        &mut inputs,
-    );
-    listed(
-        s.imports.values().cloned(),
-        Input::ServiceImport,
-        &mut inputs,
-    );
-    listed(
-        s.imported_slices.values().cloned(),
-        Input::ImportedEndpointSlice,
-        &mut inputs,
-    );
-    inputs
 }
 
 impl Simulation {
@@ -775,7 +554,7 @@ impl Simulation {
             }
             if self.clusters.iter().any(|c| {
                 c.core.is_started()
-                    && *c.core.lease_state() != crate::core::LeaseState::Held
+                    && *c.core.lease_state() != mcs_controller::core::LeaseState::Held
                     && c.heartbeating
             }) {
                 busy |= self.heartbeat_all() > 0;

@@ -3,15 +3,16 @@
 
 use std::time::Duration;
 
-use clusterset_agent::AgentConfig;
-use clusterset_agent::broker::{self, BrokerRecord, Heartbeat, SharedRecords};
-use clusterset_agent::core::{AgentCore, ClusterHealth, Input, LeaseState, Side};
-use clusterset_agent::sim;
-use clusterset_agent::write::Write;
+use clusterset_sim as sim;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::runtime::watcher::Event;
-use mcs_controller::{ClusterId, EndpointMode, ExportRecord, LocalExport, ServiceKey};
+use mcs_controller::AgentConfig;
+use mcs_controller::broker::{self, BrokerRecord, Heartbeat, SharedRecords};
+use mcs_controller::core::{AgentCore, ClusterHealth, Input, LeaseState, Side};
+use mcs_controller::watch::Event;
+use mcs_controller::write::Write;
+use mcs_controller::{EndpointMode, ExportRecord, LocalExport};
+use mcs_types::{ClusterId, ServiceKey};
 
 fn now() -> Timestamp {
     Timestamp::from_second(1_800_000_000).unwrap()
@@ -418,7 +419,7 @@ fn an_older_lease_from_the_watch_does_not_replace_the_one_the_heartbeat_stored()
     }
 }
 
-/// The reasons of [`clusterset_agent::core::Stats::foreign_writers`], with these counts.
+/// The reasons of [`mcs_controller::core::Stats::foreign_writers`], with these counts.
 fn foreign(
     record_namespace: usize,
     shared_namespace: usize,
@@ -565,7 +566,7 @@ fn a_lease_named_for_another_cluster_does_not_make_its_label_cluster_look_fresh(
     let stale_marked = out.writes.iter().any(|w| {
         matches!(w, Write::ApplyServiceImportStatus(i) if w.service() == api
             && i.status.as_ref().is_some_and(|s| s.conditions.iter().any(|c|
-                c.type_ == clusterset_agent::core::STALE_CLUSTERS_CONDITION && c.status == "True")))
+                c.type_ == mcs_controller::core::STALE_CLUSTERS_CONDITION && c.status == "True")))
     });
     assert!(stale_marked, "{:?}", out.writes);
 

@@ -1,17 +1,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers, not only #[test] fns
 //! End-to-end behaviour of the agent's core on simulated clusters: N cores, in-memory API
-//! servers and an in-memory broker (`clusterset_agent::sim`). The simulated API servers check
+//! servers and an in-memory broker (`clusterset_sim`). The simulated API servers check
 //! every write with Kubernetes' rules; [`settle`] asserts after every step that none was refused.
 
 use std::time::Duration;
 
-use clusterset_agent::core::{ClusterHealth, Input, STALE_CLUSTERS_CONDITION};
-use clusterset_agent::sim::{self, Simulation};
+use clusterset_sim::{self as sim, Simulation};
 use k8s_openapi::jiff::Timestamp;
-use kube::runtime::watcher::Event;
-use mcs_controller::{ClusterId, ServiceKey};
+use mcs_controller::core::{ClusterHealth, Input, STALE_CLUSTERS_CONDITION};
+use mcs_controller::watch::Event;
 use mcs_types::ServiceImportType;
 use mcs_types::conditions::find_condition;
+use mcs_types::{ClusterId, ServiceKey};
 
 const ROUNDS: usize = 1000;
 
@@ -291,13 +291,13 @@ fn no_deletion_before_both_caches_synced_and_stale_data_is_cleaned_after() {
     settle(&mut sim);
     // While c0's agent is down, its ServiceExport is deleted (Lighthouse #1416: stale slices
     // after restarts). The store changes, no event is seen.
-    let id = clusterset_agent::cache::ObjectId::new("shop", "web");
+    let id = mcs_controller::cache::ObjectId::new("shop", "web");
     sim.clusters[0].store.exports.remove(&id);
     // Restart c0 with only the local side listed: nothing may be written yet.
     let config = sim.clusters[0].core.config().clone();
-    let mut core = clusterset_agent::AgentCore::new(config);
+    let mut core = mcs_controller::AgentCore::new(config);
     let store = sim.clusters[0].store.clone();
-    fn list<T>(items: Vec<T>, wrap: fn(Event<T>) -> Input, core: &mut clusterset_agent::AgentCore) {
+    fn list<T>(items: Vec<T>, wrap: fn(Event<T>) -> Input, core: &mut mcs_controller::AgentCore) {
         core.handle(wrap(Event::Init));
         for item in items {
             core.handle(wrap(Event::InitApply(item)));
@@ -464,7 +464,7 @@ fn an_exhausted_global_cidr_is_reported_on_the_export_and_frees_up_on_unexport()
     let mut sim = Simulation::new(2, &["shop"], start(), None).unwrap();
     let mut config = sim.clusters[0].core.config().clone();
     config.global_cidrs = vec!["242.0.0.0/30".parse().unwrap()]; // two usable addresses
-    sim.clusters[0].core = clusterset_agent::AgentCore::new(config);
+    sim.clusters[0].core = mcs_controller::AgentCore::new(config);
     sim.start_all();
     settle(&mut sim);
     let keys: Vec<ServiceKey> = (0..3)

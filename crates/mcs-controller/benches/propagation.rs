@@ -1,8 +1,8 @@
 //! Propagation benchmark: N simulated clusters, each driven by the agent's real core, with
-//! in-memory API servers and broker (`clusterset_agent::sim`).
+//! in-memory API servers and broker (`clusterset_sim`).
 //!
 //! ```text
-//! cargo bench -p clusterset-agent --bench propagation -- --clusters 10 --services 10000 --changes 200
+//! cargo bench -p mcs-controller --bench propagation -- --clusters 10 --services 10000 --changes 200
 //! ```
 //!
 //! Measures (single thread, the clusters processed one after another, zero API latency):
@@ -16,11 +16,11 @@
 
 use std::time::{Duration, Instant};
 
-use clusterset_agent::core::Input;
-use clusterset_agent::sim::{self, Simulation};
+use clusterset_sim::{self as sim, Simulation};
 use k8s_openapi::jiff::Timestamp;
-use kube::runtime::watcher::Event;
-use mcs_controller::ServiceKey;
+use mcs_controller::core::Input;
+use mcs_controller::watch::Event;
+use mcs_types::ServiceKey;
 
 /// CPU time of this thread, from the kernel's scheduler statistics (nanosecond resolution).
 fn thread_cpu() -> Duration {

@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
+use crate::EndpointMode;
 use ipnet::IpNet;
-use mcs_controller::{ClusterId, EndpointMode};
+use mcs_types::ClusterId;
 
 use crate::broker::{SharedRecords, records_namespace};
 
@@ -104,8 +105,9 @@ impl AgentConfig {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use clusterset_agent::AgentConfig;
-    /// use mcs_controller::{ClusterId, EndpointMode};
+    /// use mcs_controller::AgentConfig;
+    /// use mcs_controller::EndpointMode;
+    /// use mcs_types::ClusterId;
     /// let config = AgentConfig {
     ///     cluster_id: ClusterId::new("east")?,
     ///     identity: "agent-0".into(),

@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers, not only #[test] fns
-//! Outages on simulated clusters (`clusterset_agent::sim`), whose API servers, like real ones,
+//! Outages on simulated clusters (`clusterset_sim`), whose API servers, like real ones,
 //! send no watch event for a write that leaves the stored object as it was: while the hub (the
 //! broker) or a member's API server is down the agents write only what changes, wake up only
 //! when there is something to do, and catch up promptly when it returns.
@@ -7,11 +7,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use clusterset_agent::core::ClusterHealth;
-use clusterset_agent::sim::{self, Simulation};
+use clusterset_sim::{self as sim, Simulation};
 use k8s_openapi::jiff::Timestamp;
-use mcs_controller::{ClusterId, ServiceKey};
+use mcs_controller::core::ClusterHealth;
 use mcs_types::conditions::find_condition;
+use mcs_types::{ClusterId, ServiceKey};
 
 const ROUNDS: usize = 1000;
 /// The simulated time between two looks at the agents (the runtime reacts to events at once;

@@ -1,0 +1,207 @@
+//! This cluster's heartbeat Lease and the other clusters' health: the Lease writes the shell
+//! carries out, whether this agent holds its Lease, which clusters are stale or dropped, and
+//! when the core must be woken up without a new event.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use mcs_types::{ClusterId, ServiceKey};
+
+use super::{AgentCore, ClusterHealth, LeaseState, key_of, later};
+use crate::broker::{self, Heartbeat};
+use crate::cache::ObjectId;
+use crate::watch::Event;
+
+/// Whether `lease` is an older version of `stored`: by resourceVersion when both are numbers
+/// (as etcd's are), else by renewal time.
+pub(super) fn lease_is_older(lease: &Lease, stored: &Lease) -> bool {
+    let version = |l: &Lease| l.metadata.resource_version.as_deref()?.parse::<u64>().ok();
+    if let (Some(a), Some(b)) = (version(lease), version(stored)) {
+        return a < b;
+    }
+    let renewed = |l: &Lease| l.spec.as_ref()?.renew_time.as_ref().map(|t| t.0);
+    matches!((renewed(lease), renewed(stored)), (Some(a), Some(b)) if a < b)
+}
+
+impl AgentCore {
+    /// The heartbeat to write now: create or renew this cluster's Lease, or hold off because
+    /// another instance holds it. `None` until the broker's Leases have been listed.
+    pub fn heartbeat(&self, now: Timestamp) -> Option<Heartbeat> {
+        if !self.leases.is_synced() {
+            return None;
+        }
+        let stored = self.leases.get(&ObjectId::new(
+            &self.config.broker_namespace,
+            &broker::lease_name(&self.config.cluster_id),
+        ));
+        Some(broker::heartbeat(
+            stored,
+            &self.config.cluster_id,
+            &self.config.identity,
+            &self.config.broker_namespace,
+            self.config.lease_duration_seconds(),
+            now,
+        ))
+    }
+
+    /// The Lease write that hands this cluster's heartbeat Lease back on a clean shutdown, if
+    /// this agent holds it.
+    pub fn release_heartbeat(&self) -> Option<Heartbeat> {
+        let stored = self.leases.get(&ObjectId::new(
+            &self.config.broker_namespace,
+            &broker::lease_name(&self.config.cluster_id),
+        ));
+        broker::release(stored, &self.config.identity).map(|l| Heartbeat::Replace(Box::new(l)))
+    }
+
+    /// `event`, unless it carries a Lease older than the one stored (a late event, or a relist
+    /// from an earlier snapshot, after the heartbeat fed in the Lease the hub stored): a late
+    /// `Apply` or `Delete` is dropped, and a relist keeps the stored Lease.
+    pub(super) fn newest_lease(&self, event: Event<Lease>) -> Option<Event<Lease>> {
+        let newer = |lease: &Lease| {
+            self.leases
+                .get(&ObjectId::of(lease))
+                .filter(|stored| lease_is_older(lease, stored))
+                .cloned()
+        };
+        match event {
+            Event::Apply(lease) | Event::Delete(lease) if newer(&lease).is_some() => None,
+            Event::InitApply(lease) => Some(Event::InitApply(newer(&lease).unwrap_or(lease))),
+            other => Some(other),
+        }
+    }
+
+    /// When the core next needs [`process`](Self::process) without a new event: a Lease running
+    /// out, a stale cluster reaching its drop time, or a retry.
+    pub fn next_wakeup(&self) -> Option<Timestamp> {
+        if self.started && !self.dirty.is_empty() {
+            // Work left over from the last pass: now.
+            return Some(Timestamp::MIN);
+        }
+        let mut next: Option<Timestamp> = None;
+        let mut consider = |t: Timestamp| {
+            next = Some(next.map_or(t, |n| n.min(t)));
+        };
+        for backoff in self.failures.values().flat_map(|f| f.targets.values()) {
+            if let Some(t) = backoff.retry_at {
+                consider(t);
+            }
+        }
+        for (cluster, health) in &self.health {
+            match health {
+                ClusterHealth::Fresh => {
+                    if let Some(t) = self.lease_of(cluster).and_then(broker::lease_expiry) {
+                        consider(t);
+                    }
+                }
+                ClusterHealth::Stale { since } => {
+                    if let Some(after) = self.drop_after() {
+                        consider(later(*since, after));
+                    }
+                }
+                ClusterHealth::Dropped { .. } => {}
+            }
+        }
+        // This agent's own Lease: when it runs out, this agent stops holding it (or another
+        // instance stops blocking it). Once it has run out there is nothing to wait for (an
+        // expired Lease in the past would wake the runtime up at once, again and again).
+        match &self.lease_state {
+            LeaseState::Held => {
+                if let Some(own) = self.own_lease().and_then(broker::lease_expiry) {
+                    consider(own);
+                }
+            }
+            LeaseState::Blocked { until, .. } => consider(*until),
+            LeaseState::NotHeld => {}
+        }
+        next
+    }
+
+    pub(super) fn drop_after(&self) -> Option<SignedDuration> {
+        let after = self.config.stale_drop_after?;
+        SignedDuration::try_from(after).ok()
+    }
+
+    pub(super) fn lease_of(&self, cluster: &ClusterId) -> Option<&Lease> {
+        self.leases.get(self.leases_by_cluster.get(cluster)?)
+    }
+
+    pub(super) fn own_lease(&self) -> Option<&Lease> {
+        self.lease_of(&self.config.cluster_id)
+    }
+
+    pub(super) fn compute_lease_state(&self, now: Timestamp) -> LeaseState {
+        let Some(lease) = self.own_lease() else {
+            return LeaseState::NotHeld;
+        };
+        match (broker::lease_holder(lease), broker::lease_expiry(lease)) {
+            (Some(holder), Some(until)) if now < until => {
+                if holder == self.config.identity {
+                    LeaseState::Held
+                } else {
+                    LeaseState::Blocked {
+                        holder: holder.to_owned(),
+                        until,
+                    }
+                }
+            }
+            _ => LeaseState::NotHeld,
+        }
+    }
+
+    pub(super) fn compute_health(&mut self, cluster: &ClusterId, now: Timestamp) -> ClusterHealth {
+        let since = match self.lease_of(cluster).and_then(broker::lease_expiry) {
+            Some(expiry) if now < expiry => {
+                self.missing_since.remove(cluster);
+                return ClusterHealth::Fresh;
+            }
+            Some(expiry) => expiry,
+            None => *self.missing_since.entry(cluster.clone()).or_insert(now),
+        };
+        match self.drop_after() {
+            Some(after) if now >= later(since, after) => ClusterHealth::Dropped { since },
+            _ => ClusterHealth::Stale { since },
+        }
+    }
+
+    pub(super) fn refresh_health(&mut self, now: Timestamp) {
+        let clusters: Vec<ClusterId> = self
+            .services_by_cluster
+            .keys()
+            .filter(|c| **c != self.config.cluster_id)
+            .cloned()
+            .collect();
+        let mut seen = BTreeSet::new();
+        for cluster in clusters {
+            let health = self.compute_health(&cluster, now);
+            let previous = self.health.insert(cluster.clone(), health);
+            if previous != Some(health)
+                && let Some(keys) = self.services_by_cluster.get(&cluster)
+            {
+                self.dirty.extend(keys.iter().cloned());
+            }
+            seen.insert(cluster);
+        }
+        self.health.retain(|c, _| seen.contains(c));
+        self.missing_since.retain(|c, _| seen.contains(c));
+
+        let lease_state = self.compute_lease_state(now);
+        if lease_state != self.lease_state {
+            self.lease_state = lease_state;
+            let mine: Vec<ServiceKey> = self
+                .exports
+                .values()
+                .map(|e| key_of(&ObjectId::of(e)))
+                .chain(
+                    self.services_by_cluster
+                        .get(&self.config.cluster_id)
+                        .into_iter()
+                        .flatten()
+                        .cloned(),
+                )
+                .collect();
+            self.dirty.extend(mine);
+        }
+    }
+}

@@ -1,0 +1,372 @@
+//! Taking in watch events: each updates its cache, settles the echo of a write in flight,
+//! keeps the indexes (slices by service, records by service and cluster, Leases by cluster)
+//! and marks the services it touches dirty.
+
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use mcs_types::ServiceKey;
+use mcs_types::labels::{KUBERNETES_SERVICE_NAME_LABEL, SERVICE_NAME_LABEL};
+use mcs_types::v1beta1::{ServiceExport, ServiceImport};
+
+use super::{
+    AgentCore, Input, Side, ZoneChange, export_status_matches, import_spec_matches,
+    import_status_matches, is_live, key_of, slice_matches,
+};
+use crate::broker::{self, BrokerRecord};
+use crate::cache::{Change, ObjectId};
+use crate::write::{Target, Write};
+
+pub(super) fn label<'a>(
+    meta: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    key: &str,
+) -> Option<&'a str> {
+    meta.labels.as_ref()?.get(key).map(String::as_str)
+}
+
+pub(super) fn local_slice_service(slice: &EndpointSlice) -> Option<ServiceKey> {
+    Some(ServiceKey::new(
+        slice.metadata.namespace.as_deref()?,
+        label(&slice.metadata, KUBERNETES_SERVICE_NAME_LABEL)?,
+    ))
+}
+
+pub(super) fn imported_slice_service(slice: &EndpointSlice) -> Option<ServiceKey> {
+    Some(ServiceKey::new(
+        slice.metadata.namespace.as_deref()?,
+        label(&slice.metadata, SERVICE_NAME_LABEL)?,
+    ))
+}
+
+impl AgentCore {
+    /// Takes in one watch event.
+    pub fn handle(&mut self, input: Input) {
+        self.answered(match &input {
+            Input::Record(_) | Input::Lease(_) => Side::Broker,
+            _ => Side::Member,
+        });
+        match input {
+            Input::Service(event) => {
+                for change in self.services.handle(event) {
+                    if self.exports.get(&change.id).is_some() {
+                        self.dirty.insert(key_of(&change.id));
+                    }
+                }
+            }
+            Input::ServiceExport(event) => {
+                for change in self.exports.handle(event) {
+                    if self.export_change_matters(&change) {
+                        self.dirty.insert(key_of(&change.id));
+                    }
+                }
+            }
+            Input::LocalEndpointSlice(event) => {
+                for change in self.local_slices.handle(event) {
+                    let old = change.old.as_ref().and_then(local_slice_service);
+                    let new = change.new.as_ref().and_then(local_slice_service);
+                    for key in old.iter().chain(new.iter()) {
+                        if let Some(set) = self.local_slices_by_service.get_mut(key) {
+                            set.remove(&change.id);
+                            if set.is_empty() {
+                                self.local_slices_by_service.remove(key);
+                            }
+                        }
+                        if self
+                            .exports
+                            .get(&ObjectId::new(&key.namespace, &key.name))
+                            .is_some()
+                        {
+                            self.dirty.insert(key.clone());
+                        }
+                    }
+                    if let Some(key) = new {
+                        self.local_slices_by_service
+                            .entry(key)
+                            .or_default()
+                            .insert(change.id.clone());
+                    }
+                }
+            }
+            Input::Namespace(event) => {
+                for change in self.namespaces.handle(event) {
+                    let was = change.old.as_ref().is_some_and(|n| is_live(&n.metadata));
+                    let is = change.new.as_ref().is_some_and(|n| is_live(&n.metadata));
+                    if was != is {
+                        self.dirty_namespace(&change.id.name);
+                    }
+                }
+            }
+            Input::ServiceImport(event) => {
+                for change in self.imports.handle(event) {
+                    self.zone_import_change(&change);
+                    let echo = self.settle_import(&change);
+                    if !echo {
+                        self.dirty.insert(key_of(&change.id));
+                    }
+                }
+            }
+            Input::ImportedEndpointSlice(event) => {
+                for change in self.imported_slices.handle(event) {
+                    self.zone_slice_change(&change);
+                    let old = change.old.as_ref().and_then(imported_slice_service);
+                    let new = change.new.as_ref().and_then(imported_slice_service);
+                    if let Some(key) = &old
+                        && let Some(set) = self.imported_slices_by_service.get_mut(key)
+                    {
+                        set.remove(&change.id.name);
+                        if set.is_empty() {
+                            self.imported_slices_by_service.remove(key);
+                        }
+                    }
+                    if let Some(key) = &new {
+                        self.imported_slices_by_service
+                            .entry(key.clone())
+                            .or_default()
+                            .insert(change.id.name.clone());
+                    }
+                    if old.is_none() && new.is_none() {
+                        self.problems.push(format!(
+                            "EndpointSlice {}/{} is managed by clusterset but has no {SERVICE_NAME_LABEL} label: it is left alone; delete it if it is not needed",
+                            change.id.namespace, change.id.name
+                        ));
+                    }
+                    let echo = self.settle(
+                        &Target::Slice(change.id.clone()),
+                        change.new.as_ref(),
+                        |write, observed| match (write, observed) {
+                            (Write::ApplyEndpointSlice(d), Some(o)) => slice_matches(d, o),
+                            (Write::DeleteEndpointSlice { .. }, None) => true,
+                            _ => false,
+                        },
+                    );
+                    if !echo {
+                        for key in old.into_iter().chain(new) {
+                            self.dirty.insert(key);
+                        }
+                    }
+                }
+            }
+            Input::Record(event) => {
+                for change in self.records.handle(event) {
+                    self.pending.remove(&Target::Record(change.id.clone()));
+                    if let Some(old) = &change.old {
+                        self.unindex_record(&change.id, old);
+                    }
+                    if let Some(new) = &change.new {
+                        self.index_record(&change.id, new);
+                    }
+                }
+            }
+            Input::Lease(event) => {
+                let Some(event) = self.newest_lease(event) else {
+                    return;
+                };
+                for change in self.leases.handle(event) {
+                    self.foreign_leases.remove(&change.id);
+                    if let Some(Ok(Some(cluster))) =
+                        change.old.as_ref().map(broker::lease_writer_check)
+                        && self.leases_by_cluster.get(&cluster) == Some(&change.id)
+                    {
+                        self.leases_by_cluster.remove(&cluster);
+                    }
+                    match change.new.as_ref().map(broker::lease_writer_check) {
+                        Some(Ok(Some(cluster))) => {
+                            self.leases_by_cluster.insert(cluster, change.id.clone());
+                        }
+                        Some(Err(foreign)) => {
+                            self.problems.push(foreign.to_string());
+                            self.foreign_leases.insert(change.id.clone(), foreign);
+                        }
+                        Some(Ok(None)) | None => {}
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn export_change_matters(&mut self, change: &Change<ServiceExport>) -> bool {
+        let (Some(old), Some(new)) = (&change.old, &change.new) else {
+            self.pending
+                .remove(&Target::ExportStatus(change.id.clone()));
+            return true;
+        };
+        let user_change = old.spec != new.spec
+            || old.metadata.creation_timestamp != new.metadata.creation_timestamp
+            || old.metadata.deletion_timestamp != new.metadata.deletion_timestamp
+            || old.metadata.generation != new.metadata.generation;
+        let echo = self.settle(
+            &Target::ExportStatus(change.id.clone()),
+            Some(new),
+            |write, observed| match (write, observed) {
+                (Write::ApplyServiceExportStatus { status, .. }, Some(o)) => {
+                    export_status_matches(status, o)
+                }
+                _ => false,
+            },
+        );
+        let status_changed = old.status != new.status;
+        user_change || (status_changed && !echo)
+    }
+
+    /// If a write to `target` is in flight, checks whether `observed` is its echo; the pending
+    /// entry is dropped either way (from now on the stored object is compared again).
+    pub(super) fn settle<T>(
+        &mut self,
+        target: &Target,
+        observed: Option<&T>,
+        matches: impl Fn(&Write, Option<&T>) -> bool,
+    ) -> bool {
+        match self.pending.remove(target) {
+            Some(write) => matches(&write, observed),
+            None => false,
+        }
+    }
+
+    /// Whether a ServiceImport event is the echo of our own in-flight write(s). Matched
+    /// writes are settled; when the event matches one of ours, the other (spec or status) write
+    /// is still in flight and stays pending. An event that matches none of ours (someone else
+    /// changed the object, or overwrote our write before we saw it) settles everything and the
+    /// service is reconciled again.
+    pub(super) fn settle_import(&mut self, change: &Change<ServiceImport>) -> bool {
+        let observed = change.new.as_ref();
+        let spec_target = Target::ImportSpec(change.id.clone());
+        let status_target = Target::ImportStatus(change.id.clone());
+        let spec_echo = self.pending.get(&spec_target).map(|write| match write {
+            Write::ApplyServiceImport(d) => observed.is_some_and(|o| import_spec_matches(d, o)),
+            Write::DeleteServiceImport(_) => observed.is_none(),
+            _ => false,
+        });
+        let status_echo = self.pending.get(&status_target).map(|write| match write {
+            Write::ApplyServiceImportStatus(d) => {
+                observed.is_some_and(|o| import_status_matches(d, o))
+            }
+            _ => false,
+        });
+        if spec_echo != Some(true) && status_echo != Some(true) {
+            self.pending.remove(&spec_target);
+            self.pending.remove(&status_target);
+            return false;
+        }
+        if spec_echo == Some(true) {
+            self.pending.remove(&spec_target);
+        }
+        if status_echo == Some(true) {
+            self.pending.remove(&status_target);
+        }
+        true
+    }
+
+    pub(super) fn index_record(&mut self, id: &ObjectId, object: &BrokerRecord) {
+        let checked = object.checked_record().and_then(|record| {
+            broker::record_writer_check(
+                &self.config.broker_namespace,
+                self.config.shared_records,
+                &id.namespace,
+                &record.cluster_id,
+            )
+            .map(|home| (record, home))
+            .map_err(|foreign| {
+                self.foreign_records.insert(id.clone(), foreign.clone());
+                foreign.to_string()
+            })
+        });
+        match checked {
+            Ok((record, home)) => {
+                let key = record.service_key.clone();
+                let cluster = record.cluster_id.clone();
+                self.records_by_service
+                    .entry(key.clone())
+                    .or_default()
+                    .entry(cluster.clone())
+                    .or_default()
+                    .insert(home, id.clone());
+                self.services_by_cluster
+                    .entry(cluster)
+                    .or_default()
+                    .insert(key.clone());
+                self.dirty.insert(key);
+            }
+            Err(problem) => {
+                self.problems.push(format!(
+                    "broker record {}/{} is ignored: {problem}",
+                    id.namespace, id.name
+                ));
+                if !self.foreign_records.contains_key(id) {
+                    self.unreadable_records.insert(id.clone(), problem);
+                }
+            }
+        }
+    }
+
+    pub(super) fn unindex_record(&mut self, id: &ObjectId, object: &BrokerRecord) {
+        self.unreadable_records.remove(id);
+        if self.foreign_records.remove(id).is_some() {
+            return;
+        }
+        let Ok(record) = object.checked_record() else {
+            return;
+        };
+        let key = &record.service_key;
+        let cluster = &record.cluster_id;
+        let mut last_copy = true;
+        if let Some(by_cluster) = self.records_by_service.get_mut(key) {
+            if let Some(copies) = by_cluster.get_mut(cluster) {
+                copies.retain(|_, stored| stored != id);
+                last_copy = copies.is_empty();
+                if last_copy {
+                    by_cluster.remove(cluster);
+                }
+            }
+            if by_cluster.is_empty() {
+                self.records_by_service.remove(key);
+            }
+        }
+        if !last_copy {
+            self.dirty.insert(key.clone());
+            return;
+        }
+        if let Some(keys) = self.services_by_cluster.get_mut(cluster) {
+            keys.remove(key);
+            if keys.is_empty() {
+                self.services_by_cluster.remove(cluster);
+            }
+        }
+        self.dirty.insert(key.clone());
+    }
+
+    pub(super) fn dirty_namespace(&mut self, namespace: &str) {
+        let from = ServiceKey::new(namespace, "");
+        let keys: Vec<ServiceKey> = self
+            .records_by_service
+            .range(from..)
+            .take_while(|(k, _)| k.namespace == namespace)
+            .map(|(k, _)| k.clone())
+            .collect();
+        self.dirty.extend(keys);
+        let imported: Vec<ServiceKey> = self
+            .imports
+            .values()
+            .filter(|i| i.metadata.namespace.as_deref() == Some(namespace))
+            .map(|i| key_of(&ObjectId::of(i)))
+            .collect();
+        self.dirty.extend(imported);
+    }
+
+    pub(super) fn zone_import_change(&mut self, change: &Change<ServiceImport>) {
+        if !self.zone_synced {
+            return;
+        }
+        self.zone_out.push(match &change.new {
+            Some(import) => ZoneChange::ServiceImport(Box::new(import.clone())),
+            None => ZoneChange::ServiceImportDeleted(key_of(&change.id)),
+        });
+    }
+
+    pub(super) fn zone_slice_change(&mut self, change: &Change<EndpointSlice>) {
+        if !self.zone_synced {
+            return;
+        }
+        self.zone_out.push(match &change.new {
+            Some(slice) => ZoneChange::EndpointSlice(Box::new(slice.clone())),
+            None => ZoneChange::EndpointSliceDeleted(change.id.clone()),
+        });
+    }
+}

@@ -1,0 +1,228 @@
+//! Whether a stored object already is what the core would write: the comparisons that keep
+//! steady state free of writes and recognise the echo of a write in flight.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use mcs_types::v1beta1::{ServiceExport, ServiceImport};
+use mcs_types::{ServiceExportStatus, ServiceImportStatus};
+
+use super::STALE_CLUSTERS_CONDITION;
+
+pub(super) const IMPORT_CONDITIONS: [&str; 2] = ["Ready", STALE_CLUSTERS_CONDITION];
+
+pub(super) const EXPORT_CONDITIONS: [&str; 3] = ["Valid", "Conflict", "Ready"];
+
+pub(super) fn subset(
+    desired: Option<&BTreeMap<String, String>>,
+    observed: Option<&BTreeMap<String, String>>,
+) -> bool {
+    desired
+        .into_iter()
+        .flatten()
+        .all(|(k, v)| observed.and_then(|o| o.get(k)) == Some(v))
+}
+
+pub(super) fn same_condition(a: &Condition, b: &Condition) -> bool {
+    a.type_ == b.type_ && a.status == b.status && a.reason == b.reason && a.message == b.message
+}
+
+pub(super) fn conditions_match(
+    desired: &[Condition],
+    observed: &[Condition],
+    owned: &[&str],
+) -> bool {
+    let ours: Vec<&Condition> = observed
+        .iter()
+        .filter(|c| owned.contains(&c.type_.as_str()))
+        .collect();
+    ours.len() == desired.len()
+        && desired
+            .iter()
+            .all(|d| ours.iter().any(|o| same_condition(d, o)))
+}
+
+/// The label (`f:labels`) or annotation (`f:annotations`) keys that our field manager set by
+/// server-side apply on the main resource, from `metadata.managedFields`.
+pub(super) fn applied_keys<'a>(
+    meta: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    field: &str,
+) -> Vec<&'a str> {
+    meta.managed_fields
+        .iter()
+        .flatten()
+        .filter(|e| {
+            e.manager.as_deref() == Some(crate::write::FIELD_MANAGER)
+                && e.operation.as_deref() == Some("Apply")
+                && e.subresource.as_deref().unwrap_or("").is_empty()
+        })
+        .filter_map(|e| {
+            e.fields_v1
+                .as_ref()?
+                .0
+                .get("f:metadata")?
+                .get(field)?
+                .as_object()
+        })
+        .flat_map(|fields| fields.keys().filter_map(|k| k.strip_prefix("f:")))
+        .collect()
+}
+
+/// Whether every key we applied earlier is still wanted (else the apply must run again, and
+/// server-side apply removes the keys we no longer send).
+pub(super) fn no_stale_keys(
+    desired: Option<&BTreeMap<String, String>>,
+    observed: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    field: &str,
+) -> bool {
+    applied_keys(observed, field)
+        .into_iter()
+        .all(|k| desired.is_some_and(|d| d.contains_key(k)))
+}
+
+/// Whether the stored ServiceImport carries the desired spec, labels and annotations, and no
+/// label or annotation we applied before and no longer want (a removed exported label).
+pub fn import_spec_matches(desired: &ServiceImport, observed: &ServiceImport) -> bool {
+    let mut observed_spec = observed.spec.clone();
+    observed_spec.unknown_fields = desired.spec.unknown_fields.clone();
+    observed_spec == desired.spec
+        && subset(
+            desired.metadata.labels.as_ref(),
+            observed.metadata.labels.as_ref(),
+        )
+        && subset(
+            desired.metadata.annotations.as_ref(),
+            observed.metadata.annotations.as_ref(),
+        )
+        && no_stale_keys(
+            desired.metadata.labels.as_ref(),
+            &observed.metadata,
+            "f:labels",
+        )
+        && no_stale_keys(
+            desired.metadata.annotations.as_ref(),
+            &observed.metadata,
+            "f:annotations",
+        )
+}
+
+/// Whether the stored ServiceImport carries the desired status (clusters and our conditions).
+pub fn import_status_matches(desired: &ServiceImport, observed: &ServiceImport) -> bool {
+    let empty = ServiceImportStatus::default();
+    let d = desired.status.as_ref().unwrap_or(&empty);
+    let o = observed.status.as_ref().unwrap_or(&empty);
+    d.cluster_ids().eq(o.cluster_ids())
+        && conditions_match(&d.conditions, &o.conditions, &IMPORT_CONDITIONS)
+}
+
+/// Whether the stored EndpointSlice carries the desired endpoints, ports and labels.
+pub fn slice_matches(desired: &EndpointSlice, observed: &EndpointSlice) -> bool {
+    desired.address_type == observed.address_type
+        && desired.endpoints == observed.endpoints
+        && desired.ports == observed.ports
+        && subset(
+            desired.metadata.labels.as_ref(),
+            observed.metadata.labels.as_ref(),
+        )
+}
+
+pub(super) fn export_status_matches(
+    desired: &ServiceExportStatus,
+    observed: &ServiceExport,
+) -> bool {
+    let empty = ServiceExportStatus::default();
+    let o = observed.status.as_ref().unwrap_or(&empty);
+    conditions_match(&desired.conditions, &o.conditions, &EXPORT_CONDITIONS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry};
+    use mcs_types::ServiceImportType;
+
+    fn import(labels: &[(&str, &str)]) -> ServiceImport {
+        let mut import = ServiceImport::new(
+            "web",
+            mcs_types::ServiceImportSpec::new(ServiceImportType::ClusterSetIP, Vec::new()),
+        );
+        import.metadata.namespace = Some("shop".into());
+        if !labels.is_empty() {
+            import.metadata.labels = Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+            );
+        }
+        import
+    }
+
+    fn managed(manager: &str, label: &str) -> ManagedFieldsEntry {
+        ManagedFieldsEntry {
+            manager: Some(manager.into()),
+            operation: Some("Apply".into()),
+            fields_type: Some("FieldsV1".into()),
+            fields_v1: Some(FieldsV1({
+                let mut labels = serde_json::Map::new();
+                labels.insert(format!("f:{label}"), serde_json::json!({}));
+                serde_json::json!({"f:metadata": {"f:labels": labels}})
+            })),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn labels_match_as_a_subset_unless_we_applied_one_no_longer_wanted() {
+        // (desired labels, stored labels, managers of stored labels, matches?)
+        type Case<'a> = (
+            &'a [(&'a str, &'a str)],
+            &'a [(&'a str, &'a str)],
+            &'a [(&'a str, &'a str)],
+            bool,
+        );
+        let cases: [Case<'_>; 5] = [
+            (
+                &[("team", "a")],
+                &[("team", "a")],
+                &[("clusterset-agent", "team")],
+                true,
+            ),
+            (
+                &[("team", "a")],
+                &[("team", "b")],
+                &[("clusterset-agent", "team")],
+                false,
+            ),
+            // Someone else's label on the import is not ours to remove.
+            (&[], &[("owner", "x")], &[("kubectl", "owner")], true),
+            // An exported label was removed: ours, so apply again (SSA then drops it).
+            (
+                &[],
+                &[("team", "a")],
+                &[("clusterset-agent", "team")],
+                false,
+            ),
+            (
+                &[("tier", "1")],
+                &[("tier", "1"), ("team", "a")],
+                &[("clusterset-agent", "team")],
+                false,
+            ),
+        ];
+        for (desired, stored, managers, expected) in cases {
+            let desired = import(desired);
+            let mut observed = import(stored);
+            observed.metadata.managed_fields =
+                Some(managers.iter().map(|(m, l)| managed(m, l)).collect());
+            assert_eq!(
+                import_spec_matches(&desired, &observed),
+                expected,
+                "desired {:?} stored {:?} managers {managers:?}",
+                desired.metadata.labels,
+                observed.metadata.labels
+            );
+        }
+    }
+}

@@ -1,0 +1,365 @@
+//! The agent's sans-IO core: watch events in ([`Input`], each an [`Event`]), writes out
+//! ([`Output`]). The real agent (its kube shell) and the simulation harness run this same code;
+//! only the shell around it differs.
+//!
+//! - Every input updates a relist-safe [`Cache`] and marks the services it touches dirty
+//!   (one changed export touches only its service).
+//! - [`AgentCore::process`] does nothing until the local caches *and* the broker caches have
+//!   listed everything once; then it restores the persisted IP assignments (global IPs from this
+//!   cluster's own broker records, clusterset IPs from the local ServiceImports) and reconciles
+//!   every known service once; afterwards only dirty services are reconciled.
+//! - Reconciling a service: publish or withdraw this cluster's record, merge every cluster's
+//!   records ([`crate::merge_exports`]), write the ServiceImport and EndpointSlices
+//!   where the namespace exists (or delete them), and write the ServiceExport conditions. A
+//!   write is emitted only when the stored object differs from the desired one, and not again
+//!   while the same write is in flight.
+//! - Clusters whose heartbeat Lease ran out are marked on the ServiceImports they export (a
+//!   condition naming them), and their records are kept; they are left out of the merge only
+//!   after `stale_drop_after`, if set.
+//!
+//! Modules: `inputs` takes in events and keeps the indexes, `process` runs a pass,
+//! `reconcile` decides one service's writes, `matching` compares stored with desired objects,
+//! `failures` keeps the backoff of failed writes, `heartbeat` the Leases and clusters' health.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Namespace, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use mcs_types::v1beta1::{ServiceExport, ServiceImport};
+use mcs_types::{ClusterId, ServiceKey};
+
+use crate::IpPool;
+use crate::broker::{BrokerRecord, ForeignWriter, RecordHome};
+use crate::cache::{Cache, ObjectId};
+use crate::config::AgentConfig;
+use crate::watch::Event;
+use crate::write::{Target, Write};
+
+mod failures;
+mod heartbeat;
+mod inputs;
+mod matching;
+mod process;
+mod reconcile;
+
+use failures::Failure;
+use matching::{EXPORT_CONDITIONS, IMPORT_CONDITIONS, export_status_matches};
+pub use matching::{import_spec_matches, import_status_matches, slice_matches};
+use process::PoolKind;
+
+/// The ServiceImport condition type that names exporting clusters whose heartbeat stopped.
+pub const STALE_CLUSTERS_CONDITION: &str = "clusterset.io/StaleClusters";
+/// Its reason when some exporting clusters are stale.
+pub const STALE_REASON: &str = "ClustersNotHeartbeating";
+/// Its reason when every exporting cluster heartbeats.
+pub const FRESH_REASON: &str = "AllClustersHeartbeating";
+
+/// One watch event, tagged with what is watched.
+#[derive(Debug, Clone)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "an input is moved once into the core; boxing would allocate per event"
+)]
+pub enum Input {
+    /// Local Services (all namespaces).
+    Service(Event<Service>),
+    /// Local ServiceExports.
+    ServiceExport(Event<ServiceExport>),
+    /// Local EndpointSlices of Services (label `kubernetes.io/service-name`).
+    LocalEndpointSlice(Event<EndpointSlice>),
+    /// Local Namespaces.
+    Namespace(Event<Namespace>),
+    /// Local ServiceImports (ours).
+    ServiceImport(Event<ServiceImport>),
+    /// Local imported EndpointSlices (managed by us).
+    ImportedEndpointSlice(Event<EndpointSlice>),
+    /// Every cluster's records in the broker namespace.
+    Record(Event<BrokerRecord>),
+    /// Every cluster's heartbeat Leases in the broker namespace.
+    Lease(Event<Lease>),
+}
+
+/// What the core asks of its shell after [`AgentCore::process`].
+#[derive(Debug, Default)]
+pub struct Output {
+    /// Writes, in order per service (different services are independent).
+    pub writes: Vec<Write>,
+    /// Changes for the clusterset DNS zone (from the stored ServiceImports and slices).
+    pub zone_changes: Vec<ZoneChange>,
+    /// True once, when the zone's sources have been listed completely.
+    pub zone_synced: bool,
+    /// Propagation lag observed for services whose import changed: now minus the publication
+    /// time of the newest record behind the change.
+    pub lags: Vec<(ServiceKey, SignedDuration)>,
+    /// Problems worth a log line: unreadable records, IP assignments that could not be restored.
+    pub problems: Vec<String>,
+    /// How many services this pass reconciled.
+    pub reconciled: usize,
+}
+
+/// A change of what the clusterset DNS zone is built from: the ServiceImports and imported
+/// EndpointSlices stored in this cluster (the shell hands them to its DNS zone store).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ZoneChange {
+    /// A ServiceImport was stored (added or modified).
+    ServiceImport(Box<ServiceImport>),
+    /// An imported EndpointSlice was stored (added or modified).
+    EndpointSlice(Box<EndpointSlice>),
+    /// A ServiceImport was deleted.
+    ServiceImportDeleted(ServiceKey),
+    /// An imported EndpointSlice was deleted.
+    EndpointSliceDeleted(ObjectId),
+}
+
+/// Whether an exporting cluster heartbeats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClusterHealth {
+    /// Its Lease is current.
+    Fresh,
+    /// Its Lease ran out at `since` (or it has none); its exports are kept and marked.
+    Stale {
+        /// When it went stale.
+        since: Timestamp,
+    },
+    /// Stale for longer than `stale_drop_after`: left out of the merge.
+    Dropped {
+        /// When it went stale.
+        since: Timestamp,
+    },
+}
+
+/// Whether this agent holds its cluster's heartbeat Lease (and so may write to the broker).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeaseState {
+    /// Held and current.
+    Held,
+    /// Not yet held (no Lease, or it expired): the next heartbeat takes it.
+    NotHeld,
+    /// Another instance holds it.
+    Blocked {
+        /// The other holder.
+        holder: String,
+        /// When its Lease runs out.
+        until: Timestamp,
+    },
+}
+
+/// One of the two API servers an agent talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Side {
+    /// The member cluster's own API server.
+    Member,
+    /// The hub's API server (the broker).
+    Broker,
+}
+
+impl Target {
+    /// The API server that stores the target.
+    pub fn side(&self) -> Side {
+        match self {
+            Self::Record(_) => Side::Broker,
+            Self::ImportSpec(_)
+            | Self::ImportStatus(_)
+            | Self::Slice(_)
+            | Self::ExportStatus(_) => Side::Member,
+        }
+    }
+}
+
+/// Counts for metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Local ServiceExports.
+    pub local_exports: usize,
+    /// This cluster's records in the broker.
+    pub published_records: usize,
+    /// Records of all clusters on the hub (not those in `foreign_writers`).
+    pub broker_records: usize,
+    /// ServiceImports stored in this cluster.
+    pub imports: usize,
+    /// Exporting clusters whose heartbeat stopped (stale or dropped).
+    pub stale_clusters: usize,
+    /// Records and Leases on the hub ignored because their writer could not have been the
+    /// cluster they name, by [`ForeignWriter::reason`]: `record_namespace`, `shared_namespace`,
+    /// `lease_name`.
+    pub foreign_writers: [(&'static str, usize); 3],
+}
+
+/// The copies of one cluster's record of one service on the hub, by where they are stored:
+/// during the upgrade a cluster's record can be both in its own namespace and in the shared
+/// one. The first (its own namespace's) is the one that counts.
+type RecordCopies = BTreeMap<RecordHome, ObjectId>;
+
+/// The sans-IO agent: caches, indexes, IP pools and the reconcile rules of one member cluster.
+#[derive(Debug)]
+pub struct AgentCore {
+    config: AgentConfig,
+    services: Cache<Service>,
+    exports: Cache<ServiceExport>,
+    local_slices: Cache<EndpointSlice>,
+    namespaces: Cache<Namespace>,
+    imports: Cache<ServiceImport>,
+    imported_slices: Cache<EndpointSlice>,
+    records: Cache<BrokerRecord>,
+    leases: Cache<Lease>,
+    local_slices_by_service: HashMap<ServiceKey, BTreeSet<ObjectId>>,
+    imported_slices_by_service: HashMap<ServiceKey, BTreeSet<String>>,
+    records_by_service: BTreeMap<ServiceKey, BTreeMap<ClusterId, RecordCopies>>,
+    services_by_cluster: HashMap<ClusterId, BTreeSet<ServiceKey>>,
+    unreadable_records: BTreeMap<ObjectId, String>,
+    foreign_records: BTreeMap<ObjectId, ForeignWriter>,
+    foreign_leases: BTreeMap<ObjectId, ForeignWriter>,
+    leases_by_cluster: HashMap<ClusterId, ObjectId>,
+    global_pools: Vec<IpPool<ServiceKey>>,
+    clusterset_pools: Vec<IpPool<ServiceKey>>,
+    dirty: BTreeSet<ServiceKey>,
+    started: bool,
+    zone_synced: bool,
+    health: HashMap<ClusterId, ClusterHealth>,
+    missing_since: HashMap<ClusterId, Timestamp>,
+    lease_state: LeaseState,
+    pending: HashMap<Target, Write>,
+    failures: HashMap<ServiceKey, Failure>,
+    accounted: HashMap<ServiceKey, Timestamp>,
+    zone_out: Vec<ZoneChange>,
+    problems: Vec<String>,
+    waiting_for_address: BTreeSet<ServiceKey>,
+    freed: bool,
+    /// The API servers that failed to answer (a watch or a heartbeat failed with a connection
+    /// error, a timeout or a 5xx) and have not answered since.
+    unreachable: BTreeSet<Side>,
+}
+
+fn key_of(id: &ObjectId) -> ServiceKey {
+    ServiceKey::new(&id.namespace, &id.name)
+}
+
+fn is_live(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> bool {
+    meta.deletion_timestamp.is_none()
+}
+
+fn later(at: Timestamp, by: SignedDuration) -> Timestamp {
+    at.checked_add(by).unwrap_or(Timestamp::MAX)
+}
+
+impl AgentCore {
+    /// A core for `config` (which the caller has validated) with empty, unsynced caches.
+    pub fn new(config: AgentConfig) -> Self {
+        let global_pools = config
+            .global_cidrs
+            .iter()
+            .map(|c| IpPool::new(*c))
+            .collect();
+        let clusterset_pools = config
+            .clusterset_cidrs
+            .iter()
+            .map(|c| IpPool::new(*c))
+            .collect();
+        Self {
+            config,
+            services: Cache::default(),
+            exports: Cache::default(),
+            local_slices: Cache::default(),
+            namespaces: Cache::default(),
+            imports: Cache::default(),
+            imported_slices: Cache::default(),
+            records: Cache::default(),
+            leases: Cache::default(),
+            local_slices_by_service: HashMap::new(),
+            imported_slices_by_service: HashMap::new(),
+            records_by_service: BTreeMap::new(),
+            services_by_cluster: HashMap::new(),
+            unreadable_records: BTreeMap::new(),
+            foreign_records: BTreeMap::new(),
+            foreign_leases: BTreeMap::new(),
+            leases_by_cluster: HashMap::new(),
+            global_pools,
+            clusterset_pools,
+            dirty: BTreeSet::new(),
+            started: false,
+            zone_synced: false,
+            health: HashMap::new(),
+            missing_since: HashMap::new(),
+            lease_state: LeaseState::NotHeld,
+            pending: HashMap::new(),
+            failures: HashMap::new(),
+            accounted: HashMap::new(),
+            zone_out: Vec::new(),
+            problems: Vec::new(),
+            waiting_for_address: BTreeSet::new(),
+            freed: false,
+            unreachable: BTreeSet::new(),
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &AgentConfig {
+        &self.config
+    }
+
+    /// Whether every local watch has listed everything once.
+    pub fn local_synced(&self) -> bool {
+        self.services.is_synced()
+            && self.exports.is_synced()
+            && self.local_slices.is_synced()
+            && self.namespaces.is_synced()
+            && self.imports.is_synced()
+            && self.imported_slices.is_synced()
+    }
+
+    /// Whether every broker watch has listed everything once.
+    pub fn broker_synced(&self) -> bool {
+        self.records.is_synced() && self.leases.is_synced()
+    }
+
+    /// Whether the core has started writing (both sides synced, IPs restored).
+    pub fn is_started(&self) -> bool {
+        self.started
+    }
+
+    /// Whether this agent holds its cluster's heartbeat Lease, as of the last `process`.
+    pub fn lease_state(&self) -> &LeaseState {
+        &self.lease_state
+    }
+
+    /// How a cluster stands, as of the last `process`.
+    pub fn cluster_health(&self, cluster: &ClusterId) -> Option<ClusterHealth> {
+        self.health.get(cluster).copied()
+    }
+
+    /// Services waiting to be reconciled.
+    pub fn dirty_count(&self) -> usize {
+        self.dirty.len()
+    }
+
+    /// Counts for metrics (walks the caches: call it at scrape or tick rate, not per event).
+    pub fn stats(&self) -> Stats {
+        let me = &self.config.cluster_id;
+        Stats {
+            local_exports: self.exports.len(),
+            published_records: self.services_by_cluster.get(me).map_or(0, BTreeSet::len),
+            // Records whose writer could not have been their cluster are counted apart.
+            broker_records: self
+                .records
+                .len()
+                .saturating_sub(self.foreign_records.len()),
+            imports: self.imports.len(),
+            stale_clusters: self
+                .health
+                .values()
+                .filter(|h| !matches!(h, ClusterHealth::Fresh))
+                .count(),
+            foreign_writers: ["record_namespace", "shared_namespace", "lease_name"].map(|reason| {
+                let count = self
+                    .foreign_records
+                    .values()
+                    .chain(self.foreign_leases.values())
+                    .filter(|f| f.reason() == reason)
+                    .count();
+                (reason, count)
+            }),
+        }
+    }
+}
