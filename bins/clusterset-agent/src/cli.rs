@@ -316,7 +316,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         zone,
         write_concurrency: args.write_concurrency,
         heartbeat_every,
-        clock: Arc::new(k8s_openapi::jiff::Timestamp::now),
+        clock: clusterset_daemon::Clock::system(),
     };
     runtime.run(feeds, shutdown_signal()).await;
     tracing::info!("clusterset agent stopping");

@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use clusterset_daemon::ErrorChain;
 use clusterset_dns::ZoneStore;
 use futures::{FutureExt, Stream, StreamExt};
-use k8s_openapi::jiff::Timestamp;
 use mcs_types::ServiceKey;
 
 use crate::http::Readiness;
@@ -21,8 +20,7 @@ use mcs_controller::core::{AgentCore, Input, Side, ZoneChange};
 use mcs_controller::watch::Event;
 use mcs_controller::write::Write;
 
-/// A source of the current time (the real clock in the agent, a fixed one in tests).
-pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
+pub use clusterset_daemon::Clock;
 
 /// What became of one write: `None` if it was not attempted (an earlier write of its service
 /// failed), else the writer's answer.
@@ -70,7 +68,7 @@ impl Runtime {
         let mut shutdown = std::pin::pin!(shutdown.fuse());
         let mut last_heartbeat: Option<Instant> = None;
         loop {
-            let now = (self.clock)();
+            let now = self.clock.now();
             let wait = self
                 .core
                 .next_wakeup()
@@ -99,7 +97,7 @@ impl Runtime {
             }
             self.step().await;
         }
-        if let Some(release) = self.core.release_heartbeat() {
+        if let Some(release) = self.core.release_heartbeat(self.clock.now()) {
             match self.writer.heartbeat(&release).await {
                 Ok(_) => tracing::info!("heartbeat Lease released for the next instance"),
                 Err(error) => {
@@ -135,7 +133,7 @@ impl Runtime {
 
     /// Renews the heartbeat Lease; false when the broker's Leases are not listed yet.
     async fn heartbeat(&mut self) -> bool {
-        let now = (self.clock)();
+        let now = self.clock.now();
         let Some(heartbeat) = self.core.heartbeat(now) else {
             return false;
         };
@@ -185,7 +183,7 @@ impl Runtime {
 
     /// One reconcile pass and its writes.
     async fn step(&mut self) {
-        let now = (self.clock)();
+        let now = self.clock.now();
         let output = self.core.process(now);
         if let Some(zone) = &self.zone {
             if !output.zone_changes.is_empty() {
@@ -245,7 +243,7 @@ impl Runtime {
             .buffer_unordered(self.write_concurrency.max(1))
             .collect()
             .await;
-        let now = (self.clock)();
+        let now = self.clock.now();
         for (write, result) in results.into_iter().flatten() {
             match result {
                 None => {
@@ -331,7 +329,10 @@ mod tests {
             Input::Service,
         ));
         local.extend(listed(
-            vec![sim::service_export(key, Timestamp::now())],
+            vec![sim::service_export(
+                key,
+                k8s_openapi::jiff::Timestamp::now(),
+            )],
             Input::ServiceExport,
         ));
         local.extend(listed(Vec::new(), Input::LocalEndpointSlice));
@@ -371,7 +372,7 @@ mod tests {
             zone: None,
             write_concurrency: 4,
             heartbeat_every,
-            clock: Arc::new(Timestamp::now),
+            clock: Clock::system(),
         }
     }
 
@@ -420,7 +421,7 @@ mod tests {
             zone: Some(Arc::new(ZoneStore::new(Default::default()))),
             write_concurrency: 4,
             heartbeat_every: Duration::from_secs(10),
-            clock: Arc::new(Timestamp::now),
+            clock: Clock::system(),
         };
         let (events, stop, task) = start(runtime);
 
@@ -485,7 +486,7 @@ mod tests {
         let last = heartbeats.lock().unwrap().last().cloned();
         match last {
             Some(Heartbeat::Replace(lease)) => {
-                assert_eq!(mcs_controller::broker::lease_holder(&lease), None);
+                assert_eq!(kube_lease::holder(&lease), None);
             }
             other => panic!("expected the Lease release last, got {other:?}"),
         }

@@ -128,7 +128,7 @@ async fn the_zone_follows_the_stored_imports_and_answers_servfail_until_synced()
         zone: Some(Arc::clone(&zone)),
         write_concurrency: 4,
         heartbeat_every: Duration::from_secs(10),
-        clock: Arc::new(Timestamp::now),
+        clock: clusterset_daemon::Clock::system(),
     };
     let (events, feeds) = mpsc::unbounded::<Feed>();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

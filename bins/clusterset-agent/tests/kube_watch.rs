@@ -650,7 +650,7 @@ async fn a_failed_watch_is_counted_and_the_last_listed_view_stays_in_use() {
         zone: Some(Arc::clone(&zone)),
         write_concurrency: 4,
         heartbeat_every: Duration::from_secs(10),
-        clock: Arc::new(Timestamp::now),
+        clock: clusterset_daemon::Clock::system(),
     };
     let feeds = futures::stream::select_all(local_watches(&client));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

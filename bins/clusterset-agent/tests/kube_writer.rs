@@ -393,9 +393,13 @@ async fn withdrawing_a_record_deletes_it_from_the_broker_namespace() {
 async fn heartbeat_creates_then_replaces_with_the_resource_version_and_reports_409() {
     let c0 = ClusterId::new("c0").unwrap();
     let now = Timestamp::from_second(1_800_000_000).unwrap();
-    let Heartbeat::Create(lease) =
-        mcs_controller::broker::heartbeat(None, &c0, "agent-0", BROKER, 30, now)
-    else {
+    let claim = mcs_controller::broker::heartbeat_claim(
+        &c0,
+        "agent-0",
+        BROKER,
+        std::time::Duration::from_secs(30),
+    );
+    let Heartbeat::Create(lease) = mcs_controller::broker::heartbeat(None, &claim, now) else {
         panic!()
     };
     let (writer, _local, broker) = mock_writer();
@@ -433,7 +437,8 @@ async fn heartbeat_creates_then_replaces_with_the_resource_version_and_reports_4
 
     let mut stored = *lease;
     stored.metadata.resource_version = Some("41".into());
-    let renew = mcs_controller::broker::heartbeat(Some(&stored), &c0, "agent-0", BROKER, 30, now);
+    let seen = kube_lease::Observed::seen_change(stored, now);
+    let renew = mcs_controller::broker::heartbeat(Some(&seen), &claim, now);
     let (writer, _local, broker) = mock_writer();
     let server = serve(
         broker,

@@ -20,6 +20,10 @@
 //! further apart than the allowance, a live holder can look stale on first sight until its next
 //! renewal is seen (one renew period); it can never be *taken over* because of it.
 //!
+//! The observer's clock is any [`Moment`]: a monotonic [`Instant`] (the operator's elector), or
+//! the timestamps a sans-IO core is given as its only clock (the agent's core). Observations are
+//! compared only with readings of the same clock.
+//!
 //! ```
 //! use std::time::{Duration, Instant};
 //! use kube_lease::{Decision, LeaseClaim, Observed, decide, DEFAULT_SKEW_ALLOWANCE};
@@ -121,28 +125,64 @@ pub fn renewed_at(lease: &Lease) -> Option<Timestamp> {
     Some(spec.renew_time.as_ref().or(spec.acquire_time.as_ref())?.0)
 }
 
-/// A Lease as one observer last read it, and since when, by the observer's monotonic clock, its
-/// record (`spec`) has been unchanged.
+/// A reading of an observer's clock: a point in time that a duration can be added to or taken
+/// from (saturating at the clock's ends).
+pub trait Moment: Copy + Ord + std::fmt::Debug {
+    /// `self + duration`, or the latest moment the clock can represent.
+    fn plus(self, duration: Duration) -> Self;
+    /// `self - duration`, or the earliest moment the clock can represent.
+    fn minus(self, duration: Duration) -> Self;
+}
+
+impl Moment for Instant {
+    fn plus(self, duration: Duration) -> Self {
+        add(self, duration)
+    }
+
+    fn minus(self, duration: Duration) -> Self {
+        self.checked_sub(duration).unwrap_or(self)
+    }
+}
+
+impl Moment for Timestamp {
+    fn plus(self, duration: Duration) -> Self {
+        SignedDuration::try_from(duration)
+            .ok()
+            .and_then(|d| self.checked_add(d).ok())
+            .unwrap_or(Timestamp::MAX)
+    }
+
+    fn minus(self, duration: Duration) -> Self {
+        SignedDuration::try_from(duration)
+            .ok()
+            .and_then(|d| self.checked_sub(d).ok())
+            .unwrap_or(Timestamp::MIN)
+    }
+}
+
+/// A Lease as one observer last read it, and since when, by the observer's clock (`M`, a
+/// monotonic [`Instant`] unless the observer has another), its record (`spec`) has been
+/// unchanged.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Observed {
+pub struct Observed<M: Moment = Instant> {
     lease: Lease,
-    since: Instant,
+    since: M,
     credit: Duration,
 }
 
-impl Observed {
+impl<M: Moment> Observed<M> {
     /// Records `lease`, read at `wall` (the observer's wall clock) and `now` (its monotonic
     /// clock). When the record equals the one seen before, the observation keeps its start;
     /// when it changed, it starts now; on first sight (`previous` is `None`) it starts now with
     /// the credit of the Lease's own age beyond `skew_allowance` (used by
     /// [`stale_at`](Self::stale_at) only).
     pub fn update(
-        previous: Option<&Observed>,
+        previous: Option<&Observed<M>>,
         lease: Lease,
         wall: Timestamp,
-        now: Instant,
+        now: M,
         skew_allowance: Duration,
-    ) -> Observed {
+    ) -> Observed<M> {
         match previous {
             Some(previous) if previous.lease.spec == lease.spec => Observed {
                 lease,
@@ -165,7 +205,7 @@ impl Observed {
 
     /// A Lease whose change was seen happen at `now`: this observer's own write as the API
     /// server stored it, or a renewal. No credit.
-    pub fn seen_change(lease: Lease, now: Instant) -> Observed {
+    pub fn seen_change(lease: Lease, now: M) -> Observed<M> {
         Observed {
             lease,
             since: now,
@@ -179,25 +219,26 @@ impl Observed {
     }
 
     /// When this observer first saw the Lease's current record.
-    pub fn since(&self) -> Instant {
+    pub fn since(&self) -> M {
         self.since
     }
 
     /// When another may take the Lease if its record does not change: the record's duration
     /// after this observer first saw it (client-go's rule; the Lease's own times never count).
-    pub fn takeover_at(&self) -> Instant {
-        add(self.since, declared_duration(&self.lease))
+    pub fn takeover_at(&self) -> M {
+        self.since.plus(declared_duration(&self.lease))
     }
 
     /// When the Lease's holder counts as gone if the record does not change: as
-    /// [`takeover_at`](Self::takeover_at), earlier by the first sight's credit.
-    pub fn stale_at(&self) -> Instant {
-        let remaining = declared_duration(&self.lease).saturating_sub(self.credit);
-        add(self.since, remaining)
+    /// [`takeover_at`](Self::takeover_at), earlier by the first sight's credit (so for a Lease
+    /// found long expired, an estimate of when its holder went away, before this observer
+    /// first saw it).
+    pub fn stale_at(&self) -> M {
+        self.takeover_at().minus(self.credit)
     }
 
     /// Whether the holder counts as gone at `now` ([`stale_at`](Self::stale_at)).
-    pub fn is_stale(&self, now: Instant) -> bool {
+    pub fn is_stale(&self, now: M) -> bool {
         now >= self.stale_at()
     }
 }
@@ -211,7 +252,7 @@ fn add(at: Instant, duration: Duration) -> Instant {
 
 /// What a claimant does about the Lease.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Decision {
+pub enum Decision<M: Moment = Instant> {
     /// There is no Lease: create this one (held by the claimant).
     Create(Box<Lease>),
     /// The Lease is free, or its holder stopped renewing it for its whole duration: replace it
@@ -225,9 +266,8 @@ pub enum Decision {
     Wait {
         /// The holder.
         holder: String,
-        /// When, by the claimant's monotonic clock, the Lease may be taken if it does not
-        /// change.
-        until: Instant,
+        /// When, by the claimant's clock, the Lease may be taken if it does not change.
+        until: M,
     },
     /// The claimant held the Lease but it now names someone else (or no one): stop writing.
     Lost {
@@ -239,13 +279,13 @@ pub enum Decision {
 /// The decision of `claim`'s holder at `wall` / `now`, given what it observed of the Lease
 /// (`None`: the Lease does not exist) and whether it holds the Lease as far as it knows
 /// (`leading`).
-pub fn decide(
-    observed: Option<&Observed>,
+pub fn decide<M: Moment>(
+    observed: Option<&Observed<M>>,
     claim: &LeaseClaim,
     leading: bool,
     wall: Timestamp,
-    now: Instant,
-) -> Decision {
+    now: M,
+) -> Decision<M> {
     let Some(observed) = observed else {
         return Decision::Create(Box::new(held_by(None, claim, wall)));
     };

@@ -8,8 +8,8 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube_lease::{
-    DEFAULT_SKEW_ALLOWANCE, Decision, LeaseClaim, Observed, decide, held_by, holder, release,
-    wall_time_of,
+    DEFAULT_SKEW_ALLOWANCE, Decision, LeaseClaim, Moment, Observed, decide, held_by, holder,
+    release, wall_time_of,
 };
 
 fn claim(identity: &str) -> LeaseClaim {
@@ -35,7 +35,8 @@ fn at(seconds: i64) -> Timestamp {
 /// every instant of a test is comparable.
 fn mono(seconds: u64) -> Instant {
     thread_local! {
-        static START: Instant = Instant::now();
+        // Far enough from the clock's start that moments before it exist.
+        static START: Instant = Instant::now() + Duration::from_secs(3600);
     }
     START.with(|start| *start + Duration::from_secs(seconds))
 }
@@ -208,6 +209,9 @@ fn a_holder_whose_lease_is_long_expired_is_stale_on_first_sight_within_the_allow
     assert!(first.is_stale(mono(0)));
     assert_eq!(first.takeover_at(), mono(15));
 
+    // Long expired: gone (by the Lease's own times, less the allowance) before first sight.
+    assert_eq!(first.stale_at(), mono(0).minus(Duration::from_secs(80)));
+
     // Renewed 12 s ago: 15 s duration, 5 s allowance: 7 s credit, gone 8 s from now.
     let recent = lease(Some("b"), at(-12), 0, "1");
     let first = Observed::update(None, recent, at(0), mono(0), DEFAULT_SKEW_ALLOWANCE);
@@ -348,4 +352,24 @@ fn an_instant_converts_to_the_wall_clock_for_messages() {
         at(3),
         "a past instant is now"
     );
+}
+
+#[test]
+fn a_sans_io_core_observes_with_the_timestamps_it_is_given() {
+    // The agent's core has one clock, the timestamps it is given; the rules are the same.
+    let first: Observed<Timestamp> = Observed::update(
+        None,
+        lease(Some("b"), at(-100), 0, "1"),
+        at(0),
+        at(0),
+        DEFAULT_SKEW_ALLOWANCE,
+    );
+    assert_eq!(first.takeover_at(), at(15));
+    assert_eq!(first.stale_at(), at(-80));
+    assert!(matches!(
+        decide(Some(&first), &claim("a"), false, at(3), at(3)),
+        Decision::Wait { until, .. } if until == at(15)
+    ));
+    assert_eq!(at(0).plus(Duration::from_secs(2)), at(2));
+    assert_eq!(at(0).minus(Duration::from_secs(2)), at(-2));
 }

@@ -43,14 +43,13 @@ fn record_in(cluster: &str, key: &ServiceKey, namespace: &str, ports: &[i32]) ->
 }
 
 fn lease_of(cluster: &str, identity: &str) -> k8s_openapi::api::coordination::v1::Lease {
-    match broker::heartbeat(
-        None,
+    let claim = broker::heartbeat_claim(
         &ClusterId::new(cluster).unwrap(),
         identity,
         sim::BROKER_NAMESPACE,
-        30,
-        now(),
-    ) {
+        std::time::Duration::from_secs(30),
+    );
+    match broker::heartbeat(None, &claim, now()) {
         Heartbeat::Create(lease) => *lease,
         other => panic!("{other:?}"),
     }
@@ -176,12 +175,16 @@ fn nothing_is_written_until_every_watch_has_listed_once() {
 
 #[test]
 fn lease_states_decide_who_publishes() {
-    // (holder of c0's Lease, seconds after its renewal, expected state, publishes?)
-    let cases: [(&str, i64, &str, bool); 4] = [
+    // (holder of c0's Lease (30 s), seconds after its renewal at first sight, expected state,
+    // publishes?). This agent's own Lease is judged by its times, with kube-lease's 5 s skew
+    // allowance; another instance's only by how long this agent has seen it unchanged, so it
+    // blocks on first sight however old its renewal says it is.
+    let cases: [(&str, i64, &str, bool); 5] = [
         ("agent-c0", 10, "held", true),
-        ("agent-c0", 31, "not held", false),
+        ("agent-c0", 34, "held", true),
+        ("agent-c0", 40, "not held", false),
         ("other-pod", 10, "blocked", false),
-        ("other-pod", 31, "not held", false),
+        ("other-pod", 40, "blocked", false),
     ];
     for (holder, after, expected, publishes) in cases {
         let mut core = AgentCore::new(sim::cluster_config(0, None).unwrap());
@@ -235,6 +238,20 @@ fn lease_states_decide_who_publishes() {
                 ready.reason, expected_reason,
                 "{holder} +{after}s: {ready:?}"
             );
+        }
+        if expected == "blocked" {
+            // Seen unchanged for the Lease's whole duration: free to take.
+            let later = at.checked_add(Duration::from_secs(30)).unwrap();
+            core.process(later);
+            assert_eq!(
+                core.lease_state(),
+                &LeaseState::NotHeld,
+                "{holder} +{after}s"
+            );
+            let Some(Heartbeat::Replace(taken)) = core.heartbeat(later) else {
+                panic!("{holder} +{after}s: the Lease is taken over")
+            };
+            assert_eq!(kube_lease::holder(&taken), Some("agent-c0"));
         }
     }
 }
@@ -538,9 +555,13 @@ fn a_lease_named_for_another_cluster_does_not_make_its_label_cluster_look_fresh(
     let at = after(40_000);
     let c1 = ClusterId::new("c1").unwrap();
     let renewed_at = |name: &str| {
-        let Heartbeat::Create(lease) =
-            broker::heartbeat(None, &c1, "agent-c1", sim::BROKER_NAMESPACE, 30, at)
-        else {
+        let claim = broker::heartbeat_claim(
+            &c1,
+            "agent-c1",
+            sim::BROKER_NAMESPACE,
+            std::time::Duration::from_secs(30),
+        );
+        let Heartbeat::Create(lease) = broker::heartbeat(None, &claim, at) else {
             panic!("a new Lease")
         };
         let mut lease = *lease;
@@ -694,5 +715,69 @@ fn an_agent_moves_its_record_and_withdraws_the_old_copy_only_once_the_new_one_is
         );
         assert_eq!(core.stats().published_records, 1, "{mode:?}");
         assert_eq!(core.stats().foreign_writers, foreign(0, 0, 0), "{mode:?}");
+    }
+}
+
+#[test]
+fn after_a_restart_a_cluster_whose_lease_ran_out_long_ago_is_dropped_at_once() {
+    // The agent starts an hour after c1's last renewal (30 s Lease, drop after 10 min): judged
+    // by the Lease's own times (less kube-lease's 5 s skew allowance) c1 went away about an hour
+    // ago, so its exports are left out at once instead of after another Lease duration and
+    // another drop delay. A c1 renewed 10 s before the start is fresh.
+    let c1 = ClusterId::new("c1").unwrap();
+    let start = after(3_600_000);
+    for (renewed, expected) in [(now(), "dropped"), (after(3_590_000), "fresh")] {
+        let config = sim::cluster_config(0, Some(Duration::from_secs(600))).unwrap();
+        let mut core = AgentCore::new(config);
+        for (kind, inputs) in listings() {
+            core.handle(marker(kind, false));
+            for input in inputs {
+                let input = match input {
+                    Input::Lease(Event::InitApply(l))
+                        if l.metadata.name.as_deref() == Some("clusterset-agent-c1") =>
+                    {
+                        let claim = broker::heartbeat_claim(
+                            &c1,
+                            "agent-c1",
+                            sim::BROKER_NAMESPACE,
+                            Duration::from_secs(30),
+                        );
+                        let Heartbeat::Create(lease) = broker::heartbeat(None, &claim, renewed)
+                        else {
+                            panic!("a new Lease")
+                        };
+                        Input::Lease(Event::InitApply(*lease))
+                    }
+                    // This agent's own Lease, renewed as it starts.
+                    Input::Lease(Event::InitApply(l))
+                        if l.metadata.name.as_deref() == Some("clusterset-agent-c0") =>
+                    {
+                        let claim = broker::heartbeat_claim(
+                            &ClusterId::new("c0").unwrap(),
+                            "agent-c0",
+                            sim::BROKER_NAMESPACE,
+                            Duration::from_secs(30),
+                        );
+                        let Heartbeat::Create(lease) = broker::heartbeat(None, &claim, start)
+                        else {
+                            panic!("a new Lease")
+                        };
+                        Input::Lease(Event::InitApply(*lease))
+                    }
+                    other => other,
+                };
+                core.handle(input);
+            }
+            core.handle(marker(kind, true));
+        }
+        core.process(start);
+        let health = core.cluster_health(&c1);
+        match expected {
+            "dropped" => assert!(
+                matches!(health, Some(ClusterHealth::Dropped { since }) if since < after(60_000)),
+                "{health:?}"
+            ),
+            _ => assert_eq!(health, Some(ClusterHealth::Fresh)),
+        }
     }
 }

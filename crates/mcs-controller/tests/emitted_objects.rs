@@ -320,27 +320,20 @@ fn check_builders(
         records.push(record);
 
         // The heartbeat Lease, created and renewed.
-        let Heartbeat::Create(lease) = broker::heartbeat(
-            None,
+        let claim = broker::heartbeat_claim(
             cluster,
             &format!("clusterset-agent-{cluster}"),
             BROKER,
-            30,
-            start(),
-        ) else {
+            std::time::Duration::from_secs(30),
+        );
+        let Heartbeat::Create(lease) = broker::heartbeat(None, &claim, start()) else {
             panic!("a first heartbeat creates")
         };
         assert_valid(catalog, "the heartbeat Lease", &lease);
         let mut stored = *lease;
         stored.metadata.resource_version = Some("1".into());
-        let renewed = broker::heartbeat(
-            Some(&stored),
-            cluster,
-            &format!("clusterset-agent-{cluster}"),
-            BROKER,
-            30,
-            start(),
-        );
+        let seen = kube_lease::Observed::seen_change(stored, start());
+        let renewed = broker::heartbeat(Some(&seen), &claim, start());
         let Heartbeat::Replace(renewed) = renewed else {
             panic!("{renewed:?}")
         };

@@ -2,10 +2,18 @@
 //! ([`lease_name`]) and labelled with its id. An agent renews its own ([`heartbeat`]), a cluster
 //! whose Lease ran out is stale, and a Lease whose name is not the one of the cluster its label
 //! names was written by another member's credentials ([`lease_writer_check`]).
+//!
+//! The rules are [`kube_lease`]'s, shared with the operator's leader election: another
+//! instance's Lease is taken only once this agent has seen it unchanged for its duration by its
+//! own clock (client-go's rule; clock skew between clusters cannot end a Lease early), and a
+//! cluster is stale once its Lease has been seen unchanged for its duration, less, on first
+//! sight, the Lease's own age beyond [`kube_lease::DEFAULT_SKEW_ALLOWANCE`].
 
-use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::jiff::Timestamp;
+use kube_lease::{Decision, LeaseClaim, Observed};
 use mcs_types::ClusterId;
 
 use super::{CLUSTER_ID_LABEL, ForeignWriter};
@@ -42,25 +50,6 @@ pub fn lease_cluster(lease: &Lease) -> Option<ClusterId> {
     ClusterId::new(value).ok()
 }
 
-/// When a Lease runs out: its renew (or acquire) time plus its duration. `None` when it says
-/// neither.
-pub fn lease_expiry(lease: &Lease) -> Option<Timestamp> {
-    let spec = lease.spec.as_ref()?;
-    let renewed = spec.renew_time.as_ref().or(spec.acquire_time.as_ref())?.0;
-    let duration = SignedDuration::from_secs(i64::from(spec.lease_duration_seconds?.max(0)));
-    Some(renewed.checked_add(duration).unwrap_or(Timestamp::MAX))
-}
-
-/// The holder of a Lease, if any (an empty identity counts as none).
-pub fn lease_holder(lease: &Lease) -> Option<&str> {
-    lease
-        .spec
-        .as_ref()?
-        .holder_identity
-        .as_deref()
-        .filter(|h| !h.is_empty())
-}
-
 /// What the agent does about its own heartbeat Lease.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Heartbeat {
@@ -69,98 +58,62 @@ pub enum Heartbeat {
     /// Replace the stored Lease with this one (it carries the stored `resourceVersion`, so a
     /// concurrent change makes the write fail with 409 instead of overwriting it).
     Replace(Box<Lease>),
-    /// Another agent instance holds this cluster's Lease and it has not expired: two agents use
-    /// one cluster id. Do not publish; wait.
+    /// Another agent instance holds this cluster's Lease and this agent has not yet seen it
+    /// unchanged for its duration: two agents use one cluster id. Do not publish; wait.
     Blocked {
         /// The other holder.
         holder: String,
-        /// When its Lease runs out.
+        /// When, by this agent's clock, the Lease may be taken if it does not change.
         until: Timestamp,
     },
 }
 
-/// The heartbeat decision for `identity` of `cluster`, given the stored Lease.
-pub fn heartbeat(
-    stored: Option<&Lease>,
+/// The claim of the agent `identity` on `cluster`'s heartbeat Lease in the broker `namespace`:
+/// the Lease's name, the duration it declares, and the cluster id label every write carries.
+pub fn heartbeat_claim(
     cluster: &ClusterId,
     identity: &str,
     namespace: &str,
-    duration_seconds: i32,
+    duration: Duration,
+) -> LeaseClaim {
+    LeaseClaim::new(&lease_name(cluster), namespace, identity, duration)
+        .with_label(CLUSTER_ID_LABEL, cluster.as_str())
+}
+
+/// The heartbeat decision at `now` for `claim`, given what this agent observed of the Lease
+/// (`None`: there is none).
+pub fn heartbeat(
+    observed: Option<&Observed<Timestamp>>,
+    claim: &LeaseClaim,
     now: Timestamp,
 ) -> Heartbeat {
-    let fresh = |previous: Option<&Lease>| {
-        let previous_spec = previous.and_then(|l| l.spec.clone()).unwrap_or_default();
-        let same_holder = previous.and_then(lease_holder) == Some(identity);
-        let transitions = previous_spec.lease_transitions.unwrap_or(0);
-        Lease {
-            metadata: ObjectMeta {
-                name: Some(lease_name(cluster)),
-                namespace: Some(namespace.to_owned()),
-                // Labels and annotations others set (the hub manifests' `part-of`) are kept: a
-                // replace would otherwise drop them.
-                labels: Some({
-                    let mut labels = previous
-                        .and_then(|l| l.metadata.labels.clone())
-                        .unwrap_or_default();
-                    labels.insert(CLUSTER_ID_LABEL.to_owned(), cluster.to_string());
-                    labels
-                }),
-                annotations: previous.and_then(|l| l.metadata.annotations.clone()),
-                resource_version: previous.and_then(|l| l.metadata.resource_version.clone()),
-                ..Default::default()
-            },
-            spec: Some(LeaseSpec {
-                holder_identity: Some(identity.to_owned()),
-                lease_duration_seconds: Some(duration_seconds),
-                acquire_time: if same_holder {
-                    previous_spec.acquire_time
-                } else {
-                    Some(MicroTime(now))
-                },
-                renew_time: Some(MicroTime(now)),
-                lease_transitions: Some(if same_holder || previous.is_none() {
-                    transitions
-                } else {
-                    transitions.saturating_add(1)
-                }),
-                ..Default::default()
-            }),
-        }
-    };
-    match stored {
-        None => Heartbeat::Create(Box::new(fresh(None))),
-        Some(lease) => match (lease_holder(lease), lease_expiry(lease)) {
-            (Some(holder), Some(until)) if holder != identity && now < until => {
-                Heartbeat::Blocked {
-                    holder: holder.to_owned(),
-                    until,
-                }
-            }
-            _ => Heartbeat::Replace(Box::new(fresh(Some(lease)))),
+    // Not leading as far as the decision knows: a Lease held by this identity is renewed, a free
+    // or long-unrenewed one taken, another's waited for (so the decision is never `Lost`).
+    match kube_lease::decide(observed, claim, false, now, now) {
+        Decision::Create(lease) => Heartbeat::Create(lease),
+        Decision::Acquire(lease) | Decision::Renew(lease) => Heartbeat::Replace(lease),
+        Decision::Wait { holder, until } => Heartbeat::Blocked { holder, until },
+        Decision::Lost { holder } => Heartbeat::Blocked {
+            holder: holder.unwrap_or_default(),
+            until: now,
         },
     }
 }
 
-/// The Lease to write on a clean shutdown: the stored one without a holder, so that the next
-/// instance (a new pod after a rollout) takes it at once instead of waiting for it to expire.
-/// The renew time is kept, so the cluster does not look stale to the others meanwhile. `None`
-/// when `identity` does not hold the Lease.
-pub fn release(stored: Option<&Lease>, identity: &str) -> Option<Lease> {
-    let stored = stored?;
-    if lease_holder(stored) != Some(identity) {
-        return None;
-    }
-    let mut released = stored.clone();
-    if let Some(spec) = released.spec.as_mut() {
-        spec.holder_identity = None;
-    }
-    released.metadata.managed_fields = None;
-    Some(released)
+/// The Lease to write on a clean shutdown at `now`: the stored one without a holder, so that
+/// the next instance (a new pod after a rollout) takes it at once instead of waiting for it to
+/// expire, renewed so that the cluster does not look stale to the others meanwhile
+/// ([`kube_lease::release`]). `None` when `identity` does not hold the Lease.
+pub fn release(stored: Option<&Lease>, identity: &str, now: Timestamp) -> Option<Lease> {
+    kube_lease::release(stored?, identity, now)
 }
 
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
+
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+    use kube_lease::{DEFAULT_SKEW_ALLOWANCE, holder};
 
     use super::*;
 
@@ -172,21 +125,33 @@ mod tests {
         Timestamp::from_second(second).unwrap()
     }
 
+    fn claim(identity: &str) -> LeaseClaim {
+        heartbeat_claim(&east(), identity, "broker", Duration::from_secs(30))
+    }
+
+    /// `lease` as seen changing at `now` (no first-sight credit).
+    fn seen(lease: &Lease, now: Timestamp) -> Observed<Timestamp> {
+        Observed::seen_change(lease.clone(), now)
+    }
+
     #[test]
-    fn heartbeat_creates_renews_takes_over_expired_and_blocks_live_others() {
-        let created = match heartbeat(None, &east(), "pod-a", "broker", 30, at(100)) {
+    fn heartbeat_creates_renews_takes_over_unrenewed_and_blocks_live_others() {
+        let created = match heartbeat(None, &claim("pod-a"), at(100)) {
             Heartbeat::Create(lease) => *lease,
             other => panic!("{other:?}"),
         };
-        assert_eq!(lease_holder(&created), Some("pod-a"));
-        assert_eq!(lease_expiry(&created), Some(at(130)));
+        assert_eq!(holder(&created), Some("pod-a"));
         assert_eq!(lease_cluster(&created), Some(east()));
+        assert_eq!(
+            created.spec.as_ref().unwrap().lease_duration_seconds,
+            Some(30)
+        );
 
         let mut stored = created.clone();
         stored.metadata.resource_version = Some("7".into());
         // Our own lease: renewed, acquire time kept, resourceVersion carried for 409 detection.
         let Heartbeat::Replace(renewed) =
-            heartbeat(Some(&stored), &east(), "pod-a", "broker", 30, at(110))
+            heartbeat(Some(&seen(&stored, at(100))), &claim("pod-a"), at(110))
         else {
             panic!()
         };
@@ -196,24 +161,39 @@ mod tests {
         assert_eq!(spec.renew_time, Some(MicroTime(at(110))));
         assert_eq!(spec.lease_transitions, Some(0));
 
-        // Another live holder blocks.
+        // Another holder blocks until it has been seen unchanged for its duration.
+        let observed = seen(&stored, at(105));
         assert_eq!(
-            heartbeat(Some(&stored), &east(), "pod-b", "broker", 30, at(129)),
+            heartbeat(Some(&observed), &claim("pod-b"), at(134)),
             Heartbeat::Blocked {
                 holder: "pod-a".into(),
-                until: at(130)
+                until: at(135)
             }
         );
-        // Expired: taken over, one more transition.
-        let Heartbeat::Replace(taken) =
-            heartbeat(Some(&stored), &east(), "pod-b", "broker", 30, at(130))
-        else {
+        // Unrenewed for its duration: taken over, one more transition.
+        let Heartbeat::Replace(taken) = heartbeat(Some(&observed), &claim("pod-b"), at(135)) else {
             panic!()
         };
         let spec = taken.spec.as_ref().unwrap();
         assert_eq!(spec.holder_identity.as_deref(), Some("pod-b"));
-        assert_eq!(spec.acquire_time, Some(MicroTime(at(130))));
+        assert_eq!(spec.acquire_time, Some(MicroTime(at(135))));
         assert_eq!(spec.lease_transitions, Some(1));
+    }
+
+    #[test]
+    fn another_instances_lease_is_never_taken_by_its_own_times_on_first_sight() {
+        // pod-a's clock is far behind: its renewTime says an hour ago. pod-b still waits the
+        // whole duration of seeing it unchanged before taking it (it may be alive and renewing).
+        let Heartbeat::Create(lease) = heartbeat(None, &claim("pod-a"), at(-3600)) else {
+            panic!()
+        };
+        let first = Observed::update(None, *lease, at(0), at(0), DEFAULT_SKEW_ALLOWANCE);
+        assert!(matches!(
+            heartbeat(Some(&first), &claim("pod-b"), at(1)),
+            Heartbeat::Blocked { until, .. } if until == at(30)
+        ));
+        // ... while the cluster's liveness, judged on the same first sight, counts it as gone.
+        assert!(first.is_stale(at(0)));
     }
 
     #[test]
@@ -237,16 +217,16 @@ mod tests {
             spec: None,
         };
         let Heartbeat::Replace(taken) =
-            heartbeat(Some(&created), &east(), "pod-a", "broker", 30, at(100))
+            heartbeat(Some(&seen(&created, at(100))), &claim("pod-a"), at(100))
         else {
             panic!("a Lease without a holder is free")
         };
-        assert_eq!(lease_holder(&taken), Some("pod-a"));
+        assert_eq!(holder(&taken), Some("pod-a"));
         assert_eq!(taken.metadata.labels, created.metadata.labels);
         assert_eq!(taken.metadata.annotations, created.metadata.annotations);
         assert_eq!(taken.metadata.resource_version.as_deref(), Some("3"));
         let Heartbeat::Replace(renewed) =
-            heartbeat(Some(&taken), &east(), "pod-a", "broker", 30, at(110))
+            heartbeat(Some(&seen(&taken, at(100))), &claim("pod-a"), at(110))
         else {
             panic!()
         };
@@ -255,27 +235,26 @@ mod tests {
 
     #[test]
     fn a_released_lease_is_taken_at_once_by_the_next_instance() {
-        let Heartbeat::Create(lease) = heartbeat(None, &east(), "pod-a", "broker", 30, at(100))
-        else {
+        let Heartbeat::Create(lease) = heartbeat(None, &claim("pod-a"), at(100)) else {
             panic!()
         };
         assert_eq!(
-            release(Some(&lease), "pod-b"),
+            release(Some(&lease), "pod-b", at(120)),
             None,
             "only the holder releases"
         );
-        let released = release(Some(&lease), "pod-a").unwrap();
-        assert_eq!(lease_holder(&released), None);
+        let released = release(Some(&lease), "pod-a", at(120)).unwrap();
+        assert_eq!(holder(&released), None);
         assert_eq!(
-            lease_expiry(&released),
-            Some(at(130)),
+            released.spec.as_ref().unwrap().renew_time,
+            Some(MicroTime(at(120))),
             "the cluster stays fresh"
         );
         let Heartbeat::Replace(taken) =
-            heartbeat(Some(&released), &east(), "pod-b", "broker", 30, at(101))
+            heartbeat(Some(&seen(&released, at(121))), &claim("pod-b"), at(121))
         else {
             panic!("a released Lease is free")
         };
-        assert_eq!(lease_holder(&taken), Some("pod-b"));
+        assert_eq!(holder(&taken), Some("pod-b"));
     }
 }

@@ -26,8 +26,7 @@ use crate::model::ExportRecord;
 mod lease;
 
 pub use lease::{
-    Heartbeat, heartbeat, lease_cluster, lease_expiry, lease_holder, lease_name,
-    lease_writer_check, release,
+    Heartbeat, heartbeat, heartbeat_claim, lease_cluster, lease_name, lease_writer_check, release,
 };
 
 /// API group of the broker resources.

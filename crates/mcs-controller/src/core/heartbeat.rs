@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube_lease::{DEFAULT_SKEW_ALLOWANCE, Observed};
 use mcs_types::{ClusterId, ServiceKey};
 
 use super::{AgentCore, ClusterHealth, LeaseState, key_of, later};
@@ -31,28 +32,55 @@ impl AgentCore {
         if !self.leases.is_synced() {
             return None;
         }
-        let stored = self.leases.get(&ObjectId::new(
-            &self.config.broker_namespace,
-            &broker::lease_name(&self.config.cluster_id),
-        ));
-        Some(broker::heartbeat(
-            stored,
+        let claim = broker::heartbeat_claim(
             &self.config.cluster_id,
             &self.config.identity,
             &self.config.broker_namespace,
-            self.config.lease_duration_seconds(),
-            now,
-        ))
+            self.config.lease_duration,
+        );
+        let observed = self.lease_observations.get(&self.own_lease_id());
+        Some(broker::heartbeat(observed, &claim, now))
     }
 
-    /// The Lease write that hands this cluster's heartbeat Lease back on a clean shutdown, if
-    /// this agent holds it.
-    pub fn release_heartbeat(&self) -> Option<Heartbeat> {
-        let stored = self.leases.get(&ObjectId::new(
+    /// The Lease write at `now` that hands this cluster's heartbeat Lease back on a clean
+    /// shutdown, if this agent holds it.
+    pub fn release_heartbeat(&self, now: Timestamp) -> Option<Heartbeat> {
+        let stored = self.leases.get(&self.own_lease_id());
+        broker::release(stored, &self.config.identity, now).map(|l| Heartbeat::Replace(Box::new(l)))
+    }
+
+    fn own_lease_id(&self) -> ObjectId {
+        ObjectId::new(
             &self.config.broker_namespace,
             &broker::lease_name(&self.config.cluster_id),
-        ));
-        broker::release(stored, &self.config.identity).map(|l| Heartbeat::Replace(Box::new(l)))
+        )
+    }
+
+    /// Records at `now` every heartbeat Lease the cache holds: an unchanged record keeps the
+    /// time it was first seen, a changed one starts now, a new one starts now with the credit of
+    /// its own age (kube-lease's [`Observed::update`]).
+    pub(super) fn observe_leases(&mut self, now: Timestamp) {
+        let previous = std::mem::take(&mut self.lease_observations);
+        self.lease_observations = self
+            .leases
+            .values()
+            .map(|lease| {
+                let id = ObjectId::of(lease);
+                let observed = Observed::update(
+                    previous.get(&id),
+                    lease.clone(),
+                    now,
+                    now,
+                    DEFAULT_SKEW_ALLOWANCE,
+                );
+                (id, observed)
+            })
+            .collect();
+    }
+
+    fn observed_lease_of(&self, cluster: &ClusterId) -> Option<&Observed<Timestamp>> {
+        self.lease_observations
+            .get(self.leases_by_cluster.get(cluster)?)
     }
 
     /// `event`, unless it carries a Lease older than the one stored (a late event, or a relist
@@ -91,8 +119,8 @@ impl AgentCore {
         for (cluster, health) in &self.health {
             match health {
                 ClusterHealth::Fresh => {
-                    if let Some(t) = self.lease_of(cluster).and_then(broker::lease_expiry) {
-                        consider(t);
+                    if let Some(observed) = self.observed_lease_of(cluster) {
+                        consider(observed.stale_at());
                     }
                 }
                 ClusterHealth::Stale { since } => {
@@ -108,8 +136,8 @@ impl AgentCore {
         // expired Lease in the past would wake the runtime up at once, again and again).
         match &self.lease_state {
             LeaseState::Held => {
-                if let Some(own) = self.own_lease().and_then(broker::lease_expiry) {
-                    consider(own);
+                if let Some(own) = self.lease_observations.get(&self.own_lease_id()) {
+                    consider(own.stale_at());
                 }
             }
             LeaseState::Blocked { until, .. } => consider(*until),
@@ -123,40 +151,37 @@ impl AgentCore {
         SignedDuration::try_from(after).ok()
     }
 
-    pub(super) fn lease_of(&self, cluster: &ClusterId) -> Option<&Lease> {
-        self.leases.get(self.leases_by_cluster.get(cluster)?)
-    }
-
-    pub(super) fn own_lease(&self) -> Option<&Lease> {
-        self.lease_of(&self.config.cluster_id)
-    }
-
+    /// Whether this agent holds its cluster's Lease at `now`: it is named the holder and the
+    /// Lease is not stale (renewed within its duration, judged on first sight by the times this
+    /// identity wrote); another holder blocks it until this agent has seen the Lease unchanged
+    /// for its duration (client-go's rule: the other holder's times never count).
     pub(super) fn compute_lease_state(&self, now: Timestamp) -> LeaseState {
-        let Some(lease) = self.own_lease() else {
+        let Some(observed) = self.lease_observations.get(&self.own_lease_id()) else {
             return LeaseState::NotHeld;
         };
-        match (broker::lease_holder(lease), broker::lease_expiry(lease)) {
-            (Some(holder), Some(until)) if now < until => {
-                if holder == self.config.identity {
-                    LeaseState::Held
+        match kube_lease::holder(observed.lease()) {
+            Some(holder) if holder == self.config.identity => {
+                if observed.is_stale(now) {
+                    LeaseState::NotHeld
                 } else {
-                    LeaseState::Blocked {
-                        holder: holder.to_owned(),
-                        until,
-                    }
+                    LeaseState::Held
                 }
             }
+            Some(holder) if now < observed.takeover_at() => LeaseState::Blocked {
+                holder: holder.to_owned(),
+                until: observed.takeover_at(),
+            },
             _ => LeaseState::NotHeld,
         }
     }
 
     pub(super) fn compute_health(&mut self, cluster: &ClusterId, now: Timestamp) -> ClusterHealth {
-        let since = match self.lease_of(cluster).and_then(broker::lease_expiry) {
-            Some(expiry) if now < expiry => {
+        let since = match self.observed_lease_of(cluster) {
+            Some(observed) if !observed.is_stale(now) => {
                 self.missing_since.remove(cluster);
                 return ClusterHealth::Fresh;
             }
-            Some(expiry) => expiry,
+            Some(observed) => observed.stale_at(),
             None => *self.missing_since.entry(cluster.clone()).or_insert(now),
         };
         match self.drop_after() {
@@ -166,6 +191,7 @@ impl AgentCore {
     }
 
     pub(super) fn refresh_health(&mut self, now: Timestamp) {
+        self.observe_leases(now);
         let clusters: Vec<ClusterId> = self
             .services_by_cluster
             .keys()

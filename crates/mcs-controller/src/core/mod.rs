@@ -219,6 +219,9 @@ pub struct AgentCore {
     zone_synced: bool,
     health: HashMap<ClusterId, ClusterHealth>,
     missing_since: HashMap<ClusterId, Timestamp>,
+    /// Every heartbeat Lease as this agent observed it (kube-lease's rules: since when its
+    /// record has been unchanged by this core's clock).
+    lease_observations: HashMap<ObjectId, kube_lease::Observed<Timestamp>>,
     lease_state: LeaseState,
     pending: HashMap<Target, Write>,
     failures: HashMap<ServiceKey, Failure>,
@@ -282,6 +285,7 @@ impl AgentCore {
             zone_synced: false,
             health: HashMap::new(),
             missing_since: HashMap::new(),
+            lease_observations: HashMap::new(),
             lease_state: LeaseState::NotHeld,
             pending: HashMap::new(),
             failures: HashMap::new(),
