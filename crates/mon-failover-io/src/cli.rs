@@ -1,5 +1,5 @@
-//! [`CephMonAdmin`](mon_failover::CephMonAdmin) with the `ceph` command line and a given `ceph.conf` and keyring, as Rook's
-//! operator does.
+//! [`CephMonAdmin`](mon_failover::CephMonAdmin) with the `ceph` command line and a given
+//! `ceph.conf` and keyring, as Rook's operator does.
 
 use std::net::IpAddr;
 use std::path::PathBuf;

@@ -1,6 +1,7 @@
-//! The driver: the thin IO shell around [`Machine::step`](mon_failover::Machine::step). One tick observes Ceph (admin port)
-//! and the runtime's placement of every mon, steps the machine, persists the new state
-//! (write-ahead), executes the commands, and keeps their outcomes for the next observation.
+//! The driver: the thin IO shell around [`Machine::step`](mon_failover::Machine::step). One
+//! tick observes Ceph (admin port) and the runtime's placement of every mon, steps the machine,
+//! persists the new state (write-ahead), executes the commands, and keeps their outcomes for
+//! the next observation.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

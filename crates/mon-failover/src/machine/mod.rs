@@ -141,11 +141,13 @@ impl Machine {
 /// ```
 /// use mon_failover::{Addressing, MachineState, Observation, ObservedMon, Placement, is_settled};
 ///
-/// let mon = |placement| ObservedMon { address: "242.1.0.4".parse().unwrap(), in_quorum: true, placement };
+/// let observe = |placement| -> Result<Observation, Box<dyn std::error::Error>> {
+///     let mon = ObservedMon { address: "242.1.0.4".parse()?, in_quorum: true, placement };
+///     Ok(Observation::reachable(Addressing::Clusterset, [("d".parse()?, mon)]))
+/// };
 /// let state = MachineState::new(Some(3));
-/// let placed = Observation::reachable(Addressing::Clusterset, [("d".parse()?, mon(Placement::Placed))]);
-/// assert!(is_settled(&placed, &state));
-/// let unknown = Observation::reachable(Addressing::Clusterset, [("d".parse()?, mon(Placement::Unknown))]);
+/// assert!(is_settled(&observe(Placement::Placed)?, &state));
+/// let unknown = observe(Placement::Unknown)?;
 /// assert!(!is_settled(&unknown, &state), "a mon of unknown placement is not settled");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
