@@ -67,8 +67,9 @@ impl LocalCluster {
 
     /// Creates a new cluster in `dir`: keyring, initial monmap with `mons` (each advertising its
     /// endpoint's public address, msgr2 on 3300 and msgr1 on 6789), `ceph.conf`, and each mon's
-    /// store (`ceph-mon --mkfs`). The mons are not started; start them with
-    /// [`LocalMonRuntime::start`](crate::LocalMonRuntime::start).
+    /// store (`ceph-mon --mkfs`). The mons are not started; start them with a
+    /// [`LocalMonRuntime`](crate::LocalMonRuntime)'s
+    /// [`MonRuntime::start`](mon_failover::MonRuntime::start).
     pub async fn create(
         dir: impl Into<PathBuf>,
         fsid: impl Into<String>,
