@@ -36,9 +36,10 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::{Client, Resource};
 use mcs_types::v1beta1::ServiceExport;
 use mon_failover::{
-    Addressing, CephCli, CephMonAdmin, MachineState, MonRuntime, Placement, RuntimeError,
-    StateStore, StoreError, judge_placement,
+    Addressing, CephMonAdmin, MachineState, MonRuntime, Placement, RuntimeError, StateStore,
+    StoreError, judge_placement,
 };
+use mon_failover_io::CephCli;
 use serde_json::{Value, json};
 
 use crate::config::FIELD_MANAGER;
@@ -1008,14 +1009,14 @@ pub async fn ceph_cli_from_secret(
 /// one only waits for a new mon's address (the plan resolves it, in a later reconcile), or
 /// one repeats the previous tick's commands from the same state (nothing changes within this
 /// reconcile) — at most `max_ticks`: the outcome of a command is observed in the same
-/// reconcile, as [`mon_failover::Driver::run_until_settled`] does, without waiting between
+/// reconcile, as [`mon_failover_io::Driver::run_until_settled`] does, without waiting between
 /// ticks.
 pub async fn run_ticks(
-    driver: &mut mon_failover::Driver,
+    driver: &mut mon_failover_io::Driver,
     now: mon_failover::Timestamp,
     max_ticks: usize,
-) -> Result<Vec<mon_failover::Tick>, mon_failover::DriverError> {
-    let mut ticks: Vec<mon_failover::Tick> = Vec::new();
+) -> Result<Vec<mon_failover_io::Tick>, mon_failover_io::DriverError> {
+    let mut ticks: Vec<mon_failover_io::Tick> = Vec::new();
     for _ in 0..max_ticks {
         let tick = driver.tick(Addressing::Clusterset, now).await?;
         let idle = tick.commands.is_empty();
@@ -1153,7 +1154,7 @@ fn endpoints_view(config_map: Option<&ConfigMap>) -> (Option<u32>, String) {
 }
 
 /// The mon migration as the reconcile runs it: the [`gate`], then at most
-/// [`MAX_TICKS_PER_RECONCILE`] ticks of a [`mon_failover::Driver`] over [`KubeMonRuntime`],
+/// [`MAX_TICKS_PER_RECONCILE`] ticks of a [`mon_failover_io::Driver`] over [`KubeMonRuntime`],
 /// [`StatusStateStore`] and the admin of [`AdminSource`]. Runs inside the reconcile, which only
 /// the holder of the leader Lease runs.
 #[derive(Clone)]
@@ -1258,7 +1259,7 @@ impl MonMigration {
         )
         .with_mcs_version(input.mcs_version);
         let store = StatusStateStore::new(self.client.clone(), &namespace, &name);
-        let mut driver = mon_failover::Driver::resume(
+        let mut driver = mon_failover_io::Driver::resume(
             machine,
             admin,
             Arc::new(runtime),

@@ -22,9 +22,10 @@ use mcs_ceph_operator::mon_migration::{
     StatusStateStore, admin_key, gate, mon_addresses, run_ticks,
 };
 use mon_failover::{
-    Command, Config, Driver, Machine, MockCephMonAdmin, MonRuntime, Phase as MigrationPhase,
-    QuorumStatus, Timestamp,
+    Command, Config, Machine, MockCephMonAdmin, MonRuntime, Phase as MigrationPhase, QuorumStatus,
+    Timestamp,
 };
+use mon_failover_io::Driver;
 use serde_json::{Value, json};
 use tower_test::mock;
 
@@ -811,11 +812,12 @@ fn the_admin_key_comes_from_rooks_secret() {
 /// skips, without them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_rook_secret_admin_reaches_a_real_ceph_mon() {
+    use ceph_local::{EndpointTable, LocalCluster, LocalMonRuntime};
     use mcs_ceph_operator::mon_migration::{MON_SECRET, ceph_cli_from_secret};
-    use mon_failover::{Addressing, CephMonAdmin, EndpointTable, LocalCluster, LocalMonRuntime};
+    use mon_failover::{Addressing, CephMonAdmin};
     use std::time::Duration;
 
-    let missing = mon_failover::missing_tools(&mon_failover::CEPH_TOOLS);
+    let missing = mon_failover_io::missing_tools(&ceph_local::CEPH_TOOLS);
     assert!(
         missing.is_empty(),
         "{missing:?} not installed: this test runs a real Ceph mon; install them with `apt-get install ceph-mon ceph-common` (as .ci/run does)"

@@ -13,6 +13,7 @@ use crate::progress::Spinner;
 use anyhow::Context;
 use async_trait::async_trait;
 use ceph_address_plan::MonId;
+use ceph_local::{EndpointSource, EndpointTable, LocalCluster, LocalMonRuntime, MonEndpoint};
 use clap::Args;
 use clusterset_dns::{
     ClustersetResolver, DnsServer, HickoryClustersetResolver, ResolverSettings, ServerConfig,
@@ -20,10 +21,9 @@ use clusterset_dns::{
 };
 use mcs_types::names::ClustersetName;
 use mon_failover::{
-    Addressing, CephMonAdmin, Command, CommandOutcome, Config, Driver, EndpointSource,
-    EndpointTable, FileStateStore, LocalCluster, LocalMonRuntime, Machine, MonEndpoint, MonRuntime,
-    RunOptions, RuntimeError, Tick,
+    Addressing, CephMonAdmin, Command, CommandOutcome, Config, Machine, MonRuntime, RuntimeError,
 };
+use mon_failover_io::{Driver, FileStateStore, RunOptions, Tick};
 
 /// Options of `mcsctl demo`.
 #[derive(Debug, Args)]
@@ -45,7 +45,7 @@ const NAMESPACE: &str = "rook-ceph";
 
 /// Runs the demo.
 pub fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
-    let missing: Vec<&str> = mon_failover::missing_tools(&mon_failover::CEPH_TOOLS)
+    let missing: Vec<&str> = mon_failover_io::missing_tools(&ceph_local::CEPH_TOOLS)
         .into_iter()
         .map(|(tool, _)| tool)
         .collect();

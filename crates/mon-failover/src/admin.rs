@@ -1,7 +1,7 @@
 //! The Ceph admin port: what the driver asks of the mons (quorum status, monmap, monmap
 //! changes), with the JSON of Ceph 16+ parsed into typed structs.
 //!
-//! The port is the [`CephMonAdmin`] trait; [`CephCli`](crate::CephCli) implements it with the
+//! The port is the [`CephMonAdmin`] trait; `mon-failover-io`'s `CephCli` implements it with the
 //! `ceph` command line, as Rook's operator does. [`observed_mons`] turns one quorum status into
 //! the machine's view of the mons.
 
@@ -238,8 +238,8 @@ pub enum AdminError {
         /// The parse error.
         source: serde_json::Error,
     },
-    /// Asking the mons on their admin sockets gave no quorum
-    /// ([`AdminSocketQuorum`](crate::AdminSocketQuorum)).
+    /// Asking the mons on their admin sockets gave no quorum (`mon-failover-io`'s
+    /// `AdminSocketQuorum`).
     #[error("mon admin sockets in {run_dir}: {problem}")]
     AdminSocket {
         /// The directory of the sockets.
@@ -250,7 +250,7 @@ pub enum AdminError {
 }
 
 /// The Ceph admin port: what the failover driver needs from the mons. Implemented by
-/// [`CephCli`](crate::CephCli); with the `mock` feature, `MockCephMonAdmin` is a mockall mock.
+/// `mon-failover-io`'s `CephCli`; with the `mock` feature, `MockCephMonAdmin` is a mockall mock.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait CephMonAdmin: Send + Sync {
@@ -264,43 +264,6 @@ pub trait CephMonAdmin: Send + Sync {
     /// Remove a mon from the monmap (`ceph mon remove ID`); the removed daemon shuts down.
     /// Idempotent: removing a mon that is not there succeeds.
     async fn remove_mon(&self, mon: &MonId) -> Result<(), AdminError>;
-}
-
-/// A quorum status for tests: `mons` as `(name, ip)` (empty ip: no address), `quorum` by name.
-#[cfg(test)]
-pub(crate) fn test_quorum_status(mons: &[(&str, &str)], quorum: &[&str]) -> QuorumStatus {
-    let addrvec = |ip: &str| {
-        if ip.is_empty() {
-            Vec::new()
-        } else {
-            vec![EntityAddr {
-                kind: "v2".into(),
-                addr: format!("{ip}:3300"),
-                nonce: 0,
-            }]
-        }
-    };
-    QuorumStatus {
-        election_epoch: 1,
-        quorum: Vec::new(),
-        quorum_names: quorum.iter().map(|q| (*q).to_string()).collect(),
-        quorum_leader_name: None,
-        monmap: MonMap {
-            epoch: 3,
-            fsid: "f".into(),
-            mons: mons
-                .iter()
-                .zip(0..)
-                .map(|((name, ip), rank)| MonMapEntry {
-                    rank,
-                    name: (*name).to_string(),
-                    public_addrs: AddrVec {
-                        addrvec: addrvec(ip),
-                    },
-                })
-                .collect(),
-        },
-    }
 }
 
 #[cfg(test)]

@@ -37,39 +37,40 @@
 //! still in the monmap (the new mon was provisioned for the other addressing), and finished if
 //! the old mon is already removed; the new mon is then itself misplaced and moves back next.
 //!
-//! # The ports and the driver
+//! # The ports
 //!
 //! - [`CephMonAdmin`]: quorum status, monmap, add and remove mon, with Ceph 16+'s JSON typed
-//!   ([`QuorumStatus`], [`MonMap`]). [`CephCli`] implements it with the `ceph` CLI, a
-//!   `ceph.conf` and a keyring, with timeouts and errors that carry Ceph's stderr.
-//! - [`MonRuntime`]: provision a mon's address, judge where a mon should be, start, stop and
-//!   delete mon daemons. The operator implements it with Kubernetes objects;
-//!   [`LocalMonRuntime`] with local `ceph-mon` processes (optionally in network namespaces),
-//!   for tests, the demo and the lab.
-//! - [`StateStore`]: where the state lives between steps ([`FileStateStore`],
-//!   [`MemoryStateStore`]; the operator's status object).
-//! - [`Driver`]: observe, step, persist, execute; [`Driver::run_until_settled`] loops until
-//!   every mon is placed and in quorum.
-//! - [`QuorumWatch`]: polls the quorum in the background and records any answer without one,
-//!   through a [`QuorumProbe`]: any [`CephMonAdmin`], or [`AdminSocketQuorum`] (the mons' own
-//!   state on their admin sockets, for local clusters).
+//!   ([`QuorumStatus`], [`MonMap`]); [`observed_mons`] turns a quorum status into the machine's
+//!   view of the mons.
+//! - [`MonRuntime`]: provision a mon's address, judge where a mon should be
+//!   ([`judge_placement`]), start, stop and delete mon daemons.
+//! - [`StateStore`]: where the state lives between steps ([`MemoryStateStore`] here).
+//!
+//! # What is where
+//!
+//! This crate is pure: no tokio, no clock read by the machine (only [`Timestamp::now`], for
+//! drivers), no process, file or socket. Its neighbours implement the ports and drive the
+//! machine:
+//!
+//! - `mon-failover-io`: the `Driver` (observe, step, persist, execute, until [`is_settled`]),
+//!   the `ceph` CLI adapter (`CephCli`, implementing [`CephMonAdmin`]), `CommandLine` and
+//!   `CephInstall` (which Ceph programs run, and how), the quorum watch with its admin-socket
+//!   probe, and `FileStateStore`.
+//! - `ceph-local`: local `ceph-mon` clusters (`LocalCluster`, and `LocalMonRuntime`
+//!   implementing [`MonRuntime`] with processes, optionally in network namespaces), for the
+//!   real-Ceph tests, `mcsctl demo` and the lab.
+//! - `mcs-ceph-operator`: the ports on Kubernetes (Rook's objects, the status object).
 //!
 //! With the `mock` feature the ports have mockall mocks (`MockCephMonAdmin`, `MockMonRuntime`,
 //! `MockStateStore`).
 #![forbid(unsafe_code)]
 
 mod admin;
-mod asok;
-mod cli;
-mod driver;
-mod install;
-mod local;
 mod machine;
-mod process;
+mod program;
 mod runtime;
 mod store;
 mod time;
-mod watch;
 
 #[cfg(any(test, feature = "mock"))]
 pub use admin::MockCephMonAdmin;
@@ -77,28 +78,17 @@ pub use admin::{
     AddrVec, AdminError, CephMonAdmin, EntityAddr, MonMap, MonMapEntry, MonMapError, QuorumStatus,
     observed_mons,
 };
-pub use asok::{AdminSocketQuorum, DEFAULT_ELECTION_ALLOWANCE, MON_ELECTION_TIMEOUT};
-pub use cli::CephCli;
-pub use driver::{Driver, DriverError, Planned, RunOptions, RunReport, Tick, is_settled};
-pub use install::{
-    CEPH_ROOT_ENV, CEPH_ROOT_STAMP, CephInstall, DEFAULT_CEPH_ROOT, MissingCephRoot,
-};
-pub use local::{
-    CEPH_TOOLS, EndpointSource, EndpointTable, ExitedMon, LocalCluster, LocalMonRuntime,
-    MonEndpoint, QuorumWaitError, ceph_log_errors, missing_tools,
-};
 pub use machine::quorum;
 pub use machine::{
     Addressing, AttemptResult, Blocker, ClusterView, Command, CommandOutcome, Config, ConfigError,
     FinishedAttempt, History, Machine, MachineState, Migration, Observation, ObservedMon, Order,
-    Phase, Placement, Reason, RollbackCause,
+    Phase, Placement, Reason, RollbackCause, is_settled,
 };
-pub use process::{CommandError, CommandLine};
+pub use program::CommandError;
 #[cfg(any(test, feature = "mock"))]
 pub use runtime::MockMonRuntime;
 pub use runtime::{MonRuntime, RuntimeError, judge_placement};
 #[cfg(any(test, feature = "mock"))]
 pub use store::MockStateStore;
-pub use store::{FileStateStore, MemoryStateStore, StateStore, StoreError};
+pub use store::{MemoryStateStore, StateStore, StoreError};
 pub use time::Timestamp;
-pub use watch::{QuorumProbe, QuorumRecord, QuorumWatch};

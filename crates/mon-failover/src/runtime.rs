@@ -1,8 +1,8 @@
 //! The mon runtime port: what gives a mon its address and runs its daemon.
 //!
 //! The operator implements it with Kubernetes objects (Rook-layout Service, ServiceExport and
-//! Deployment per mon); [`LocalMonRuntime`](crate::LocalMonRuntime) implements it with local
-//! `ceph-mon` processes for tests, the demo and the network-namespace lab.
+//! Deployment per mon); `ceph-local`'s `LocalMonRuntime` implements it with local `ceph-mon`
+//! processes for tests, the demo and the network-namespace lab.
 
 use std::net::IpAddr;
 
@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use ceph_address_plan::MonId;
 
 use crate::admin::AdminError;
-use crate::process::CommandError;
+use crate::program::CommandError;
 use crate::{Addressing, Placement};
 
 /// What went wrong in a runtime.

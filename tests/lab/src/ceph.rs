@@ -19,10 +19,9 @@ use std::time::{Duration, Instant};
 use ceph_address_plan::{
     CephVersion, ClusterSettings, Daemon, Inventory, MonId, MonInput, OsdInput, Plan, PlanInput,
 };
-use mon_failover::{
-    Addressing, CephCli, CephInstall, CephMonAdmin, CommandLine, EndpointSource, LocalCluster,
-    LocalMonRuntime, MonRuntime,
-};
+use ceph_local::{EndpointSource, LocalCluster, LocalMonRuntime};
+use mon_failover::{Addressing, CephMonAdmin, MonRuntime};
+use mon_failover_io::{CephCli, CephInstall, CommandLine};
 use tokio::process::Child;
 use tokio::sync::Mutex;
 

@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use ceph_address_plan::MonId;
+use ceph_local::{EndpointSource, EndpointTable, MonEndpoint};
 use ipnet::IpNet;
 use mcs_controller::IpPool;
-use mon_failover::{Addressing, EndpointSource, EndpointTable, MonEndpoint, RuntimeError};
+use mon_failover::{Addressing, RuntimeError};
 use tokio::sync::Mutex;
 
 use crate::{LabDns, LabError, Side, Topology};

@@ -37,7 +37,7 @@ pub fn require_host() -> Result<(), LabError> {
             fix: "run the tests as root, as `sudo bash .ci/run` does".into(),
         });
     }
-    let missing = mon_failover::missing_tools(&REQUIRED_TOOLS);
+    let missing = mon_failover_io::missing_tools(&REQUIRED_TOOLS);
     if !missing.is_empty() {
         let mut packages: Vec<&str> = missing.iter().map(|(_, p)| *p).collect();
         packages.dedup();
@@ -57,7 +57,7 @@ pub fn require_host() -> Result<(), LabError> {
 }
 
 /// The programs the lab runs from the Ceph root filesystem besides
-/// [`mon_failover::CEPH_TOOLS`], with the package that has each.
+/// [`ceph_local::CEPH_TOOLS`], with the package that has each.
 pub const CEPH_ROOT_TOOLS: [(&str, &str); 5] = [
     ("ceph-osd", "ceph-osd"),
     ("ceph-mgr", "ceph-mgr"),
@@ -70,17 +70,18 @@ pub const CEPH_ROOT_TOOLS: [(&str, &str); 5] = [
 const PYTHON_RBD_DIR: &str = "usr/lib/python3/dist-packages";
 
 /// The Ceph Reef root filesystem the lab runs its Ceph daemons from
-/// ([`mon_failover::CEPH_ROOT_ENV`], built by `tests/lab/ceph-reef-root.sh`), checked to hold
-/// every program of [`mon_failover::CEPH_TOOLS`] and [`CEPH_ROOT_TOOLS`] and the python3-rbd
+/// ([`mon_failover_io::CEPH_ROOT_ENV`], built by `tests/lab/ceph-reef-root.sh`), checked to hold
+/// every program of [`ceph_local::CEPH_TOOLS`] and [`CEPH_ROOT_TOOLS`] and the python3-rbd
 /// module. The error names the command that builds it.
-pub fn require_ceph_root() -> Result<mon_failover::CephInstall, LabError> {
-    let install = mon_failover::CephInstall::root_from_env().map_err(|missing| LabError::Host {
-        problem: missing.to_string(),
-        fix: "`.ci/run` builds it before the tests".into(),
-    })?;
+pub fn require_ceph_root() -> Result<mon_failover_io::CephInstall, LabError> {
+    let install =
+        mon_failover_io::CephInstall::root_from_env().map_err(|missing| LabError::Host {
+            problem: missing.to_string(),
+            fix: "`.ci/run` builds it before the tests".into(),
+        })?;
     let root = install.root_dir().map(Path::to_owned).unwrap_or_default();
     let mut missing: Vec<&str> = install
-        .missing_tools(&mon_failover::CEPH_TOOLS)
+        .missing_tools(&ceph_local::CEPH_TOOLS)
         .into_iter()
         .chain(install.missing_tools(&CEPH_ROOT_TOOLS))
         .map(|(tool, _)| tool)

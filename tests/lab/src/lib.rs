@@ -14,7 +14,7 @@
 //! - [`LabDns`]: [`clusterset_dns::DnsServer`] serving the clusterset zone inside a cluster,
 //!   fed with ServiceImports and MCS EndpointSlices of both clusters, and resolved through
 //!   [`clusterset_dns::HickoryClustersetResolver`] from inside that cluster.
-//! - [`GlobalnetEndpoints`]: the [`mon_failover::EndpointSource`] of a cluster with MCS: a new
+//! - [`GlobalnetEndpoints`]: the [`ceph_local::EndpointSource`] of a cluster with MCS: a new
 //!   mon gets a pod IP, a global IP from the cluster's pool ([`mcs_controller::IpPool`]), a
 //!   NAT mapping on the gateway and a clusterset name, and its address is known once that name
 //!   resolves.

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mon_failover::CephInstall;
+use mon_failover_io::CephInstall;
 
 use crate::ceph::step;
 use crate::{CephSite, LabDns, LabError, POOL, Side, SiteSpec, Topology, poll_until};

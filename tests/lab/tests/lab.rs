@@ -15,14 +15,15 @@ use std::time::{Duration, Instant};
 use ceph_address_plan::{
     CephVersion, ClusterSettings, Inventory, MonId, MonInput, Plan, PlanInput,
 };
+use ceph_local::{LocalCluster, LocalMonRuntime};
 use clusterset_lab::{
     GlobalnetEndpoints, LabDns, Side, Topology, ceph_version, lab_namespaces, mon_service,
     print_log_tails, require_ceph_root, require_host,
 };
-use mon_failover::{
-    Addressing, CephCli, CephInstall, CephMonAdmin, Command, CommandLine, Config, Driver,
-    FileStateStore, LocalCluster, LocalMonRuntime, MON_ELECTION_TIMEOUT, Machine, MonRuntime,
-    QuorumWatch, RunOptions, Tick, Timestamp,
+use mon_failover::{Addressing, CephMonAdmin, Command, Config, Machine, MonRuntime, Timestamp};
+use mon_failover_io::{
+    CephCli, CephInstall, CommandLine, Driver, FileStateStore, MON_ELECTION_TIMEOUT, QuorumWatch,
+    RunOptions, Tick,
 };
 
 /// One lab at a time: the tests share namespaces, addresses and ports.
@@ -574,7 +575,7 @@ async fn mons_move_to_global_ips_and_a_client_in_the_overlapping_cluster_reaches
         &[],
         (21..30).map(pod),
     ));
-    use mon_failover::EndpointSource;
+    use ceph_local::EndpointSource;
     let b_mon = id("a");
     let b_endpoint = endpoints_b
         .provision(&b_mon, Addressing::Clusterset)

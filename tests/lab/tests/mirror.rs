@@ -302,7 +302,8 @@ const WRITES_PER_PHASE: usize = 300;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcs_turned_on_under_a_writing_client_loses_no_write_and_mirroring_resumes_on_global_ips() {
-    use mon_failover::{Addressing, Config, Driver, FileStateStore, Machine, RunOptions};
+    use mon_failover::{Addressing, Config, Machine};
+    use mon_failover_io::{Driver, FileStateStore, RunOptions};
 
     // A without MCS: mons and OSDs on pod IPs, nothing of it reachable from B.
     let lab = TestLab::start(false).await;

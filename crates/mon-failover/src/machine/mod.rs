@@ -134,6 +134,34 @@ impl Machine {
     }
 }
 
+/// Whether there is nothing left to do: Ceph answered, every mon of the monmap is in quorum
+/// and placed, and no migration is in flight. A driver stops stepping once this holds after a
+/// step that asked for no commands.
+///
+/// ```
+/// use mon_failover::{Addressing, MachineState, Observation, ObservedMon, Placement, is_settled};
+///
+/// let observe = |placement| -> Result<Observation, Box<dyn std::error::Error>> {
+///     let mon = ObservedMon { address: "242.1.0.4".parse()?, in_quorum: true, placement };
+///     Ok(Observation::reachable(Addressing::Clusterset, [("d".parse()?, mon)]))
+/// };
+/// let state = MachineState::new(Some(3));
+/// assert!(is_settled(&observe(Placement::Placed)?, &state));
+/// let unknown = observe(Placement::Unknown)?;
+/// assert!(!is_settled(&unknown, &state), "a mon of unknown placement is not settled");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn is_settled(observation: &Observation, state: &MachineState) -> bool {
+    let ClusterView::Reachable { mons } = &observation.cluster else {
+        return false;
+    };
+    state.migration().is_none()
+        && !mons.is_empty()
+        && mons
+            .values()
+            .all(|m| m.in_quorum && m.placement == Placement::Placed)
+}
+
 /// Whether the step goes on with another transition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Flow {

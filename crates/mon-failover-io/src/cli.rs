@@ -1,5 +1,5 @@
-//! [`CephMonAdmin`] with the `ceph` command line and a given `ceph.conf` and keyring, as Rook's
-//! operator does.
+//! [`CephMonAdmin`](mon_failover::CephMonAdmin) with the `ceph` command line and a given
+//! `ceph.conf` and keyring, as Rook's operator does.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -10,9 +10,10 @@ use async_trait::async_trait;
 use ceph_address_plan::MonId;
 use serde::de::DeserializeOwned;
 
-use crate::admin::{AdminError, CephMonAdmin, MonMap, QuorumStatus};
+use mon_failover::{AdminError, CephMonAdmin, CommandError, MonMap, QuorumStatus};
+
 use crate::install::CephInstall;
-use crate::process::{CommandError, CommandLine};
+use crate::process::CommandLine;
 
 /// The `ceph` CLI as the admin port.
 ///
@@ -22,7 +23,8 @@ use crate::process::{CommandError, CommandLine};
 /// so it keeps reaching the cluster when every mon of the original `mon_host` has moved.
 ///
 /// ```no_run
-/// use mon_failover::{CephCli, CephMonAdmin};
+/// use mon_failover::CephMonAdmin;
+/// use mon_failover_io::CephCli;
 /// use std::time::Duration;
 ///
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {

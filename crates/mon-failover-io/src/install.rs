@@ -35,7 +35,7 @@ exec chroot "$root" "$@""#;
 /// Where the Ceph programs (`ceph`, `ceph-mon`, `ceph-osd`, `rbd`, ...) are run from.
 ///
 /// ```
-/// use mon_failover::CephInstall;
+/// use mon_failover_io::CephInstall;
 /// let host = CephInstall::Host.command("ceph", Some("csl-a"));
 /// assert_eq!(host.to_string(), "ip netns exec csl-a ceph");
 /// let reef = CephInstall::root("/srv/reef").sharing("/tmp/lab");
@@ -150,7 +150,7 @@ impl CephInstall {
         tools: &[(&'static str, &'static str)],
     ) -> Vec<(&'static str, &'static str)> {
         match self {
-            CephInstall::Host => crate::missing_tools(tools),
+            CephInstall::Host => missing_tools(tools),
             CephInstall::Root { root, .. } => tools
                 .iter()
                 .copied()
@@ -162,6 +162,26 @@ impl CephInstall {
                 .collect(),
         }
     }
+}
+
+/// The `(program, package)` pairs of `tools` whose program is not on the `PATH` (what
+/// [`CephInstall::Host`] lacks).
+///
+/// ```
+/// use mon_failover_io::missing_tools;
+/// assert!(missing_tools(&[("sh", "dash")]).is_empty());
+/// assert_eq!(missing_tools(&[("no-such-program-here", "nothing")]).len(), 1);
+/// ```
+pub fn missing_tools(tools: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+    let on_path = |tool: &str| {
+        std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(tool).is_file()))
+    };
+    tools
+        .iter()
+        .copied()
+        .filter(|(tool, _)| !on_path(tool))
+        .collect()
 }
 
 #[cfg(test)]

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::admin::{AdminError, CephMonAdmin, QuorumStatus};
-use crate::quorum::majority;
+use mon_failover::quorum::majority;
+use mon_failover::{AdminError, CephMonAdmin, QuorumStatus};
 
 /// What a [`QuorumWatch`] asks: the quorum now. Every [`CephMonAdmin`] is one (through the
 /// cluster's clients); [`AdminSocketQuorum`](crate::AdminSocketQuorum) asks the mons of a local
@@ -100,12 +100,11 @@ impl QuorumWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::CommandError;
-    use crate::admin::MockCephMonAdmin;
+    use mon_failover::{CommandError, MockCephMonAdmin};
 
     fn status(quorum: &[&str], size: usize) -> QuorumStatus {
         let mons = [("a", ""), ("b", ""), ("c", "")];
-        crate::admin::test_quorum_status(&mons[..size], quorum)
+        crate::test_support::quorum_status(&mons[..size], quorum)
     }
 
     #[tokio::test]

@@ -6,6 +6,7 @@ use std::ffi::OsString;
 use std::fmt;
 use std::time::Duration;
 
+use mon_failover::CommandError;
 use tokio::process::Command;
 
 /// A command line, possibly run inside a network namespace (`ip netns exec NS ...`).
@@ -115,39 +116,6 @@ impl fmt::Display for CommandLine {
         }
         Ok(())
     }
-}
-
-/// A Ceph program that could not run, timed out or failed.
-#[derive(Debug, thiserror::Error)]
-pub enum CommandError {
-    /// The program could not be started.
-    #[error(
-        "cannot run `{command}`: {source} (are ceph-mon and ceph-common installed? `apt-get install ceph-mon ceph-common`)"
-    )]
-    Spawn {
-        /// The command line.
-        command: String,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// The program did not finish in time (for `ceph`: no quorum answered).
-    #[error("`{command}` did not finish within {after:?}")]
-    Timeout {
-        /// The command line.
-        command: String,
-        /// The timeout.
-        after: Duration,
-    },
-    /// The program exited with an error.
-    #[error("`{command}` failed ({status}): {stderr}")]
-    Failed {
-        /// The command line.
-        command: String,
-        /// The exit status.
-        status: String,
-        /// The program's stderr (or stdout if stderr was empty), trimmed.
-        stderr: String,
-    },
 }
 
 #[cfg(test)]

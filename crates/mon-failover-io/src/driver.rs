@@ -1,16 +1,15 @@
-//! The driver: the thin IO shell around [`Machine::step`]. One tick observes Ceph (admin port)
-//! and the runtime's placement of every mon, steps the machine, persists the new state
-//! (write-ahead), executes the commands, and keeps their outcomes for the next observation.
+//! The driver: the thin IO shell around [`Machine::step`](mon_failover::Machine::step). One
+//! tick observes Ceph (admin port) and the runtime's placement of every mon, steps the machine,
+//! persists the new state (write-ahead), executes the commands, and keeps their outcomes for
+//! the next observation.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::admin::{CephMonAdmin, MonMapError, observed_mons};
-use crate::runtime::MonRuntime;
-use crate::store::{StateStore, StoreError};
-use crate::{
-    Addressing, ClusterView, Command, CommandOutcome, Machine, MachineState, Observation,
-    Placement, Timestamp,
+use mon_failover::{
+    Addressing, CephMonAdmin, ClusterView, Command, CommandOutcome, Machine, MachineState,
+    MonMapError, MonRuntime, Observation, Placement, StateStore, StoreError, Timestamp, is_settled,
+    observed_mons,
 };
 
 /// Why the driver stopped.
@@ -52,23 +51,11 @@ pub struct Tick {
 }
 
 impl Tick {
-    /// Whether the mons are settled after this tick (see [`is_settled`]).
+    /// Whether the mons are settled after this tick (see
+    /// [`is_settled`](mon_failover::is_settled)).
     pub fn settled(&self) -> bool {
         self.commands.is_empty() && is_settled(&self.observation, &self.state)
     }
-}
-
-/// Whether there is nothing left to do: Ceph answered, every mon of the monmap is in quorum
-/// and placed, and no migration is in flight.
-pub fn is_settled(observation: &Observation, state: &MachineState) -> bool {
-    let ClusterView::Reachable { mons } = &observation.cluster else {
-        return false;
-    };
-    state.migration().is_none()
-        && !mons.is_empty()
-        && mons
-            .values()
-            .all(|m| m.in_quorum && m.placement == Placement::Placed)
 }
 
 /// Wall time of a [`Driver::run_until_settled`] run, split by what it waited on.
@@ -119,9 +106,10 @@ impl Default for RunOptions {
 /// ```
 /// use std::sync::Arc;
 /// use mon_failover::{
-///     Addressing, Config, Driver, Machine, MemoryStateStore, MockCephMonAdmin, MockMonRuntime,
-///     Placement, QuorumStatus, Timestamp,
+///     Addressing, Config, Machine, MemoryStateStore, MockCephMonAdmin, MockMonRuntime, Placement,
+///     QuorumStatus, Timestamp,
 /// };
+/// use mon_failover_io::Driver;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
 /// let status: QuorumStatus = serde_json::from_str(r#"{"election_epoch": 4, "quorum_names": ["a"],
@@ -376,12 +364,12 @@ impl Driver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::admin::{AdminError, MockCephMonAdmin};
-    use crate::runtime::{MockMonRuntime, RuntimeError};
-    use crate::store::{MemoryStateStore, MockStateStore};
-    use crate::{CommandError, Config};
+    use mon_failover::{
+        AdminError, CommandError, Config, MemoryStateStore, MockCephMonAdmin, MockMonRuntime,
+        MockStateStore, RuntimeError,
+    };
 
-    use crate::admin::test_quorum_status as status;
+    use crate::test_support::quorum_status as status;
 
     async fn driver(
         admin: MockCephMonAdmin,

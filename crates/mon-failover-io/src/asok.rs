@@ -14,7 +14,8 @@ use serde::Deserialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 
-use crate::admin::{AdminError, MonMap, QuorumStatus};
+use mon_failover::{AdminError, MonMap, QuorumStatus};
+
 use crate::watch::QuorumProbe;
 
 /// The largest `mon_status` answer read (a monmap of hundreds of mons fits many times).
@@ -51,7 +52,7 @@ struct MonStatus {
 }
 
 /// Asks every mon of a local cluster for its state on its admin socket (the
-/// `{run_dir}/<cluster>-mon.<id>.asok` files [`LocalCluster`](crate::LocalCluster) configures),
+/// `{run_dir}/<cluster>-mon.<id>.asok` files `ceph-local`'s `LocalCluster` configures),
 /// and answers the quorum the leader (or, without one, a peon) reports. While no mon is in a
 /// quorum it asks again every 100 ms, up to the election allowance
 /// ([`DEFAULT_ELECTION_ALLOWANCE`], 15 s), because every monmap change makes the mons elect: a
@@ -66,7 +67,7 @@ struct MonStatus {
 /// ```no_run
 /// use std::sync::Arc;
 /// use std::time::Duration;
-/// use mon_failover::{AdminSocketQuorum, QuorumWatch};
+/// use mon_failover_io::{AdminSocketQuorum, QuorumWatch};
 /// # async fn watch() {
 /// let watch = QuorumWatch::start(
 ///     Arc::new(AdminSocketQuorum::new("/tmp/cluster/run")),

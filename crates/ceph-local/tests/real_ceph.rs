@@ -1,6 +1,7 @@
-//! The failover driver against real Ceph: Debian's `ceph-mon` daemons on loopback addresses,
-//! the `ceph` CLI adapter, and the local process runtime. These tests need `ceph-mon` and
-//! `ceph-common` (`.ci/run` installs them) and fail, never skip, without them.
+//! The failover driver (`mon-failover-io`) against real Ceph: Debian's `ceph-mon` daemons on
+//! loopback addresses, run by this crate's local process runtime, and the `ceph` CLI adapter.
+//! These tests need `ceph-mon` and `ceph-common` (`.ci/run` installs them) and fail, never
+//! skip, without them.
 //!
 //! Each test has its own cluster on its own loopback range (127.0.N.x), so they run in
 //! parallel: three mons start at 127.0.N.11-13 (cluster-local addresses) and move to
@@ -15,11 +16,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ceph_address_plan::MonId;
+use ceph_local::{EndpointTable, LocalCluster, LocalMonRuntime, MonEndpoint};
 use mon_failover::{
-    Addressing, AttemptResult, Blocker, CephCli, CephMonAdmin, Command, Config, Driver,
-    EndpointTable, FileStateStore, LocalCluster, LocalMonRuntime, Machine, MonEndpoint, MonRuntime,
-    Phase, Placement, QuorumWatch, RunOptions, RuntimeError, StateStore, Timestamp,
+    Addressing, AttemptResult, Blocker, CephMonAdmin, Command, Config, Machine, MonRuntime, Phase,
+    Placement, RuntimeError, StateStore, Timestamp,
 };
+use mon_failover_io::{CephCli, Driver, FileStateStore, QuorumWatch, RunOptions};
 
 fn id(s: &str) -> MonId {
     s.parse().unwrap()
@@ -31,7 +33,7 @@ fn ip(net: u8, host: u8) -> IpAddr {
 
 /// Fails (does not skip) when Ceph is not installed.
 fn require_ceph() {
-    let missing = mon_failover::missing_tools(&mon_failover::CEPH_TOOLS);
+    let missing = mon_failover_io::missing_tools(&ceph_local::CEPH_TOOLS);
     assert!(
         missing.is_empty(),
         "{missing:?} not installed: these tests run real Ceph mons; install them with `apt-get install ceph-mon ceph-common` (as .ci/run does)"
@@ -566,7 +568,7 @@ async fn the_admin_socket_probe_sees_the_quorum_and_its_loss() {
         .cluster
         .quorum_probe()
         .election_allowance(Duration::from_secs(3));
-    let status = mon_failover::QuorumProbe::quorum_status(&probe)
+    let status = mon_failover_io::QuorumProbe::quorum_status(&probe)
         .await
         .unwrap();
     assert_eq!(status.quorum_names, ["a", "b", "c"]);
@@ -577,7 +579,7 @@ async fn the_admin_socket_probe_sees_the_quorum_and_its_loss() {
     let watch = QuorumWatch::start(Arc::new(probe.clone()), Duration::from_secs(1));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     let error = loop {
-        match mon_failover::QuorumProbe::quorum_status(&probe).await {
+        match mon_failover_io::QuorumProbe::quorum_status(&probe).await {
             Err(error) => break error.to_string(),
             Ok(status) => assert!(
                 tokio::time::Instant::now() < deadline,
@@ -647,7 +649,7 @@ async fn a_mon_that_exits_at_start_is_reported_with_its_logs_reason() {
         .wait_for_quorum(&admin, 1, Duration::from_secs(60))
         .await
         .unwrap_err();
-    let mon_failover::QuorumWaitError::MonExited { exited } = &error else {
+    let ceph_local::QuorumWaitError::MonExited { exited } = &error else {
         panic!("the mon's exit is the error, not a timeout: {error}");
     };
     assert_eq!(exited.len(), 1, "{error}");
