@@ -6,7 +6,8 @@
 //! ([`record_writer_check`]).
 //!
 //! The record is a small custom resource of our own API group (`clusterset.io/v1alpha1`,
-//! kind `ExportRecord`) whose `spec` is exactly [`mcs_controller::ExportRecord`]. A CRD rather
+//! kind `ExportRecord`) whose `spec` is exactly [`mcs_controller::ExportRecord`], with a CRD
+//! generated from that type ([`mcs_controller::crd::export_record_crd`]). A CRD rather
 //! than a ConfigMap: the API server validates the shape, RBAC can grant exactly this resource,
 //! `kubectl get exportrecords` shows cluster, service and export time as columns, and the
 //! object is named `<cluster>.<namespace>.<service>` so that it is readable and unique (all
@@ -16,20 +17,14 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use mcs_controller::{ClusterId, ExportRecord, ServiceKey};
 use serde::{Deserialize, Serialize};
 
-/// API group of the broker resources.
-pub const GROUP: &str = "clusterset.io";
-/// API version of [`BrokerRecord`].
-pub const VERSION: &str = "v1alpha1";
-/// Kind of [`BrokerRecord`].
-pub const KIND: &str = "ExportRecord";
-/// Plural (resource) name of [`BrokerRecord`].
-pub const PLURAL: &str = "exportrecords";
+// The resource's group, version, kind and plural, and its CRD
+// (`mcs_controller::crd::export_record_crd`), live next to the `ExportRecord` type.
+pub use mcs_controller::crd::{GROUP, KIND, PLURAL, VERSION};
 
 /// Label on records and Leases: the cluster id they belong to.
 pub const CLUSTER_ID_LABEL: &str = "clusterset.io/cluster-id";
@@ -358,77 +353,6 @@ impl kube::Resource for BrokerRecord {
     }
 }
 
-/// The CRD of [`BrokerRecord`], to install on the hub cluster.
-///
-/// ```
-/// let crd = clusterset_agent::broker::crd();
-/// assert_eq!(crd.metadata.name.as_deref(), Some("exportrecords.clusterset.io"));
-/// ```
-pub fn crd() -> CustomResourceDefinition {
-    let dns_label = serde_json::json!({
-        "type": "string", "minLength": 1, "maxLength": 63,
-        "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-    });
-    let document = serde_json::json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("{PLURAL}.{GROUP}")},
-        "spec": {
-            "group": GROUP,
-            "scope": "Namespaced",
-            "names": {
-                "kind": KIND, "plural": PLURAL, "singular": "exportrecord",
-                "listKind": "ExportRecordList", "shortNames": ["exrec"]
-            },
-            "versions": [{
-                "name": VERSION, "served": true, "storage": true,
-                "additionalPrinterColumns": [
-                    {"name": "Cluster", "type": "string", "jsonPath": ".spec.clusterId"},
-                    {"name": "Namespace", "type": "string", "jsonPath": ".spec.serviceKey.namespace"},
-                    {"name": "Service", "type": "string", "jsonPath": ".spec.serviceKey.name"},
-                    {"name": "Exported", "type": "date", "jsonPath": ".spec.exportCreated"},
-                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
-                ],
-                "schema": {"openAPIV3Schema": {
-                    "description": "One member cluster's export of one service, published by its clusterset-agent. Every agent merges the records of a service into its ServiceImport.",
-                    "type": "object",
-                    "required": ["spec"],
-                    "properties": {
-                        "apiVersion": {"type": "string"},
-                        "kind": {"type": "string"},
-                        "metadata": {"type": "object"},
-                        "spec": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": true,
-                            "required": ["clusterId", "serviceKey", "exportCreated", "service"],
-                            "properties": {
-                                "clusterId": dns_label,
-                                "serviceKey": {
-                                    "type": "object",
-                                    "required": ["namespace", "name"],
-                                    "properties": {"namespace": dns_label, "name": dns_label}
-                                },
-                                "exportCreated": {"type": "string", "format": "date-time"},
-                                "service": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-                                "exportedLabels": {"type": "object", "additionalProperties": {"type": "string"}},
-                                "exportedAnnotations": {"type": "object", "additionalProperties": {"type": "string"}},
-                                "globalIps": {"type": "array", "items": {"type": "string"}},
-                                "endpoints": {
-                                    "type": "array",
-                                    "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
-                                }
-                            }
-                        }
-                    }
-                }}
-            }]
-        }
-    });
-    // The document above is a literal of the right shape; a failure here is a programming error
-    // that the crd() unit test catches, so fall back to an empty CRD rather than panicking.
-    serde_json::from_value(document).unwrap_or_default()
-}
-
 /// The name of `cluster`'s heartbeat Lease.
 pub fn lease_name(cluster: &ClusterId) -> String {
     format!("clusterset-agent-{cluster}")
@@ -566,15 +490,6 @@ mod tests {
 
     fn at(second: i64) -> Timestamp {
         Timestamp::from_second(second).unwrap()
-    }
-
-    #[test]
-    fn crd_parses_and_names_the_resource() {
-        let crd = crd();
-        assert_eq!(crd.spec.group, GROUP);
-        assert_eq!(crd.spec.names.kind, KIND);
-        assert_eq!(crd.spec.versions.len(), 1);
-        assert!(crd.spec.versions[0].schema.is_some());
     }
 
     #[test]

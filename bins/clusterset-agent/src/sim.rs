@@ -302,7 +302,7 @@ pub fn endpoint_slice(key: &ServiceKey, addresses: &[&str], ports: &[i32]) -> En
 pub fn api_catalog() -> Result<Catalog, SimError> {
     let mut crds = mcs_types::crd::mcs_crds()?;
     crds.extend(mcs_types::crd::about_crds()?);
-    crds.push(crate::broker::crd());
+    crds.push(mcs_controller::crd::export_record_crd()?);
     crds.iter().try_fold(Catalog::builtin(), |catalog, crd| {
         Ok(catalog.with_crd(&serde_json::to_value(crd)?))
     })

@@ -11,6 +11,7 @@
 //!   importing cluster writes; [`export_conditions`]: what an exporter writes.
 //! - [`IpPool`]: Globalnet-style stable IP allocation (global IPs per export, clusterset IPs
 //!   per import).
+//! - [`crd`]: the broker's `ExportRecord` CRD, generated from [`ExportRecord`].
 //!
 //! No IO, no clock, no async: the agent feeds records in and writes the results out.
 //!
@@ -50,6 +51,7 @@
 #![forbid(unsafe_code)]
 
 mod alloc;
+pub mod crd;
 mod import;
 mod merge;
 mod model;

@@ -4,6 +4,7 @@
 //! ([`ExportRecord::from_local`]) and publishes it; every cluster then computes the same imports
 //! from the same set of records ([`crate::merge_exports`]).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::IpAddr;
@@ -14,15 +15,20 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use mcs_types::conditions::DesiredCondition;
 use mcs_types::names::dns_label_problem;
 use mcs_types::{IPV4, IPV6, ServiceExportSpec, ServicePort};
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
 /// The namespace and name of a service; the identity of an exported service across the
 /// clusterset (namespace sameness).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 pub struct ServiceKey {
     /// The namespace.
+    #[schemars(schema_with = "crate::crd::dns_label_schema")]
     pub namespace: String,
     /// The Service (and ServiceExport, ServiceImport) name.
+    #[schemars(schema_with = "crate::crd::dns_label_schema")]
     pub name: String,
 }
 
@@ -75,6 +81,21 @@ impl ClusterId {
     /// The id as text.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+/// A DNS label in the schema (the API server checks what [`ClusterId::new`] checks).
+impl JsonSchema for ClusterId {
+    fn schema_name() -> Cow<'static, str> {
+        "ClusterId".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        crate::crd::dns_label_schema(generator)
     }
 }
 
@@ -289,9 +310,14 @@ pub enum EndpointMode {
     GlobalIngress,
 }
 
-/// What one cluster publishes about one exported service.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// What one cluster publishes about one exported service: the `spec` of the broker's
+/// `ExportRecord` objects ([`crate::crd`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(
+    description = "What one cluster publishes about one exported service.",
+    extend("x-kubernetes-preserve-unknown-fields" = true)
+)]
 pub struct ExportRecord {
     /// The exporting cluster.
     pub cluster_id: ClusterId,
@@ -300,6 +326,7 @@ pub struct ExportRecord {
     /// `creationTimestamp` of the ServiceExport: the oldest export wins conflicts.
     pub export_created: Time,
     /// The merged properties of the Service.
+    #[schemars(schema_with = "crate::crd::open_object_schema")]
     pub service: ExportedService,
     /// `spec.exportedLabels` of the ServiceExport.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -309,9 +336,11 @@ pub struct ExportRecord {
     pub exported_annotations: BTreeMap<String, String>,
     /// The global IPs allocated to this export by its cluster (one per family), if any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<String>")]
     pub global_ips: Vec<IpAddr>,
     /// The endpoints, per address family.
     #[serde(default)]
+    #[schemars(schema_with = "crate::crd::open_object_list_schema")]
     pub endpoints: Vec<ExportedEndpoints>,
 }
 

@@ -59,13 +59,17 @@ pub struct CrdError {
     pub source: serde_json::Error,
 }
 
-/// Removes `nullable` (every optional field here is omitted rather than sent as null, and the
-/// upstream CRDs have no nullable fields), and replaces the integer formats of Rust's unsigned
-/// and small types, which Kubernetes does not know (schemars writes `uint32` and keeps the
-/// `minimum: 0`), by the Kubernetes format that holds every value (`int32` or `int64`; none
-/// for `u64`).
+/// Makes a schemars schema a Kubernetes one:
+/// - removes `nullable` (every optional field here is omitted rather than sent as null, and the
+///   upstream CRDs have no nullable fields);
+/// - removes `default`: schemars turns `#[serde(default)]` into one, but serde's default says
+///   how a reader fills a missing field, while a schema default makes the API server store the
+///   value in every object, which none of our CRDs asks for;
+/// - replaces the integer formats of Rust's unsigned and small types, which Kubernetes does not
+///   know (schemars writes `uint32` and keeps the `minimum: 0`), by the Kubernetes format that
+///   holds every value (`int32` or `int64`; none for `u64`).
 #[derive(Debug, Clone, Copy)]
-struct OmitNulls;
+struct KubernetesSchema;
 
 /// The Kubernetes integer format for a schemars one, `None` to drop the format.
 fn kubernetes_integer_format(format: &str) -> Option<&'static str> {
@@ -76,10 +80,11 @@ fn kubernetes_integer_format(format: &str) -> Option<&'static str> {
     }
 }
 
-impl Transform for OmitNulls {
+impl Transform for KubernetesSchema {
     fn transform(&mut self, schema: &mut Schema) {
         if let Some(object) = schema.as_object_mut() {
             object.remove("nullable");
+            object.remove("default");
             let integer = object.get("type").and_then(|t| t.as_str()) == Some("integer");
             if let Some(format) = object
                 .get("format")
@@ -121,8 +126,9 @@ impl Transform for OmitNulls {
 }
 
 /// The structural `openAPIV3Schema` of a spec or status type: its schemars schema with every
-/// subschema inlined, no `nullable` (an absent optional field is omitted, never null), Rust's
-/// integer formats turned into Kubernetes' ones, and no root `title`. Field and type doc comments
+/// subschema inlined, no `nullable` (an absent optional field is omitted, never null), no
+/// `default` (nothing is defaulted by the API server), Rust's integer formats turned into
+/// Kubernetes' ones, and no root `title`. Field and type doc comments
 /// become descriptions; `#[schemars(...)]` attributes add the rest (`extend(...)` for the
 /// `x-kubernetes-*` extensions, `schema_with` for a hand-made part).
 ///
@@ -132,12 +138,16 @@ impl Transform for OmitNulls {
 ///     /// How many.
 ///     count: u32,
 ///     note: Option<String>,
+///     #[serde(default)]
+///     shown: bool,
 /// }
 /// let schema = mcs_types::crd::schema_for::<Spec>()?;
 /// assert_eq!(schema.required, Some(vec!["count".to_owned()]));
-/// let count = &schema.properties.as_ref().unwrap()["count"];
-/// assert_eq!(count.format.as_deref(), Some("int64"));
-/// assert_eq!(schema.properties.as_ref().unwrap()["note"].nullable, None);
+/// let properties = schema.properties.unwrap_or_default();
+/// assert_eq!(properties["count"].format.as_deref(), Some("int64"));
+/// assert_eq!(properties["count"].description.as_deref(), Some("How many."));
+/// assert_eq!(properties["note"].nullable, None);
+/// assert_eq!(properties["shown"].default, None);
 /// # Ok::<(), mcs_types::crd::CrdError>(())
 /// ```
 pub fn schema_for<T: JsonSchema>() -> Result<JSONSchemaProps, CrdError> {
@@ -146,7 +156,7 @@ pub fn schema_for<T: JsonSchema>() -> Result<JSONSchemaProps, CrdError> {
             settings.inline_subschemas = true;
             settings.meta_schema = None;
         })
-        .with_transform(OmitNulls)
+        .with_transform(KubernetesSchema)
         .into_generator();
     let mut value = generator.into_root_schema_for::<T>().to_value();
     if let Some(object) = value.as_object_mut() {
