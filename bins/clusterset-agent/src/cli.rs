@@ -244,9 +244,11 @@ impl RunArgs {
     }
 }
 
-/// The broker CRD as YAML.
+/// The broker CRD as YAML (generated from `mcs_controller::ExportRecord`).
 pub fn crd_yaml() -> anyhow::Result<String> {
-    Ok(serde_saphyr::to_string(&crate::broker::crd())?)
+    Ok(serde_saphyr::to_string(
+        &mcs_controller::crd::export_record_crd()?,
+    )?)
 }
 
 async fn broker_client(args: &RunArgs) -> anyhow::Result<kube::Client> {

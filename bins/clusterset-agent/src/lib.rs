@@ -10,11 +10,10 @@
 //! events and producing [`Write`](mcs_controller::Write)s); this package is its kube shell:
 //! [`kube_io`] (watches in, converted to the core's events, and server-side-apply writes out),
 //! [`runtime`] (drives the core with them, keeps the DNS zone current), [`cli`], [`http`],
-//! [`metrics`], and the broker CRD ([`broker::crd`]).
+//! [`metrics`]. The broker CRD is generated from its type ([`mcs_controller::crd::export_record_crd`]).
 #![forbid(unsafe_code)]
 #![recursion_limit = "256"]
 
-pub mod broker;
 pub mod cli;
 pub mod http;
 pub mod kube_io;

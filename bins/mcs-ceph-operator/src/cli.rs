@@ -249,6 +249,9 @@ pub enum CliError {
         "leader election needs 0 < --lease-retry-seconds < --lease-renew-deadline-seconds < --lease-duration-seconds, got {0}"
     )]
     LeaseTiming(String),
+    /// The CRD could not be generated from the status types.
+    #[error(transparent)]
+    Crd(#[from] mcs_types::crd::CrdError),
     /// The CRD could not be rendered.
     #[error("cannot render the CRD as YAML: {0}")]
     Yaml(String),
@@ -266,7 +269,7 @@ fn host_name() -> String {
 
 /// The CRD as YAML.
 pub fn crd_yaml() -> Result<String, CliError> {
-    serde_saphyr::to_string(&mcs_ceph_api::crd()).map_err(|e| CliError::Yaml(e.to_string()))
+    serde_saphyr::to_string(&mcs_ceph_api::crd()?).map_err(|e| CliError::Yaml(e.to_string()))
 }
 
 /// Runs the operator until SIGTERM or Ctrl-C.

@@ -23,9 +23,13 @@ use std::collections::BTreeMap;
 
 use ceph_address_plan::CephVersion;
 use ceph_address_plan::manifest::{CephClusterManifest, CephClusterSpec, ManifestMetadata};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceColumnDefinition, CustomResourceDefinition,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, Time};
 use kube_core::NamespaceResourceScope;
+use mcs_types::crd::{CrdError, CrdShape, build_crd, printer_column, resource_schema, schema_for};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -262,15 +266,24 @@ pub enum Phase {
     Unknown,
 }
 
-/// The status of a [`CephClusterAddressing`].
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// The status of a [`CephClusterAddressing`]. Its schema keeps the fields it does not declare
+/// (`x-kubernetes-preserve-unknown-fields`), as the type does.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(
+    description = "What mcs-ceph-operator found and did.",
+    extend("x-kubernetes-preserve-unknown-fields" = true)
+)]
 pub struct AddressingStatus {
     /// The CephCluster `metadata.generation` this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// Summary of where the cluster stands.
+    ///
+    /// A plain string in the schema, not an enum: a newer operator's phase is stored, and this
+    /// version reads it as [`Phase::Unknown`].
     #[serde(default)]
+    #[schemars(with = "String", description = "Summary of where the cluster stands.")]
     pub phase: Phase,
     /// One line saying why the phase is what it is, and what happens next.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -283,6 +296,7 @@ pub struct AddressingStatus {
     pub daemon_count: u32,
     /// `Accepted` (guards), `Exported`, `Resolved`, `Ready`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "mcs_types::crd::condition_list_schema")]
     pub conditions: Vec<Condition>,
     /// One entry per daemon: mons by id, then OSDs by id.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -301,15 +315,19 @@ pub struct AddressingStatus {
     /// (`mcs_ceph_operator::mon_migration::MON_FAILOVER_FIELD_MANAGER`) and read back from
     /// the API server, never from the cache, before the machine acts. The decision never
     /// writes it.
+    ///
+    /// Not in the schema: the status keeps it as an unknown field, whatever its shape.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
     pub mon_failover: Option<Value>,
     /// Fields this version does not know.
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown_fields: UnknownFields,
 }
 
 /// An OSD whose Deployment is gone while objects the operator made for it remain.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RemovedOsd {
     /// `osd.7`.
@@ -319,8 +337,9 @@ pub struct RemovedOsd {
 }
 
 /// What the operator knows about one daemon.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
 pub struct DaemonEntry {
     /// `mon.a`, `osd.7`.
     pub name: String,
@@ -351,8 +370,9 @@ pub struct DaemonEntry {
 }
 
 /// The last lookup of one daemon's global IP and the inputs it was made for.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
 pub struct LookupRecord {
     /// The clusterset name looked up (or the ServiceImport read, `<namespace>/<name>`).
     pub name: String,
@@ -388,117 +408,54 @@ impl LookupRecord {
     }
 }
 
-/// The CRD of [`CephClusterAddressing`].
+/// The CRD of [`CephClusterAddressing`], generated from [`AddressingStatus`] (its schemars
+/// schema) and assembled by `mcs_types::crd`: one namespaced version (`v1alpha1`), no spec, a
+/// status that keeps fields it does not declare (a newer operator's), printer columns for
+/// phase, ready daemons, daemon count and (wide) the message. The status is written with the
+/// object (no status subresource).
+///
+/// The error cannot happen with this crate's types (a test builds the CRD); it is returned
+/// rather than hidden so that a schema change that breaks the conversion is seen.
 ///
 /// ```
-/// let crd = mcs_ceph_api::crd();
+/// let crd = mcs_ceph_api::crd()?;
 /// assert_eq!(crd.metadata.name.as_deref(), Some("cephclusteraddressings.clusterset.io"));
+/// # Ok::<(), mcs_types::crd::CrdError>(())
 /// ```
-pub fn crd() -> CustomResourceDefinition {
-    let string = serde_json::json!({"type": "string"});
-    let condition = serde_json::json!({
-        "type": "object",
-        "required": ["type", "status", "lastTransitionTime", "reason", "message"],
-        "properties": {
-            "type": {"type": "string", "maxLength": 316},
-            "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
-            "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
-            "lastTransitionTime": {"type": "string", "format": "date-time"},
-            "reason": {"type": "string", "maxLength": 1024},
-            "message": {"type": "string", "maxLength": 32768}
-        }
-    });
-    let lookup = serde_json::json!({
-        "type": "object",
-        "x-kubernetes-preserve-unknown-fields": true,
-        "properties": {
-            "name": string,
-            "exportUID": string,
-            "importIPs": {"type": "array", "items": string},
-            "error": string,
-            "failures": {"type": "integer"},
-            "retryAt": {"type": "string", "format": "date-time"}
-        }
-    });
-    let daemon = serde_json::json!({
-        "type": "object",
-        "required": ["name", "service"],
-        "x-kubernetes-preserve-unknown-fields": true,
-        "properties": {
-            "name": string,
-            "service": string,
-            "exported": {"type": "boolean"},
-            "export": string,
-            "globalIP": string,
-            "advertised": string,
-            "state": string,
-            "message": string,
-            "lookup": lookup
-        }
-    });
-    let removed_osd = serde_json::json!({
-        "type": "object",
-        "required": ["name", "since"],
-        "properties": {
-            "name": string,
-            "since": {"type": "string", "format": "date-time"}
-        }
-    });
-    let document = serde_json::json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("{PLURAL}.{GROUP}")},
-        "spec": {
-            "group": GROUP,
-            "scope": "Namespaced",
-            "names": {
-                "kind": KIND, "plural": PLURAL, "singular": "cephclusteraddressing",
-                "listKind": "CephClusterAddressingList", "shortNames": ["cephaddr"]
+pub fn crd() -> Result<CustomResourceDefinition, CrdError> {
+    let schema = resource_schema(
+        "How mcs-ceph-operator addresses the daemons of the CephCluster of the same name: \
+         guards, exports, global IPs and what each daemon still needs. Written by the operator \
+         only.",
+        None,
+        Some(schema_for::<AddressingStatus>()?),
+    );
+    let column = |name: &str, type_: &str, json_path: &str| -> CustomResourceColumnDefinition {
+        printer_column(name, type_, json_path, None)
+    };
+    Ok(build_crd(CrdShape {
+        group: GROUP,
+        kind: KIND,
+        plural: PLURAL,
+        scope: "Namespaced",
+        short_names: &["cephaddr"],
+        categories: &[],
+        labels: &[],
+        versions: &[VERSION],
+        storage_version: VERSION,
+        status_subresource: false,
+        columns: vec![
+            column("Phase", "string", ".status.phase"),
+            column("Ready", "integer", ".status.readyDaemons"),
+            column("Daemons", "integer", ".status.daemonCount"),
+            CustomResourceColumnDefinition {
+                priority: Some(1),
+                ..column("Message", "string", ".status.message")
             },
-            "versions": [{
-                "name": VERSION, "served": true, "storage": true,
-                "additionalPrinterColumns": [
-                    {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
-                    {"name": "Ready", "type": "integer", "jsonPath": ".status.readyDaemons"},
-                    {"name": "Daemons", "type": "integer", "jsonPath": ".status.daemonCount"},
-                    {"name": "Message", "type": "string", "jsonPath": ".status.message", "priority": 1},
-                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
-                ],
-                "schema": {"openAPIV3Schema": {
-                    "description": "How mcs-ceph-operator addresses the daemons of the CephCluster of the same name: guards, exports, global IPs and what each daemon still needs. Written by the operator only.",
-                    "type": "object",
-                    "properties": {
-                        "apiVersion": string,
-                        "kind": string,
-                        "metadata": {"type": "object"},
-                        "status": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": true,
-                            "properties": {
-                                "observedGeneration": {"type": "integer", "format": "int64"},
-                                "phase": string,
-                                "message": string,
-                                "readyDaemons": {"type": "integer"},
-                                "daemonCount": {"type": "integer"},
-                                "conditions": {
-                                    "type": "array",
-                                    "x-kubernetes-list-type": "map",
-                                    "x-kubernetes-list-map-keys": ["type"],
-                                    "items": condition
-                                },
-                                "daemons": {"type": "array", "items": daemon},
-                                "removedOsds": {"type": "array", "items": removed_osd},
-                                "monHost": string
-                            }
-                        }
-                    }
-                }}
-            }]
-        }
-    });
-    // A literal of the right shape; the unit test below parses it, so fall back to an empty CRD
-    // rather than panicking.
-    serde_json::from_value(document).unwrap_or_default()
+            column("Age", "date", ".metadata.creationTimestamp"),
+        ],
+        schema,
+    }))
 }
 
 #[cfg(test)]
@@ -568,7 +525,7 @@ mod tests {
 
     #[test]
     fn the_crd_parses_and_shows_the_phase() {
-        let crd = crd();
+        let crd = crd().unwrap();
         assert_eq!(crd.spec.names.kind, KIND);
         let version = &crd.spec.versions[0];
         let columns = version.additional_printer_columns.as_ref().unwrap();

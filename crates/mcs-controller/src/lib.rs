@@ -12,6 +12,7 @@
 //!   importing cluster writes; [`export_conditions`]: what an exporter writes.
 //! - [`IpPool`]: Globalnet-style stable IP allocation (global IPs per export, clusterset IPs
 //!   per import).
+//! - [`crd`]: the broker's `ExportRecord` CRD, generated from [`ExportRecord`].
 //!
 //! The sans-IO core of one member cluster's agent:
 //!
@@ -69,6 +70,7 @@ pub mod broker;
 pub mod cache;
 pub mod config;
 pub mod core;
+pub mod crd;
 pub mod hub;
 mod import;
 mod merge;

@@ -13,6 +13,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use mcs_types::conditions::DesiredCondition;
 use mcs_types::{ClusterId, ServiceKey};
 use mcs_types::{IPV4, IPV6, ServiceExportSpec, ServicePort};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The properties of an exported Service that the clusterset merges (KEP-1645 "global
@@ -207,9 +208,14 @@ pub enum EndpointMode {
     GlobalIngress,
 }
 
-/// What one cluster publishes about one exported service.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// What one cluster publishes about one exported service: the `spec` of the broker's
+/// `ExportRecord` objects ([`crate::crd`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(
+    description = "What one cluster publishes about one exported service.",
+    extend("x-kubernetes-preserve-unknown-fields" = true)
+)]
 pub struct ExportRecord {
     /// The exporting cluster.
     pub cluster_id: ClusterId,
@@ -218,6 +224,7 @@ pub struct ExportRecord {
     /// `creationTimestamp` of the ServiceExport: the oldest export wins conflicts.
     pub export_created: Time,
     /// The merged properties of the Service.
+    #[schemars(schema_with = "crate::crd::open_object_schema")]
     pub service: ExportedService,
     /// `spec.exportedLabels` of the ServiceExport.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -227,9 +234,11 @@ pub struct ExportRecord {
     pub exported_annotations: BTreeMap<String, String>,
     /// The global IPs allocated to this export by its cluster (one per family), if any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<String>")]
     pub global_ips: Vec<IpAddr>,
     /// The endpoints, per address family.
     #[serde(default)]
+    #[schemars(schema_with = "crate::crd::open_object_list_schema")]
     pub endpoints: Vec<ExportedEndpoints>,
 }
 

@@ -4,6 +4,12 @@
 //! compares every version's `openAPIV3Schema` structurally), so installing it or the upstream
 //! files gives the same API.
 //!
+//! This module is also the one home of CRD assembly for clusterset's own CRDs (the broker's
+//! `ExportRecord` in `mcs-controller`, the operator's `CephClusterAddressing` in
+//! `mcs-ceph-api`): [`schema_for`] turns a spec or status type into a structural schema without
+//! nullability, [`resource_schema`] puts spec and status under the standard root, and
+//! [`build_crd`] makes the CRD from a [`CrdShape`].
+//!
 //! ```
 //! let crds = mcs_types::crd::mcs_crds()?;
 //! assert_eq!(crds[0].metadata.name.as_deref(), Some("serviceexports.multicluster.x-k8s.io"));
@@ -53,15 +59,47 @@ pub struct CrdError {
     pub source: serde_json::Error,
 }
 
-/// Removes `nullable` (every optional field here is omitted rather than sent as null, and the
-/// upstream CRDs have no nullable fields) and the root `title`.
+/// Makes a schemars schema a Kubernetes one:
+/// - removes `nullable` (every optional field here is omitted rather than sent as null, and the
+///   upstream CRDs have no nullable fields);
+/// - removes `default`: schemars turns `#[serde(default)]` into one, but serde's default says
+///   how a reader fills a missing field, while a schema default makes the API server store the
+///   value in every object, which none of our CRDs asks for;
+/// - replaces the integer formats of Rust's unsigned and small types, which Kubernetes does not
+///   know (schemars writes `uint32` and keeps the `minimum: 0`), by the Kubernetes format that
+///   holds every value (`int32` or `int64`; none for `u64`).
 #[derive(Debug, Clone, Copy)]
-struct OmitNulls;
+struct KubernetesSchema;
 
-impl Transform for OmitNulls {
+/// The Kubernetes integer format for a schemars one, `None` to drop the format.
+fn kubernetes_integer_format(format: &str) -> Option<&'static str> {
+    match format {
+        "int8" | "int16" | "uint8" | "uint16" | "int32" => Some("int32"),
+        "uint32" | "int64" => Some("int64"),
+        _ => None,
+    }
+}
+
+impl Transform for KubernetesSchema {
     fn transform(&mut self, schema: &mut Schema) {
         if let Some(object) = schema.as_object_mut() {
             object.remove("nullable");
+            object.remove("default");
+            let integer = object.get("type").and_then(|t| t.as_str()) == Some("integer");
+            if let Some(format) = object
+                .get("format")
+                .and_then(|f| f.as_str())
+                .filter(|_| integer)
+            {
+                match kubernetes_integer_format(format) {
+                    Some(kubernetes) => {
+                        object.insert("format".to_owned(), kubernetes.into());
+                    }
+                    None => {
+                        object.remove("format");
+                    }
+                }
+            }
             // `Option<Struct>` arrives as `anyOf: [<struct>, {type: null}]`: keep the struct.
             let single = object
                 .get("anyOf")
@@ -87,14 +125,38 @@ impl Transform for OmitNulls {
     }
 }
 
-/// The structural `openAPIV3Schema` of a spec or status type.
+/// The structural `openAPIV3Schema` of a spec or status type: its schemars schema with every
+/// subschema inlined, no `nullable` (an absent optional field is omitted, never null), no
+/// `default` (nothing is defaulted by the API server), Rust's integer formats turned into
+/// Kubernetes' ones, and no root `title`. Field and type doc comments
+/// become descriptions; `#[schemars(...)]` attributes add the rest (`extend(...)` for the
+/// `x-kubernetes-*` extensions, `schema_with` for a hand-made part).
+///
+/// ```
+/// #[derive(schemars::JsonSchema)]
+/// struct Spec {
+///     /// How many.
+///     count: u32,
+///     note: Option<String>,
+///     #[serde(default)]
+///     shown: bool,
+/// }
+/// let schema = mcs_types::crd::schema_for::<Spec>()?;
+/// assert_eq!(schema.required, Some(vec!["count".to_owned()]));
+/// let properties = schema.properties.unwrap_or_default();
+/// assert_eq!(properties["count"].format.as_deref(), Some("int64"));
+/// assert_eq!(properties["count"].description.as_deref(), Some("How many."));
+/// assert_eq!(properties["note"].nullable, None);
+/// assert_eq!(properties["shown"].default, None);
+/// # Ok::<(), mcs_types::crd::CrdError>(())
+/// ```
 pub fn schema_for<T: JsonSchema>() -> Result<JSONSchemaProps, CrdError> {
     let generator: SchemaGenerator = SchemaSettings::openapi3()
         .with(|settings| {
             settings.inline_subschemas = true;
             settings.meta_schema = None;
         })
-        .with_transform(OmitNulls)
+        .with_transform(KubernetesSchema)
         .into_generator();
     let mut value = generator.into_root_schema_for::<T>().to_value();
     if let Some(object) = value.as_object_mut() {
@@ -106,9 +168,21 @@ pub fn schema_for<T: JsonSchema>() -> Result<JSONSchemaProps, CrdError> {
     })
 }
 
+/// The schema of an RFC 1123 DNS label, as the API server checks it (a cluster id, a
+/// namespace, a Service name): for `#[schemars(schema_with = ...)]`.
+pub fn dns_label_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 63,
+        "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+    })
+}
+
 /// The schema of a `[]metav1.Condition` list as controller-gen writes it: a list map keyed by
-/// `type`, with the apimachinery validation of every field.
-pub(crate) fn condition_list_schema(_: &mut SchemaGenerator) -> Schema {
+/// `type`, with the apimachinery validation of every field. For a `Vec<Condition>` field:
+/// `#[schemars(schema_with = "mcs_types::crd::condition_list_schema")]`.
+pub fn condition_list_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "array",
         "items": {
@@ -165,13 +239,15 @@ fn string_property(description: &str) -> JSONSchemaProps {
     }
 }
 
-/// The root schema of a resource: `apiVersion`, `kind`, `metadata`, `spec`, `status`.
-fn resource_schema(
+/// The root schema of a resource: `apiVersion`, `kind`, `metadata`, and `spec` and `status`
+/// when given (a resource may have only a status, or only a spec). Nothing is required; a
+/// caller that requires `spec` sets `required` on the result.
+pub fn resource_schema(
     description: &str,
-    spec: JSONSchemaProps,
-    status: JSONSchemaProps,
+    spec: Option<JSONSchemaProps>,
+    status: Option<JSONSchemaProps>,
 ) -> JSONSchemaProps {
-    let properties = BTreeMap::from([
+    let mut properties = BTreeMap::from([
         (
             "apiVersion".to_owned(),
             string_property(
@@ -197,9 +273,9 @@ fn resource_schema(
                 ..Default::default()
             },
         ),
-        ("spec".to_owned(), spec),
-        ("status".to_owned(), status),
     ]);
+    properties.extend(spec.map(|spec| ("spec".to_owned(), spec)));
+    properties.extend(status.map(|status| ("status".to_owned(), status)));
     JSONSchemaProps {
         description: Some(description.to_owned()),
         type_: Some("object".to_owned()),
@@ -213,7 +289,9 @@ fn described(mut schema: JSONSchemaProps, description: &str) -> JSONSchemaProps 
     schema
 }
 
-fn column(
+/// An additional printer column (`priority` 0: shown by `kubectl get`; set `priority: Some(1)`
+/// with struct update syntax for `-o wide` only).
+pub fn printer_column(
     name: &str,
     type_: &str,
     json_path: &str,
@@ -228,20 +306,58 @@ fn column(
     }
 }
 
-/// What differs between the CRDs built here.
-struct CrdShape<'a> {
-    group: &'a str,
-    kind: &'a str,
-    plural: &'a str,
-    scope: &'a str,
-    short_names: &'a [&'a str],
-    categories: &'a [&'a str],
-    labels: &'a [(&'a str, &'a str)],
-    columns: Vec<CustomResourceColumnDefinition>,
-    schema: JSONSchemaProps,
+/// Everything that differs between two CRDs, for [`build_crd`].
+#[derive(Debug, Clone)]
+pub struct CrdShape<'a> {
+    /// The API group, for example `clusterset.io`.
+    pub group: &'a str,
+    /// The kind; the singular name is its lower case, the list kind `<kind>List`.
+    pub kind: &'a str,
+    /// The plural (resource) name; the CRD is named `<plural>.<group>`.
+    pub plural: &'a str,
+    /// `Namespaced` or `Cluster`.
+    pub scope: &'a str,
+    /// `kubectl` short names.
+    pub short_names: &'a [&'a str],
+    /// Categories (`kubectl get <category>`).
+    pub categories: &'a [&'a str],
+    /// Labels of the CRD object.
+    pub labels: &'a [(&'a str, &'a str)],
+    /// The served versions, all with the same schema.
+    pub versions: &'a [&'a str],
+    /// The one of `versions` the API server stores.
+    pub storage_version: &'a str,
+    /// Whether the versions have the `status` subresource.
+    pub status_subresource: bool,
+    /// Additional printer columns of every version.
+    pub columns: Vec<CustomResourceColumnDefinition>,
+    /// The `openAPIV3Schema` of every version ([`resource_schema`]).
+    pub schema: JSONSchemaProps,
 }
 
-fn build_crd(shape: CrdShape<'_>) -> CustomResourceDefinition {
+/// The CRD of `shape`. A group that needs the `api-approved.kubernetes.io` annotation
+/// (`*.k8s.io`, KEP-2337) gets the About API's approval.
+///
+/// ```
+/// use mcs_types::crd::{build_crd, resource_schema, CrdShape};
+/// let crd = build_crd(CrdShape {
+///     group: "example.com",
+///     kind: "Widget",
+///     plural: "widgets",
+///     scope: "Namespaced",
+///     short_names: &[],
+///     categories: &[],
+///     labels: &[],
+///     versions: &["v1"],
+///     storage_version: "v1",
+///     status_subresource: false,
+///     columns: Vec::new(),
+///     schema: resource_schema("A widget.", None, None),
+/// });
+/// assert_eq!(crd.metadata.name.as_deref(), Some("widgets.example.com"));
+/// assert_eq!(crd.spec.names.list_kind.as_deref(), Some("WidgetList"));
+/// ```
+pub fn build_crd(shape: CrdShape<'_>) -> CustomResourceDefinition {
     let strings = |items: &[&str]| -> Option<Vec<String>> {
         (!items.is_empty()).then(|| items.iter().map(|s| (*s).to_owned()).collect())
     };
@@ -250,20 +366,23 @@ fn build_crd(shape: CrdShape<'_>) -> CustomResourceDefinition {
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
-    let versions = VERSIONS
+    let versions = shape
+        .versions
         .iter()
         .map(|version| CustomResourceDefinitionVersion {
             name: (*version).to_owned(),
             served: true,
-            storage: *version == STORAGE_VERSION,
-            additional_printer_columns: Some(shape.columns.clone()),
+            storage: *version == shape.storage_version,
+            additional_printer_columns: (!shape.columns.is_empty()).then(|| shape.columns.clone()),
             schema: Some(CustomResourceValidation {
                 open_api_v3_schema: Some(shape.schema.clone()),
             }),
-            subresources: Some(CustomResourceSubresources {
-                status: Some(CustomResourceSubresourceStatus(serde_json::json!({}))),
-                scale: None,
-            }),
+            subresources: shape
+                .status_subresource
+                .then(|| CustomResourceSubresources {
+                    status: Some(CustomResourceSubresourceStatus(serde_json::json!({}))),
+                    scale: None,
+                }),
             ..Default::default()
         })
         .collect();
@@ -307,7 +426,7 @@ const MCS_LABELS: &[(&str, &str)] = &[
 ];
 
 fn age_column() -> CustomResourceColumnDefinition {
-    column("Age", "date", ".metadata.creationTimestamp", None)
+    printer_column("Age", "date", ".metadata.creationTimestamp", None)
 }
 
 /// The `serviceexports.multicluster.x-k8s.io` CRD (versions `v1alpha1` and `v1beta1`).
@@ -315,16 +434,16 @@ pub fn service_export_crd() -> Result<CustomResourceDefinition, CrdError> {
     let schema = resource_schema(
         "ServiceExport declares that the Service with the same name and namespace as this export \
          should be consumable from other clusters.",
-        described(
+        Some(described(
             schema_for::<ServiceExportSpec>()?,
             "spec defines the behavior of a ServiceExport.",
-        ),
-        described(
+        )),
+        Some(described(
             schema_for::<ServiceExportStatus>()?,
             "status describes the current state of an exported service. Service configuration \
              comes from the Service that had the same name and namespace as this ServiceExport. \
              Populated by the multi-cluster service implementation's controller.",
-        ),
+        )),
     );
     Ok(build_crd(CrdShape {
         group: GROUP,
@@ -334,6 +453,9 @@ pub fn service_export_crd() -> Result<CustomResourceDefinition, CrdError> {
         short_names: &["svcex", "svcexport"],
         categories: &[],
         labels: MCS_LABELS,
+        versions: &VERSIONS,
+        storage_version: STORAGE_VERSION,
+        status_subresource: true,
         columns: vec![age_column()],
         schema,
     }))
@@ -343,15 +465,15 @@ pub fn service_export_crd() -> Result<CustomResourceDefinition, CrdError> {
 pub fn service_import_crd() -> Result<CustomResourceDefinition, CrdError> {
     let schema = resource_schema(
         "ServiceImport describes a service imported from clusters in a ClusterSet.",
-        described(
+        Some(described(
             schema_for::<ServiceImportSpec>()?,
             "spec defines the behavior of a ServiceImport.",
-        ),
-        described(
+        )),
+        Some(described(
             schema_for::<ServiceImportStatus>()?,
             "status contains information about the exported services that form the \
              multi-cluster service referenced by this ServiceImport.",
-        ),
+        )),
     );
     Ok(build_crd(CrdShape {
         group: GROUP,
@@ -361,14 +483,17 @@ pub fn service_import_crd() -> Result<CustomResourceDefinition, CrdError> {
         short_names: &["svcim", "svcimport"],
         categories: &[],
         labels: MCS_LABELS,
+        versions: &VERSIONS,
+        storage_version: STORAGE_VERSION,
+        status_subresource: true,
         columns: vec![
-            column(
+            printer_column(
                 "Type",
                 "string",
                 ".spec.type",
                 Some("The type of this ServiceImport"),
             ),
-            column(
+            printer_column(
                 "IP",
                 "string",
                 ".spec.ips",
@@ -386,8 +511,8 @@ pub fn cluster_property_crd() -> Result<CustomResourceDefinition, CrdError> {
         "ClusterProperty is a resource provides a way to store identification related, cluster \
          scoped information for multi-cluster tools while creating flexibility for \
          implementations.",
-        schema_for::<ClusterPropertySpec>()?,
-        schema_for::<ClusterPropertyStatus>()?,
+        Some(schema_for::<ClusterPropertySpec>()?),
+        Some(schema_for::<ClusterPropertyStatus>()?),
     );
     Ok(build_crd(CrdShape {
         group: ABOUT_GROUP,
@@ -397,9 +522,12 @@ pub fn cluster_property_crd() -> Result<CustomResourceDefinition, CrdError> {
         short_names: &[],
         categories: &["multicluster"],
         labels: &[],
+        versions: &VERSIONS,
+        storage_version: STORAGE_VERSION,
+        status_subresource: true,
         columns: vec![
-            column("value", "string", ".spec.value", None),
-            column("age", "date", ".metadata.creationTimestamp", None),
+            printer_column("value", "string", ".spec.value", None),
+            printer_column("age", "date", ".metadata.creationTimestamp", None),
         ],
         schema,
     }))

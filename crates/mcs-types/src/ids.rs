@@ -1,19 +1,25 @@
 //! The identities shared by every MCS component: a service's [`ServiceKey`] (namespace
 //! sameness) and a member cluster's [`ClusterId`].
 
+use std::borrow::Cow;
 use std::fmt;
 
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
 use crate::names::dns_label_problem;
 
 /// The namespace and name of a service; the identity of an exported service across the
 /// clusterset (namespace sameness).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 pub struct ServiceKey {
     /// The namespace.
+    #[schemars(schema_with = "crate::crd::dns_label_schema")]
     pub namespace: String,
     /// The Service (and ServiceExport, ServiceImport) name.
+    #[schemars(schema_with = "crate::crd::dns_label_schema")]
     pub name: String,
 }
 
@@ -49,6 +55,21 @@ pub struct InvalidClusterId {
     pub value: String,
     /// What is wrong.
     pub problem: String,
+}
+
+/// A DNS label in the schema (the API server checks what [`ClusterId::new`] checks).
+impl JsonSchema for ClusterId {
+    fn schema_name() -> Cow<'static, str> {
+        "ClusterId".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        crate::crd::dns_label_schema(generator)
+    }
 }
 
 impl ClusterId {

@@ -840,8 +840,10 @@ async fn install(east: &Cluster, west: &Cluster) -> anyhow::Result<()> {
             cluster.apply(&serde_json::to_value(crd)?).await?;
         }
     }
-    east.apply(&serde_json::to_value(clusterset_agent::broker::crd())?)
-        .await?;
+    east.apply(&serde_json::to_value(
+        mcs_controller::crd::export_record_crd()?,
+    )?)
+    .await?;
     for document in documents("deploy/mcs-ceph-operator/crd.yaml")? {
         east.apply(&document).await?;
     }

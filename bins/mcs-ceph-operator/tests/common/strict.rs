@@ -34,7 +34,7 @@ pub fn catalog() -> &'static Catalog {
         let crds = mcs_types::crd::mcs_crds().expect("the MCS CRDs build");
         crds.iter()
             .map(|crd| serde_json::to_value(crd).unwrap())
-            .chain([serde_json::to_value(mcs_ceph_api::crd()).unwrap()])
+            .chain([serde_json::to_value(mcs_ceph_api::crd().unwrap()).unwrap()])
             .fold(Catalog::builtin(), |catalog, crd| catalog.with_crd(&crd))
     })
 }

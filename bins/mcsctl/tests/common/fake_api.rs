@@ -81,7 +81,7 @@ pub fn catalog() -> Catalog {
         .unwrap()
         .into_iter()
         .chain(mcs_types::crd::about_crds().unwrap())
-        .chain([mcs_ceph_api::crd()]);
+        .chain([mcs_ceph_api::crd().unwrap()]);
     crds.fold(Catalog::builtin(), |catalog, crd| {
         catalog.with_crd(&serde_json::to_value(crd).unwrap())
     })
