@@ -13,8 +13,6 @@ use anyhow::Context;
 use clap::ValueEnum;
 use serde::Serialize;
 
-pub use clusterset_report::table::{Cell, Table, style};
-
 /// Output formats of every read command (`-o`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {

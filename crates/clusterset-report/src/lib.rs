@@ -4,14 +4,17 @@
 //! addresses, what a Rook mon advertises, a CephCluster's MCS settings), the status report with
 //! its problems ([`status`]), the diagnosis of one service hop by hop with causes and fixes
 //! ([`diagnose`], the DNS answers and the monmap taken as data) — the summary of a plan
-//! (`mcsctl plan -o table`, [`plan`]), and the tables all of them are drawn as ([`table`]).
+//! (`mcsctl plan -o table`, [`plan`]), the CRDs' and the resolved names' tables ([`crds`],
+//! [`resolve`]), and the tables all of them are drawn as ([`table`]).
 //!
 //! The reading (kube, DNS, files) is the IO crate clusterset-inspect's; the binary parses
 //! flags and wires.
 #![forbid(unsafe_code)]
 
+pub mod crds;
 pub mod diagnose;
 pub mod plan;
+pub mod resolve;
 pub mod status;
 pub mod table;
 pub mod view;
