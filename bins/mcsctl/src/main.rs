@@ -9,7 +9,6 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-mod cluster;
 mod crds;
 mod demo;
 mod diagnose;
@@ -20,13 +19,6 @@ mod plan;
 mod progress;
 mod resolve;
 mod status;
-mod view;
-
-#[cfg(test)]
-#[path = "../tests/common/fake_api.rs"]
-mod fake_api;
-#[cfg(test)]
-mod test_support;
 
 use std::process::ExitCode;
 

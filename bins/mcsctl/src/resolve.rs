@@ -7,11 +7,11 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use clusterset_dns::{HickoryClustersetResolver, ResolverSettings, resolve_all};
+use clusterset_report::resolve::{NameResult, render_table};
 use mcs_types::names::{ClustersetName, NameForm, Zone};
-use serde::Serialize;
 
 use crate::UsageError;
-use crate::output::{self, Cell, Format, Table, style};
+use crate::output::{self, Format};
 use crate::progress::Spinner;
 
 /// Options of `mcsctl resolve`.
@@ -39,31 +39,6 @@ pub struct ResolveArgs {
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = Format::Table)]
     output: Format,
-}
-
-/// The outcome of one name.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NameResult {
-    /// The name asked.
-    pub name: String,
-    /// Its addresses (empty when it failed).
-    pub addresses: Vec<String>,
-    /// Why it failed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-fn table(results: &[NameResult]) -> String {
-    let mut table = Table::new(&["NAME", "ADDRESSES"]);
-    for result in results {
-        let addresses = match &result.error {
-            None => Cell::from(result.addresses.join(",")),
-            Some(_) => Cell::new("-", style::BAD),
-        };
-        table.row([Cell::from(result.name.as_str()), addresses]);
-    }
-    table.render()
 }
 
 /// The names to ask for: parsed in the zone, turned into the per-cluster form with a cluster id.
@@ -140,7 +115,7 @@ pub fn run(args: &ResolveArgs) -> anyhow::Result<ExitCode> {
         .collect();
     let failed = results.iter().any(|r| r.error.is_some());
     output::print_verdict(
-        &output::render(&results, args.output, |r| table(r))?,
+        &output::render(&results, args.output, |r| render_table(r))?,
         failed,
     )
 }

@@ -9,8 +9,10 @@ mod common;
 use std::sync::Arc;
 
 use clusterset_dns::{DnsServer, ServerConfig, ZoneConfig, ZoneObject, ZoneStore};
-use common::fake_api::FakeApi;
-use common::{ApiServer, fixture, kubeconfig, mcsctl, stderr, stdout};
+use common::{kubeconfig, mcsctl, stderr, stdout};
+use kube_fake::FakeApi;
+use kube_fake::fixture::cluster_east as fixture;
+use kube_fake::http::ApiServer;
 
 /// A clusterset DNS server on 127.0.0.1 with the fixture's ServiceImports and EndpointSlices,
 /// `edit` applied to them first. Runs on its own runtime while the value lives.
@@ -156,7 +158,10 @@ fn a_migrated_mon_resolves_by_rooks_per_cluster_name_and_agrees_with_the_mon_end
     let setup = setup();
     let dns = Dns::start(true, |_| {});
     // The namespace comes from the current context (east: rook-ceph).
-    let monmap = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/mon-dump.json");
+    let monmap = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/mon-dump.json"
+    );
     let out = diagnose(
         &setup,
         &dns,

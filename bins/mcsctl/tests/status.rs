@@ -6,8 +6,10 @@
 
 mod common;
 
-use common::fake_api::FakeApi;
-use common::{ApiServer, fixture, kubeconfig, mcsctl, mcsctl_with, stderr, stdout};
+use common::{kubeconfig, mcsctl, mcsctl_with, stderr, stdout};
+use kube_fake::FakeApi;
+use kube_fake::fixture::cluster_east as fixture;
+use kube_fake::http::ApiServer;
 
 fn setup() -> (tempfile::TempDir, ApiServer, String) {
     let dir = tempfile::tempdir().unwrap();

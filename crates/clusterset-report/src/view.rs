@@ -20,7 +20,7 @@ use mcs_types::labels::{SERVICE_NAME_LABEL, SOURCE_CLUSTER_LABEL};
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
 use serde::Serialize;
 
-use crate::output::{Cell, style};
+use crate::table::{Cell, style};
 
 /// One condition as found: `status` is `True`, `False`, `Unknown`, or `-` when absent (shown
 /// so in tables; YAML and JSON have `null` instead).

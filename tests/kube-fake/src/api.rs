@@ -4,9 +4,8 @@
 //! server's message (kube-syntax's rules), and it refuses to hold a recorded object that a real
 //! server would have refused. Resource types that no object has (and that were
 //! not declared served) answer 404, as an API server does for a CRD that is not installed.
-//! Shared by the unit tests (through a tower-test mock service) and the process tests (over
-//! HTTP on loopback); it records every request.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! Shared by the unit tests (through a tower-test mock service, [`crate::mock`]) and the process
+//! tests (over HTTP on loopback, [`crate::http`]); they record every request.
 
 use std::collections::{BTreeMap, BTreeSet};
 

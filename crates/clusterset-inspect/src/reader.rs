@@ -1,8 +1,10 @@
 //! The thin IO layer of the commands that read a cluster: [`ClusterReader`] fetches exactly the
 //! objects `status` and `diagnose` look at; [`KubeReader`] implements it with kube. Everything
-//! the commands conclude is computed from what it returns, by pure functions.
+//! the commands conclude is computed from what it returns, by clusterset-report's pure
+//! functions.
 
 use async_trait::async_trait;
+use clusterset_report::{MaybeServed, Scope};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -11,63 +13,57 @@ use kube::{Client, Resource};
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
 use serde::de::DeserializeOwned;
 
-/// Which namespaces to read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Scope {
-    /// One namespace.
-    Namespace(String),
-    /// Every namespace (`--all-namespaces`).
-    All,
+/// A read that failed: what was read, where, and what to do, in one message.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The API server refused the request or could not be reached.
+    #[error("{message}")]
+    Api {
+        /// What was read, where, why it failed and the likely fix (it names the API error).
+        message: String,
+        /// The client's error. Not the error's source: the message already says it (in words,
+        /// or with its text), and a chain would print it twice.
+        error: Box<kube::Error>,
+    },
+    /// An object read could not be turned into a JSON document.
+    #[error(transparent)]
+    Document(#[from] serde_json::Error),
 }
 
-impl std::fmt::Display for Scope {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Namespace(ns) => write!(f, "namespace {ns}"),
-            Self::All => f.write_str("all namespaces"),
-        }
-    }
-}
-
-/// A list of a resource type that may not be served (its CRD is not installed).
-pub type MaybeServed<T> = Option<Vec<T>>;
+/// The result of a read.
+pub type Result<T> = std::result::Result<T, ReadError>;
 
 /// Reads what `status` and `diagnose` need. Lists of custom resources are `None` when the API
 /// server does not serve the type; `name` narrows a list to one object (a field selector).
 #[async_trait]
 pub trait ClusterReader: Send + Sync {
     /// Rook CephClusters (`ceph.rook.io/v1`), as JSON documents.
-    async fn ceph_clusters(&self, scope: &Scope) -> anyhow::Result<MaybeServed<serde_json::Value>>;
+    async fn ceph_clusters(&self, scope: &Scope) -> Result<MaybeServed<serde_json::Value>>;
     /// mcs-ceph-operator's status objects (`clusterset.io/v1alpha1` CephClusterAddressing, one
     /// per CephCluster, same name), as JSON documents.
-    async fn addressings(&self, scope: &Scope) -> anyhow::Result<MaybeServed<serde_json::Value>>;
+    async fn addressings(&self, scope: &Scope) -> Result<MaybeServed<serde_json::Value>>;
     /// ServiceExports (`v1beta1`, else `v1alpha1` converted).
     async fn service_exports(
         &self,
         scope: &Scope,
         name: Option<&str>,
-    ) -> anyhow::Result<MaybeServed<ServiceExport>>;
+    ) -> Result<MaybeServed<ServiceExport>>;
     /// ServiceImports (`v1beta1`, else `v1alpha1` converted).
     async fn service_imports(
         &self,
         scope: &Scope,
         name: Option<&str>,
-    ) -> anyhow::Result<MaybeServed<ServiceImport>>;
+    ) -> Result<MaybeServed<ServiceImport>>;
     /// Services matching a label selector.
-    async fn services(&self, namespace: &str, selector: &str) -> anyhow::Result<Vec<Service>>;
+    async fn services(&self, namespace: &str, selector: &str) -> Result<Vec<Service>>;
     /// One Service.
-    async fn service(&self, namespace: &str, name: &str) -> anyhow::Result<Option<Service>>;
+    async fn service(&self, namespace: &str, name: &str) -> Result<Option<Service>>;
     /// EndpointSlices matching a label selector.
-    async fn endpoint_slices(
-        &self,
-        scope: &Scope,
-        selector: &str,
-    ) -> anyhow::Result<Vec<EndpointSlice>>;
+    async fn endpoint_slices(&self, scope: &Scope, selector: &str) -> Result<Vec<EndpointSlice>>;
     /// One ConfigMap.
-    async fn config_map(&self, namespace: &str, name: &str) -> anyhow::Result<Option<ConfigMap>>;
+    async fn config_map(&self, namespace: &str, name: &str) -> Result<Option<ConfigMap>>;
     /// Deployments matching a label selector.
-    async fn deployments(&self, namespace: &str, selector: &str)
-    -> anyhow::Result<Vec<Deployment>>;
+    async fn deployments(&self, namespace: &str, selector: &str) -> Result<Vec<Deployment>>;
 }
 
 /// [`ClusterReader`] on a kube client.
@@ -97,7 +93,7 @@ impl KubeReader {
     }
 
     /// What went wrong, with the likely fix.
-    fn explain(&self, error: kube::Error, what: &str) -> anyhow::Error {
+    fn explain(&self, error: kube::Error, what: &str) -> ReadError {
         let origin = &self.origin;
         let text = match &error {
             kube::Error::Api(status) if status.code == 401 => format!(
@@ -116,7 +112,10 @@ impl KubeReader {
             ),
             _ => format!("{what} at {origin}: {error}"),
         };
-        anyhow::Error::msg(text)
+        ReadError::Api {
+            message: text,
+            error: Box::new(error),
+        }
     }
 
     /// A list that is `None` when the type is not served (404 on the list path).
@@ -125,7 +124,7 @@ impl KubeReader {
         api: Api<K>,
         params: &ListParams,
         what: &str,
-    ) -> anyhow::Result<MaybeServed<K>>
+    ) -> Result<MaybeServed<K>>
     where
         K: Clone + DeserializeOwned + std::fmt::Debug,
     {
@@ -141,7 +140,7 @@ impl KubeReader {
         scope: &Scope,
         name: Option<&str>,
         plural: &str,
-    ) -> anyhow::Result<MaybeServed<New>>
+    ) -> Result<MaybeServed<New>>
     where
         New: Resource<Scope = kube::core::NamespaceResourceScope>
             + Clone
@@ -200,7 +199,7 @@ impl KubeReader {
         &self,
         resource: &ApiResource,
         scope: &Scope,
-    ) -> anyhow::Result<MaybeServed<serde_json::Value>> {
+    ) -> Result<MaybeServed<serde_json::Value>> {
         let api: Api<DynamicObject> = match scope {
             Scope::Namespace(ns) => Api::namespaced_with(self.client.clone(), ns, resource),
             Scope::All => Api::all_with(self.client.clone(), resource),
@@ -229,11 +228,11 @@ impl KubeReader {
 
 #[async_trait]
 impl ClusterReader for KubeReader {
-    async fn ceph_clusters(&self, scope: &Scope) -> anyhow::Result<MaybeServed<serde_json::Value>> {
+    async fn ceph_clusters(&self, scope: &Scope) -> Result<MaybeServed<serde_json::Value>> {
         self.dynamic_list(&ceph_cluster_resource(), scope).await
     }
 
-    async fn addressings(&self, scope: &Scope) -> anyhow::Result<MaybeServed<serde_json::Value>> {
+    async fn addressings(&self, scope: &Scope) -> Result<MaybeServed<serde_json::Value>> {
         self.dynamic_list(&addressing_resource(), scope).await
     }
 
@@ -241,7 +240,7 @@ impl ClusterReader for KubeReader {
         &self,
         scope: &Scope,
         name: Option<&str>,
-    ) -> anyhow::Result<MaybeServed<ServiceExport>> {
+    ) -> Result<MaybeServed<ServiceExport>> {
         self.mcs_list::<ServiceExport, mcs_types::v1alpha1::ServiceExport>(
             scope,
             name,
@@ -254,7 +253,7 @@ impl ClusterReader for KubeReader {
         &self,
         scope: &Scope,
         name: Option<&str>,
-    ) -> anyhow::Result<MaybeServed<ServiceImport>> {
+    ) -> Result<MaybeServed<ServiceImport>> {
         self.mcs_list::<ServiceImport, mcs_types::v1alpha1::ServiceImport>(
             scope,
             name,
@@ -263,7 +262,7 @@ impl ClusterReader for KubeReader {
         .await
     }
 
-    async fn services(&self, namespace: &str, selector: &str) -> anyhow::Result<Vec<Service>> {
+    async fn services(&self, namespace: &str, selector: &str) -> Result<Vec<Service>> {
         let api: Api<Service> = Api::namespaced(self.client.clone(), namespace);
         api.list(&ListParams::default().labels(selector))
             .await
@@ -271,18 +270,14 @@ impl ClusterReader for KubeReader {
             .map_err(|e| self.explain(e, &format!("listing services in namespace {namespace}")))
     }
 
-    async fn service(&self, namespace: &str, name: &str) -> anyhow::Result<Option<Service>> {
+    async fn service(&self, namespace: &str, name: &str) -> Result<Option<Service>> {
         let api: Api<Service> = Api::namespaced(self.client.clone(), namespace);
         api.get_opt(name)
             .await
             .map_err(|e| self.explain(e, &format!("reading service {namespace}/{name}")))
     }
 
-    async fn endpoint_slices(
-        &self,
-        scope: &Scope,
-        selector: &str,
-    ) -> anyhow::Result<Vec<EndpointSlice>> {
+    async fn endpoint_slices(&self, scope: &Scope, selector: &str) -> Result<Vec<EndpointSlice>> {
         self.api::<EndpointSlice>(scope)
             .list(&ListParams::default().labels(selector))
             .await
@@ -290,18 +285,14 @@ impl ClusterReader for KubeReader {
             .map_err(|e| self.explain(e, &format!("listing endpointslices in {scope}")))
     }
 
-    async fn config_map(&self, namespace: &str, name: &str) -> anyhow::Result<Option<ConfigMap>> {
+    async fn config_map(&self, namespace: &str, name: &str) -> Result<Option<ConfigMap>> {
         let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), namespace);
         api.get_opt(name)
             .await
             .map_err(|e| self.explain(e, &format!("reading configmap {namespace}/{name}")))
     }
 
-    async fn deployments(
-        &self,
-        namespace: &str,
-        selector: &str,
-    ) -> anyhow::Result<Vec<Deployment>> {
+    async fn deployments(&self, namespace: &str, selector: &str) -> Result<Vec<Deployment>> {
         let api: Api<Deployment> = Api::namespaced(self.client.clone(), namespace);
         api.list(&ListParams::default().labels(selector))
             .await
@@ -318,15 +309,11 @@ impl ClusterReader for KubeReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fake_api::FakeApi;
-    use crate::test_support::{fixture, lines, mock_client};
+    use kube_fake::FakeApi;
+    use kube_fake::fixture::cluster_east as fixture;
+    use kube_fake::mock::{Requests, client as mock_client, lines};
 
-    fn reader(
-        api: FakeApi,
-    ) -> (
-        KubeReader,
-        std::sync::Arc<std::sync::Mutex<Vec<crate::fake_api::Seen>>>,
-    ) {
+    fn reader(api: FakeApi) -> (KubeReader, Requests) {
         let (client, requests) = mock_client(api);
         (
             KubeReader::new(client, "https://api.east:6443 (context east)"),
@@ -439,10 +426,7 @@ mod tests {
         assert_eq!(reader.service_imports(&scope, None).await.unwrap(), None);
     }
 
-    fn reader_without_mcs() -> (
-        KubeReader,
-        std::sync::Arc<std::sync::Mutex<Vec<crate::fake_api::Seen>>>,
-    ) {
+    fn reader_without_mcs() -> (KubeReader, Requests) {
         reader(FakeApi::new(Vec::new()))
     }
 
