@@ -29,6 +29,9 @@ use kube_core::NamespaceResourceScope;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod daemon_state;
+pub use daemon_state::{DaemonState, EXPORT_VALID_READY, UnknownDaemonState};
+
 /// Fields a document has that these types do not know; kept and written back unchanged.
 pub type UnknownFields = BTreeMap<String, Value>;
 
@@ -329,7 +332,7 @@ pub struct DaemonEntry {
     /// Whether its Service is exported.
     #[serde(default)]
     pub exported: bool,
-    /// The export's state in words (`Valid, Ready`, or what is wrong), when exported.
+    /// The export's state in words ([`EXPORT_VALID_READY`], or what is wrong), when exported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub export: Option<String>,
     /// The global IP, once known.
@@ -338,7 +341,8 @@ pub struct DaemonEntry {
     /// What the daemon advertises now, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub advertised: Option<String>,
-    /// `UpToDate`, `Start`, `UpdateArgs`, `Replace` or `Waiting`.
+    /// `UpToDate`, `Start`, `UpdateArgs`, `Replace` or `Waiting` ([`DaemonState`]; read it with
+    /// [`DaemonEntry::daemon_state`]).
     #[serde(default)]
     pub state: String,
     /// What is still to happen, when not up to date.
