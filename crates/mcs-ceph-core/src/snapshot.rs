@@ -1,7 +1,7 @@
 //! What the operator sees of one CephCluster ([`Snapshot`]): the cluster, the objects of its
 //! namespace from synced caches, what API discovery said of the MCS API, and the operator's
-//! prior status. The planner's inventory is read from it by ceph-address-plan's
-//! [`observe`](ceph_address_plan::observe) ([`inventory`]).
+//! prior status. The planner's inventory is read from it by
+//! [`ceph_address_plan::observe`] ([`inventory`]).
 
 use ceph_address_plan::observe::{self, ObservedInventory};
 use k8s_openapi::api::apps::v1::Deployment;

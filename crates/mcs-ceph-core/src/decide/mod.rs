@@ -16,10 +16,9 @@
 //!
 //! A cluster in steady state therefore costs no write and no lookup.
 //!
-//! Modules along the decision's concepts: [`writes`] (what is written and whether it must be),
-//! [`lookups`] (which names to resolve, and what their answers make of the records),
-//! `exports` (the observed ServiceExports), [`status`] (conditions, phase, daemons) and
-//! [`events`].
+//! Modules along the decision's concepts: `writes` (what is written and whether it must be),
+//! `lookups` (which names to resolve, and what their answers make of the records), `exports`
+//! (the observed ServiceExports), `status` (conditions, phase, daemons) and `events`.
 
 mod events;
 mod exports;
