@@ -47,6 +47,7 @@ use mcs_ceph_api::{AddressingStatus, CephCluster, CephClusterAddressing};
 
 pub use ceph_address_plan::mon_objects::mon_claim_name;
 pub use ceph_address_plan::rook::label::MON_CANARY as MON_CANARY_LABEL;
+use ceph_address_plan::rook_objects;
 pub use ceph_address_plan::rook_objects::mon_host_of_endpoints;
 pub use mcs_ceph_core::migration::{
     Gate, MIGRATION_ANNOTATION, MIGRATION_ENABLED, MonAddress, mon_addresses, opted_in,
@@ -850,23 +851,6 @@ fn step_outcome(outcome: &mon_failover::CommandOutcome) -> StepOutcome {
     }
 }
 
-/// `maxMonId` and the `mon_host` of the admin's `ceph.conf` from `rook-ceph-mon-endpoints`,
-/// as ceph-address-plan reads it: the endpoints of the mons (in or out of quorum) and of the
-/// external mons, joined by `,`; a mon without an endpoint (being placed) is left out.
-fn endpoints_view(config_map: Option<&ConfigMap>) -> (Option<u32>, String) {
-    let empty = BTreeMap::new();
-    let read =
-        format::read_mon_endpoints(config_map.and_then(|c| c.data.as_ref()).unwrap_or(&empty));
-    let hosts: Vec<String> = read
-        .mons
-        .iter()
-        .filter_map(|mon| mon.advertised)
-        .chain(read.external_mons.iter().map(|mon| mon.endpoint))
-        .map(|endpoint| endpoint.to_string())
-        .collect();
-    (read.max_mon_id, hosts.join(","))
-}
-
 /// The mon migration as the reconcile runs it: the [`gate`], then at most
 /// [`MAX_TICKS_PER_RECONCILE`] ticks of a [`mon_failover::Driver`] over [`KubeMonRuntime`],
 /// [`StatusStateStore`] and the admin of [`AdminSource`]. Runs inside the reconcile, which only
@@ -940,7 +924,14 @@ impl MonMigration {
                 )
             })?
             .to_owned();
-        let (max_mon_id, mon_host) = endpoints_view(input.mon_endpoints);
+        let empty = BTreeMap::new();
+        let reach = rook_objects::mon_endpoints_reach(
+            input
+                .mon_endpoints
+                .and_then(|c| c.data.as_ref())
+                .unwrap_or(&empty),
+        );
+        let (max_mon_id, mon_host) = (reach.max_mon_id, reach.mon_host);
         let namespace = input.settings.namespace.clone();
         let name = input.settings.name.clone();
         let (admin, files): (Arc<dyn CephMonAdmin>, Option<AdminFiles>) = match &self.admin {

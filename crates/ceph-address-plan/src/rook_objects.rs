@@ -334,6 +334,46 @@ pub fn mon_host_of_endpoints(data: &BTreeMap<String, String>) -> MonHostConfig {
     )
 }
 
+/// What a `rook-ceph-mon-endpoints` `data` says about reaching the cluster's mons.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MonEndpointsReach {
+    /// `maxMonId` (raised to the highest mon listed).
+    pub max_mon_id: Option<u32>,
+    /// A `mon_host` for an admin's `ceph.conf`: the endpoints of the mons (in or out of
+    /// quorum) and of the external mons, joined by `,`; a mon without an endpoint (being
+    /// placed) is left out. Empty when no mon has an endpoint.
+    pub mon_host: String,
+}
+
+/// `maxMonId` and the `mon_host` to reach the mons at, from `rook-ceph-mon-endpoints`'s `data`
+/// as [`read_mon_endpoints`] reads it.
+///
+/// ```
+/// use ceph_address_plan::rook_objects::mon_endpoints_reach;
+/// let data = [
+///     ("data".to_owned(), "b=10.96.0.11:6789,d=242.1.0.4:3300,e=:6789".to_owned()),
+///     ("maxMonId".to_owned(), "4".to_owned()),
+/// ]
+/// .into();
+/// let reach = mon_endpoints_reach(&data);
+/// assert_eq!(reach.max_mon_id, Some(4));
+/// assert_eq!(reach.mon_host, "10.96.0.11:6789,242.1.0.4:3300");
+/// ```
+pub fn mon_endpoints_reach(data: &BTreeMap<String, String>) -> MonEndpointsReach {
+    let read = read_mon_endpoints(data);
+    let hosts: Vec<String> = read
+        .mons
+        .iter()
+        .filter_map(|mon| mon.advertised)
+        .chain(read.external_mons.iter().map(|mon| mon.endpoint))
+        .map(|endpoint| endpoint.to_string())
+        .collect();
+    MonEndpointsReach {
+        max_mon_id: read.max_mon_id,
+        mon_host: hosts.join(","),
+    }
+}
+
 /// What to write of the mon configuration, and why not when nothing.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct MonConfigWrites {
