@@ -6,14 +6,15 @@
 //! Services, looks up each exported daemon's global IP, and publishes what it found in a
 //! `CephClusterAddressing` object of the same name.
 //!
-//! Layout (the shape of kube-rs' controller-rs and linkerd's policy-controller: pure logic, a
-//! thin IO shell, a tiny main):
+//! Layout (the shape of kube-rs' controller-rs and linkerd's policy-controller: pure logic in
+//! libraries, a thin IO shell here, a tiny main):
 //!
-//! - pure: [`observe`] reads Rook's objects into the planner's inventory; [`guards`] checks a
-//!   cluster; [`decide`] turns a [`observe::Snapshot`] into writes, lookups, a status and
-//!   Events, using [`ceph_address_plan`] for every name, label and address, and
-//!   [`rook_objects`] for the Rook objects it changes (OSD arguments, mon endpoints,
-//!   `mon_host`);
+//! - pure, in [`mcs_ceph_core`] (re-exported here under their former paths): [`config`],
+//!   [`observe`] (the [`Snapshot`]; its inventory is read by [`ceph_address_plan::observe`]),
+//!   [`guards`] and [`decide`], which turns a snapshot into writes, lookups, a status and
+//!   Events, using [`ceph_address_plan`] for every name, label and address and
+//!   [`ceph_address_plan::rook_objects`] for the Rook objects it changes (OSD arguments, mon
+//!   endpoints, `mon_host`);
 //! - shell: [`kube_io`] carries out writes with server-side apply and publishes Events;
 //!   [`reconciler`] wires a snapshot from synced caches, the decision, the writes and the
 //!   lookups ([`clusterset_dns::ClustersetResolver`]) into one reconcile; [`runtime`] runs the
@@ -22,7 +23,8 @@
 //!   [`kube_lease`]'s rules, shared with the agent); every replica watches, only the holder runs
 //!   the applier;
 //! - [`mon_migration`]: the ports of [`mon_failover`] on Kubernetes (mon runtime, state in the
-//!   status object, `ceph` CLI with the admin keyring) and the gate of a migration step;
+//!   status object, `ceph` CLI with the admin keyring) around the pure gate of a migration
+//!   step ([`mcs_ceph_core::migration`]);
 //! - [`metrics`] and [`http`]: `/metrics`, `/healthz`, `/readyz`.
 //!
 //! The custom resources (the `CephCluster` it reads, its `CephClusterAddressing` status object
@@ -30,17 +32,17 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
-pub mod config;
-pub mod decide;
-pub mod guards;
 pub mod http;
 pub mod kube_io;
 pub mod metrics;
 pub mod mon_migration;
-pub mod observe;
 pub mod reconciler;
-pub mod rook_objects;
 pub mod runtime;
+
+/// The [`Snapshot`] and the MCS API it saw ([`mcs_ceph_core::snapshot`]), under the operator's
+/// former module name.
+pub use mcs_ceph_core::snapshot as observe;
+pub use mcs_ceph_core::{config, decide, guards};
 
 pub use config::{Config, FIELD_MANAGER, GlobalIpSource, RetryPolicy};
 pub use decide::{

@@ -2,7 +2,10 @@
 //! ([`KubeMonRuntime`]: a new mon's Rook-layout Service, canary and mon Deployments, its entry
 //! in `rook-ceph-mon-endpoints`), a [`StateStore`] in the operator's own status object
 //! ([`StatusStateStore`]), the `ceph` CLI with the admin keyring from the cluster's Secret
-//! ([`ceph_cli_from_secret`]) — and the [`gate`] that says when the machine may act.
+//! ([`ceph_cli_from_secret`]) — and the [`gate`] that says when the machine may act (the pure
+//! gate is [`mcs_ceph_core::migration`]'s; this one reads the machine's stored state for it).
+//! The new mon's objects are ceph-address-plan's typed builders ([`mon_service`],
+//! [`ceph_address_plan::mon_objects`]).
 //!
 //! The mon-failover machine decides every step (one mon at a time, only with full quorum);
 //! nothing here re-implements its rules. The runtime makes the new mon's Service (as Rook
@@ -22,15 +25,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::observe::McsVersion;
 use async_trait::async_trait;
-use ceph_address_plan::labels::{mon_labels, mon_selector};
+use ceph_address_plan::mon_objects::{self, ShapeError, uses_claim};
 use ceph_address_plan::{
-    ClusterSettings, DaemonArgs, MonHostConfig, MonId, MonInput, NamedPort, args,
-    cluster_owner_reference, format, mon_service, rook,
+    ClusterSettings, MonId, MonInput, cluster_owner_reference, format, mon_service, rook,
 };
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{
-    ConfigMap, PersistentVolumeClaim, PersistentVolumeClaimSpec, Secret, Service,
-};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::{Client, Resource};
@@ -44,19 +44,19 @@ use serde_json::{Value, json};
 
 use crate::config::FIELD_MANAGER;
 use crate::kube_io::not_found;
-use crate::rook_objects::{DO_NOT_RECONCILE_LABEL, DO_NOT_RECONCILE_VALUE};
-use mcs_ceph_api::{AddressingStatus, CephCluster, CephClusterAddressing, Phase};
+use mcs_ceph_api::{AddressingStatus, CephCluster, CephClusterAddressing};
 
-/// The CephCluster annotation that hands mon migration to this operator.
-pub const MIGRATION_ANNOTATION: &str = "clusterset.io/mon-migration";
-/// The value of [`MIGRATION_ANNOTATION`] that enables mon migration.
-pub const MIGRATION_ENABLED: &str = "enabled";
+pub use ceph_address_plan::mon_objects::mon_claim_name;
+pub use ceph_address_plan::rook::label::MON_CANARY as MON_CANARY_LABEL;
+use ceph_address_plan::rook_objects;
+pub use ceph_address_plan::rook_objects::mon_host_of_endpoints;
+pub use mcs_ceph_core::migration::{
+    Gate, MIGRATION_ANNOTATION, MIGRATION_ENABLED, MonAddress, mon_addresses, opted_in,
+};
 /// The field manager of the writes that belong to the mon migration alone: the machine's state
 /// in the status object and the mon keys of `rook-ceph-mon-endpoints` it changes between two
 /// plans. Distinct from [`FIELD_MANAGER`], so that neither's apply drops the other's fields.
 pub const MON_FAILOVER_FIELD_MANAGER: &str = "mcs-ceph-operator-mon-failover";
-/// Label of Rook's mon canary pods.
-pub const MON_CANARY_LABEL: &str = "mon_canary";
 /// The Secret with the cluster's admin key.
 pub const MON_SECRET: &str = "rook-ceph-mon";
 
@@ -84,6 +84,12 @@ pub enum MigrationError {
     },
 }
 
+impl From<ShapeError> for MigrationError {
+    fn from(error: ShapeError) -> Self {
+        Self::Shape(error.0)
+    }
+}
+
 impl From<MigrationError> for RuntimeError {
     fn from(error: MigrationError) -> Self {
         RuntimeError::Other(Box::new(error))
@@ -104,42 +110,6 @@ fn api(action: impl Into<String>) -> impl FnOnce(kube::Error) -> MigrationError 
     }
 }
 
-/// Whether the CephCluster opts in to mon migration by this operator.
-pub fn opted_in(cluster: &CephCluster) -> bool {
-    cluster
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(MIGRATION_ANNOTATION))
-        .is_some_and(|v| v == MIGRATION_ENABLED)
-}
-
-/// What the status says of one mon: its global IP, once known, and whether it sits on an
-/// address of the other kind (the plan wants it replaced).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct MonAddress {
-    /// The global IP of its export, once resolved.
-    pub global_ip: Option<IpAddr>,
-    /// The plan says `Replace`: it advertises an address that is not its global IP.
-    pub replace: bool,
-}
-
-/// The mons of a status, by id.
-pub fn mon_addresses(status: &AddressingStatus) -> BTreeMap<MonId, MonAddress> {
-    status
-        .daemons
-        .iter()
-        .filter_map(|entry| {
-            let id: MonId = entry.name.strip_prefix("mon.")?.parse().ok()?;
-            let address = MonAddress {
-                global_ip: entry.global_ip.as_deref().and_then(|ip| ip.parse().ok()),
-                replace: entry.state == "Replace",
-            };
-            Some((id, address))
-        })
-        .collect()
-}
-
 /// The machine state stored in a status, if any (an unreadable one is an error, never
 /// silently replaced).
 pub fn stored_state(status: &AddressingStatus) -> Result<Option<MachineState>, StoreError> {
@@ -158,70 +128,13 @@ pub fn stored_state(status: &AddressingStatus) -> Result<Option<MachineState>, S
         })
 }
 
-/// Whether the machine may act for a cluster, and why not.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Gate {
-    /// Run one driver tick.
-    Go,
-    /// Nothing to do: no mon to replace and no migration in flight.
-    Idle,
-    /// Not now, for this reason.
-    Wait(String),
-}
-
-/// The gate: the annotation is set, the guards pass, every mon's export (but the migration's
-/// new mon's) is Valid and Ready with its global IP known, and there is a mon to replace or a
-/// migration in flight. Reads the status of this reconcile; the machine's own rules (one mon
-/// at a time, full quorum, majorities) are the machine's.
+/// The gate of [`mcs_ceph_core::migration::gate`] with the migration in flight read from the
+/// machine's state stored in `status` ([`stored_state`]; an unreadable one makes the gate wait).
 pub fn gate(cluster: &CephCluster, status: &AddressingStatus) -> Gate {
-    if !cluster.mcs_requested() {
-        return Gate::Idle;
-    }
-    if !opted_in(cluster) {
-        return Gate::Wait(format!(
-            "mon migration is not enabled for this cluster: annotate the CephCluster {MIGRATION_ANNOTATION}={MIGRATION_ENABLED} once Rook's mon health check is off (docs/operator.md)"
-        ));
-    }
-    if matches!(
-        status.phase,
-        Phase::Blocked | Phase::Disabled | Phase::Unknown
-    ) {
-        return Gate::Wait(format!(
-            "the cluster is {:?}: no mon migration",
-            status.phase
-        ));
-    }
-    let in_flight = match stored_state(status) {
-        Ok(state) => state.and_then(|s| s.migration().map(|m| m.new_mon().clone())),
-        Err(error) => return Gate::Wait(error.to_string()),
-    };
-    let mut to_replace = false;
-    for entry in &status.daemons {
-        let Some(id) = entry.name.strip_prefix("mon.") else {
-            continue;
-        };
-        if in_flight.as_ref().is_some_and(|m| m.as_str() == id) {
-            continue;
-        }
-        if entry.state == "Replace" {
-            to_replace = true;
-            continue;
-        }
-        if !entry.exported || entry.export.as_deref() != Some("Valid, Ready") {
-            return Gate::Wait(format!(
-                "the export of {} is not Valid and Ready yet",
-                entry.name
-            ));
-        }
-        if entry.global_ip.is_none() {
-            return Gate::Wait(format!("the global IP of {} is not known yet", entry.name));
-        }
-    }
-    if to_replace || in_flight.is_some() {
-        Gate::Go
-    } else {
-        Gate::Idle
-    }
+    let in_flight = stored_state(status)
+        .map(|state| state.and_then(|s| s.migration().map(|m| m.new_mon().clone())))
+        .map_err(|error| error.to_string());
+    mcs_ceph_core::migration::gate(cluster, status, in_flight)
 }
 
 /// The machine's state in `status.monFailover` of the operator's `CephClusterAddressing`.
@@ -409,208 +322,49 @@ impl KubeMonRuntime {
         )
     }
 
-    /// The canary Deployment of a new mon.
-    pub fn canary(&self, mon: &MonId) -> Value {
-        let input = MonInput::new(mon.clone());
-        let mut labels = mon_labels(&self.settings, &input);
-        labels.remove(rook::label::MON_DAEMON);
-        labels.insert(MON_CANARY_LABEL.to_owned(), "true".to_owned());
-        let mut selector = mon_selector(&self.settings, &input);
-        selector.insert(MON_CANARY_LABEL.to_owned(), "true".to_owned());
-        let mut body = json!({
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {
-                "name": format!("{}{mon}-canary", rook::MON_NAME_PREFIX),
-                "namespace": self.namespace(),
-                "labels": labels,
-            },
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": selector},
-                "template": {
-                    "metadata": {"labels": labels},
-                    "spec": {
-                        "containers": [{
-                            "name": "mon",
-                            "image": self.canary_image,
-                            "command": ["sleep"],
-                            "args": ["3600"],
-                            "ports": ceph_address_plan::mon_ports(self.port())
-                                .iter()
-                                .map(NamedPort::container_port)
-                                .collect::<Vec<_>>(),
-                        }],
-                        "terminationGracePeriodSeconds": 0,
-                    }
-                }
-            }
-        });
-        if let (Some(owner), Some(meta)) = (self.owner(), body["metadata"].as_object_mut()) {
-            meta.insert("ownerReferences".to_owned(), json!([owner]));
-        }
-        body
+    /// The canary Deployment of a new mon ([`mon_objects::mon_canary`] on the cluster's Ceph
+    /// image).
+    pub fn canary(&self, mon: &MonId) -> Deployment {
+        mon_objects::mon_canary(
+            &self.settings,
+            mon,
+            &self.canary_image,
+            self.port(),
+            self.owner(),
+        )
     }
 
     /// The mon Deployment of `mon` advertising `address`, derived from `template` (the
-    /// Deployment of the mon it replaces).
+    /// Deployment of the mon it replaces): [`mon_objects::mon_deployment`].
     pub fn mon_deployment(
         &self,
         template: &Deployment,
         mon: &MonId,
         address: IpAddr,
     ) -> Result<Deployment, MigrationError> {
-        let old = template
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(rook::label::MON))
-            .cloned()
-            .ok_or_else(|| {
-                MigrationError::Shape(format!(
-                    "the template mon Deployment {} has no {:?} label",
-                    template.metadata.name.as_deref().unwrap_or_default(),
-                    rook::label::MON
-                ))
-            })?;
-        let mut spec = template.spec.clone().ok_or_else(|| {
-            MigrationError::Shape("the template mon Deployment has no spec".to_owned())
-        })?;
-        let pod = spec.template.spec.as_mut().ok_or_else(|| {
-            MigrationError::Shape("the template mon Deployment has no pod spec".to_owned())
-        })?;
-        // A PVC-backed mon (Rook's `spec.mon.volumeClaimTemplate`) keeps its store on the claim
-        // `rook-ceph-mon-<id>`: the new mon gets its own ([`Self::mon_claim`]). Any other claim
-        // in a mon's pod is not Rook's layout, and sharing it would give two mons one store.
-        let old_claim = mon_claim_name(&old);
-        for volume in pod.volumes.iter_mut().flatten() {
-            if let Some(claim) = volume.persistent_volume_claim.as_mut() {
-                if claim.claim_name != old_claim {
-                    return Err(MigrationError::Shape(format!(
-                        "the template mon Deployment mounts the claim {} (volume {}), not {old_claim}: only Rook's own mon claim is replaced by the new mon's",
-                        claim.claim_name, volume.name
-                    )));
-                }
-                claim.claim_name = mon_claim_name(mon.as_str());
-            }
-        }
-        let input = MonInput::new(mon.clone());
-        let labels = mon_labels(&self.settings, &input);
-        let new_args = DaemonArgs {
-            public_addr: address,
-            msgr1_off: self.port() == rook::MON_MSGR2_PORT,
-            public_bind_addr: Some(format::mon_bind_addr(self.port(), self.settings.ip_family)),
-            cluster_addr: None,
-        }
-        .to_args();
-        let rename = |text: &str| {
-            text.replace(&format!("ceph-{old}/"), &format!("ceph-{mon}/"))
-                .replace(&format!("mon-{old}/"), &format!("mon-{mon}/"))
-                .replace(&format!("ceph-{old}"), &format!("ceph-{mon}"))
-        };
-        for container in pod
-            .containers
-            .iter_mut()
-            .chain(pod.init_containers.iter_mut().flatten())
-        {
-            let Some(current) = container.args.take() else {
-                continue;
-            };
-            let renamed: Vec<String> = current
-                .iter()
-                .map(|a| {
-                    if a == &format!("--id={old}") {
-                        format!("--id={mon}")
-                    } else {
-                        rename(a)
-                    }
-                })
-                .collect();
-            // The containers that advertise an address (the mon and `init-mon-fs`) get the
-            // plan's address arguments in place of the old mon's, in either form.
-            let planned: &[String] = if args::public_addr(&current).is_some() {
-                &new_args
-            } else {
-                &[]
-            };
-            container.args = Some(args::replace_address_args(
-                &renamed,
-                &args::MON_ADDRESS_FLAGS,
-                planned,
-            ));
-        }
-        for volume in pod.volumes.iter_mut().flatten() {
-            if let Some(host_path) = volume.host_path.as_mut() {
-                host_path.path = host_path
-                    .path
-                    .replace(&format!("/mon-{old}/"), &format!("/mon-{mon}/"))
-                    .replace(&format!("/mon-{old}"), &format!("/mon-{mon}"));
-            }
-        }
-        spec.replicas = Some(1);
-        spec.selector.match_labels = Some(mon_selector(&self.settings, &input));
-        let pod_meta = spec.template.metadata.get_or_insert_with(Default::default);
-        pod_meta.labels = Some(labels.clone());
-        let mut deployment_labels = labels;
-        deployment_labels.insert(
-            DO_NOT_RECONCILE_LABEL.to_owned(),
-            DO_NOT_RECONCILE_VALUE.to_owned(),
-        );
-        Ok(Deployment {
-            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-                name: Some(format!("{}{mon}", rook::MON_NAME_PREFIX)),
-                namespace: Some(self.namespace().to_owned()),
-                labels: Some(deployment_labels),
-                owner_references: template.metadata.owner_references.clone(),
-                ..Default::default()
-            },
-            spec: Some(spec),
-            status: None,
-        })
+        Ok(mon_objects::mon_deployment(
+            &self.settings,
+            template,
+            mon,
+            address,
+            self.port(),
+        )?)
     }
 
     /// The new mon's PersistentVolumeClaim, derived from the claim of the mon it replaces
-    /// (`template`) as Rook makes one from `spec.mon.volumeClaimTemplate`: the same storage
-    /// class, access modes, volume mode and requested size, a fresh volume (no `volumeName`,
-    /// no data source), the template's labels with the old mon's id replaced, and its owner.
+    /// (`template`, of mon `old`): [`mon_objects::mon_claim`].
     pub fn mon_claim(
         &self,
         template: &PersistentVolumeClaim,
         old: &str,
         mon: &MonId,
     ) -> Result<PersistentVolumeClaim, MigrationError> {
-        let spec = template.spec.as_ref().ok_or_else(|| {
-            MigrationError::Shape(format!(
-                "the claim {} of mon {old} has no spec",
-                mon_claim_name(old)
-            ))
-        })?;
-        let labels = template.metadata.labels.as_ref().map(|labels| {
-            labels
-                .iter()
-                .map(|(k, v)| {
-                    let value = if v == old { mon.as_str() } else { v };
-                    (k.clone(), value.to_owned())
-                })
-                .collect()
-        });
-        Ok(PersistentVolumeClaim {
-            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-                name: Some(mon_claim_name(mon.as_str())),
-                namespace: Some(self.namespace().to_owned()),
-                labels,
-                owner_references: template.metadata.owner_references.clone(),
-                ..Default::default()
-            },
-            spec: Some(PersistentVolumeClaimSpec {
-                access_modes: spec.access_modes.clone(),
-                resources: spec.resources.clone(),
-                storage_class_name: spec.storage_class_name.clone(),
-                volume_mode: spec.volume_mode.clone(),
-                ..Default::default()
-            }),
-            status: None,
-        })
+        Ok(mon_objects::mon_claim(
+            self.namespace(),
+            template,
+            old,
+            mon,
+        )?)
     }
 
     /// Makes `mon`'s claim from the claim of the mon `old`, unless it exists already.
@@ -684,7 +438,7 @@ impl KubeMonRuntime {
         data: &BTreeMap<String, String>,
     ) -> Result<(), MigrationError> {
         let config = mon_host_of_endpoints(data);
-        let secret = crate::rook_objects::config_secret(self.namespace(), &config);
+        let secret = ceph_address_plan::rook_objects::config_secret(self.namespace(), &config);
         let name = rook::CONFIG_SECRET;
         Api::<Secret>::namespaced(self.client.clone(), self.namespace())
             .patch(
@@ -872,44 +626,6 @@ impl MonRuntime for KubeMonRuntime {
         self.follow_mon_endpoints(&data).await?;
         Ok(())
     }
-}
-
-/// The PersistentVolumeClaim of a PVC-backed mon, as Rook names it: `rook-ceph-mon-<id>`.
-pub fn mon_claim_name(mon: &str) -> String {
-    format!("{}{mon}", rook::MON_NAME_PREFIX)
-}
-
-fn uses_claim(deployment: &Deployment) -> bool {
-    deployment
-        .spec
-        .as_ref()
-        .and_then(|s| s.template.spec.as_ref())
-        .is_some_and(|pod| {
-            pod.volumes
-                .iter()
-                .flatten()
-                .any(|v| v.persistent_volume_claim.is_some())
-        })
-}
-
-/// `rook-ceph-config`'s mon keys for the mons a `rook-ceph-mon-endpoints` `data` lists with an
-/// endpoint and not out of quorum, in its order (a mon being placed, `d=:6789`, is left out).
-///
-/// ```
-/// use mcs_ceph_operator::mon_migration::mon_host_of_endpoints;
-/// let data = [("data".to_owned(), "b=10.96.0.11:6789,d=242.1.0.4:6789,e=:6789".to_owned())].into();
-/// let config = mon_host_of_endpoints(&data);
-/// assert_eq!(config.mon_host, "[v2:10.96.0.11:3300,v1:10.96.0.11:6789],[v2:242.1.0.4:3300,v1:242.1.0.4:6789]");
-/// assert_eq!(config.mon_initial_members, "b,d");
-/// ```
-pub fn mon_host_of_endpoints(data: &BTreeMap<String, String>) -> MonHostConfig {
-    let read = format::read_mon_endpoints(data);
-    MonHostConfig::of(
-        read.mons
-            .iter()
-            .filter(|mon| !mon.out_of_quorum)
-            .filter_map(|mon| Some((mon.id.as_str(), mon.advertised?))),
-    )
 }
 
 /// A private directory holding the admin keyring and a `ceph.conf`, removed when dropped.
@@ -1136,23 +852,6 @@ fn step_outcome(outcome: &mon_failover::CommandOutcome) -> StepOutcome {
     }
 }
 
-/// `maxMonId` and the `mon_host` of the admin's `ceph.conf` from `rook-ceph-mon-endpoints`,
-/// as ceph-address-plan reads it: the endpoints of the mons (in or out of quorum) and of the
-/// external mons, joined by `,`; a mon without an endpoint (being placed) is left out.
-fn endpoints_view(config_map: Option<&ConfigMap>) -> (Option<u32>, String) {
-    let empty = BTreeMap::new();
-    let read =
-        format::read_mon_endpoints(config_map.and_then(|c| c.data.as_ref()).unwrap_or(&empty));
-    let hosts: Vec<String> = read
-        .mons
-        .iter()
-        .filter_map(|mon| mon.advertised)
-        .chain(read.external_mons.iter().map(|mon| mon.endpoint))
-        .map(|endpoint| endpoint.to_string())
-        .collect();
-    (read.max_mon_id, hosts.join(","))
-}
-
 /// The mon migration as the reconcile runs it: the [`gate`], then at most
 /// [`MAX_TICKS_PER_RECONCILE`] ticks of a [`mon_failover_io::Driver`] over [`KubeMonRuntime`],
 /// [`StatusStateStore`] and the admin of [`AdminSource`]. Runs inside the reconcile, which only
@@ -1196,11 +895,7 @@ impl MonMigration {
         match gate(input.cluster, input.status) {
             Gate::Idle => return Ok(None),
             Gate::Wait(reason) => {
-                let to_replace = input
-                    .status
-                    .daemons
-                    .iter()
-                    .any(|d| d.name.starts_with("mon.") && d.state == "Replace");
+                let to_replace = mcs_ceph_core::migration::mon_to_replace(input.status);
                 if in_flight.is_none() && !to_replace {
                     return Ok(None);
                 }
@@ -1230,7 +925,14 @@ impl MonMigration {
                 )
             })?
             .to_owned();
-        let (max_mon_id, mon_host) = endpoints_view(input.mon_endpoints);
+        let empty = BTreeMap::new();
+        let reach = rook_objects::mon_endpoints_reach(
+            input
+                .mon_endpoints
+                .and_then(|c| c.data.as_ref())
+                .unwrap_or(&empty),
+        );
+        let (max_mon_id, mon_host) = (reach.max_mon_id, reach.mon_host);
         let namespace = input.settings.namespace.clone();
         let name = input.settings.name.clone();
         let (admin, files): (Arc<dyn CephMonAdmin>, Option<AdminFiles>) = match &self.admin {

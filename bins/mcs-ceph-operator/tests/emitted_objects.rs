@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
+use ceph_address_plan::rook_objects::config_secret;
 use ceph_address_plan::{ClusterSettings, Daemon, MonId};
 use common::api_server::merge;
 use common::strict::{APPLY, Received, check_stored};
@@ -31,7 +32,6 @@ use mcs_ceph_api::CephCluster;
 use mcs_ceph_operator::decide::{EventNote, Outcome, Write, prepare};
 use mcs_ceph_operator::kube_io::{cluster_reference, event_object};
 use mcs_ceph_operator::mon_migration::{KubeMonRuntime, mon_claim_name, mon_host_of_endpoints};
-use mcs_ceph_operator::rook_objects::config_secret;
 use mcs_ceph_operator::{Config, FIELD_MANAGER, McsApi, McsVersion, Snapshot};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -656,7 +656,7 @@ proptest! {
         );
         let canary = mon_runtime.canary(&new);
         assert_accepted(
-            &apply_request(format!("{deployments}/rook-ceph-mon-{new}-canary"), canary),
+            &apply_request(format!("{deployments}/rook-ceph-mon-{new}-canary"), to_json(&canary)),
             &mut stored,
         );
         let deployment = mon_runtime.mon_deployment(&rook_mon(&namespace, &old), &new, ip).unwrap();

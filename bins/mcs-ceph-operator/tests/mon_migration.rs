@@ -3,8 +3,8 @@
 //! real one refuses (`common::strict`): the Kubernetes mon runtime's requests (paths, field
 //! managers, bodies), the driver replacing the first mon with a mock `CephMonAdmin` while the
 //! quorum holds, a restart mid-migration resuming from the state in the status object without
-//! a second new mon, the gate (no migration without the opt-in annotation), and the admin read
-//! from Rook's Secret reaching a real `ceph-mon`.
+//! a second new mon, and the admin read from Rook's Secret reaching a real `ceph-mon`. The
+//! gate's tests are mcs-ceph-core's (`tests/migration_gate.rs`).
 
 mod common;
 
@@ -15,11 +15,9 @@ use ceph_address_plan::{ClusterSettings, MonId};
 use common::api_server::{ApiServer, Seen};
 use http::{Request, Response};
 use kube::client::Body;
-use mcs_ceph_api::{AddressingStatus, CephCluster, DaemonEntry, Phase};
 use mcs_ceph_operator::FIELD_MANAGER;
 use mcs_ceph_operator::mon_migration::{
-    Gate, KubeMonRuntime, MIGRATION_ANNOTATION, MON_FAILOVER_FIELD_MANAGER, MonAddress,
-    StatusStateStore, admin_key, gate, mon_addresses, run_ticks,
+    KubeMonRuntime, MON_FAILOVER_FIELD_MANAGER, MonAddress, StatusStateStore, admin_key, run_ticks,
 };
 use mon_failover::{
     Command, Config, Machine, MockCephMonAdmin, MonRuntime, Phase as MigrationPhase, QuorumStatus,
@@ -694,86 +692,6 @@ async fn delete_removes_the_export_in_the_served_mcs_version() {
             "{version:?}"
         );
     }
-}
-
-fn cluster(annotated: bool) -> CephCluster {
-    let mut cluster = CephCluster::new(
-        "rook-ceph",
-        NS,
-        json!({"network": {"multiClusterService": {"enabled": true, "clusterID": "east"}}}),
-    );
-    if annotated {
-        cluster.metadata.annotations =
-            Some([(MIGRATION_ANNOTATION.to_owned(), "enabled".to_owned())].into());
-    }
-    cluster
-}
-
-fn entry(name: &str, state: &str, export: Option<&str>, global_ip: Option<&str>) -> DaemonEntry {
-    DaemonEntry {
-        name: name.into(),
-        service: format!("rook-ceph-{}", name.replace('.', "-")),
-        exported: export.is_some(),
-        export: export.map(Into::into),
-        global_ip: global_ip.map(Into::into),
-        state: state.into(),
-        ..DaemonEntry::default()
-    }
-}
-
-fn migrating_status() -> AddressingStatus {
-    AddressingStatus {
-        phase: Phase::Migrating,
-        daemons: vec![
-            entry("mon.a", "Replace", None, None),
-            entry(
-                "mon.b",
-                "UpToDate",
-                Some("Valid, Ready"),
-                Some("242.1.0.11"),
-            ),
-            entry("osd.0", "UpdateArgs", Some("Valid"), None),
-        ],
-        ..AddressingStatus::default()
-    }
-}
-
-#[test]
-fn no_migration_without_the_annotation() {
-    let status = migrating_status();
-    assert!(
-        matches!(gate(&cluster(false), &status), Gate::Wait(reason) if reason.contains(MIGRATION_ANNOTATION))
-    );
-    assert_eq!(
-        gate(&cluster(true), &status),
-        Gate::Go,
-        "OSD exports do not hold mons back"
-    );
-}
-
-#[test]
-fn the_gate_waits_for_every_mon_export_and_global_ip() {
-    let mut status = migrating_status();
-    status.daemons[1].export = Some("Valid".into());
-    assert!(
-        matches!(gate(&cluster(true), &status), Gate::Wait(reason) if reason.contains("mon.b"))
-    );
-    let mut status = migrating_status();
-    status.daemons[1].global_ip = None;
-    assert!(
-        matches!(gate(&cluster(true), &status), Gate::Wait(reason) if reason.contains("global IP"))
-    );
-    let mut status = migrating_status();
-    status.phase = Phase::Blocked;
-    assert!(matches!(gate(&cluster(true), &status), Gate::Wait(_)));
-    let mut status = migrating_status();
-    status.daemons.remove(0);
-    assert_eq!(
-        gate(&cluster(true), &status),
-        Gate::Idle,
-        "nothing to replace"
-    );
-    assert!(mon_addresses(&migrating_status())[&id("a")].replace);
 }
 
 #[test]

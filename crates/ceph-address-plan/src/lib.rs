@@ -23,8 +23,13 @@
 //!   ([`format::read_mon_endpoints`], [`format::edit_mon_endpoints`]), the address arguments
 //!   of daemon containers ([`args`]: [`DaemonArgs`] writes them, [`args::public_addr`] and
 //!   [`args::osd_public_addr`] read them in either `--flag=value` or `--flag value` form,
-//!   [`args::replace_address_args`] edits them), and typed builders of Rook's objects
-//!   ([`mon_service`], [`cluster_owner_reference`]).
+//!   [`args::replace_address_args`] edits them), the inventory read from Rook's objects
+//!   ([`observe::inventory`]: mons from the endpoints ConfigMap and their Services, OSDs from
+//!   their Deployments), the editors of the Rook objects mcs-ceph-operator changes
+//!   ([`rook_objects`]: OSD Deployment apply bodies, the endpoints ConfigMap and `mon_host`
+//!   writes), and typed builders of Rook's objects ([`mon_service`],
+//!   [`cluster_owner_reference`], and a new mon's canary, Deployment and claim in
+//!   [`mon_objects`]).
 //!
 //! Every name, port, label and text format matches Rook byte for byte ([`rook`], [`format`](mod@format)).
 //!
@@ -63,10 +68,13 @@ mod input;
 pub mod labels;
 pub mod manifest;
 pub mod mon_id;
+pub mod mon_objects;
 mod objects;
+pub mod observe;
 mod plan;
 mod reject;
 pub mod rook;
+pub mod rook_objects;
 mod version;
 
 pub use args::DaemonArgs;

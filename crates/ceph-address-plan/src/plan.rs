@@ -349,8 +349,19 @@ pub struct Readiness {
     pub ready: bool,
     /// One line per daemon that is not up to date, mons first.
     pub reasons: Vec<String>,
+    /// The daemon each line of `reasons` is about, in the same order ([`Readiness::by_daemon`]
+    /// pairs them).
+    pub pending: Vec<Daemon>,
     /// Things worth knowing that do not block readiness.
     pub warnings: Vec<String>,
+}
+
+impl Readiness {
+    /// Each daemon that is not up to date with its reason, mons first: the typed form of
+    /// `reasons`, so that no caller parses the daemon back out of a line.
+    pub fn by_daemon(&self) -> impl Iterator<Item = (&Daemon, &String)> {
+        self.pending.iter().zip(&self.reasons)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1214,6 +1225,7 @@ impl Plan {
     /// The readiness verdict, with one reason per daemon that is not up to date.
     pub fn readiness(&self) -> Readiness {
         let mut reasons = Vec::new();
+        let mut pending = Vec::new();
         for mon in &self.mons {
             let daemon = Daemon::Mon(mon.id().clone());
             if let Some(reason) = self.reason(
@@ -1223,6 +1235,7 @@ impl Plan {
                 mon.input.advertised.map(|a| a.ip()),
             ) {
                 reasons.push(reason);
+                pending.push(daemon);
             }
         }
         for osd in self.osds.values() {
@@ -1231,11 +1244,13 @@ impl Plan {
                 self.reason(&daemon, osd.address, osd.status, osd.input.advertised)
             {
                 reasons.push(reason);
+                pending.push(daemon);
             }
         }
         Readiness {
             ready: reasons.is_empty(),
             reasons,
+            pending,
             warnings: self.warnings(),
         }
     }

@@ -89,6 +89,8 @@ pub mod label {
     pub const MON_CLUSTER: &str = "mon_cluster";
     /// `mon_daemon`: `true` on real mons, absent on canaries.
     pub const MON_DAEMON: &str = "mon_daemon";
+    /// Label of Rook's mon canary pods (`mon_canary=true`).
+    pub const MON_CANARY: &str = "mon_canary";
     /// `pvc_name` of a PVC-backed mon.
     pub const PVC_NAME: &str = "pvc_name";
     /// `pvc_size` of a PVC-backed mon.

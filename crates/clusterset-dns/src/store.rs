@@ -133,6 +133,7 @@ impl ZoneStore {
     }
 
     /// The snapshot cell itself, for loops that load it per query.
+    #[cfg(feature = "server")]
     pub(crate) fn snapshot_cell(&self) -> &ArcSwap<Snapshot> {
         &self.snapshot
     }

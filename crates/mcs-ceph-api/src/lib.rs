@@ -33,6 +33,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod daemon_state;
+pub use daemon_state::{DaemonState, EXPORT_VALID_READY, UnknownDaemonState};
+
 /// Fields a document has that these types do not know; kept and written back unchanged.
 pub type UnknownFields = BTreeMap<String, Value>;
 
@@ -348,8 +351,11 @@ pub struct DaemonEntry {
     /// Whether its Service is exported.
     #[serde(default)]
     pub exported: bool,
-    /// The export's state in words (`Valid, Ready`, or what is wrong), when exported.
+    /// The export's state in words ([`EXPORT_VALID_READY`], or what is wrong), when exported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        description = "The export's state in words (`Valid, Ready`, or what is wrong), when exported."
+    )]
     pub export: Option<String>,
     /// The global IP, once known.
     #[serde(default, rename = "globalIP", skip_serializing_if = "Option::is_none")]
@@ -357,8 +363,10 @@ pub struct DaemonEntry {
     /// What the daemon advertises now, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub advertised: Option<String>,
-    /// `UpToDate`, `Start`, `UpdateArgs`, `Replace` or `Waiting`.
+    /// `UpToDate`, `Start`, `UpdateArgs`, `Replace` or `Waiting` ([`DaemonState`]; read it with
+    /// [`DaemonEntry::daemon_state`]).
     #[serde(default)]
+    #[schemars(description = "`UpToDate`, `Start`, `UpdateArgs`, `Replace` or `Waiting`.")]
     pub state: String,
     /// What is still to happen, when not up to date.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,17 +1,14 @@
 //! CPU time of the operator's decision for one cluster of 1,000 OSDs (three mons), without IO:
 //! the first enable (plan, 2,000 objects to apply) and the steady state (everything compared,
-//! nothing to do). `cargo bench -p mcs-ceph-operator --bench decide`.
+//! nothing to do). `cargo bench -p mcs-ceph-core --bench decide`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
-
-#[path = "../tests/common/mod.rs"]
-mod common;
 
 use std::hint::black_box;
 
 use ceph_address_plan::Daemon;
-use common::*;
 use criterion::{Criterion, criterion_group, criterion_main};
-use mcs_ceph_operator::{Config, Snapshot, prepare};
+use mcs_ceph_core::{Config, Snapshot, prepare};
+use mcs_ceph_fixtures::*;
 
 const OSDS: u32 = 1000;
 

@@ -1,6 +1,6 @@
-//! The Rook objects the operator changes, pure: the address arguments of OSD Deployments, the
+//! The Rook objects mcs-ceph-operator changes, pure: the address arguments of OSD Deployments, the
 //! `rook-ceph-mon-endpoints` ConfigMap and the `mon_host` of the `rook-ceph-config` Secret.
-//! Every value comes from the plan ([`ceph_address_plan`]); this module decides only whether
+//! Every value comes from the [`Plan`]; this module decides only whether
 //! the object already says it, and builds the server-side apply body when it does not.
 //!
 //! # OSD Deployments and server-side apply
@@ -16,7 +16,7 @@
 //!   - `args`: an **atomic** list, so the body carries the *whole* list — Rook's arguments
 //!     unchanged and in order, with any earlier `--public-addr`, `--public-bind-addr` and
 //!     `--cluster-addr` removed (as `--flag=value` or as `--flag value`:
-//!     [`ceph_address_plan::args::replace_address_args`]) and the plan's arguments appended
+//!     [`args::replace_address_args`]) and the plan's arguments appended
 //!     (where Rook appends them with its own MCS support). `force` moves ownership of `args` from Rook's manager to the
 //!     operator; sending only the three flags would replace Rook's arguments;
 //!   - `env` (a list map keyed by `name`): `ROOK_POD_IP` from `status.podIP`, which the
@@ -35,10 +35,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 
-use ceph_address_plan::args;
-use ceph_address_plan::format::{mon_host_entry, read_mon_endpoints};
-use ceph_address_plan::rook::{self, label};
-use ceph_address_plan::{MonHostConfig, NamedPort, Plan};
+use crate::args;
+use crate::format::{mon_host_entry, read_mon_endpoints};
+use crate::input::{ExternalMon, MonInput};
+use crate::plan::{MonHostConfig, NamedPort, Plan};
+use crate::rook::{self, label};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Container, ContainerPort, Secret};
@@ -273,11 +274,11 @@ pub fn mon_endpoints_agree(
     desired: &BTreeMap<String, String>,
 ) -> bool {
     let (have, want) = (read_mon_endpoints(observed), read_mon_endpoints(desired));
-    let sorted = |mut mons: Vec<ceph_address_plan::MonInput>| {
+    let sorted = |mut mons: Vec<MonInput>| {
         mons.sort_by(|a, b| a.id.cmp(&b.id));
         mons
     };
-    let external = |mut mons: Vec<ceph_address_plan::ExternalMon>| {
+    let external = |mut mons: Vec<ExternalMon>| {
         mons.sort_by(|a, b| a.name.cmp(&b.name));
         mons
     };
@@ -311,6 +312,66 @@ pub fn quorum_mons_dropped(observed: &BTreeMap<String, String>, mon_host: &str) 
         })
         .map(|(m, a)| format!("mon.{} ({a})", m.id))
         .collect()
+}
+
+/// `rook-ceph-config`'s mon keys for the mons a `rook-ceph-mon-endpoints` `data` lists with an
+/// endpoint and not out of quorum, in its order (a mon being placed, `d=:6789`, is left out).
+///
+/// ```
+/// use ceph_address_plan::rook_objects::mon_host_of_endpoints;
+/// let data = [("data".to_owned(), "b=10.96.0.11:6789,d=242.1.0.4:6789,e=:6789".to_owned())].into();
+/// let config = mon_host_of_endpoints(&data);
+/// assert_eq!(config.mon_host, "[v2:10.96.0.11:3300,v1:10.96.0.11:6789],[v2:242.1.0.4:3300,v1:242.1.0.4:6789]");
+/// assert_eq!(config.mon_initial_members, "b,d");
+/// ```
+pub fn mon_host_of_endpoints(data: &BTreeMap<String, String>) -> MonHostConfig {
+    let read = read_mon_endpoints(data);
+    MonHostConfig::of(
+        read.mons
+            .iter()
+            .filter(|mon| !mon.out_of_quorum)
+            .filter_map(|mon| Some((mon.id.as_str(), mon.advertised?))),
+    )
+}
+
+/// What a `rook-ceph-mon-endpoints` `data` says about reaching the cluster's mons.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MonEndpointsReach {
+    /// `maxMonId` (raised to the highest mon listed).
+    pub max_mon_id: Option<u32>,
+    /// A `mon_host` for an admin's `ceph.conf`: the endpoints of the mons (in or out of
+    /// quorum) and of the external mons, joined by `,`; a mon without an endpoint (being
+    /// placed) is left out. Empty when no mon has an endpoint.
+    pub mon_host: String,
+}
+
+/// `maxMonId` and the `mon_host` to reach the mons at, from `rook-ceph-mon-endpoints`'s `data`
+/// as [`read_mon_endpoints`] reads it.
+///
+/// ```
+/// use ceph_address_plan::rook_objects::mon_endpoints_reach;
+/// let data = [
+///     ("data".to_owned(), "b=10.96.0.11:6789,d=242.1.0.4:3300,e=:6789".to_owned()),
+///     ("maxMonId".to_owned(), "4".to_owned()),
+/// ]
+/// .into();
+/// let reach = mon_endpoints_reach(&data);
+/// assert_eq!(reach.max_mon_id, Some(4));
+/// assert_eq!(reach.mon_host, "10.96.0.11:6789,242.1.0.4:3300");
+/// ```
+pub fn mon_endpoints_reach(data: &BTreeMap<String, String>) -> MonEndpointsReach {
+    let read = read_mon_endpoints(data);
+    let hosts: Vec<String> = read
+        .mons
+        .iter()
+        .filter_map(|mon| mon.advertised)
+        .chain(read.external_mons.iter().map(|mon| mon.endpoint))
+        .map(|endpoint| endpoint.to_string())
+        .collect();
+    MonEndpointsReach {
+        max_mon_id: read.max_mon_id,
+        mon_host: hosts.join(","),
+    }
 }
 
 /// What to write of the mon configuration, and why not when nothing.

@@ -1,19 +1,18 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers, not only #[test] fns
 //! The pure decision, cluster by cluster: guards, first enable, exports pending / valid /
 //! conflicting, lookups and their failures, steady state, disabling, and the ServiceImport
-//! source. An in-memory cluster (tests/common) carries out the writes between reconciles.
-
-mod common;
+//! source. An in-memory cluster (the `mcs-ceph-fixtures` test-support crate) carries out the
+//! writes between reconciles.
 
 use std::net::IpAddr;
 use std::time::Duration;
 
 use ceph_address_plan::Daemon;
-use common::*;
 use k8s_openapi::jiff::Timestamp;
 use mcs_ceph_api::{AddressingStatus, Phase, RemovedOsd};
-use mcs_ceph_operator::decide::{EventType, LookupRequest, Outcome, Write, prepare};
-use mcs_ceph_operator::{Config, GlobalIpSource, McsApi, McsVersion, Snapshot};
+use mcs_ceph_core::decide::{EventType, LookupRequest, Outcome, Write, prepare};
+use mcs_ceph_core::{Config, GlobalIpSource, McsApi, McsVersion, Snapshot};
+use mcs_ceph_fixtures::*;
 
 /// One reconcile: the writes and lookups it asked for and its outcome. `answer` plays DNS.
 struct Reconciled {
@@ -615,7 +614,7 @@ fn a_do_not_reconcile_label_set_by_hand_is_not_removed_when_mcs_is_off() {
         .as_mut()
         .unwrap()
         .iter_mut()
-        .filter(|e| e.manager.as_deref() == Some(mcs_ceph_operator::FIELD_MANAGER))
+        .filter(|e| e.manager.as_deref() == Some(mcs_ceph_core::FIELD_MANAGER))
         .for_each(|e| {
             e.fields_v1.as_mut().unwrap().0["f:metadata"]["f:labels"] = serde_json::json!({});
         });

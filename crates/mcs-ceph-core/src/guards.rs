@@ -6,7 +6,7 @@
 use ceph_address_plan::{ClusterSettings, Rejection};
 
 use crate::config::Config;
-use crate::observe::McsApi;
+use crate::snapshot::McsApi;
 use mcs_ceph_api::CephCluster;
 
 /// One failed guard.

@@ -1,68 +1,20 @@
-//! What the operator sees of one CephCluster ([`Snapshot`]), and the planner's [`Inventory`]
-//! read from Rook's objects: the mons from `rook-ceph-mon-endpoints` and the mon Services, the
-//! OSDs from their Deployments. Pure: objects in, inventory and notes out.
+//! The planner's [`Inventory`] read from Rook's objects: the mons from
+//! `rook-ceph-mon-endpoints` and the mon Services, the OSDs from their Deployments (labels and
+//! `--public-addr`, through [`args::osd_public_addr`]). Pure: objects in, inventory and notes
+//! out. The operator feeds it the objects of its caches; any tool holding Rook's objects reads
+//! them the same way.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
-use ceph_address_plan::args;
-use ceph_address_plan::format::read_mon_endpoints;
-use ceph_address_plan::rook::{self, label};
-use ceph_address_plan::{Daemon, ExportStatus, Inventory, OsdInput};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
-use mcs_ceph_api::{CephCluster, CephClusterAddressing};
-use mcs_types::v1beta1::{ServiceExport, ServiceImport};
+use mcs_types::v1beta1::ServiceExport;
 
-/// The MCS API version a cluster serves (v1beta1 preferred).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum McsVersion {
-    /// `multicluster.x-k8s.io/v1alpha1` (Submariner, Rook).
-    V1Alpha1,
-    /// `multicluster.x-k8s.io/v1beta1`.
-    V1Beta1,
-}
-
-impl McsVersion {
-    /// `v1alpha1` or `v1beta1`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::V1Alpha1 => "v1alpha1",
-            Self::V1Beta1 => "v1beta1",
-        }
-    }
-}
-
-/// Whether the API server serves the MCS API (ServiceExport and ServiceImport).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum McsApi {
-    /// Both resources are served in this version.
-    Served(McsVersion),
-    /// They are not: what discovery found instead.
-    Missing(String),
-}
-
-/// Everything the operator sees of one CephCluster, from synced caches: the cluster, and the
-/// objects of its namespace that matter.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Snapshot {
-    /// The CephCluster.
-    pub cluster: CephCluster,
-    /// What API discovery said about the MCS API.
-    pub mcs_api: McsApi,
-    /// Mon and OSD Services (and export Services) of the namespace.
-    pub services: Vec<Service>,
-    /// ServiceExports of the namespace (v1alpha1 ones converted).
-    pub exports: Vec<ServiceExport>,
-    /// ServiceImports of the namespace (v1alpha1 ones converted).
-    pub imports: Vec<ServiceImport>,
-    /// OSD Deployments of the namespace.
-    pub deployments: Vec<Deployment>,
-    /// `rook-ceph-mon-endpoints`, if it exists.
-    pub mon_endpoints: Option<ConfigMap>,
-    /// The operator's status object of this cluster, if it exists.
-    pub prior: Option<CephClusterAddressing>,
-}
+use crate::args;
+use crate::format::read_mon_endpoints;
+use crate::input::{Daemon, ExportStatus, Inventory, OsdInput};
+use crate::rook::{self, label};
 
 /// The inventory and what could not be read (each note says which object and why).
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -142,20 +94,25 @@ fn read_osd(deployment: &Deployment, out: &mut ObservedInventory) {
     out.inventory.osds.push(osd);
 }
 
-/// The inventory of a snapshot: mons, external mons, OSDs, and the export statuses of the
-/// exported daemons' ServiceExports (global IPs are the decision's business).
-pub fn inventory(snapshot: &Snapshot) -> ObservedInventory {
+/// The inventory of a namespace's Rook objects: the mons of `mon_endpoints`
+/// (`rook-ceph-mon-endpoints`) with what their `services` say, the external mons, and the OSDs
+/// of the `deployments` labelled `app=rook-ceph-osd` (other Deployments are ignored). Global
+/// IPs and export statuses are left empty: they are the caller's business.
+pub fn inventory(
+    services: &[Service],
+    deployments: &[Deployment],
+    mon_endpoints: Option<&ConfigMap>,
+) -> ObservedInventory {
     let mut out = ObservedInventory::default();
-    let services: BTreeMap<&str, &Service> = snapshot
-        .services
+    let services: BTreeMap<&str, &Service> = services
         .iter()
         .filter_map(|s| s.metadata.name.as_deref().map(|n| (n, s)))
         .collect();
-    if let Some(config_map) = &snapshot.mon_endpoints {
+    if let Some(config_map) = mon_endpoints {
         read_mons(config_map, &services, &mut out);
     }
     let mut seen = BTreeSet::new();
-    for deployment in &snapshot.deployments {
+    for deployment in deployments {
         if labels_of(&deployment.metadata)
             .get(label::APP)
             .map(String::as_str)
@@ -207,17 +164,24 @@ mod tests {
         }
     }
 
+    /// The objects [`inventory`] reads.
+    #[derive(Default)]
+    struct Snapshot {
+        services: Vec<Service>,
+        deployments: Vec<Deployment>,
+        mon_endpoints: Option<ConfigMap>,
+    }
+
     fn snapshot() -> Snapshot {
-        Snapshot {
-            cluster: CephCluster::new("c", "rook-ceph", serde_json::Value::Null),
-            mcs_api: McsApi::Served(McsVersion::V1Beta1),
-            services: Vec::new(),
-            exports: Vec::new(),
-            imports: Vec::new(),
-            deployments: Vec::new(),
-            mon_endpoints: None,
-            prior: None,
-        }
+        Snapshot::default()
+    }
+
+    fn inventory(snap: &Snapshot) -> ObservedInventory {
+        super::inventory(
+            &snap.services,
+            &snap.deployments,
+            snap.mon_endpoints.as_ref(),
+        )
     }
 
     fn osd_deployment(labels: &[(&str, &str)], args: &[&str]) -> Deployment {
