@@ -781,3 +781,23 @@ fn after_a_restart_a_cluster_whose_lease_ran_out_long_ago_is_dropped_at_once() {
         }
     }
 }
+
+#[test]
+fn the_first_heartbeat_replaces_the_listed_lease_even_before_the_first_pass() {
+    // The hub manifests create each cluster's Lease and RBAC lets the agent only update it: a
+    // heartbeat that comes right after the Leases are listed, before any pass, must replace it.
+    let mut core = AgentCore::new(sim::cluster_config(0, None).unwrap());
+    for (kind, inputs) in listings() {
+        core.handle(marker(kind, false));
+        for input in inputs {
+            core.handle(input);
+        }
+        core.handle(marker(kind, true));
+    }
+    match core.heartbeat(now()) {
+        Some(Heartbeat::Replace(lease)) => {
+            assert_eq!(kube_lease::holder(&lease), Some("agent-c0"));
+        }
+        other => panic!("a replace of the listed Lease expected, got {other:?}"),
+    }
+}

@@ -459,8 +459,10 @@ impl Simulation {
             let Some(heartbeat) = self.clusters[i].core.heartbeat(self.now) else {
                 continue;
             };
-            let lease = match heartbeat {
-                Heartbeat::Create(lease) | Heartbeat::Replace(lease) => *lease,
+            // The request is what the agent sends (POST or PUT), whatever the hub holds.
+            let (lease, created) = match heartbeat {
+                Heartbeat::Create(lease) => (*lease, true),
+                Heartbeat::Replace(lease) => (*lease, false),
                 Heartbeat::Blocked { .. } => continue,
             };
             if !self.hub_up {
@@ -470,7 +472,6 @@ impl Simulation {
             self.clusters[i].core.answered(Side::Broker);
             let mut lease = lease;
             let name = lease.metadata.name.clone().unwrap_or_default();
-            let created = !self.leases.contains_key(&name);
             let verb = if created { "create" } else { "update" };
             let namespace = lease.metadata.namespace.clone().unwrap_or_default();
             if let Some(message) = self.lease_forbidden(i, verb, &namespace, &name) {
@@ -479,10 +480,17 @@ impl Simulation {
                 self.refused.push(format!("{cluster}: {message}"));
                 continue;
             }
-            if let Some(stored) = self.leases.get(&name)
-                && stored.metadata.resource_version != lease.metadata.resource_version
-            {
-                continue; // 409: someone else changed it meanwhile
+            match self.leases.get(&name) {
+                // 409 AlreadyExists (a create), or someone else changed it meanwhile (a replace).
+                Some(stored)
+                    if created
+                        || stored.metadata.resource_version != lease.metadata.resource_version =>
+                {
+                    continue;
+                }
+                // 404: a replace of a Lease that does not exist.
+                None if !created => continue,
+                _ => {}
             }
             if let Some(message) = self.check(&lease) {
                 // 422: not stored; the agent logs it and tries again at the next heartbeat.

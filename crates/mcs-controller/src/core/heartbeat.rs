@@ -38,8 +38,20 @@ impl AgentCore {
             &self.config.broker_namespace,
             self.config.lease_duration,
         );
-        let observed = self.lease_observations.get(&self.own_lease_id());
-        Some(broker::heartbeat(observed, &claim, now))
+        // The Lease as the cache holds it now (a heartbeat may come before the pass that
+        // records the listed Leases: it must replace the Lease the hub manifests created, which
+        // this agent may not create), observed since the last pass saw the same record.
+        let id = self.own_lease_id();
+        let observed = self.leases.get(&id).map(|lease| {
+            Observed::update(
+                self.lease_observations.get(&id),
+                lease.clone(),
+                now,
+                now,
+                DEFAULT_SKEW_ALLOWANCE,
+            )
+        });
+        Some(broker::heartbeat(observed.as_ref(), &claim, now))
     }
 
     /// The Lease write at `now` that hands this cluster's heartbeat Lease back on a clean
