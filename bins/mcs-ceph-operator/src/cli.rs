@@ -9,10 +9,10 @@ use ceph_address_plan::DnsNameForm;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use clusterset_dns::{HickoryClustersetResolver, ResolverSettings};
 
-use crate::config::{Config, GlobalIpSource, RetryPolicy};
 use crate::kube_io::KubeApi;
 use crate::runtime::{self, RunOptions};
 use clusterset_daemon::lease::LeaseSettings;
+use mcs_ceph_core::config::{Config, GlobalIpSource, RetryPolicy};
 
 /// The operator that brings Rook-layout Ceph clusters onto clusterset addresses.
 #[derive(Debug, Parser)]

@@ -17,10 +17,10 @@ use kube::runtime::reflector::Store;
 use kube::{Client, Resource, ResourceExt};
 use mcs_types::{v1alpha1, v1beta1};
 
-use crate::config::FIELD_MANAGER;
-use crate::decide::{EventNote, EventType, Write};
-use crate::observe::{McsApi, McsVersion, Snapshot};
 use mcs_ceph_api::{CephCluster, CephClusterAddressing};
+use mcs_ceph_core::config::FIELD_MANAGER;
+use mcs_ceph_core::decide::{EventNote, EventType, Write};
+use mcs_ceph_core::snapshot::{McsApi, McsVersion, Snapshot};
 
 /// The MCS API group.
 pub const MCS_GROUP: &str = "multicluster.x-k8s.io";
@@ -69,7 +69,7 @@ const MAX_NAME_LEN: usize = 253;
 ///
 /// ```
 /// use k8s_openapi::api::core::v1::ObjectReference;
-/// use mcs_ceph_operator::decide::EventNote;
+/// use mcs_ceph_core::decide::EventNote;
 /// use mcs_ceph_operator::kube_io::event_object;
 /// let regarding = ObjectReference {
 ///     name: Some("c".repeat(253)), namespace: Some("rook-ceph".into()), ..Default::default()

@@ -9,9 +9,10 @@
 //! Layout (the shape of kube-rs' controller-rs and linkerd's policy-controller: pure logic in
 //! libraries, a thin IO shell here, a tiny main):
 //!
-//! - pure, in [`mcs_ceph_core`] (re-exported here under their former paths): [`config`],
-//!   [`observe`] (the [`Snapshot`]; its inventory is read by [`ceph_address_plan::observe`]),
-//!   [`guards`] and [`decide`], which turns a snapshot into writes, lookups, a status and
+//! - pure, in [`mcs_ceph_core`]: [`config`](mcs_ceph_core::config),
+//!   [`snapshot`](mcs_ceph_core::snapshot) (its inventory is read by
+//!   [`ceph_address_plan::observe`]), [`guards`](mcs_ceph_core::guards) and
+//!   [`decide`](mcs_ceph_core::decide), which turns a snapshot into writes, lookups, a status and
 //!   Events, using [`ceph_address_plan`] for every name, label and address and
 //!   [`ceph_address_plan::rook_objects`] for the Rook objects it changes (OSD arguments, mon
 //!   endpoints, `mon_host`);
@@ -38,14 +39,3 @@ pub mod metrics;
 pub mod mon_migration;
 pub mod reconciler;
 pub mod runtime;
-
-/// The [`Snapshot`] and the MCS API it saw ([`mcs_ceph_core::snapshot`]), under the operator's
-/// former module name.
-pub use mcs_ceph_core::snapshot as observe;
-pub use mcs_ceph_core::{config, decide, guards};
-
-pub use config::{Config, FIELD_MANAGER, GlobalIpSource, RetryPolicy};
-pub use decide::{
-    EventNote, EventType, LookupRequest, LookupResult, Outcome, Prepared, Write, prepare,
-};
-pub use observe::{McsApi, McsVersion, Snapshot};

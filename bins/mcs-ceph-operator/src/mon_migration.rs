@@ -23,7 +23,6 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::observe::McsVersion;
 use async_trait::async_trait;
 use ceph_address_plan::mon_objects::{self, ShapeError, uses_claim};
 use ceph_address_plan::{
@@ -34,6 +33,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Secret, Servi
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::{Client, Resource};
+use mcs_ceph_core::snapshot::McsVersion;
 use mcs_types::v1beta1::ServiceExport;
 use mon_failover::{
     Addressing, CephMonAdmin, MachineState, MonRuntime, Placement, RuntimeError, StateStore,
@@ -42,9 +42,9 @@ use mon_failover::{
 use mon_failover_io::CephCli;
 use serde_json::{Value, json};
 
-use crate::config::FIELD_MANAGER;
 use crate::kube_io::not_found;
 use mcs_ceph_api::{AddressingStatus, CephCluster, CephClusterAddressing};
+use mcs_ceph_core::config::FIELD_MANAGER;
 
 pub use ceph_address_plan::mon_objects::mon_claim_name;
 pub use ceph_address_plan::rook::label::MON_CANARY as MON_CANARY_LABEL;

@@ -3,7 +3,7 @@
 //! the status (when it changed) and the Events. The kube-runtime applier calls [`reconcile`]
 //! and, on error, [`error_policy`].
 //!
-//! [`Prepared::complete`]: crate::decide::Prepared::complete
+//! [`Prepared::complete`]: mcs_ceph_core::decide::Prepared::complete
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,13 +13,13 @@ use clusterset_dns::{ClustersetResolver, Resolution, ResolveError, resolve_all};
 use kube::runtime::controller::Action;
 use mcs_types::names::ClustersetName;
 
-use crate::config::Config;
-use crate::decide::{EventNote, EventType, LookupResult, Write, prepare};
 use crate::kube_io::{ApiError, Caches, ClusterApi, NotSynced, cluster_reference};
 use crate::metrics::Metrics;
 use crate::mon_migration::{MIGRATION_REQUEUE, MigrationInput, MigrationReport, MonMigration};
-use crate::observe::{McsApi, McsVersion, Snapshot};
 use mcs_ceph_api::{AddressingStatus, CephCluster, CephClusterAddressing};
+use mcs_ceph_core::config::Config;
+use mcs_ceph_core::decide::{EventNote, EventType, LookupResult, Write, prepare};
+use mcs_ceph_core::snapshot::{McsApi, McsVersion, Snapshot};
 
 pub use clusterset_daemon::Clock;
 use clusterset_daemon::ErrorChain;
@@ -211,7 +211,7 @@ async fn migrate(
     planned: &Option<Write>,
 ) -> Option<MigrationReport> {
     let status = decided_status(snapshot, planned)?;
-    let settings = crate::guards::settings(cluster, &ctx.config).ok()?;
+    let settings = mcs_ceph_core::guards::settings(cluster, &ctx.config).ok()?;
     let millis = u64::try_from(ctx.clock.now().as_millisecond()).unwrap_or(0);
     let now = mon_failover::Timestamp::from_millis(millis);
     let input = MigrationInput {

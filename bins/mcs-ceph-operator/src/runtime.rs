@@ -22,17 +22,17 @@ use kube::{Api, Client, Resource, ResourceExt};
 use mcs_types::{v1alpha1, v1beta1};
 use serde::de::DeserializeOwned;
 
-use crate::config::Config;
 use crate::http::{self, Readiness};
 use crate::kube_io::{Caches, ClusterApi, McsStores, discover_mcs_api};
 use crate::metrics::Metrics;
 use crate::mon_migration::{AdminSource, MonMigration};
-use crate::observe::{McsApi, McsVersion};
 use crate::reconciler::{self, Context};
 use clusterset_daemon::lease::{Elector, Leadership, LeaseSettings};
 use clusterset_daemon::{Clock, ErrorChain};
 use clusterset_dns::ClustersetResolver;
 use mcs_ceph_api::{CephCluster, CephClusterAddressing};
+use mcs_ceph_core::config::Config;
+use mcs_ceph_core::snapshot::{McsApi, McsVersion};
 
 /// What [`run`] needs besides the client.
 pub struct RunOptions {

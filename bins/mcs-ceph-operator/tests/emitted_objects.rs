@@ -29,10 +29,11 @@ use k8s_openapi::jiff::Timestamp;
 use kube_syntax::object::Completeness;
 use kube_syntax::selector::LabelSelector;
 use mcs_ceph_api::CephCluster;
-use mcs_ceph_operator::decide::{EventNote, Outcome, Write, prepare};
+use mcs_ceph_core::config::{Config, FIELD_MANAGER};
+use mcs_ceph_core::decide::{EventNote, Outcome, Write, prepare};
+use mcs_ceph_core::snapshot::{McsApi, McsVersion, Snapshot};
 use mcs_ceph_operator::kube_io::{cluster_reference, event_object};
 use mcs_ceph_operator::mon_migration::{KubeMonRuntime, mon_claim_name, mon_host_of_endpoints};
-use mcs_ceph_operator::{Config, FIELD_MANAGER, McsApi, McsVersion, Snapshot};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

@@ -15,7 +15,7 @@ use ceph_address_plan::{ClusterSettings, MonId};
 use common::api_server::{ApiServer, Seen};
 use http::{Request, Response};
 use kube::client::Body;
-use mcs_ceph_operator::FIELD_MANAGER;
+use mcs_ceph_core::config::FIELD_MANAGER;
 use mcs_ceph_operator::mon_migration::{
     KubeMonRuntime, MON_FAILOVER_FIELD_MANAGER, MonAddress, StatusStateStore, admin_key, run_ticks,
 };
@@ -657,7 +657,7 @@ async fn a_mon_mounting_a_claim_that_is_not_its_own_is_refused_before_any_write(
 
 #[tokio::test]
 async fn delete_removes_the_export_in_the_served_mcs_version() {
-    use mcs_ceph_operator::McsVersion;
+    use mcs_ceph_core::snapshot::McsVersion;
     for (version, path) in [
         (
             McsVersion::V1Beta1,

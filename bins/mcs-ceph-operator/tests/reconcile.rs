@@ -31,7 +31,9 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher::Event;
 use mcs_ceph_api::CephClusterAddressing;
-use mcs_ceph_operator::decide::Write;
+use mcs_ceph_core::config::{Config, FIELD_MANAGER};
+use mcs_ceph_core::decide::Write;
+use mcs_ceph_core::snapshot::{McsApi, McsVersion, Snapshot};
 use mcs_ceph_operator::kube_io::{Caches, KubeApi, McsStores};
 use mcs_ceph_operator::metrics::Metrics;
 use mcs_ceph_operator::mon_migration::{
@@ -39,7 +41,6 @@ use mcs_ceph_operator::mon_migration::{
     MON_FAILOVER_FIELD_MANAGER, MonMigration, stored_state,
 };
 use mcs_ceph_operator::reconciler::{Context, ReconcileError, error_policy, reconcile};
-use mcs_ceph_operator::{Config, FIELD_MANAGER, McsApi, McsVersion, Snapshot};
 use mcs_types::v1alpha1;
 use mon_failover::{MockCephMonAdmin, QuorumStatus};
 use serde_json::{Value, json};

@@ -13,7 +13,7 @@ use std::time::Duration;
 use clusterset_dns::resolver::MockClustersetResolver;
 use common::strict::{self, Received as Seen, respond, respond_bytes};
 use common::*;
-use mcs_ceph_operator::Config;
+use mcs_ceph_core::config::Config;
 use mcs_ceph_operator::kube_io::KubeApi;
 use mcs_ceph_operator::runtime::{RunOptions, run};
 use serde_json::{Value, json};
@@ -284,8 +284,8 @@ fn not_found() -> Value {
 
 #[tokio::test]
 async fn a_newly_served_mcs_api_is_noticed_by_rediscovery() {
+    use mcs_ceph_core::snapshot::{McsApi, McsVersion};
     use mcs_ceph_operator::runtime::watch_mcs_api;
-    use mcs_ceph_operator::{McsApi, McsVersion};
     let (client, mut handle) = strict::pair();
     let known = McsApi::Missing(
         "multicluster.x-k8s.io/v1beta1 is not served, multicluster.x-k8s.io/v1alpha1 is not served"
