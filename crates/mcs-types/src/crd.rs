@@ -50,7 +50,7 @@ pub const STORAGE_VERSION: &str = "v1beta1";
 
 /// A schema that could not be turned into a Kubernetes `JSONSchemaProps`.
 #[derive(Debug, thiserror::Error)]
-#[error("the generated schema of {type_name} is not a valid Kubernetes JSONSchemaProps: {source}")]
+#[error("the generated schema of {type_name} is not a valid Kubernetes JSONSchemaProps")]
 pub struct CrdError {
     /// The Rust type whose schema failed.
     pub type_name: &'static str,
