@@ -136,7 +136,9 @@ pub trait Moment: Copy + Ord + std::fmt::Debug {
 
 impl Moment for Instant {
     fn plus(self, duration: Duration) -> Self {
-        add(self, duration)
+        self.checked_add(duration)
+            .or_else(|| self.checked_add(Duration::from_secs(u64::from(u32::MAX))))
+            .unwrap_or(self)
     }
 
     fn minus(self, duration: Duration) -> Self {
@@ -241,13 +243,6 @@ impl<M: Moment> Observed<M> {
     pub fn is_stale(&self, now: M) -> bool {
         now >= self.stale_at()
     }
-}
-
-/// `at + duration`, or as far as an `Instant` reaches.
-fn add(at: Instant, duration: Duration) -> Instant {
-    at.checked_add(duration)
-        .or_else(|| at.checked_add(Duration::from_secs(u64::from(u32::MAX))))
-        .unwrap_or(at)
 }
 
 /// What a claimant does about the Lease.
@@ -368,12 +363,4 @@ pub fn release(observed: &Lease, identity: &str, wall: Timestamp) -> Option<Leas
         spec.renew_time = Some(MicroTime(wall));
     }
     Some(released)
-}
-
-/// `until` (an instant of the observer's monotonic clock) as a wall-clock time, given that `now`
-/// is `wall`: for messages and status fields.
-pub fn wall_time_of(until: Instant, now: Instant, wall: Timestamp) -> Timestamp {
-    let ahead = SignedDuration::try_from(until.saturating_duration_since(now))
-        .unwrap_or(SignedDuration::MAX);
-    wall.checked_add(ahead).unwrap_or(Timestamp::MAX)
 }

@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube_lease::{
     DEFAULT_SKEW_ALLOWANCE, Decision, LeaseClaim, Moment, Observed, decide, held_by, holder,
-    release, wall_time_of,
+    release,
 };
 
 fn claim(identity: &str) -> LeaseClaim {
@@ -341,16 +341,6 @@ fn labels_of_the_claim_are_set_and_others_kept() {
     assert_eq!(
         held_by(None, &self::claim("a"), at(0)).metadata.labels,
         None
-    );
-}
-
-#[test]
-fn an_instant_converts_to_the_wall_clock_for_messages() {
-    assert_eq!(wall_time_of(mono(15), mono(3), at(3)), at(15));
-    assert_eq!(
-        wall_time_of(mono(1), mono(3), at(3)),
-        at(3),
-        "a past instant is now"
     );
 }
 

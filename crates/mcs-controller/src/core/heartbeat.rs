@@ -25,6 +25,16 @@ pub(super) fn lease_is_older(lease: &Lease, stored: &Lease) -> bool {
     matches!((renewed(lease), renewed(stored)), (Some(a), Some(b)) if a < b)
 }
 
+/// `lease` as this core observes it at `now` (its one clock serves as wall and monotonic
+/// clock), after `previous`: kube-lease's [`Observed::update`].
+fn observe(
+    previous: Option<&Observed<Timestamp>>,
+    lease: &Lease,
+    now: Timestamp,
+) -> Observed<Timestamp> {
+    Observed::update(previous, lease.clone(), now, now, DEFAULT_SKEW_ALLOWANCE)
+}
+
 impl AgentCore {
     /// The heartbeat to write now: create or renew this cluster's Lease, or hold off because
     /// another instance holds it. `None` until the broker's Leases have been listed.
@@ -42,15 +52,10 @@ impl AgentCore {
         // records the listed Leases: it must replace the Lease the hub manifests created, which
         // this agent may not create), observed since the last pass saw the same record.
         let id = self.own_lease_id();
-        let observed = self.leases.get(&id).map(|lease| {
-            Observed::update(
-                self.lease_observations.get(&id),
-                lease.clone(),
-                now,
-                now,
-                DEFAULT_SKEW_ALLOWANCE,
-            )
-        });
+        let observed = self
+            .leases
+            .get(&id)
+            .map(|lease| observe(self.lease_observations.get(&id), lease, now));
         Some(broker::heartbeat(observed.as_ref(), &claim, now))
     }
 
@@ -78,13 +83,7 @@ impl AgentCore {
             .values()
             .map(|lease| {
                 let id = ObjectId::of(lease);
-                let observed = Observed::update(
-                    previous.get(&id),
-                    lease.clone(),
-                    now,
-                    now,
-                    DEFAULT_SKEW_ALLOWANCE,
-                );
+                let observed = observe(previous.get(&id), lease, now);
                 (id, observed)
             })
             .collect();
