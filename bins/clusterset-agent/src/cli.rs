@@ -14,10 +14,10 @@ use mcs_controller::EndpointMode;
 use mcs_types::ClusterId;
 use mcs_types::names::Zone;
 
-use crate::http::Readiness;
-use crate::kube_io::{KubeWriter, broker_watches, local_watches};
-use crate::metrics::Metrics;
-use crate::runtime::Runtime;
+use clusterset_agent_runtime::http::Readiness;
+use clusterset_agent_runtime::kube_io::{KubeWriter, broker_watches, local_watches};
+use clusterset_agent_runtime::metrics::Metrics;
+use clusterset_agent_runtime::runtime::Runtime;
 use mcs_controller::broker::SharedRecords;
 use mcs_controller::config::AgentConfig;
 use mcs_controller::core::AgentCore;
@@ -282,7 +282,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(args.http_listen)
         .await
         .with_context(|| format!("cannot listen on --http-listen {}", args.http_listen))?;
-    let http = tokio::spawn(crate::http::serve(
+    let http = tokio::spawn(clusterset_agent_runtime::http::serve(
         listener,
         Arc::clone(&metrics),
         Arc::clone(&readiness),

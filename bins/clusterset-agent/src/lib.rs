@@ -1,21 +1,8 @@
-//! The clusterset agent: the Multi-Cluster Services control plane of one member cluster.
+//! `clusterset-agent`: the Multi-Cluster Services control plane of one member cluster.
 //!
-//! It watches the cluster's Services, ServiceExports and EndpointSlices, publishes one record
-//! per export into a broker namespace on a hub cluster, merges every cluster's records with
-//! [`mcs_controller`], writes ServiceImports, EndpointSlices and ServiceExport conditions, and
-//! serves the clusterset DNS zone with [`clusterset_dns`].
-//!
-//! Layout (linkerd's policy-controller shape): the decisions are in the pure crate
-//! [`mcs_controller`] ([`AgentCore`](mcs_controller::AgentCore), a sans-IO index fed by watch
-//! events and producing [`Write`](mcs_controller::Write)s); this package is its kube shell:
-//! [`kube_io`] (watches in, converted to the core's events, and server-side-apply writes out),
-//! [`runtime`] (drives the core with them, keeps the DNS zone current), [`cli`], [`http`],
-//! [`metrics`]. The broker CRD is generated from its type ([`mcs_controller::crd::export_record_crd`]).
+//! This package is the binary's flags and their wiring ([`cli`]); the decisions are in the pure
+//! crate [`mcs_controller`], the kube shell (watches, writes, the runtime loop, metrics and HTTP)
+//! in [`clusterset_agent_runtime`], the DNS server in [`clusterset_dns`].
 #![forbid(unsafe_code)]
-#![recursion_limit = "256"]
 
 pub mod cli;
-pub mod http;
-pub mod kube_io;
-pub mod metrics;
-pub mod runtime;

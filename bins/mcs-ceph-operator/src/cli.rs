@@ -1,5 +1,5 @@
 //! Command-line flags (each also read from an environment variable) and their wiring into
-//! [`runtime::run`](crate::runtime::run).
+//! [`runtime::run`](mcs_ceph_runtime::runtime::run).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -9,10 +9,10 @@ use ceph_address_plan::DnsNameForm;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use clusterset_dns::{HickoryClustersetResolver, ResolverSettings};
 
-use crate::kube_io::KubeApi;
-use crate::runtime::{self, RunOptions};
 use clusterset_daemon::lease::LeaseSettings;
 use mcs_ceph_core::config::{Config, GlobalIpSource, RetryPolicy};
+use mcs_ceph_runtime::kube_io::KubeApi;
+use mcs_ceph_runtime::runtime::{self, RunOptions};
 
 /// The operator that brings Rook-layout Ceph clusters onto clusterset addresses.
 #[derive(Debug, Parser)]

@@ -315,7 +315,7 @@ pub struct AddressingStatus {
     pub mon_host: Option<String>,
     /// The mon-failover machine's state (`mon_failover::MachineState` as JSON), written only
     /// by the operator's mon migration under its own field manager
-    /// (`mcs_ceph_operator::mon_migration::MON_FAILOVER_FIELD_MANAGER`) and read back from
+    /// (`mcs_ceph_runtime::mon_migration::MON_FAILOVER_FIELD_MANAGER`) and read back from
     /// the API server, never from the cache, before the machine acts. The decision never
     /// writes it.
     ///

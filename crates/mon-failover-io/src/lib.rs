@@ -19,7 +19,7 @@
 //! - [`FileStateStore`]: the state in a JSON file, replaced atomically.
 //!
 //! Local `ceph-mon` clusters (the runtime of the tests, `mcsctl demo` and the lab) are in
-//! `ceph-local`; the operator's Kubernetes ports in `mcs-ceph-operator`.
+//! `ceph-local`; the operator's Kubernetes ports in `mcs-ceph-runtime`.
 #![forbid(unsafe_code)]
 
 mod asok;

@@ -59,7 +59,7 @@
 //! - `ceph-local`: local `ceph-mon` clusters (`LocalCluster`, and `LocalMonRuntime`
 //!   implementing [`MonRuntime`] with processes, optionally in network namespaces), for the
 //!   real-Ceph tests, `mcsctl demo` and the lab.
-//! - `mcs-ceph-operator`: the ports on Kubernetes (Rook's objects, the status object).
+//! - `mcs-ceph-runtime` (mcs-ceph-operator's kube shell): the ports on Kubernetes (Rook's objects, the status object).
 //!
 //! With the `mock` feature the ports have mockall mocks (`MockCephMonAdmin`, `MockMonRuntime`,
 //! `MockStateStore`).

@@ -5,7 +5,8 @@
 //!   dev-dependency is the tests' business). A failure names the chain of crates that pulls the
 //!   forbidden one in.
 //! - docs/architecture.md's diagram names every package of the workspace by its directory, and
-//!   names no directory that is not one.
+//!   names no directory that is not one; each of its `◄──` entries lists exactly the package's
+//!   workspace dependencies (every normal one; dev-dependencies may be named).
 //! - clusterset-dns's zone model builds without an async runtime, its resolver without its
 //!   server, and its server without its resolver (`cargo tree` per feature set).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -217,12 +218,7 @@ fn the_architecture_diagram_names_every_package_and_only_packages() {
         })
         .collect();
     let doc = architecture_doc();
-    let diagram = doc
-        .split("## Crates and arrows")
-        .nth(1)
-        .and_then(|rest| rest.split("```").nth(1))
-        .expect("docs/architecture.md has a diagram under \"## Crates and arrows\"");
-    let named: BTreeSet<String> = diagram
+    let named: BTreeSet<String> = diagram(&doc)
         .split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')')
         .filter(|word| {
             ["crates/", "bins/", "tests/"]
@@ -301,5 +297,111 @@ fn the_dns_zone_model_needs_no_runtime_and_the_resolver_no_server() {
     assert!(
         server.contains("tokio") && !server.contains("hickory-resolver"),
         "{server:?}"
+    );
+}
+
+/// The workspace packages that the `◄──` entries of docs/architecture.md's diagram list for each
+/// package directory: an entry is a line `DIR ◄── ...` and the indented lines after it; every
+/// word of it that is a workspace package's name counts (so `mcs-controller's` in a comment
+/// does not).
+fn diagram_entries(
+    diagram: &str,
+    packages: &BTreeSet<String>,
+) -> BTreeMap<String, BTreeSet<String>> {
+    let mut entries: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in diagram.lines() {
+        if !line.starts_with(char::is_whitespace) {
+            current = line.split_once("◄──").map(|(dir, _)| dir.trim().to_owned());
+        }
+        let Some(dir) = &current else { continue };
+        let listed = line.split_once("◄──").map_or(line, |(_, rest)| rest);
+        let names = listed
+            .split(|c: char| c.is_whitespace() || matches!(c, ',' | '(' | ')' | ';' | ':'))
+            .filter(|word| packages.contains(*word))
+            .map(str::to_owned);
+        entries.entry(dir.clone()).or_default().extend(names);
+    }
+    entries
+}
+
+/// The diagram's section of docs/architecture.md.
+fn diagram(doc: &str) -> &str {
+    doc.split("## Crates and arrows")
+        .nth(1)
+        .and_then(|rest| rest.split("```").nth(1))
+        .expect("docs/architecture.md has a diagram under \"## Crates and arrows\"")
+}
+
+#[test]
+fn every_diagram_entry_lists_exactly_its_package_s_workspace_dependencies() {
+    let metadata = metadata();
+    let root = workspace_root();
+    let workspace: Vec<&serde_json::Value> = metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["source"].is_null())
+        .collect();
+    let names: BTreeSet<String> = workspace
+        .iter()
+        .map(|p| p["name"].as_str().unwrap().to_owned())
+        .collect();
+    let doc = architecture_doc();
+    let entries = diagram_entries(diagram(&doc), &names);
+    assert!(
+        entries.contains_key("bins/mcs-ceph-operator"),
+        "the diagram has `◄──` entries: {entries:?}"
+    );
+    let mut wrong = Vec::new();
+    for package in &workspace {
+        let dir = Path::new(package["manifest_path"].as_str().unwrap())
+            .parent()
+            .unwrap()
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let Some(listed) = entries.get(&dir) else {
+            continue;
+        };
+        let deps = |kinds: &[Option<&str>]| -> BTreeSet<String> {
+            package["dependencies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|d| names.contains(d["name"].as_str().unwrap()))
+                .filter(|d| kinds.contains(&d["kind"].as_str()))
+                .map(|d| d["name"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        let normal = deps(&[None, Some("build")]);
+        let any = deps(&[None, Some("build"), Some("dev")]);
+        let missing: Vec<&String> = normal.difference(listed).collect();
+        let not_dependencies: Vec<&String> = listed.difference(&any).collect();
+        if !missing.is_empty() || !not_dependencies.is_empty() {
+            wrong.push(format!(
+                "{dir}: missing {missing:?}, listed but no dependency {not_dependencies:?}"
+            ));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "docs/architecture.md's `◄──` entries must list each package's workspace dependencies (its Cargo.toml's):\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn a_diagram_entry_is_read_with_its_indented_lines_and_only_package_names() {
+    let packages: BTreeSet<String> = ["a", "b", "c", "d"].map(str::to_owned).into();
+    let diagram = "crates/x ◄── a, b (what b does for d's sake)\n    c; tests: d\ncrates/y  (no arrow)\n    a\n";
+    let entries = diagram_entries(diagram, &packages);
+    assert_eq!(
+        entries,
+        BTreeMap::from([(
+            "crates/x".to_owned(),
+            ["a", "b", "c", "d"].map(str::to_owned).into()
+        )])
     );
 }

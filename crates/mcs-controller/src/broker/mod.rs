@@ -11,7 +11,7 @@
 //! `kubectl get exportrecords` shows cluster, service and export time as columns, and the
 //! object is named `<cluster>.<namespace>.<service>` so that it is readable and unique (all
 //! three parts are DNS labels, so the name is a valid DNS subdomain of at most 191 characters).
-//! Its CRD is built by the agent (`clusterset_agent::broker::crd`, `clusterset-agent crd`).
+//! Its CRD is built by the agent ([`crate::crd::export_record_crd`], printed by `clusterset-agent crd`).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;

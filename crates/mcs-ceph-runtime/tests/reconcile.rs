@@ -34,13 +34,13 @@ use mcs_ceph_api::CephClusterAddressing;
 use mcs_ceph_core::config::{Config, FIELD_MANAGER};
 use mcs_ceph_core::decide::Write;
 use mcs_ceph_core::snapshot::{McsApi, McsVersion, Snapshot};
-use mcs_ceph_operator::kube_io::{Caches, KubeApi, McsStores};
-use mcs_ceph_operator::metrics::Metrics;
-use mcs_ceph_operator::mon_migration::{
+use mcs_ceph_runtime::kube_io::{Caches, KubeApi, McsStores};
+use mcs_ceph_runtime::metrics::Metrics;
+use mcs_ceph_runtime::mon_migration::{
     AdminSource, MIGRATION_ANNOTATION, MIGRATION_ENABLED, MIGRATION_REQUEUE,
     MON_FAILOVER_FIELD_MANAGER, MonMigration, stored_state,
 };
-use mcs_ceph_operator::reconciler::{Context, ReconcileError, error_policy, reconcile};
+use mcs_ceph_runtime::reconciler::{Context, ReconcileError, error_policy, reconcile};
 use mcs_types::v1alpha1;
 use mon_failover::{MockCephMonAdmin, QuorumStatus};
 use serde_json::{Value, json};

@@ -32,8 +32,8 @@ use mcs_ceph_api::CephCluster;
 use mcs_ceph_core::config::{Config, FIELD_MANAGER};
 use mcs_ceph_core::decide::{EventNote, Outcome, Write, prepare};
 use mcs_ceph_core::snapshot::{McsApi, McsVersion, Snapshot};
-use mcs_ceph_operator::kube_io::{cluster_reference, event_object};
-use mcs_ceph_operator::mon_migration::{KubeMonRuntime, mon_claim_name, mon_host_of_endpoints};
+use mcs_ceph_runtime::kube_io::{cluster_reference, event_object};
+use mcs_ceph_runtime::mon_migration::{KubeMonRuntime, mon_claim_name, mon_host_of_endpoints};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

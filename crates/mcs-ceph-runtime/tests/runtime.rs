@@ -14,8 +14,8 @@ use clusterset_dns::resolver::MockClustersetResolver;
 use common::strict::{self, Received as Seen, respond, respond_bytes};
 use common::*;
 use mcs_ceph_core::config::Config;
-use mcs_ceph_operator::kube_io::KubeApi;
-use mcs_ceph_operator::runtime::{RunOptions, run};
+use mcs_ceph_runtime::kube_io::KubeApi;
+use mcs_ceph_runtime::runtime::{RunOptions, run};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
@@ -285,7 +285,7 @@ fn not_found() -> Value {
 #[tokio::test]
 async fn a_newly_served_mcs_api_is_noticed_by_rediscovery() {
     use mcs_ceph_core::snapshot::{McsApi, McsVersion};
-    use mcs_ceph_operator::runtime::watch_mcs_api;
+    use mcs_ceph_runtime::runtime::watch_mcs_api;
     let (client, mut handle) = strict::pair();
     let known = McsApi::Missing(
         "multicluster.x-k8s.io/v1beta1 is not served, multicluster.x-k8s.io/v1alpha1 is not served"
@@ -319,7 +319,7 @@ async fn a_newly_served_mcs_api_is_noticed_by_rediscovery() {
 fn failing_watches_say_what_to_install_or_grant() {
     use kube::core::Status;
     use kube::runtime::watcher;
-    use mcs_ceph_operator::runtime::hint;
+    use mcs_ceph_runtime::runtime::hint;
     let status = |code: u16| Status {
         code,
         ..Status::default()

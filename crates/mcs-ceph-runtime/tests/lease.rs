@@ -16,7 +16,7 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube_lease::release;
-use mcs_ceph_operator::metrics::Metrics;
+use mcs_ceph_runtime::metrics::Metrics;
 use serde_json::{Value, json};
 
 const PATH: &str = "/apis/coordination.k8s.io/v1/namespaces/ops/leases";

@@ -70,7 +70,7 @@ const MAX_NAME_LEN: usize = 253;
 /// ```
 /// use k8s_openapi::api::core::v1::ObjectReference;
 /// use mcs_ceph_core::decide::EventNote;
-/// use mcs_ceph_operator::kube_io::event_object;
+/// use mcs_ceph_runtime::kube_io::event_object;
 /// let regarding = ObjectReference {
 ///     name: Some("c".repeat(253)), namespace: Some("rook-ceph".into()), ..Default::default()
 /// };

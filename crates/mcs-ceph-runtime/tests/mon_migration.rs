@@ -16,7 +16,7 @@ use common::api_server::{ApiServer, Seen};
 use http::{Request, Response};
 use kube::client::Body;
 use mcs_ceph_core::config::FIELD_MANAGER;
-use mcs_ceph_operator::mon_migration::{
+use mcs_ceph_runtime::mon_migration::{
     KubeMonRuntime, MON_FAILOVER_FIELD_MANAGER, MonAddress, StatusStateStore, admin_key, run_ticks,
 };
 use mon_failover::{
@@ -731,7 +731,7 @@ fn the_admin_key_comes_from_rooks_secret() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_rook_secret_admin_reaches_a_real_ceph_mon() {
     use ceph_local::{EndpointTable, LocalCluster, LocalMonRuntime};
-    use mcs_ceph_operator::mon_migration::{MON_SECRET, ceph_cli_from_secret};
+    use mcs_ceph_runtime::mon_migration::{MON_SECRET, ceph_cli_from_secret};
     use mon_failover::{Addressing, CephMonAdmin};
     use std::time::Duration;
 

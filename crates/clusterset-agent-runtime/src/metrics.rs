@@ -263,7 +263,7 @@ impl Metrics {
     /// the family is absent. A later call replaces the source.
     ///
     /// ```
-    /// use clusterset_agent::metrics::Metrics;
+    /// use clusterset_agent_runtime::metrics::Metrics;
     /// use clusterset_dns::{QueryCounts, Rcode, wire::Transport};
     ///
     /// let metrics = Metrics::new();

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use clusterset_agent::kube_io::{AgentWriter, FIELD_MANAGER, KubeWriter, WriteError};
+use clusterset_agent_runtime::kube_io::{AgentWriter, FIELD_MANAGER, KubeWriter, WriteError};
 use clusterset_sim as sim;
 use http::{Method, Request, Response, StatusCode};
 use k8s_openapi::jiff::Timestamp;

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use clusterset_agent::http::Readiness;
-use clusterset_agent::kube_io::{AgentWriter, Feed, WriteError};
-use clusterset_agent::metrics::Metrics;
-use clusterset_agent::runtime::Runtime;
+use clusterset_agent_runtime::http::Readiness;
+use clusterset_agent_runtime::kube_io::{AgentWriter, Feed, WriteError};
+use clusterset_agent_runtime::metrics::Metrics;
+use clusterset_agent_runtime::runtime::Runtime;
 use clusterset_dns::{DnsServer, ServerConfig, ZoneConfig, ZoneStore};
 use clusterset_sim::Simulation;
 use futures::channel::mpsc;

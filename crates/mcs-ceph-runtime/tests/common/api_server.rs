@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use mcs_ceph_core::config::FIELD_MANAGER;
-use mcs_ceph_operator::mon_migration::MON_FAILOVER_FIELD_MANAGER;
+use mcs_ceph_runtime::mon_migration::MON_FAILOVER_FIELD_MANAGER;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 

@@ -63,7 +63,7 @@ impl Feed {
 ///
 /// ```
 /// use kube::runtime::watcher::Error;
-/// use clusterset_agent::kube_io::watch_no_answer;
+/// use clusterset_agent_runtime::kube_io::watch_no_answer;
 /// let status = |code| Box::new(kube::core::Status::failure("no", "Reason").with_code(code));
 /// assert!(!watch_no_answer(&Error::WatchError(status(410))));
 /// assert!(!watch_no_answer(&Error::InitialListFailed(kube::Error::Api(status(403)))));
@@ -123,7 +123,7 @@ where
 /// watches per agent then try about 1.6 times a second while it is down.
 ///
 /// ```
-/// use clusterset_agent::kube_io::WatchBackoff;
+/// use clusterset_agent_runtime::kube_io::WatchBackoff;
 /// use std::time::Duration;
 /// let waits: Vec<Duration> = WatchBackoff::with_seed(7).take(6).collect();
 /// let bases = [500, 1000, 2000, 4000, 5000, 5000].map(Duration::from_millis);
