@@ -2,11 +2,12 @@
 //! writes with server-side apply under our field manager.
 
 use async_trait::async_trait;
+use clusterset_daemon::apply::{self, Ownership, Precondition};
 use futures::stream::{BoxStream, StreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
@@ -316,29 +317,6 @@ impl std::fmt::Debug for KubeWriter {
     }
 }
 
-fn not_found_is_done(result: kube::Result<impl Sized>) -> Result<(), WriteError> {
-    match result {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// The apply document for a status: identity plus the status, nothing else (so the apply
-/// claims only the status fields).
-fn status_document<K: Resource<DynamicType = ()>>(
-    namespace: &str,
-    name: &str,
-    status: &impl serde::Serialize,
-) -> serde_json::Value {
-    serde_json::json!({
-        "apiVersion": K::api_version(&()),
-        "kind": K::kind(&()),
-        "metadata": {"name": name, "namespace": namespace},
-        "status": status,
-    })
-}
-
 impl KubeWriter {
     /// A writer on the member cluster's client and the hub's client.
     pub fn new(local: Client, broker: Client, broker_namespace: &str) -> Self {
@@ -356,56 +334,72 @@ impl AgentWriter for KubeWriter {
         // Local objects are ours: force takes over fields another manager set. Broker records
         // are applied without force, so a record some other manager claims is a 409 that the
         // ServiceExport reports instead of silently overwriting.
-        let force = PatchParams::apply(FIELD_MANAGER).force();
+        let local = &self.local;
         match write {
             Write::ApplyServiceImport(import) => {
-                let (namespace, name) = object_key(&import.metadata)?;
-                let api = Api::<ServiceImport>::namespaced(self.local.clone(), namespace);
-                api.patch(name, &force, &Patch::Apply(import.as_ref()))
-                    .await?;
+                apply::apply(
+                    local,
+                    FIELD_MANAGER,
+                    Ownership::Force,
+                    import.as_ref(),
+                    CORE,
+                )
+                .await?;
             }
             Write::ApplyServiceImportStatus(import) => {
                 let (namespace, name) = object_key(&import.metadata)?;
-                let api = Api::<ServiceImport>::namespaced(self.local.clone(), namespace);
-                let document = status_document::<ServiceImport>(namespace, name, &import.status);
-                api.patch_status(name, &force, &Patch::Apply(&document))
-                    .await?;
+                apply::apply_status::<ServiceImport>(
+                    local,
+                    FIELD_MANAGER,
+                    Ownership::Force,
+                    namespace,
+                    name,
+                    &import.status,
+                )
+                .await?;
             }
             Write::DeleteServiceImport(key) => {
-                let api = Api::<ServiceImport>::namespaced(self.local.clone(), &key.namespace);
-                not_found_is_done(api.delete(&key.name, &DeleteParams::default()).await)?;
+                apply::delete::<ServiceImport>(
+                    local,
+                    &key.namespace,
+                    &key.name,
+                    Precondition::None,
+                )
+                .await?;
             }
             Write::ApplyEndpointSlice(slice) => {
-                let (namespace, name) = object_key(&slice.metadata)?;
-                let api = Api::<EndpointSlice>::namespaced(self.local.clone(), namespace);
-                api.patch(name, &force, &Patch::Apply(slice.as_ref()))
-                    .await?;
+                apply::apply(local, FIELD_MANAGER, Ownership::Force, slice.as_ref(), CORE).await?;
             }
             Write::DeleteEndpointSlice { key, name } => {
-                let api = Api::<EndpointSlice>::namespaced(self.local.clone(), &key.namespace);
-                not_found_is_done(api.delete(name, &DeleteParams::default()).await)?;
-            }
-            Write::ApplyServiceExportStatus { key, status } => {
-                let api = Api::<ServiceExport>::namespaced(self.local.clone(), &key.namespace);
-                let document = status_document::<ServiceExport>(&key.namespace, &key.name, status);
-                api.patch_status(&key.name, &force, &Patch::Apply(&document))
+                apply::delete::<EndpointSlice>(local, &key.namespace, name, Precondition::None)
                     .await?;
             }
+            Write::ApplyServiceExportStatus { key, status } => {
+                apply::apply_status::<ServiceExport>(
+                    local,
+                    FIELD_MANAGER,
+                    Ownership::Force,
+                    &key.namespace,
+                    &key.name,
+                    status,
+                )
+                .await?;
+            }
             Write::PublishRecord(record) => {
-                let (namespace, name) = object_key(&record.metadata)?;
-                let api = Api::<BrokerRecord>::namespaced(self.broker.clone(), namespace);
-                api.patch(
-                    name,
-                    &PatchParams::apply(FIELD_MANAGER),
-                    &Patch::Apply(record.as_ref()),
+                apply::apply(
+                    &self.broker,
+                    FIELD_MANAGER,
+                    Ownership::Shared,
+                    record.as_ref(),
+                    CORE,
                 )
                 .await?;
             }
             Write::WithdrawRecord {
                 namespace, name, ..
             } => {
-                let api = Api::<BrokerRecord>::namespaced(self.broker.clone(), namespace);
-                not_found_is_done(api.delete(name, &DeleteParams::default()).await)?;
+                apply::delete::<BrokerRecord>(&self.broker, namespace, name, Precondition::None)
+                    .await?;
             }
         }
         Ok(())
@@ -428,11 +422,14 @@ impl AgentWriter for KubeWriter {
     }
 }
 
+/// Who builds the objects the writer sends, for the error when one lacks a namespace or name.
+const CORE: &str = "the core";
+
 /// The namespace and name of an object the core built.
 fn object_key(
     meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
 ) -> Result<(&str, &str), WriteError> {
-    clusterset_daemon::object_key(meta, "the core")
+    clusterset_daemon::object_key(meta, CORE)
 }
 
 #[cfg(test)]

@@ -1,5 +1,7 @@
 //! What every clusterset daemon (`clusterset-agent`, `mcs-ceph-operator`) shares, so that both
 //! answer probes, expose metrics and log the same way:
+//! - [`apply`]: server-side apply under a field manager, and deletes that treat "already gone"
+//!   as done (the pure cores decide what to prune);
 //! - [`http`]: `/metrics`, `/healthz` and `/readyz` over HTTP/1.1 for any [`Endpoints`];
 //! - [`logging`]: the `--log-format text|json` flag and the subscriber set-up (`RUST_LOG`);
 //! - [`ApiError`]: a failed Kubernetes API call as both daemons tell them apart (a 409 conflict,
@@ -9,6 +11,7 @@
 //! - [`lease`]: holding a Lease (leader election) with [`kube_lease`]'s rules.
 #![forbid(unsafe_code)]
 
+pub mod apply;
 pub mod clock;
 pub mod http;
 pub mod lease;

@@ -7,12 +7,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
+use clusterset_daemon::apply::{self, Ownership, Precondition};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Service};
 use k8s_openapi::api::events::v1::Event as KubeEvent;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{Api, PostParams};
 use kube::runtime::reflector::Store;
 use kube::{Client, Resource, ResourceExt};
 use mcs_types::{v1alpha1, v1beta1};
@@ -117,6 +118,10 @@ pub fn event_object(
     }
 }
 
+/// Server-side applies an object the decision built, as the operator. Force: the operator's own
+/// objects, and the fields of Rook's objects the plan decides (mon endpoint keys, mon_host),
+/// which Rook's manager set before; the decision applies only those fields, so nothing else of
+/// Rook's changes hands.
 async fn apply_object<K>(client: &Client, object: &K) -> Result<(), ApiError>
 where
     K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
@@ -125,53 +130,20 @@ where
         + Clone
         + std::fmt::Debug,
 {
-    let (namespace, name) = clusterset_daemon::object_key(object.meta(), "the decision")?;
-    let api = Api::<K>::namespaced(client.clone(), namespace);
-    // Force: the operator's own objects, and the fields of Rook's objects the plan decides
-    // (mon endpoint keys, mon_host), which Rook's manager set before; the decision applies
-    // only those fields, so nothing else of Rook's changes hands.
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    api.patch(name, &params, &Patch::Apply(object)).await?;
+    apply::apply(
+        client,
+        FIELD_MANAGER,
+        Ownership::Force,
+        object,
+        "the decision",
+    )
+    .await?;
     Ok(())
 }
 
 /// Whether the API server answered 404 Not Found.
 pub(crate) fn not_found(error: &kube::Error) -> bool {
-    matches!(error, kube::Error::Api(status) if status.code == 404)
-}
-
-/// Deletes `name` if it still is the object with `uid`: gone already (404) or replaced by
-/// another object of the same name (409, the precondition failed) is done, not an error.
-async fn delete_by_uid<K>(
-    client: &Client,
-    namespace: &str,
-    name: &str,
-    uid: &str,
-) -> Result<(), ApiError>
-where
-    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
-        + serde::de::DeserializeOwned
-        + Clone
-        + std::fmt::Debug,
-{
-    let api = Api::<K>::namespaced(client.clone(), namespace);
-    let params = DeleteParams {
-        preconditions: Some(Preconditions {
-            uid: Some(uid.to_owned()),
-            resource_version: None,
-        }),
-        ..DeleteParams::default()
-    };
-    match api.delete(name, &params).await {
-        Ok(_) => Ok(()),
-        Err(error)
-            if not_found(&error)
-                || matches!(&error, kube::Error::Api(status) if status.code == 409) =>
-        {
-            Ok(())
-        }
-        Err(error) => Err(error.into()),
-    }
+    apply::status_code(error) == Some(404)
 }
 
 #[async_trait]
@@ -196,17 +168,25 @@ impl ClusterApi for KubeApi {
             } => {
                 // A partial Deployment (see rook_objects): sent as built, not through the
                 // typed Deployment, whose required fields would claim the selector.
-                let api = Api::<Deployment>::namespaced(self.client.clone(), namespace);
-                let params = PatchParams::apply(FIELD_MANAGER).force();
-                api.patch(name, &params, &Patch::Apply(body.as_ref()))
-                    .await?;
+                apply::apply_document::<Deployment>(
+                    &self.client,
+                    FIELD_MANAGER,
+                    Ownership::Force,
+                    namespace,
+                    name,
+                    body.as_ref(),
+                )
+                .await?;
                 Ok(())
             }
             Write::DeleteService {
                 namespace,
                 name,
                 uid,
-            } => delete_by_uid::<Service>(&self.client, namespace, name, uid).await,
+            } => {
+                apply::delete::<Service>(&self.client, namespace, name, Precondition::Uid(uid))
+                    .await
+            }
             Write::DeleteServiceExport {
                 namespace,
                 name,
@@ -214,12 +194,22 @@ impl ClusterApi for KubeApi {
                 version,
             } => match version {
                 McsVersion::V1Beta1 => {
-                    delete_by_uid::<v1beta1::ServiceExport>(&self.client, namespace, name, uid)
-                        .await
+                    apply::delete::<v1beta1::ServiceExport>(
+                        &self.client,
+                        namespace,
+                        name,
+                        Precondition::Uid(uid),
+                    )
+                    .await
                 }
                 McsVersion::V1Alpha1 => {
-                    delete_by_uid::<v1alpha1::ServiceExport>(&self.client, namespace, name, uid)
-                        .await
+                    apply::delete::<v1alpha1::ServiceExport>(
+                        &self.client,
+                        namespace,
+                        name,
+                        Precondition::Uid(uid),
+                    )
+                    .await
                 }
             },
         }
