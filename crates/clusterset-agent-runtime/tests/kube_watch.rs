@@ -105,9 +105,9 @@ impl ApiServer {
         let refusals = Arc::clone(&refused);
         let task = tokio::spawn(async move {
             while let Some((request, send)) = handle.next_request().await {
-                let received = strict::receive(request).await;
+                let received = Received::read(request).await;
                 let request = seen(&received);
-                if let Err(refusal) = received.check() {
+                if let Err(refusal) = received.check(strict::catalog()) {
                     refusals.lock().unwrap().push(received.describe(&refusal));
                     let _ = report.send(request);
                     send.send_response(strict::answer(&refusal));

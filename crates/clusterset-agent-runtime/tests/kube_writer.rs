@@ -24,7 +24,7 @@ use tokio::task::JoinHandle;
 use tower_test::mock::{self, Handle};
 
 mod common;
-use common::strict;
+use common::strict::{self, Received};
 
 type ApiHandle = Handle<Request<Body>, Response<Body>>;
 
@@ -58,8 +58,8 @@ struct Expect {
 fn serve(mut handle: ApiHandle, expect: Expect) -> JoinHandle<()> {
     tokio::spawn(async move {
         let (request, send) = handle.next_request().await.expect("a request");
-        let request = strict::receive(request).await;
-        if let Err(refusal) = request.check() {
+        let request = Received::read(request).await;
+        if let Err(refusal) = request.check(strict::catalog()) {
             send.send_response(strict::answer(&refusal));
             panic!("{}", request.describe(&refusal));
         }
@@ -78,7 +78,7 @@ fn serve(mut handle: ApiHandle, expect: Expect) -> JoinHandle<()> {
         if let Some(content_type) = expect.content_type {
             assert_eq!(request.content_type, content_type);
         }
-        let body = request.body.unwrap_or(serde_json::Value::Null);
+        let body = request.body;
         (expect.check_body)(&body);
         let answer = (expect.answer)(body);
         let response = Response::builder()
@@ -94,9 +94,9 @@ fn serve(mut handle: ApiHandle, expect: Expect) -> JoinHandle<()> {
 fn serve_refused(mut handle: ApiHandle) -> JoinHandle<Refusal> {
     tokio::spawn(async move {
         let (request, send) = handle.next_request().await.expect("a request");
-        let request = strict::receive(request).await;
+        let request = Received::read(request).await;
         let refusal = request
-            .check()
+            .check(strict::catalog())
             .expect_err("a request that a real API server refuses");
         send.send_response(strict::answer(&refusal));
         refusal

@@ -355,7 +355,7 @@ fn assert_labels_parse(object: &Value) {
 /// What a real API server does with `request`: accepts it (its checks of the request), and for
 /// an apply accepts the object it leaves after merging into `stored`.
 fn assert_accepted(request: &Received, stored: &mut BTreeMap<String, Value>) {
-    if let Err(refusal) = request.check() {
+    if let Err(refusal) = request.check(strict::catalog()) {
         panic!(
             "{} {} refused: {} {}\n{}",
             request.method,
@@ -396,7 +396,7 @@ fn assert_created(object: &Value, path: String) {
         content_type: "application/json".into(),
         body: object.clone(),
     };
-    request.check().unwrap_or_else(|refusal| {
+    request.check(strict::catalog()).unwrap_or_else(|refusal| {
         panic!(
             "{} refused: {}\n{}",
             request.path,

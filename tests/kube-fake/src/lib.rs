@@ -1,7 +1,10 @@
 //! Test support (not published): a Kubernetes API server in miniature that is strict as a real
 //! one is ([`api::FakeApi`]: kube-syntax's rules), served over HTTP on loopback for process
 //! tests ([`http::ApiServer`]) or behind a `kube::Client` on a tower-test mock service for unit
-//! tests ([`mock::client`]), and the recorded member cluster east ([`fixture`]) it answers from.
+//! tests ([`mock::client`]), and the recorded member cluster east ([`fixture`]) it answers from;
+//! and the strict half of every tower-test mock API server of the daemons' tests
+//! ([`strict`]: each request checked by kube-syntax's rules on the test's catalog, refused as a
+//! real server refuses it, and every refusal failing the test unless it expects it).
 //!
 //! A dev-dependency only: no library has it in its public API.
 #![forbid(unsafe_code)]
@@ -11,5 +14,6 @@ pub mod api;
 pub mod fixture;
 pub mod http;
 pub mod mock;
+pub mod strict;
 
 pub use api::{FakeApi, Seen, objects_of, seen};

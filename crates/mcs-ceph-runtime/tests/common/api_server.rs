@@ -115,7 +115,7 @@ impl ApiServer {
         journal: Option<Journal>,
     ) -> Self {
         let (report, seen) = mpsc::unbounded_channel();
-        let (mut handle, refusals) = StrictHandle::new(handle).detach();
+        let (mut handle, refusals) = StrictHandle::new(handle, super::strict::catalog()).detach();
         tokio::spawn(async move {
             let mut failures = fail_first;
             let mut objects = objects;
