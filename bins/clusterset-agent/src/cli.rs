@@ -320,33 +320,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         heartbeat_every,
         clock: clusterset_daemon::Clock::system(),
     };
-    runtime.run(feeds, shutdown_signal()).await;
+    runtime
+        .run(feeds, clusterset_daemon::shutdown_signal())
+        .await;
     tracing::info!("clusterset agent stopping");
     http.abort();
     if let Some(dns) = dns {
         dns.shutdown().await;
     }
     Ok(())
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = ctrl_c => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = ctrl_c.await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
-    }
 }

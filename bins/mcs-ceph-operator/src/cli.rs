@@ -292,28 +292,13 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         mon_migration: args.mon_migration,
         watch_namespace: args.watch_namespace.clone(),
     };
-    let shutdown = async {
-        #[cfg(unix)]
-        {
-            let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
-            match term {
-                Ok(mut term) => {
-                    tokio::select! {
-                        _ = term.recv() => {},
-                        _ = tokio::signal::ctrl_c() => {},
-                    }
-                }
-                Err(_) => {
-                    let _ = tokio::signal::ctrl_c().await;
-                }
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    };
-    runtime::run_with_election(client, options, election, shutdown).await?;
+    runtime::run_with_election(
+        client,
+        options,
+        election,
+        clusterset_daemon::shutdown_signal(),
+    )
+    .await?;
     Ok(())
 }
 

@@ -7,6 +7,7 @@
 //! - [`ApiError`]: a failed Kubernetes API call as both daemons tell them apart (a 409 conflict,
 //!   another refusal the API server answered with, or no answer, keeping kube's error as its
 //!   source), [`ErrorChain`] (an error with its causes for a log line), [`object_key`];
+//! - [`shutdown_signal`]: SIGTERM or Ctrl-C, the end of a daemon's run;
 //! - [`Clock`]: the wall clock and tokio's monotonic clock, replaceable in tests;
 //! - [`lease`]: holding a Lease (leader election) with [`kube_lease`]'s rules.
 #![forbid(unsafe_code)]
@@ -16,6 +17,7 @@ pub mod clock;
 pub mod http;
 pub mod lease;
 pub mod logging;
+pub mod shutdown;
 
 use std::sync::Arc;
 
@@ -151,3 +153,4 @@ impl std::fmt::Display for ErrorChain<'_> {
 pub use clock::Clock;
 pub use http::{Endpoints, encode_metrics, respond, serve};
 pub use logging::{LogFormat, init_logging};
+pub use shutdown::shutdown_signal;
