@@ -314,6 +314,15 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    /// The flags of `mcs-ceph-operator run` followed by `extra`.
+    fn run_args(extra: &[&str]) -> RunArgs {
+        let cli = Cli::try_parse_from(["mcs-ceph-operator", "run"].iter().chain(extra)).unwrap();
+        let Command::Run(args) = cli.command else {
+            panic!("run expected");
+        };
+        *args
+    }
+
     #[test]
     fn flags_become_the_configuration() {
         let cli = Cli::try_parse_from([
@@ -344,14 +353,7 @@ mod tests {
 
     #[test]
     fn mon_migration_is_off_unless_asked_for() {
-        let parse = |extra: &[&str]| {
-            let cli =
-                Cli::try_parse_from(["mcs-ceph-operator", "run"].iter().chain(extra)).unwrap();
-            let Command::Run(args) = cli.command else {
-                panic!("run expected");
-            };
-            args.mon_migration
-        };
+        let parse = |extra: &[&str]| run_args(extra).mon_migration;
         assert!(!parse(&[]));
         assert!(parse(&["--mon-migration"]));
         assert!(parse(&["--mon-migration=true"]));
@@ -360,18 +362,7 @@ mod tests {
 
     #[test]
     fn leader_election_is_on_by_default_in_the_pod_namespace() {
-        let parse = |extra: &[&str]| {
-            let cli = Cli::try_parse_from(
-                ["mcs-ceph-operator", "run", "--instance", "op-0"]
-                    .iter()
-                    .chain(extra),
-            )
-            .unwrap();
-            let Command::Run(args) = cli.command else {
-                panic!("run expected");
-            };
-            args
-        };
+        let parse = |extra: &[&str]| run_args(&[&["--instance", "op-0"], extra].concat());
         let settings = parse(&[]).lease_settings("ops").unwrap().unwrap();
         assert_eq!(
             settings,
@@ -418,14 +409,7 @@ mod tests {
 
     #[test]
     fn the_cluster_is_chosen_like_kubectl() {
-        let parse = |extra: &[&str]| {
-            let cli =
-                Cli::try_parse_from(["mcs-ceph-operator", "run"].iter().chain(extra)).unwrap();
-            let Command::Run(args) = cli.command else {
-                panic!("run expected");
-            };
-            args.cluster
-        };
+        let parse = |extra: &[&str]| run_args(extra).cluster;
         assert_eq!(parse(&[]), KubeconfigArgs::default());
         assert_eq!(
             parse(&["--kubeconfig", "/etc/ops.kubeconfig", "--context", "east"]),
@@ -438,17 +422,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_missing_kubeconfig_stops_the_operator_with_the_fix() {
-        let cli = Cli::try_parse_from([
-            "mcs-ceph-operator",
-            "run",
-            "--kubeconfig",
-            "/nonexistent/ops.kubeconfig",
-        ])
-        .unwrap();
-        let Command::Run(args) = cli.command else {
-            panic!("run expected");
-        };
-        let error = run(*args).await.unwrap_err();
+        let args = run_args(&["--kubeconfig", "/nonexistent/ops.kubeconfig"]);
+        let error = run(args).await.unwrap_err();
         assert_eq!(
             clusterset_daemon::ErrorChain(&error).to_string(),
             "cannot reach the cluster: the kubeconfig /nonexistent/ops.kubeconfig does not exist: pass an existing file with --kubeconfig"
