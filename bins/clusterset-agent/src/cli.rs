@@ -1,4 +1,5 @@
-//! Command-line flags (each also read from an environment variable) and the agent's wiring:
+//! Command-line flags (each also read from an environment variable, but `--kubeconfig` and
+//! `--context`, which are kubectl's and read `$KUBECONFIG` themselves) and the agent's wiring:
 //! clients, watches, DNS server, HTTP server, runtime.
 
 use std::net::SocketAddr;
@@ -8,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use clusterset_daemon::kubeconfig::{self, FlagNames, KubeconfigArgs};
 use clusterset_dns::{DnsServer, ServerConfig, ZoneConfig, ZoneStore};
 use ipnet::IpNet;
 use mcs_controller::EndpointMode;
@@ -116,6 +118,10 @@ pub struct RunArgs {
     /// This agent instance's identity (holder of the heartbeat Lease); defaults to the pod name.
     #[arg(long, env = "POD_NAME", default_value = "clusterset-agent")]
     pub identity: String,
+    /// The member cluster: `--kubeconfig FILE` and `--context NAME` (default: `$KUBECONFIG`,
+    /// then `~/.kube/config`, then the pod's service account), as kubectl takes them.
+    #[command(flatten)]
+    pub cluster: KubeconfigArgs,
     /// Kubeconfig of the hub cluster that holds the broker namespace.
     #[arg(long, env = "CLUSTERSET_BROKER_KUBECONFIG")]
     pub broker_kubeconfig: PathBuf,
@@ -251,31 +257,35 @@ pub fn crd_yaml() -> anyhow::Result<String> {
     )?)
 }
 
-async fn broker_client(args: &RunArgs) -> anyhow::Result<kube::Client> {
-    let kubeconfig = kube::config::Kubeconfig::read_from(&args.broker_kubeconfig).with_context(|| {
-        format!(
-            "cannot read the hub kubeconfig {}: pass --broker-kubeconfig with a kubeconfig of the hub cluster",
-            args.broker_kubeconfig.display()
-        )
-    })?;
-    let options = kube::config::KubeConfigOptions {
-        context: args.broker_context.clone(),
-        ..Default::default()
-    };
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+/// The flags of the hub cluster, which its connection errors name.
+const HUB_FLAGS: FlagNames = FlagNames {
+    kubeconfig: "--broker-kubeconfig",
+    context: "--broker-context",
+};
+
+/// Clients of the member cluster (`--kubeconfig`, `--context`) and of the hub
+/// (`--broker-kubeconfig`, `--broker-context`), both by kubectl's rules.
+async fn clients(args: &RunArgs) -> anyhow::Result<(kube::Client, kube::Client)> {
+    let local = args
+        .cluster
+        .connect()
         .await
-        .context("cannot use the hub kubeconfig")?;
-    Ok(kube::Client::try_from(config)?)
+        .context("cannot reach the member cluster")?;
+    let broker = kubeconfig::connect(
+        Some(&args.broker_kubeconfig),
+        args.broker_context.as_deref(),
+        &HUB_FLAGS,
+    )
+    .await
+    .context("cannot reach the hub cluster")?;
+    Ok((local.client, broker.client))
 }
 
 /// Runs the agent until SIGTERM or Ctrl-C.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let config = args.agent_config()?;
     let zone_config = args.zone_config()?;
-    let local = kube::Client::try_default()
-        .await
-        .context("cannot reach the member cluster (in-cluster config or KUBECONFIG)")?;
-    let broker = broker_client(&args).await?;
+    let (local, broker) = clients(&args).await?;
     let metrics = Arc::new(Metrics::new());
     let readiness = Arc::new(Readiness::default());
 
@@ -329,4 +339,77 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         dns.shutdown().await;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use super::*;
+
+    fn run_args(extra: &[&str]) -> RunArgs {
+        let base = [
+            "clusterset-agent",
+            "run",
+            "--cluster-id",
+            "east",
+            "--broker-kubeconfig",
+            "/nonexistent/hub.kubeconfig",
+        ];
+        let cli = Cli::try_parse_from(base.iter().chain(extra)).unwrap();
+        let Command::Run(args) = cli.command else {
+            panic!("run expected");
+        };
+        *args
+    }
+
+    #[test]
+    fn the_member_cluster_is_chosen_like_kubectl() {
+        assert_eq!(run_args(&[]).cluster, KubeconfigArgs::default());
+        let args = run_args(&[
+            "--kubeconfig",
+            "/etc/member.kubeconfig",
+            "--context",
+            "east",
+        ]);
+        assert_eq!(
+            args.cluster,
+            KubeconfigArgs {
+                kubeconfig: Some("/etc/member.kubeconfig".into()),
+                context: Some("east".to_owned()),
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn a_missing_kubeconfig_is_named_with_its_flag() {
+        let args = run_args(&["--kubeconfig", "/nonexistent/member.kubeconfig"]);
+        let Err(error) = clients(&args).await else {
+            panic!("a missing kubeconfig connects");
+        };
+        assert_eq!(
+            format!("{error:#}"),
+            "cannot reach the member cluster: the kubeconfig /nonexistent/member.kubeconfig does not exist: pass an existing file with --kubeconfig"
+        );
+        // The member cluster reachable, the hub's file missing: its own flag is named.
+        let dir = std::env::temp_dir().join(format!("clusterset-agent-cli-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let member = dir.join("member.kubeconfig");
+        std::fs::write(
+            &member,
+            "apiVersion: v1\nkind: Config\ncurrent-context: east\n\
+             clusters: [{name: c, cluster: {server: 'http://127.0.0.1:1'}}]\n\
+             users: [{name: u, user: {}}]\n\
+             contexts: [{name: east, context: {cluster: c, user: u}}]\n",
+        )
+        .unwrap();
+        let args = run_args(&["--kubeconfig", member.to_str().unwrap()]);
+        let Err(error) = clients(&args).await else {
+            panic!("a missing kubeconfig connects");
+        };
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(
+            format!("{error:#}"),
+            "cannot reach the hub cluster: the kubeconfig /nonexistent/hub.kubeconfig does not exist: pass an existing file with --broker-kubeconfig"
+        );
+    }
 }

@@ -1,4 +1,5 @@
-//! Command-line flags (each also read from an environment variable) and their wiring into
+//! Command-line flags (each also read from an environment variable, but `--kubeconfig` and
+//! `--context`, which are kubectl's and read `$KUBECONFIG` themselves) and their wiring into
 //! [`runtime::run`](mcs_ceph_runtime::runtime::run).
 
 use std::net::SocketAddr;
@@ -9,6 +10,7 @@ use ceph_address_plan::DnsNameForm;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use clusterset_dns::{HickoryClustersetResolver, ResolverSettings};
 
+use clusterset_daemon::kubeconfig::{ConnectError, KubeconfigArgs};
 use clusterset_daemon::lease::LeaseSettings;
 use mcs_ceph_core::config::{Config, GlobalIpSource, RetryPolicy};
 use mcs_ceph_runtime::kube_io::KubeApi;
@@ -64,6 +66,10 @@ fn namespace_name(text: &str) -> Result<String, String> {
 /// Flags of `mcs-ceph-operator run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
+    /// The cluster: `--kubeconfig FILE` and `--context NAME` (default: `$KUBECONFIG`, then
+    /// `~/.kube/config`, then the pod's service account), as kubectl takes them.
+    #[command(flatten)]
+    pub cluster: KubeconfigArgs,
     /// Which clusterset name to resolve.
     #[arg(
         long,
@@ -233,11 +239,9 @@ impl RunArgs {
 /// Why `run` could not start or stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
-    /// No usable kubeconfig or in-cluster configuration.
-    #[error(
-        "cannot build a Kubernetes client: {0} (in a pod: is the service account mounted? outside: is KUBECONFIG set?)"
-    )]
-    Client(#[source] kube::Error),
+    /// No usable kubeconfig or in-cluster configuration; the source says which and the fix.
+    #[error("cannot reach the cluster")]
+    Connect(#[source] ConnectError),
     /// The resolver could not be built.
     #[error(transparent)]
     Resolver(#[from] clusterset_dns::resolver::ResolverSetupError),
@@ -274,9 +278,12 @@ pub fn crd_yaml() -> Result<String, CliError> {
 
 /// Runs the operator until SIGTERM or Ctrl-C.
 pub async fn run(args: RunArgs) -> Result<(), CliError> {
-    let client = kube::Client::try_default()
+    let client = args
+        .cluster
+        .connect()
         .await
-        .map_err(CliError::Client)?;
+        .map_err(CliError::Connect)?
+        .client;
     let resolver = HickoryClustersetResolver::new(args.resolver_settings())?;
     let election = args.lease_settings(client.default_namespace())?;
     let options = RunOptions {
@@ -306,6 +313,15 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// The flags of `mcs-ceph-operator run` followed by `extra`.
+    fn run_args(extra: &[&str]) -> RunArgs {
+        let cli = Cli::try_parse_from(["mcs-ceph-operator", "run"].iter().chain(extra)).unwrap();
+        let Command::Run(args) = cli.command else {
+            panic!("run expected");
+        };
+        *args
+    }
 
     #[test]
     fn flags_become_the_configuration() {
@@ -337,14 +353,7 @@ mod tests {
 
     #[test]
     fn mon_migration_is_off_unless_asked_for() {
-        let parse = |extra: &[&str]| {
-            let cli =
-                Cli::try_parse_from(["mcs-ceph-operator", "run"].iter().chain(extra)).unwrap();
-            let Command::Run(args) = cli.command else {
-                panic!("run expected");
-            };
-            args.mon_migration
-        };
+        let parse = |extra: &[&str]| run_args(extra).mon_migration;
         assert!(!parse(&[]));
         assert!(parse(&["--mon-migration"]));
         assert!(parse(&["--mon-migration=true"]));
@@ -353,18 +362,7 @@ mod tests {
 
     #[test]
     fn leader_election_is_on_by_default_in_the_pod_namespace() {
-        let parse = |extra: &[&str]| {
-            let cli = Cli::try_parse_from(
-                ["mcs-ceph-operator", "run", "--instance", "op-0"]
-                    .iter()
-                    .chain(extra),
-            )
-            .unwrap();
-            let Command::Run(args) = cli.command else {
-                panic!("run expected");
-            };
-            args
-        };
+        let parse = |extra: &[&str]| run_args(&[&["--instance", "op-0"], extra].concat());
         let settings = parse(&[]).lease_settings("ops").unwrap().unwrap();
         assert_eq!(
             settings,
@@ -407,6 +405,29 @@ mod tests {
         // It becomes a label value of every OSD Service: a `/` would have each apply refused.
         let error = parse("rook/ceph").unwrap_err().to_string();
         assert!(error.contains("is not a namespace name"), "{error}");
+    }
+
+    #[test]
+    fn the_cluster_is_chosen_like_kubectl() {
+        let parse = |extra: &[&str]| run_args(extra).cluster;
+        assert_eq!(parse(&[]), KubeconfigArgs::default());
+        assert_eq!(
+            parse(&["--kubeconfig", "/etc/ops.kubeconfig", "--context", "east"]),
+            KubeconfigArgs {
+                kubeconfig: Some("/etc/ops.kubeconfig".into()),
+                context: Some("east".to_owned()),
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn a_missing_kubeconfig_stops_the_operator_with_the_fix() {
+        let args = run_args(&["--kubeconfig", "/nonexistent/ops.kubeconfig"]);
+        let error = run(args).await.unwrap_err();
+        assert_eq!(
+            clusterset_daemon::ErrorChain(&error).to_string(),
+            "cannot reach the cluster: the kubeconfig /nonexistent/ops.kubeconfig does not exist: pass an existing file with --kubeconfig"
+        );
     }
 
     #[test]

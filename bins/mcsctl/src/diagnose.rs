@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use clusterset_daemon::kubeconfig::{KubeconfigArgs, NamespaceArgs};
 use clusterset_dns::{HickoryClustersetResolver, ResolverSettings};
 use clusterset_inspect::KubeReader;
 use clusterset_inspect::diagnose::{ask, gather, monmap_view, read_monmap};
@@ -14,7 +15,6 @@ use clusterset_report::diagnose::{Monmap, diagnose, questions, render_table};
 use mcs_types::names::{ClustersetName, Zone};
 
 use crate::UsageError;
-use crate::kubeconfig::KubeArgs;
 use crate::output::{self, Format};
 use crate::progress::Spinner;
 
@@ -25,7 +25,9 @@ pub struct DiagnoseArgs {
     #[arg(value_name = "SERVICE")]
     service: String,
     #[command(flatten)]
-    kube: KubeArgs,
+    cluster: KubeconfigArgs,
+    #[command(flatten)]
+    namespace: NamespaceArgs,
     /// The clusterset DNS server to ask (default: the system's, from /etc/resolv.conf).
     #[arg(long, value_name = "IP:PORT")]
     nameserver: Option<SocketAddr>,
@@ -78,8 +80,8 @@ pub fn run(args: &DiagnoseArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting the async runtime")?;
     let diagnosis = runtime.block_on(async {
-        let connection = crate::kubeconfig::connect(&args.kube).await?;
-        let namespace = connection.namespace.clone();
+        let connection = args.cluster.connect().await?;
+        let namespace = args.namespace.or_default(&connection);
         let reader = KubeReader::new(connection.client, connection.origin);
         let spinner = Spinner::start(format!("reading {namespace}/{}", args.service));
         let mut facts = gather(&reader, &namespace, &args.service).await?;

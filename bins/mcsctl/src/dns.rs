@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use clusterset_dns::{DnsServer, ServerConfig, ZoneConfig, ZoneObject, ZoneStore};
+use clusterset_daemon::ErrorChain;
+use clusterset_dns::{DnsServer, ServerConfig, ZoneConfig, ZoneStore};
 use mcs_types::names::Zone;
 
 /// Options of `mcsctl dns`.
@@ -72,51 +73,15 @@ pub fn run(args: &DnsArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The objects of a YAML file, or every problem found in it.
-pub fn load_objects(path: &Path) -> Result<Vec<ZoneObject>, Vec<String>> {
-    let file = path.display();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| vec![format!("{file}: cannot read: {e}")])?;
-    let documents: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text)
-        .map_err(|e| vec![format!("{file}: not valid YAML: {e}")])?;
-    let mut objects = Vec::new();
-    let mut problems = Vec::new();
-    for document in documents {
-        let is_list = document
-            .get("kind")
-            .and_then(|k| k.as_str())
-            .is_some_and(|k| k.ends_with("List"));
-        let items = match (is_list, document) {
-            (true, serde_json::Value::Object(mut list)) => match list.remove("items") {
-                Some(serde_json::Value::Array(items)) => items,
-                _ => {
-                    problems.push(format!("{file}: a List document needs an `items` array"));
-                    continue;
-                }
-            },
-            (_, document) => vec![document],
-        };
-        for item in items {
-            match ZoneObject::from_document(item) {
-                Ok(object) => objects.push(object),
-                Err(e) => problems.push(format!("{file}: {e}")),
-            }
+/// Loads the file into the store; on any problem the store is left as it was, and each
+/// problem is printed (file, object, field, fix).
+fn load_into(store: &ZoneStore, path: &Path) -> Result<usize, usize> {
+    store.replace_from_file(path).map_err(|problems| {
+        for problem in &problems {
+            eprintln!("error: {}", ErrorChain(problem));
         }
-    }
-    if problems.is_empty() {
-        Ok(objects)
-    } else {
-        Err(problems)
-    }
-}
-
-/// Loads the file into the store; on any problem the store is left as it was.
-fn load_into(store: &ZoneStore, path: &Path) -> Result<usize, Vec<String>> {
-    let objects = load_objects(path)?;
-    let file = path.display();
-    store
-        .replace_all(objects)
-        .map_err(|errors| errors.iter().map(|e| format!("{file}: {e}")).collect())
+        problems.len()
+    })
 }
 
 fn run_serve(args: &ServeArgs) -> anyhow::Result<ExitCode> {
@@ -139,16 +104,10 @@ fn run_serve(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let store = Arc::new(ZoneStore::new(config));
     let loaded = match load_into(&store, &args.from_file) {
         Ok(count) => count,
-        Err(problems) => {
-            for problem in &problems {
-                eprintln!("error: {problem}");
-            }
-            anyhow::bail!(
-                "{} problem(s) in {}: fix them and start again",
-                problems.len(),
-                args.from_file.display()
-            );
-        }
+        Err(problems) => anyhow::bail!(
+            "{problems} problem(s) in {}: fix them and start again",
+            args.from_file.display()
+        ),
     };
     if args.print_zone {
         return crate::output::print(&store.zone_file());
@@ -182,15 +141,9 @@ async fn serve(args: &ServeArgs, store: Arc<ZoneStore>, loaded: usize) -> anyhow
         tokio::select! {
             _ = hangup.recv() => match load_into(&store, &args.from_file) {
                 Ok(count) => println!("reloaded {count} objects from {}", args.from_file.display()),
-                Err(problems) => {
-                    for problem in &problems {
-                        eprintln!("error: {problem}");
-                    }
-                    eprintln!(
-                        "reload rejected ({} problem(s)): still serving the previous zone",
-                        problems.len()
-                    );
-                }
+                Err(problems) => eprintln!(
+                    "reload rejected ({problems} problem(s)): still serving the previous zone"
+                ),
             },
             _ = terminate.recv() => break,
             _ = tokio::signal::ctrl_c() => break,

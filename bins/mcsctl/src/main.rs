@@ -13,7 +13,6 @@ mod crds;
 mod demo;
 mod diagnose;
 mod dns;
-mod kubeconfig;
 mod output;
 mod plan;
 mod progress;

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, anyhow, bail};
+use anyhow::{Context, anyhow};
 use ceph_address_plan::manifest::{CephClusterManifest, InventoryFile};
 use ceph_address_plan::{Inventory, Plan, PlanInput};
 use clap::Args;
@@ -39,32 +39,9 @@ fn read(path: &Path) -> anyhow::Result<String> {
 
 /// The one CephCluster document of a (possibly multi-document) manifest file.
 fn ceph_cluster(path: &Path) -> anyhow::Result<CephClusterManifest> {
-    let text = read(path)?;
-    let documents: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text)
+    let documents: Vec<serde_json::Value> = serde_saphyr::from_multiple(&read(path)?)
         .with_context(|| format!("parsing {} as YAML", path.display()))?;
-    let kinds: Vec<&str> = documents
-        .iter()
-        .map(|d| {
-            d.get("kind")
-                .and_then(|k| k.as_str())
-                .unwrap_or("<no kind>")
-        })
-        .collect();
-    let mut clusters = documents
-        .iter()
-        .filter(|d| d.get("kind").and_then(|k| k.as_str()) == Some("CephCluster"));
-    let (Some(cluster), None) = (clusters.next(), clusters.next()) else {
-        bail!(
-            "{} must hold exactly one CephCluster document; it holds: {}",
-            path.display(),
-            if kinds.is_empty() {
-                "nothing".to_owned()
-            } else {
-                kinds.join(", ")
-            }
-        );
-    };
-    serde_json::from_value(cluster.clone())
+    CephClusterManifest::from_documents(&documents)
         .with_context(|| format!("reading the CephCluster in {}", path.display()))
 }
 

@@ -91,28 +91,13 @@ pub fn run(args: &ResolveArgs) -> anyhow::Result<ExitCode> {
         anyhow::Ok(results)
     })?;
     let results: Vec<NameResult> = results
-        .into_iter()
+        .iter()
         .zip(&names)
-        .map(|(result, name)| match result {
-            Ok(resolution) => NameResult {
-                name: name.to_string(),
-                addresses: resolution
-                    .addresses
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect(),
-                error: None,
-            },
-            Err(e) => {
-                eprintln!("error: {e}");
-                NameResult {
-                    name: name.to_string(),
-                    addresses: Vec::new(),
-                    error: Some(e.to_string()),
-                }
-            }
-        })
+        .map(|(result, name)| NameResult::new(name, result.as_ref().map(|r| &r.addresses[..])))
         .collect();
+    for error in results.iter().filter_map(|r| r.error.as_ref()) {
+        eprintln!("error: {error}");
+    }
     let failed = results.iter().any(|r| r.error.is_some());
     output::print_verdict(
         &output::render(&results, args.output, |r| render_table(r))?,

@@ -5,12 +5,12 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
+use clusterset_daemon::kubeconfig::{KubeconfigArgs, NamespaceArgs};
 use clusterset_inspect::KubeReader;
 use clusterset_inspect::status::fetch;
 use clusterset_report::Scope;
 use clusterset_report::status::{render_table, report};
 
-use crate::kubeconfig::KubeArgs;
 use crate::output::{self, Format};
 use crate::progress::Spinner;
 
@@ -18,7 +18,9 @@ use crate::progress::Spinner;
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     #[command(flatten)]
-    kube: KubeArgs,
+    cluster: KubeconfigArgs,
+    #[command(flatten)]
+    namespace: NamespaceArgs,
     /// Every namespace instead of one.
     #[arg(short = 'A', long, conflicts_with = "namespace")]
     all_namespaces: bool,
@@ -34,11 +36,11 @@ pub fn run(args: &StatusArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting the async runtime")?;
     let report = runtime.block_on(async {
-        let connection = crate::kubeconfig::connect(&args.kube).await?;
+        let connection = args.cluster.connect().await?;
         let scope = if args.all_namespaces {
             Scope::All
         } else {
-            Scope::Namespace(connection.namespace.clone())
+            Scope::Namespace(args.namespace.or_default(&connection))
         };
         let reader = KubeReader::new(connection.client, connection.origin);
         let spinner = Spinner::start(format!("reading {scope}"));

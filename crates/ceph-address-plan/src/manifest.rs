@@ -36,6 +36,23 @@ pub enum ManifestError {
     InvalidIpFamily(String),
 }
 
+/// A manifest's documents that are not one CephCluster ([`CephClusterManifest::from_documents`]).
+#[derive(Debug, thiserror::Error)]
+pub enum DocumentsError {
+    /// No CephCluster document, or more than one.
+    #[error(
+        "the manifest must hold exactly one CephCluster document; it holds: {}",
+        if .kinds.is_empty() { "nothing".to_owned() } else { .kinds.join(", ") }
+    )]
+    NotOneCephCluster {
+        /// The kind of every document, in order (`<no kind>` for a document without one).
+        kinds: Vec<String>,
+    },
+    /// The CephCluster document has a field of the wrong shape.
+    #[error(transparent)]
+    Invalid(#[from] serde_json::Error),
+}
+
 /// The parts of a Rook `CephCluster` the planner reads. Everything else is ignored.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -147,6 +164,44 @@ pub struct Toggle {
 }
 
 impl CephClusterManifest {
+    /// The one CephCluster among a manifest file's `documents` (parsed from YAML or JSON);
+    /// documents of other kinds (a CephBlockPool, say) are skipped.
+    ///
+    /// ```
+    /// use ceph_address_plan::manifest::CephClusterManifest;
+    /// let pool = serde_json::json!({"apiVersion": "ceph.rook.io/v1", "kind": "CephBlockPool"});
+    /// let cluster = serde_json::json!({"apiVersion": "ceph.rook.io/v1", "kind": "CephCluster",
+    ///     "metadata": {"name": "rook-ceph", "namespace": "rook-ceph"}});
+    /// let manifest = CephClusterManifest::from_documents(&[pool.clone(), cluster])?;
+    /// assert_eq!(manifest.metadata.name.as_deref(), Some("rook-ceph"));
+    /// let refused = CephClusterManifest::from_documents(&[pool]).unwrap_err();
+    /// assert_eq!(
+    ///     refused.to_string(),
+    ///     "the manifest must hold exactly one CephCluster document; it holds: CephBlockPool"
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_documents(documents: &[serde_json::Value]) -> Result<Self, DocumentsError> {
+        let kind = |document: &serde_json::Value| {
+            document
+                .get("kind")
+                .and_then(|k| k.as_str())
+                .map(str::to_owned)
+        };
+        let mut clusters = documents
+            .iter()
+            .filter(|d| kind(d).as_deref() == Some(rook::CEPH_CLUSTER_KIND));
+        let (Some(cluster), None) = (clusters.next(), clusters.next()) else {
+            return Err(DocumentsError::NotOneCephCluster {
+                kinds: documents
+                    .iter()
+                    .map(|d| kind(d).unwrap_or_else(|| "<no kind>".to_owned()))
+                    .collect(),
+            });
+        };
+        Ok(Self::deserialize(cluster)?)
+    }
+
     /// The planner settings the manifest describes (Rook's defaults where it is silent; the
     /// Ceph version from the image tag).
     ///
@@ -372,6 +427,25 @@ mod tests {
         assert!(
             matches!(bad_family.settings(), Err(ManifestError::InvalidIpFamily(f)) if f == "ipv6")
         );
+    }
+
+    #[test]
+    fn a_manifest_holds_exactly_one_cephcluster() {
+        let doc = |kind: &str| serde_json::json!({"apiVersion": "ceph.rook.io/v1", "kind": kind});
+        let no_kind = serde_json::json!({"metadata": {}});
+        let err =
+            CephClusterManifest::from_documents(&[doc("CephCluster"), no_kind, doc("CephCluster")])
+                .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the manifest must hold exactly one CephCluster document; it holds: CephCluster, <no kind>, CephCluster"
+        );
+        let err = CephClusterManifest::from_documents(&[]).unwrap_err();
+        assert!(err.to_string().ends_with("it holds: nothing"), "{err}");
+        let mut bad = doc("CephCluster");
+        bad["spec"] = serde_json::json!({"mon": {"count": "three"}});
+        let err = CephClusterManifest::from_documents(&[bad]).unwrap_err();
+        assert!(matches!(err, DocumentsError::Invalid(_)), "{err}");
     }
 
     #[test]

@@ -19,11 +19,15 @@
 //! - [`CEPH_TOOLS`]: the programs a cluster runs, with their Debian packages (check them with
 //!   [`CephInstall::missing_tools`](mon_failover_io::CephInstall::missing_tools)).
 //!
+//! - [`demo`]: the guided run behind `mcsctl demo`: three mons move to global IPs published in
+//!   our clusterset DNS server and resolved through it, told to a [`demo::Narrator`].
+//!
 //! The driver that moves the mons is `mon-failover-io`'s; this crate's `tests/real_ceph.rs`
 //! runs it over real mons.
 #![forbid(unsafe_code)]
 
 mod cluster;
+pub mod demo;
 mod endpoint;
 mod exited;
 mod runtime;

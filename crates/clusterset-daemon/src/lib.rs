@@ -1,5 +1,6 @@
 //! What every clusterset daemon (`clusterset-agent`, `mcs-ceph-operator`) shares, so that both
-//! answer probes, expose metrics and log the same way:
+//! reach their clusters, answer probes, expose metrics and log the same way (`mcsctl` reaches a
+//! cluster through it too):
 //! - [`apply`]: server-side apply under a field manager, and deletes that treat "already gone"
 //!   as done (the pure cores decide what to prune);
 //! - [`http`]: `/metrics`, `/healthz` and `/readyz` over HTTP/1.1 for any [`Endpoints`];
@@ -9,12 +10,15 @@
 //!   source), [`ErrorChain`] (an error with its causes for a log line), [`object_key`];
 //! - [`shutdown_signal`]: SIGTERM or Ctrl-C, the end of a daemon's run;
 //! - [`Clock`]: the wall clock and tokio's monotonic clock, replaceable in tests;
-//! - [`lease`]: holding a Lease (leader election) with [`kube_lease`]'s rules.
+//! - [`lease`]: holding a Lease (leader election) with [`kube_lease`]'s rules;
+//! - [`kubeconfig`]: reaching a cluster by kubectl's rules, and the `--kubeconfig`, `--context`
+//!   and `-n` flags that `mcsctl` and the daemons flatten.
 #![forbid(unsafe_code)]
 
 pub mod apply;
 pub mod clock;
 pub mod http;
+pub mod kubeconfig;
 pub mod lease;
 pub mod logging;
 pub mod shutdown;

@@ -9,6 +9,8 @@
 //!   and that every snapshot clones.
 //! - [`objects`]: ServiceImports and MCS EndpointSlices (labelled
 //!   `multicluster.kubernetes.io/service-name` and `.../source-cluster`) validated into facts.
+//! - [`objects_file`]: a YAML file of them (documents or `kind: List`), read whole or refused
+//!   with every problem named ([`ZoneStore::replace_from_file`] serves it).
 //! - [`records`]: the pure record model: what a service's facts make, per (name, type), exactly
 //!   as the MCS DNS specification and CoreDNS's multicluster plugin give them, plus PTR records
 //!   and an opt-in Lighthouse mode for `<clusterid>.<svc>...`.
@@ -72,6 +74,7 @@ mod cow_map;
 mod index;
 pub mod name;
 pub mod objects;
+pub mod objects_file;
 pub mod prepared;
 pub mod records;
 #[cfg(feature = "server")]

@@ -1,6 +1,7 @@
 //! The live store: the zone behind a lock for writers, and an atomically swapped [`Snapshot`]
 //! for the server, so queries never wait for an update.
 
+use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, mpsc};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -9,6 +10,7 @@ use hickory_proto::rr::RecordType;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use crate::objects::{ObjectError, ServiceKey, SliceKey, ZoneObject};
+use crate::objects_file::{self, FileProblem};
 use crate::records::{Answer, ZoneConfig};
 use crate::wire::Snapshot;
 use crate::zone::ClustersetZone;
@@ -254,6 +256,19 @@ impl ZoneStore {
         self.swap_in(snapshot);
         self.retire(Retired::Zone(Box::new(old)));
         Ok(count)
+    }
+
+    /// Replaces the whole zone with the objects of the file at `path` ([`objects_file::read`])
+    /// if the file and every object in it are valid, like [`ZoneStore::replace_all`]; otherwise
+    /// changes nothing and returns every problem.
+    pub fn replace_from_file(&self, path: &Path) -> Result<usize, Vec<FileProblem>> {
+        self.replace_all(objects_file::read(path)?)
+            .map_err(|errors| {
+                errors
+                    .into_iter()
+                    .map(|e| FileProblem::object(path, e))
+                    .collect()
+            })
     }
 
     fn publish(&self, inner: &mut Inner) {

@@ -11,18 +11,19 @@ use std::path::{Path, PathBuf};
 /// The layers, bottom first: a module may use the modules before it in this list, never one
 /// after it. A new module goes into its place here.
 const LAYERS: &[&str] = &[
-    "name",     // DNS names in wire form, reverse names, the maps' hash
-    "cow_map",  // the copy-on-write sharded map
-    "objects",  // Kubernetes objects validated into facts
-    "records",  // the pure record model: what names hold, answers as records
-    "prepared", // a name's answers, encoded once
-    "index",    // the zone's indexes (services, namespaces, reverse names)
-    "zone",     // ClustersetZone: updates and the model's lookups
-    "zonefile", // the zone as a master file
-    "wire",     // the query hot path and the snapshot it answers from
-    "stats",    // query counts
-    "store",    // the live store
-    "server",   // the UDP and TCP server
+    "name",         // DNS names in wire form, reverse names, the maps' hash
+    "cow_map",      // the copy-on-write sharded map
+    "objects",      // Kubernetes objects validated into facts
+    "objects_file", // a YAML file of those objects
+    "records",      // the pure record model: what names hold, answers as records
+    "prepared",     // a name's answers, encoded once
+    "index",        // the zone's indexes (services, namespaces, reverse names)
+    "zone",         // ClustersetZone: updates and the model's lookups
+    "zonefile",     // the zone as a master file
+    "wire",         // the query hot path and the snapshot it answers from
+    "stats",        // query counts
+    "store",        // the live store
+    "server",       // the UDP and TCP server
 ];
 
 /// Modules on their own: they use no other module of the crate and none uses them (the

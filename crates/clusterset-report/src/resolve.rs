@@ -1,5 +1,7 @@
 //! `mcsctl resolve`: the outcome of each name, and its table.
 
+use std::net::IpAddr;
+
 use serde::Serialize;
 
 use crate::table::{Cell, Table, style};
@@ -15,6 +17,35 @@ pub struct NameResult {
     /// Why it failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+impl NameResult {
+    /// The outcome of `name`: its addresses, or why it did not resolve.
+    ///
+    /// ```
+    /// use clusterset_report::resolve::NameResult;
+    /// let ip: std::net::IpAddr = "242.1.0.7".parse()?;
+    /// let ok = NameResult::new("web.shop.svc.clusterset.local", Ok::<_, String>(&[ip][..]));
+    /// assert_eq!((ok.addresses, ok.error), (vec!["242.1.0.7".to_owned()], None));
+    /// let failed = NameResult::new("nope", Err::<&[std::net::IpAddr], _>("no such name (NXDOMAIN)"));
+    /// assert_eq!(failed.error.as_deref(), Some("no such name (NXDOMAIN)"));
+    /// assert!(failed.addresses.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new<E: std::fmt::Display>(
+        name: impl std::fmt::Display,
+        outcome: Result<&[IpAddr], E>,
+    ) -> Self {
+        let (addresses, error) = match outcome {
+            Ok(addresses) => (addresses.iter().map(ToString::to_string).collect(), None),
+            Err(error) => (Vec::new(), Some(error.to_string())),
+        };
+        Self {
+            name: name.to_string(),
+            addresses,
+            error,
+        }
+    }
 }
 
 /// One line per name: its addresses, or `-` when it failed.
