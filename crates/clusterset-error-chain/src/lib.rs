@@ -64,15 +64,20 @@ mod tests {
         source: std::io::Error,
     }
 
+    /// The failover's state store failing to write its file because of `cause`.
+    fn saving(cause: Box<dyn std::error::Error + Send + Sync>) -> Context {
+        Context {
+            context: "mon failover state",
+            source: cause,
+        }
+    }
+
     #[test]
     fn every_cause_is_printed_once_in_order() {
-        let error = Context {
-            context: "mon failover state",
-            source: Box::new(Context {
-                context: "writing /var/lib/state.json",
-                source: Box::new(std::io::Error::other("disk full")),
-            }),
-        };
+        let error = saving(Box::new(Context {
+            context: "writing /var/lib/state.json",
+            source: Box::new(std::io::Error::other("disk full")),
+        }));
         assert_eq!(
             ErrorChain(&error).to_string(),
             "mon failover state: writing /var/lib/state.json: disk full"
@@ -83,13 +88,10 @@ mod tests {
 
     #[test]
     fn a_cause_the_message_already_quotes_is_not_repeated() {
-        let error = Context {
-            context: "mon failover state",
-            source: Box::new(Quoting {
-                context: "writing /var/lib/state.json",
-                source: std::io::Error::other("disk full"),
-            }),
-        };
+        let error = saving(Box::new(Quoting {
+            context: "writing /var/lib/state.json",
+            source: std::io::Error::other("disk full"),
+        }));
         assert_eq!(
             ErrorChain(&error).to_string(),
             "mon failover state: writing /var/lib/state.json: disk full"

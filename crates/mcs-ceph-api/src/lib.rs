@@ -436,20 +436,25 @@ mod tests {
     #[test]
     fn both_resources_name_their_api_for_kube() {
         use kube_core::Resource;
-        assert_eq!(CephCluster::api_version(&()), "ceph.rook.io/v1");
-        assert_eq!(CephCluster::kind(&()), "CephCluster");
+        let ns = Some("rook-ceph");
+        let names = [
+            (
+                CephCluster::api_version(&()),
+                CephCluster::kind(&()),
+                CephCluster::url_path(&(), ns),
+            ),
+            (
+                CephClusterAddressing::api_version(&()),
+                CephClusterAddressing::kind(&()),
+                CephClusterAddressing::url_path(&(), ns),
+            ),
+        ];
         assert_eq!(
-            CephCluster::url_path(&(), Some("rook-ceph")),
-            "/apis/ceph.rook.io/v1/namespaces/rook-ceph/cephclusters"
-        );
-        assert_eq!(
-            CephClusterAddressing::api_version(&()),
-            "clusterset.io/v1alpha1"
-        );
-        assert_eq!(CephClusterAddressing::kind(&()), KIND);
-        assert_eq!(
-            CephClusterAddressing::url_path(&(), Some("rook-ceph")),
-            "/apis/clusterset.io/v1alpha1/namespaces/rook-ceph/cephclusteraddressings"
+            names.map(|(api, kind, url)| format!("{api} {kind} {url}")),
+            [
+                "ceph.rook.io/v1 CephCluster /apis/ceph.rook.io/v1/namespaces/rook-ceph/cephclusters",
+                "clusterset.io/v1alpha1 CephClusterAddressing /apis/clusterset.io/v1alpha1/namespaces/rook-ceph/cephclusteraddressings",
+            ]
         );
         let mut object = CephClusterAddressing::new("c", "rook-ceph", AddressingStatus::default());
         object.meta_mut().uid = Some("u-1".into());

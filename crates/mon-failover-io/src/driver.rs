@@ -369,7 +369,7 @@ mod tests {
     use super::*;
     use mon_failover::{
         AdminError, CommandError, Config, MemoryStateStore, MockCephMonAdmin, MockMonRuntime,
-        MockStateStore, RuntimeError,
+        MockStateStore, QuorumStatus, RuntimeError,
     };
 
     use crate::test_support::quorum_status as status;
@@ -396,6 +396,18 @@ mod tests {
 
     const ABC: [(&str, &str); 3] = [("a", "10.0.0.1"), ("b", "10.0.0.2"), ("c", "10.0.0.3")];
 
+    /// An admin that answers every quorum status with `answer()`.
+    fn admin_answering(answer: fn() -> Result<QuorumStatus, AdminError>) -> MockCephMonAdmin {
+        let mut admin = MockCephMonAdmin::new();
+        admin.expect_quorum_status().returning(answer);
+        admin
+    }
+
+    /// Mons a, b and c, all in quorum.
+    fn abc_in_quorum() -> Result<QuorumStatus, AdminError> {
+        Ok(status(&ABC, &["a", "b", "c"]))
+    }
+
     /// A runtime that judges a mon on a 10.x address misplaced.
     fn runtime() -> MockMonRuntime {
         let mut runtime = MockMonRuntime::new();
@@ -411,10 +423,7 @@ mod tests {
 
     #[tokio::test]
     async fn persists_before_executing_and_reports_outcomes_next_tick() {
-        let mut admin = MockCephMonAdmin::new();
-        admin
-            .expect_quorum_status()
-            .returning(|| Ok(status(&ABC, &["a", "b", "c"])));
+        let admin = admin_answering(abc_in_quorum);
         let mut runtime = runtime();
         let mut seq = mockall::Sequence::new();
         let mut store = MockStateStore::new();
@@ -448,10 +457,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failed_save_runs_nothing() {
-        let mut admin = MockCephMonAdmin::new();
-        admin
-            .expect_quorum_status()
-            .returning(|| Ok(status(&ABC, &["a", "b", "c"])));
+        let admin = admin_answering(abc_in_quorum);
         let mut runtime = runtime();
         runtime.expect_provision_address().never();
         let mut store = MockStateStore::new();
@@ -477,10 +483,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failed_command_and_an_unreadable_quorum_keep_their_causes() {
-        let mut admin = MockCephMonAdmin::new();
-        admin
-            .expect_quorum_status()
-            .returning(|| Ok(status(&ABC, &["a", "b", "c"])));
+        let admin = admin_answering(abc_in_quorum);
         let mut failing = runtime();
         failing.expect_provision_address().returning(|_, _| {
             Err(RuntimeError::Io {
@@ -498,11 +501,10 @@ mod tests {
         };
         assert_eq!(error, "writing /run/mon-d: disk full");
 
-        let mut admin = MockCephMonAdmin::new();
-        admin.expect_quorum_status().returning(|| {
+        let admin = admin_answering(|| {
             Err(AdminError::Parse {
                 command: "ceph quorum_status".into(),
-                source: serde_json::from_str::<mon_failover::QuorumStatus>("{}").unwrap_err(),
+                source: serde_json::from_str::<QuorumStatus>("{}").unwrap_err(),
             })
         });
         let mut unreachable = driver(admin, runtime(), Arc::new(MemoryStateStore::new())).await;
@@ -525,8 +527,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_unreachable_cluster_is_observed_and_nothing_runs() {
-        let mut admin = MockCephMonAdmin::new();
-        admin.expect_quorum_status().returning(|| {
+        let mut admin = admin_answering(|| {
             Err(AdminError::Command(CommandError::Timeout {
                 command: "ceph quorum_status".into(),
                 after: Duration::from_secs(15),
@@ -550,10 +551,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_placement_error_leaves_the_mon_alone() {
-        let mut admin = MockCephMonAdmin::new();
-        admin
-            .expect_quorum_status()
-            .returning(|| Ok(status(&ABC, &["a", "b", "c"])));
+        let admin = admin_answering(abc_in_quorum);
         let mut runtime = MockMonRuntime::new();
         runtime
             .expect_placement()

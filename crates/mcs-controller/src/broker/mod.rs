@@ -334,11 +334,11 @@ mod tests {
     #[test]
     fn a_record_names_its_api_for_kube() {
         use kube_core::Resource;
-        assert_eq!(BrokerRecord::api_version(&()), "clusterset.io/v1alpha1");
-        assert_eq!(BrokerRecord::kind(&()), "ExportRecord");
+        let url = BrokerRecord::url_path(&(), Some("broker-east"));
+        let api = (BrokerRecord::api_version(&()), BrokerRecord::kind(&()));
         assert_eq!(
-            BrokerRecord::url_path(&(), Some("broker-east")),
-            "/apis/clusterset.io/v1alpha1/namespaces/broker-east/exportrecords"
+            format!("{} {} {url}", api.0, api.1),
+            "clusterset.io/v1alpha1 ExportRecord /apis/clusterset.io/v1alpha1/namespaces/broker-east/exportrecords"
         );
     }
 
