@@ -75,39 +75,26 @@ fn a_missing_required_flag_is_a_usage_error() {
 
 #[test]
 fn the_committed_broker_crd_is_the_one_the_agent_prints() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../deploy/clusterset-agent/broker-crd.yaml"
-    );
-    let text = std::fs::read_to_string(path).unwrap();
-    // As JSON values (both read by the same YAML parser), so that a field the typed CRD would
-    // drop still counts.
-    let committed: serde_json::Value = serde_saphyr::from_str(&text).unwrap();
-    let generated: serde_json::Value =
-        serde_saphyr::from_str(&clusterset_agent::cli::crd_yaml().unwrap()).unwrap();
-    assert_eq!(
-        committed, generated,
-        "deploy/clusterset-agent/broker-crd.yaml is not the CRD generated from mcs_controller::ExportRecord; regenerate with: cargo run -p clusterset-agent -- crd > deploy/clusterset-agent/broker-crd.yaml"
+    // The text itself, so that any field, and any change of form, counts.
+    kube_fake::crd::assert_committed(
+        "deploy/clusterset-agent/broker-crd.yaml",
+        &clusterset_agent::cli::crd_yaml().unwrap(),
+        "cargo run -p clusterset-agent -- crd",
     );
 }
 
 #[test]
 fn the_committed_hub_manifests_are_the_ones_the_agent_prints() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../deploy/clusterset-agent/hub.yaml"
-    );
-    let committed = std::fs::read_to_string(path).unwrap();
     let out = agent(&["hub-manifests", "--cluster", "east", "--cluster", "west"]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(
-        committed,
-        String::from_utf8_lossy(&out.stdout),
-        "regenerate with: cargo run -p clusterset-agent -- hub-manifests --cluster east --cluster west > deploy/clusterset-agent/hub.yaml"
+    kube_fake::crd::assert_committed(
+        "deploy/clusterset-agent/hub.yaml",
+        &String::from_utf8_lossy(&out.stdout),
+        "cargo run -p clusterset-agent -- hub-manifests --cluster east --cluster west",
     );
 }
 

@@ -28,13 +28,15 @@ fn of_kind<'a>(documents: &'a [Value], kind: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {kind} in operator.yaml"))
 }
 
+/// What regenerates a copy of the CRD.
+const CRD_COMMAND: &str = "cargo run -p mcs-ceph-operator -- crd";
+
 #[test]
 fn the_crd_file_is_what_the_binary_prints() {
-    let file = std::fs::read_to_string(format!("{DIR}/crd.yaml")).unwrap();
-    assert_eq!(
-        file,
-        mcs_ceph_operator::cli::crd_yaml().unwrap(),
-        "regenerate with: cargo run -p mcs-ceph-operator -- crd > deploy/mcs-ceph-operator/crd.yaml"
+    kube_fake::crd::assert_committed(
+        "deploy/mcs-ceph-operator/crd.yaml",
+        &mcs_ceph_operator::cli::crd_yaml().unwrap(),
+        CRD_COMMAND,
     );
 }
 
@@ -363,15 +365,15 @@ fn the_chart_with_default_values_renders_the_plain_manifests() {
         .collect();
     templates.sort();
     for name in &templates {
-        let text = chart_file(&format!("templates/{name}"));
         if name == "crd.yaml" {
-            assert_eq!(
-                text,
-                mcs_ceph_operator::cli::crd_yaml().unwrap(),
-                "regenerate with: cargo run -p mcs-ceph-operator -- crd > deploy/helm/mcs-ceph-operator/templates/crd.yaml"
+            kube_fake::crd::assert_committed(
+                "deploy/helm/mcs-ceph-operator/templates/crd.yaml",
+                &mcs_ceph_operator::cli::crd_yaml().unwrap(),
+                CRD_COMMAND,
             );
             continue;
         }
+        let text = chart_file(&format!("templates/{name}"));
         let text = render(&text, &values, "mcs-ceph-operator", app_version);
         rendered.extend(serde_saphyr::from_multiple::<Value>(&text).unwrap());
     }

@@ -59,7 +59,8 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         Ok(report) => report,
         Err(DemoError::Migration(error)) => {
             spinner.finish();
-            eprintln!("error: {error}");
+            // With its causes, as main prints every other error.
+            eprintln!("error: {:#}", anyhow::Error::from(error));
             return Ok(ExitCode::from(1));
         }
         Err(error) => return Err(error.into()),

@@ -10,9 +10,10 @@ use clap::Args;
 use clusterset_daemon::kubeconfig::{KubeconfigArgs, NamespaceArgs};
 use clusterset_dns::{HickoryClustersetResolver, ResolverSettings};
 use clusterset_inspect::KubeReader;
-use clusterset_inspect::diagnose::{ask, gather, monmap_view, read_monmap};
-use clusterset_report::diagnose::{Monmap, diagnose, questions, render_table};
+use clusterset_inspect::diagnose::{ask, gather, read_monmap};
+use clusterset_report::diagnose::{diagnose, questions, render_table};
 use mcs_types::names::{ClustersetName, Zone};
+use mon_failover::MonMap;
 
 use crate::UsageError;
 use crate::output::{self, Format};
@@ -49,21 +50,20 @@ pub struct DiagnoseArgs {
     output: Format,
 }
 
-/// The monmap of `--monmap` (`-` reads stdin), as the checks read it.
-fn load_monmap(path: &std::path::Path) -> anyhow::Result<Monmap> {
+/// The monmap of `--monmap` (`-` reads stdin).
+fn load_monmap(path: &std::path::Path) -> anyhow::Result<MonMap> {
     let text = if path == std::path::Path::new("-") {
         std::io::read_to_string(std::io::stdin()).context("reading the monmap from stdin")?
     } else {
         std::fs::read_to_string(path)
             .with_context(|| format!("reading the monmap {}", path.display()))?
     };
-    let monmap = read_monmap(&text).map_err(|e| {
+    read_monmap(&text).map_err(|e| {
         anyhow::anyhow!(
             "{} is not the JSON of `ceph mon dump -f json` or `ceph quorum_status -f json`: {e}",
             path.display()
         )
-    })?;
-    Ok(monmap_view(&monmap))
+    })
 }
 
 /// Runs `mcsctl diagnose`: exit status 1 when a check failed.

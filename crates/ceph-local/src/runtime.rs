@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use ceph_address_plan::MonId;
+use clusterset_error_chain::ErrorChain;
 use mon_failover::{
     Addressing, CephMonAdmin, CommandError, MonRuntime, Placement, RuntimeError, judge_placement,
 };
@@ -112,7 +113,7 @@ impl LocalMonRuntime {
             let last = match admin.quorum_status().await {
                 Ok(status) if status.quorum_names.len() >= wanted => return Ok(started.elapsed()),
                 Ok(status) => format!("in quorum: [{}]", status.quorum_names.join(", ")),
-                Err(error) => error.to_string(),
+                Err(error) => ErrorChain(&error).to_string(),
             };
             if started.elapsed() >= within {
                 return Err(QuorumWaitError::Timeout {

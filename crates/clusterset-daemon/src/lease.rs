@@ -17,7 +17,7 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::PostParams;
 use kube::{Api, Client};
-use kube_lease::{DEFAULT_SKEW_ALLOWANCE, Decision, LeaseClaim, Observed, decide, release};
+use kube_lease::{Action, DEFAULT_SKEW_ALLOWANCE, Decision, LeaseClaim, Observed, decide, release};
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
@@ -160,7 +160,7 @@ impl Elector {
             now,
         );
         let written = match decision {
-            Decision::Wait { holder, .. } => {
+            Decision::Act(Action::Wait { holder, .. }) => {
                 self.leading = false;
                 return Ok(Standing::Follower {
                     holder: Some(holder),
@@ -170,8 +170,8 @@ impl Elector {
                 self.leading = false;
                 return Ok(Standing::Follower { holder });
             }
-            Decision::Create(lease) => self.api.create(&params, &lease).await,
-            Decision::Acquire(lease) | Decision::Renew(lease) => {
+            Decision::Act(Action::Create(lease)) => self.api.create(&params, &lease).await,
+            Decision::Act(Action::Acquire(lease) | Action::Renew(lease)) => {
                 self.api
                     .replace(&self.settings.claim.name, &params, &lease)
                     .await

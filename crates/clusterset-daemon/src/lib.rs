@@ -123,36 +123,9 @@ pub fn object_key<'a>(meta: &'a ObjectMeta, builder: &str) -> Result<(&'a str, &
     }
 }
 
-/// An error and its sources, each once, joined by `: ` — what a log line prints so that the
-/// cause of a failure is not lost (`tracing::warn!(error = %ErrorChain(&error), ...)`).
-///
-/// ```
-/// #[derive(Debug, thiserror::Error)]
-/// #[error("cannot read the Lease")]
-/// struct Outer(#[source] std::io::Error);
-/// let error = Outer(std::io::Error::other("connection reset"));
-/// assert_eq!(clusterset_daemon::ErrorChain(&error).to_string(), "cannot read the Lease: connection reset");
-/// ```
-#[derive(Debug, Clone, Copy)]
-pub struct ErrorChain<'a>(pub &'a (dyn std::error::Error + 'static));
-
-impl std::fmt::Display for ErrorChain<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut printed = self.0.to_string();
-        f.write_str(&printed)?;
-        let mut source = self.0.source();
-        while let Some(error) = source {
-            let text = error.to_string();
-            // An error that already quotes its source's text: print that text once.
-            if !printed.contains(&text) {
-                write!(f, ": {text}")?;
-                printed = text;
-            }
-            source = error.source();
-        }
-        Ok(())
-    }
-}
+/// An error and its sources, each once, for a log line: the workspace's one formatter of error
+/// chains, from [`clusterset_error_chain`].
+pub use clusterset_error_chain::ErrorChain;
 
 pub use clock::Clock;
 pub use http::{Endpoints, encode_metrics, respond, serve};

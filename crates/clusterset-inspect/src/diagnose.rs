@@ -1,12 +1,12 @@
 //! What `mcsctl diagnose` reads and asks: the objects of one service ([`gather`]), the DNS
 //! answers to clusterset-report's questions ([`ask`]), a monmap given as Ceph's JSON
-//! ([`read_monmap`], [`monmap_view`]).
+//! ([`read_monmap`]).
 
 use ceph_address_plan::{Daemon, rook};
 use clusterset_dns::{ClustersetResolver, ResolveError, resolve_all};
 use clusterset_report::Scope;
 use clusterset_report::diagnose::{
-    CephFacts, DnsAnswer, DnsFailure, DnsFailureKind, Facts, Monmap, MonmapMon, daemon_of,
+    CephFacts, DnsAnswer, DnsFailure, DnsFailureKind, Facts, daemon_of,
 };
 use mcs_types::labels::SERVICE_NAME_LABEL;
 use mcs_types::names::ClustersetName;
@@ -111,27 +111,9 @@ pub fn read_monmap(text: &str) -> std::result::Result<MonMap, serde_json::Error>
     }
 }
 
-/// The monmap as the checks read it: each mon's name, public addresses as Ceph prints them,
-/// and its public IP (or why it has none).
-pub fn monmap_view(monmap: &MonMap) -> Monmap {
-    Monmap {
-        epoch: monmap.epoch,
-        mons: monmap
-            .mons
-            .iter()
-            .map(|mon| MonmapMon {
-                name: mon.name.clone(),
-                public_addrs: mon.public_addrs.to_string(),
-                ip: mon.ip().map_err(|e| e.to_string()),
-            })
-            .collect(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::IpAddr;
     use std::time::Duration;
 
     use crate::reader::KubeReader;
@@ -217,37 +199,6 @@ mod tests {
         });
         assert_eq!(read_monmap(&status.to_string()).unwrap(), monmap);
         assert!(read_monmap("{\"epoch\": 1}").is_err());
-    }
-
-    #[test]
-    fn the_checks_see_each_mon_with_its_addresses_and_ip() {
-        let view = monmap_view(&mon_dump());
-        let ip = |s: &str| Ok(s.parse::<IpAddr>().unwrap());
-        assert_eq!(
-            view,
-            Monmap {
-                epoch: 4,
-                mons: vec![
-                    MonmapMon {
-                        name: "a".to_owned(),
-                        public_addrs: "[v2:242.1.0.10:3300/0,v1:242.1.0.10:6789/0]".to_owned(),
-                        ip: ip("242.1.0.10"),
-                    },
-                    MonmapMon {
-                        name: "b".to_owned(),
-                        public_addrs: "[v2:10.96.12.11:3300/0,v1:10.96.12.11:6789/0]".to_owned(),
-                        ip: ip("10.96.12.11"),
-                    },
-                ],
-            }
-        );
-        let mut no_address = mon_dump();
-        no_address.mons[0].public_addrs.addrvec.clear();
-        let error = monmap_view(&no_address).mons[0].ip.clone().unwrap_err();
-        assert!(
-            error.starts_with("mon a has no usable public address"),
-            "{error}"
-        );
     }
 
     #[test]

@@ -26,19 +26,21 @@
 //!
 //! ```
 //! use std::time::{Duration, Instant};
-//! use kube_lease::{Decision, LeaseClaim, Observed, decide, DEFAULT_SKEW_ALLOWANCE};
+//! use kube_lease::{Action, Decision, LeaseClaim, Observed, action, decide, DEFAULT_SKEW_ALLOWANCE};
 //! use k8s_openapi::jiff::Timestamp;
 //!
 //! let claim = LeaseClaim::new("mcs-ceph-operator", "ops", "pod-a", Duration::from_secs(15));
 //! let (wall, now) = (Timestamp::constant(1_777_636_800, 0), Instant::now());
 //! // No Lease yet: create it, held by this replica.
-//! let Decision::Create(lease) = decide(None, &claim, false, wall, now) else { unreachable!() };
+//! let Action::Create(lease) = action(None, &claim, wall, now) else { unreachable!() };
 //! // Another replica sees it, held by pod-a: it waits the Lease's duration by its own clock.
 //! let other = LeaseClaim::new("mcs-ceph-operator", "ops", "pod-b", Duration::from_secs(15));
 //! let seen = Observed::update(None, *lease, wall, now, DEFAULT_SKEW_ALLOWANCE);
-//! assert!(matches!(decide(Some(&seen), &other, false, wall, now), Decision::Wait { .. }));
+//! assert!(matches!(action(Some(&seen), &other, wall, now), Action::Wait { .. }));
 //! let later = now + Duration::from_secs(15);
-//! assert!(matches!(decide(Some(&seen), &other, false, wall, later), Decision::Acquire(_)));
+//! assert!(matches!(action(Some(&seen), &other, wall, later), Action::Acquire(_)));
+//! // Had pod-b led before, the Lease naming pod-a means it lost it.
+//! assert!(matches!(decide(Some(&seen), &other, true, wall, later), Decision::Lost { .. }));
 //! ```
 #![forbid(unsafe_code)]
 
@@ -245,9 +247,9 @@ impl<M: Moment> Observed<M> {
     }
 }
 
-/// What a claimant does about the Lease.
+/// What a claimant does about the Lease, as far as the record tells (see [`action`]).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Decision<M: Moment = Instant> {
+pub enum Action<M: Moment = Instant> {
     /// There is no Lease: create this one (held by the claimant).
     Create(Box<Lease>),
     /// The Lease is free, or its holder stopped renewing it for its whole duration: replace it
@@ -264,6 +266,13 @@ pub enum Decision<M: Moment = Instant> {
         /// When, by the claimant's clock, the Lease may be taken if it does not change.
         until: M,
     },
+}
+
+/// What a leader-election candidate does about the Lease (see [`decide`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision<M: Moment = Instant> {
+    /// What the record tells any claimant to do ([`action`]).
+    Act(Action<M>),
     /// The claimant held the Lease but it now names someone else (or no one): stop writing.
     Lost {
         /// The holder named now, if any.
@@ -271,9 +280,44 @@ pub enum Decision<M: Moment = Instant> {
     },
 }
 
+/// What `claim`'s holder does at `wall` / `now`, given what it observed of the Lease (`None`:
+/// the Lease does not exist): renew a Lease it is named the holder of, create a missing one,
+/// take a free one or one seen unchanged for its duration, else wait. A claimant that renews
+/// its Lease whatever it held before (the agent's heartbeat) needs no more; a leader also
+/// needs to know when it lost the Lease ([`decide`]).
+pub fn action<M: Moment>(
+    observed: Option<&Observed<M>>,
+    claim: &LeaseClaim,
+    wall: Timestamp,
+    now: M,
+) -> Action<M> {
+    let Some(observed) = observed else {
+        return Action::Create(Box::new(held_by(None, claim, wall)));
+    };
+    let lease = &observed.lease;
+    match holder(lease) {
+        Some(me) if me == claim.identity => {
+            Action::Renew(Box::new(held_by(Some(lease), claim, wall)))
+        }
+        None => Action::Acquire(Box::new(held_by(Some(lease), claim, wall))),
+        Some(other) => {
+            let until = observed.takeover_at();
+            if now < until {
+                Action::Wait {
+                    holder: other.to_owned(),
+                    until,
+                }
+            } else {
+                Action::Acquire(Box::new(held_by(Some(lease), claim, wall)))
+            }
+        }
+    }
+}
+
 /// The decision of `claim`'s holder at `wall` / `now`, given what it observed of the Lease
 /// (`None`: the Lease does not exist) and whether it holds the Lease as far as it knows
-/// (`leading`).
+/// (`leading`): a leader whose Lease now names someone else, or no one, has lost it (it does
+/// not take it back at once); otherwise the [`action`] the record calls for.
 pub fn decide<M: Moment>(
     observed: Option<&Observed<M>>,
     claim: &LeaseClaim,
@@ -281,30 +325,15 @@ pub fn decide<M: Moment>(
     wall: Timestamp,
     now: M,
 ) -> Decision<M> {
-    let Some(observed) = observed else {
-        return Decision::Create(Box::new(held_by(None, claim, wall)));
-    };
-    let lease = &observed.lease;
-    match holder(lease) {
-        Some(me) if me == claim.identity => {
-            Decision::Renew(Box::new(held_by(Some(lease), claim, wall)))
-        }
-        other if leading => Decision::Lost {
-            holder: other.map(str::to_owned),
-        },
-        None => Decision::Acquire(Box::new(held_by(Some(lease), claim, wall))),
-        Some(other) => {
-            let until = observed.takeover_at();
-            if now < until {
-                Decision::Wait {
-                    holder: other.to_owned(),
-                    until,
-                }
-            } else {
-                Decision::Acquire(Box::new(held_by(Some(lease), claim, wall)))
-            }
-        }
+    if leading
+        && let Some(observed) = observed
+        && holder(&observed.lease) != Some(claim.identity.as_str())
+    {
+        return Decision::Lost {
+            holder: holder(&observed.lease).map(str::to_owned),
+        };
     }
+    Decision::Act(action(observed, claim, wall, now))
 }
 
 /// The Lease held by `claim`'s holder, renewed at `wall`, replacing `previous` (its

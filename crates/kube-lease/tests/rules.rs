@@ -8,8 +8,8 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube_lease::{
-    DEFAULT_SKEW_ALLOWANCE, Decision, LeaseClaim, Moment, Observed, decide, held_by, holder,
-    release,
+    Action, DEFAULT_SKEW_ALLOWANCE, Decision, LeaseClaim, Moment, Observed, action, decide,
+    held_by, holder, release,
 };
 
 fn claim(identity: &str) -> LeaseClaim {
@@ -71,7 +71,17 @@ fn spec(lease: &Lease) -> &LeaseSpec {
     lease.spec.as_ref().unwrap()
 }
 
-/// The decision of `identity` at `seconds`.
+/// The action of `identity` at `seconds`.
+fn action_at(observed: Option<&Observed>, identity: &str, seconds: u64) -> Action {
+    action(
+        observed,
+        &claim(identity),
+        at(i64::try_from(seconds).unwrap()),
+        mono(seconds),
+    )
+}
+
+/// The decision of `identity` at `seconds`, leading or not.
 fn decide_at(observed: Option<&Observed>, identity: &str, leading: bool, seconds: u64) -> Decision {
     decide(
         observed,
@@ -84,7 +94,7 @@ fn decide_at(observed: Option<&Observed>, identity: &str, leading: bool, seconds
 
 #[test]
 fn a_missing_lease_is_created_held_by_me() {
-    let Decision::Create(lease) = decide_at(None, "a", false, 0) else {
+    let Action::Create(lease) = action_at(None, "a", 0) else {
         panic!("create expected");
     };
     let spec = spec(&lease);
@@ -102,7 +112,7 @@ fn a_free_lease_is_acquired_at_once_with_its_version() {
     let released = release(&lease(Some("b"), at(0), 3, "7"), "b", at(1)).unwrap();
     assert_eq!(holder(&released), None);
     let seen = seen(released, 2);
-    let Decision::Acquire(lease) = decide_at(Some(&seen), "a", false, 2) else {
+    let Action::Acquire(lease) = action_at(Some(&seen), "a", 2) else {
         panic!("acquire expected");
     };
     assert_eq!(holder(&lease), Some("a"));
@@ -115,13 +125,13 @@ fn a_free_lease_is_acquired_at_once_with_its_version() {
 fn a_lease_held_by_another_is_taken_only_after_its_duration_unrenewed() {
     let seen = seen(lease(Some("b"), at(0), 2, "9"), 0);
     assert_eq!(
-        decide_at(Some(&seen), "a", false, 14),
-        Decision::Wait {
+        action_at(Some(&seen), "a", 14),
+        Action::Wait {
             holder: "b".into(),
             until: mono(15)
         }
     );
-    let Decision::Acquire(lease) = decide_at(Some(&seen), "a", false, 15) else {
+    let Action::Acquire(lease) = action_at(Some(&seen), "a", 15) else {
         panic!("acquire expected once expired");
     };
     assert_eq!(holder(&lease), Some("a"));
@@ -136,7 +146,7 @@ fn the_holder_renews_keeping_acquire_time_and_transitions() {
     let seen = seen(lease(Some("a"), at(0), 5, "11"), 0);
     // Also after a restart of the same pod (not leading yet).
     for leading in [true, false] {
-        let Decision::Renew(lease) = decide_at(Some(&seen), "a", leading, 2) else {
+        let Decision::Act(Action::Renew(lease)) = decide_at(Some(&seen), "a", leading, 2) else {
             panic!("renew expected");
         };
         assert_eq!(spec(&lease).acquire_time, Some(MicroTime(t0())));
@@ -161,14 +171,14 @@ fn the_holders_clock_is_never_compared_with_mine_for_a_takeover() {
         );
         assert!(
             matches!(
-                decide_at(Some(&first), "a", false, 1),
-                Decision::Wait { until, .. } if until == mono(15)
+                action_at(Some(&first), "a", 1),
+                Action::Wait { until, .. } if until == mono(15)
             ),
             "renewed at {renewed}"
         );
         assert!(matches!(
-            decide_at(Some(&first), "a", false, 15),
-            Decision::Acquire(_)
+            action_at(Some(&first), "a", 15),
+            Action::Acquire(_)
         ));
     }
 }
@@ -194,8 +204,8 @@ fn a_renewal_seen_restarts_the_wait() {
     let renewed = observe(Some(&same), lease(Some("b"), at(12), 0, "2"), 14);
     assert_eq!(renewed.since(), mono(14));
     assert!(matches!(
-        decide_at(Some(&renewed), "a", false, 20),
-        Decision::Wait { until, .. } if until == mono(29)
+        action_at(Some(&renewed), "a", 20),
+        Action::Wait { until, .. } if until == mono(29)
     ));
 }
 
@@ -275,30 +285,44 @@ fn a_leader_that_sees_another_holder_has_lost() {
         decide_at(Some(&free), "a", true, 1),
         Decision::Lost { holder: None }
     );
+    // A candidate that did not lead does what the record calls for: wait for b, take the free one.
+    assert_eq!(
+        decide_at(Some(&other), "a", false, 14),
+        Decision::Act(Action::Wait {
+            holder: "b".into(),
+            until: mono(15)
+        })
+    );
+    assert!(matches!(
+        decide_at(Some(&free), "a", false, 1),
+        Decision::Act(Action::Acquire(_))
+    ));
 }
 
 #[test]
 fn transitions_count_changes_of_holder() {
-    let write = |decision: Decision, version: &str| -> Lease {
-        let (Decision::Create(mut lease)
-        | Decision::Acquire(mut lease)
-        | Decision::Renew(mut lease)) = decision
+    let write = |action: Action, version: &str| -> Lease {
+        let (Action::Create(mut lease) | Action::Acquire(mut lease) | Action::Renew(mut lease)) =
+            action
         else {
-            panic!("a write expected, got {decision:?}");
+            panic!("a write expected, got {action:?}");
         };
         lease.metadata.resource_version = Some(version.into());
         *lease
     };
-    let a = write(decide_at(None, "a", false, 0), "1");
-    let b = write(decide_at(Some(&seen(a, 0)), "b", false, 20), "2");
+    let a = write(action_at(None, "a", 0), "1");
+    let b = write(action_at(Some(&seen(a, 0)), "b", 20), "2");
     assert_eq!(spec(&b).lease_transitions, Some(1));
-    let b = write(decide_at(Some(&seen(b, 20)), "b", true, 22), "3");
+    let Decision::Act(renewal) = decide_at(Some(&seen(b, 20)), "b", true, 22) else {
+        panic!("the leader renews");
+    };
+    let b = write(renewal, "3");
     assert_eq!(
         spec(&b).lease_transitions,
         Some(1),
         "a renewal is no transition"
     );
-    let a = write(decide_at(Some(&seen(b, 22)), "a", false, 40), "4");
+    let a = write(action_at(Some(&seen(b, 22)), "a", 40), "4");
     assert_eq!(spec(&a).lease_transitions, Some(2));
     assert_eq!(holder(&a), Some("a"));
 }
@@ -357,8 +381,8 @@ fn a_sans_io_core_observes_with_the_timestamps_it_is_given() {
     assert_eq!(first.takeover_at(), at(15));
     assert_eq!(first.stale_at(), at(-80));
     assert!(matches!(
-        decide(Some(&first), &claim("a"), false, at(3), at(3)),
-        Decision::Wait { until, .. } if until == at(15)
+        action(Some(&first), &claim("a"), at(3), at(3)),
+        Action::Wait { until, .. } if until == at(15)
     ));
     assert_eq!(at(0).plus(Duration::from_secs(2)), at(2));
     assert_eq!(at(0).minus(Duration::from_secs(2)), at(-2));

@@ -18,7 +18,6 @@
 //! ```
 #![forbid(unsafe_code)]
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use ceph_address_plan::CephVersion;
@@ -146,32 +145,14 @@ impl CephCluster {
     }
 }
 
-impl kube_core::Resource for CephCluster {
-    type DynamicType = ();
-    type Scope = NamespaceResourceScope;
-
-    fn kind(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(CEPH_KIND)
-    }
-    fn group(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(CEPH_GROUP)
-    }
-    fn version(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(CEPH_VERSION)
-    }
-    fn api_version(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(CEPH_API_VERSION)
-    }
-    fn plural(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed("cephclusters")
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+mcs_types::impl_resource!(CephCluster {
+    group: CEPH_GROUP,
+    version: CEPH_VERSION,
+    kind: CEPH_KIND,
+    plural: "cephclusters",
+    scope: NamespaceResourceScope,
+    api_version: CEPH_API_VERSION,
+});
 
 fn api_version() -> String {
     format!("{GROUP}/{VERSION}")
@@ -221,32 +202,13 @@ impl CephClusterAddressing {
     }
 }
 
-impl kube_core::Resource for CephClusterAddressing {
-    type DynamicType = ();
-    type Scope = NamespaceResourceScope;
-
-    fn kind(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(KIND)
-    }
-    fn group(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(GROUP)
-    }
-    fn version(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(VERSION)
-    }
-    fn api_version(_: &()) -> Cow<'_, str> {
-        Cow::Owned(api_version())
-    }
-    fn plural(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(PLURAL)
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+mcs_types::impl_resource!(CephClusterAddressing {
+    group: GROUP,
+    version: VERSION,
+    kind: KIND,
+    plural: PLURAL,
+    scope: NamespaceResourceScope,
+});
 
 /// Where a CephCluster stands, most blocking first.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -470,6 +432,35 @@ pub fn crd() -> Result<CustomResourceDefinition, CrdError> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn both_resources_name_their_api_for_kube() {
+        use kube_core::Resource;
+        let ns = Some("rook-ceph");
+        let names = [
+            (
+                CephCluster::api_version(&()),
+                CephCluster::kind(&()),
+                CephCluster::url_path(&(), ns),
+            ),
+            (
+                CephClusterAddressing::api_version(&()),
+                CephClusterAddressing::kind(&()),
+                CephClusterAddressing::url_path(&(), ns),
+            ),
+        ];
+        assert_eq!(
+            names.map(|(api, kind, url)| format!("{api} {kind} {url}")),
+            [
+                "ceph.rook.io/v1 CephCluster /apis/ceph.rook.io/v1/namespaces/rook-ceph/cephclusters",
+                "clusterset.io/v1alpha1 CephClusterAddressing /apis/clusterset.io/v1alpha1/namespaces/rook-ceph/cephclusteraddressings",
+            ]
+        );
+        let mut object = CephClusterAddressing::new("c", "rook-ceph", AddressingStatus::default());
+        object.meta_mut().uid = Some("u-1".into());
+        assert_eq!(object.metadata.uid.as_deref(), Some("u-1"));
+        assert_eq!(object.meta().name.as_deref(), Some("c"));
+    }
 
     #[test]
     fn a_ceph_cluster_round_trips_every_field() {

@@ -28,6 +28,7 @@ use ceph_address_plan::mon_objects::{self, ShapeError, uses_claim};
 use ceph_address_plan::{
     ClusterSettings, MonId, MonInput, cluster_owner_reference, format, mon_service, rook,
 };
+use clusterset_daemon::ErrorChain;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -64,7 +65,7 @@ pub const MON_SECRET: &str = "rook-ceph-mon";
 #[derive(Debug, thiserror::Error)]
 pub enum MigrationError {
     /// A Kubernetes request failed.
-    #[error("{action}: {source}")]
+    #[error("{action}")]
     Api {
         /// What was being done.
         action: String,
@@ -75,7 +76,7 @@ pub enum MigrationError {
     #[error("{0}")]
     Shape(String),
     /// Writing the admin keyring or configuration failed.
-    #[error("{context}: {source}")]
+    #[error("{context}")]
     Io {
         /// What was being done.
         context: String,
@@ -133,7 +134,7 @@ pub fn stored_state(status: &AddressingStatus) -> Result<Option<MachineState>, S
 pub fn gate(cluster: &CephCluster, status: &AddressingStatus) -> Gate {
     let in_flight = stored_state(status)
         .map(|state| state.and_then(|s| s.migration().map(|m| m.new_mon().clone())))
-        .map_err(|error| error.to_string());
+        .map_err(|error| ErrorChain(&error).to_string());
     mcs_ceph_core::migration::gate(cluster, status, in_flight)
 }
 
@@ -949,8 +950,9 @@ impl MonMigration {
                 (Arc::new(cli), Some(files))
             }
         };
-        let failover =
-            |e: &dyn std::fmt::Display| MigrationError::Shape(format!("mon failover: {e}"));
+        let failover = |e: &(dyn std::error::Error + 'static)| {
+            MigrationError::Shape(format!("mon failover: {}", ErrorChain(e)))
+        };
         let machine = mon_failover::Machine::new(self.machine.clone()).map_err(|e| failover(&e))?;
         let runtime = KubeMonRuntime::new(
             self.client.clone(),

@@ -245,7 +245,7 @@ async fn migrate(
                 line: format!("failed, retrying: {}", ErrorChain(&error)),
                 in_progress: true,
                 steps: Vec::new(),
-                failure: Some(error.to_string()),
+                failure: Some(ErrorChain(&error).to_string()),
             })
         }
     }

@@ -656,6 +656,27 @@ async fn a_mon_mounting_a_claim_that_is_not_its_own_is_refused_before_any_write(
 }
 
 #[tokio::test]
+async fn a_failed_request_says_what_was_done_and_keeps_kubes_error_as_its_cause() {
+    let mut objects = base_objects(None);
+    objects.remove(&format!("{DEPLOYMENTS}rook-ceph-mon-a"));
+    let (client, _server) = api_client(objects);
+    let error = runtime(&client, Some(D_ADDRESS))
+        .start(&id("d"), D_ADDRESS.parse().unwrap())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "reading the template mon Deployment rook-ceph/rook-ceph-mon-a"
+    );
+    let chain = clusterset_daemon::ErrorChain(&error).to_string();
+    assert!(
+        chain.starts_with("reading the template mon Deployment rook-ceph/rook-ceph-mon-a: ")
+            && chain.contains("not found"),
+        "{chain}"
+    );
+}
+
+#[tokio::test]
 async fn delete_removes_the_export_in_the_served_mcs_version() {
     use mcs_ceph_core::snapshot::McsVersion;
     for (version, path) in [

@@ -9,20 +9,15 @@ use k8s_openapi::api::core::v1::{Service, ServicePort as CorePort, ServiceSpec};
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointPort, EndpointSlice};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
-use kube_syntax::crd::crd_errors;
-use kube_syntax::object::{Catalog, Completeness};
+use kube_fake::crd::CrdCheck;
 use mcs_controller::broker::{GROUP, KIND, PLURAL, VERSION};
 use mcs_controller::crd::export_record_crd;
 use mcs_controller::{EndpointMode, ExportRecord, LocalExport};
 use mcs_types::{ClusterId, ServiceKey};
 use serde_json::{Value, json};
 
-fn crd_json() -> Value {
-    serde_json::to_value(export_record_crd().unwrap()).unwrap()
-}
-
-fn catalog() -> Catalog {
-    Catalog::builtin().with_crd(&crd_json())
+fn check() -> CrdCheck {
+    CrdCheck::new(&export_record_crd().unwrap())
 }
 
 /// A record as `ExportRecord::from_local` builds it, with endpoints, labels and global IPs.
@@ -90,16 +85,12 @@ fn spec() -> Value {
 
 /// The fields of the refusals of `object`, with their error kinds.
 fn refused(object: &Value) -> Vec<String> {
-    catalog()
-        .object_errors(object, Completeness::Whole)
-        .iter()
-        .map(ToString::to_string)
-        .collect()
+    check().refused(object)
 }
 
 #[test]
 fn the_crd_passes_the_api_server_rules() {
-    assert_eq!(crd_errors(&crd_json()), Vec::new());
+    check().assert_crd_accepted();
 }
 
 #[test]
@@ -148,11 +139,8 @@ fn the_crd_names_one_namespaced_version_with_its_columns_and_no_status() {
 fn every_record_the_controller_builds_is_accepted() {
     for mode in [EndpointMode::GlobalIngress, EndpointMode::PodAddresses] {
         let object = object(serde_json::to_value(record(mode)).unwrap());
-        assert_eq!(refused(&object), Vec::<String>::new(), "{mode:?}");
         // Nothing the record says is dropped by pruning.
-        let mut pruned = object.clone();
-        catalog().prune(&mut pruned);
-        assert_eq!(pruned, object, "{mode:?}");
+        check().assert_accepted_and_kept(&object, &format!("{mode:?}"));
     }
 }
 
@@ -195,11 +183,7 @@ fn the_identity_of_a_record_is_checked() {
     for (pointer, value, expected) in cases {
         let mut spec = spec();
         *spec.pointer_mut(pointer).unwrap() = value;
-        let errors = refused(&object(spec));
-        assert!(
-            errors.iter().any(|e| e.starts_with(expected)),
-            "{pointer}: expected {expected:?}, got {errors:#?}"
-        );
+        check().assert_refused(&object(spec), expected, pointer);
     }
 }
 
@@ -248,23 +232,20 @@ fn a_newer_agents_fields_are_kept_and_the_service_and_endpoints_are_not_checked(
     spec["service"]["ports"] = json!("not checked here: the agents read it with serde");
     spec["endpoints"][0]["futureEndpointField"] = json!([1, 2]);
     let object = object(spec);
-    assert_eq!(refused(&object), Vec::<String>::new());
-    let mut pruned = object.clone();
-    catalog().prune(&mut pruned);
-    assert_eq!(pruned, object);
+    check().assert_accepted_and_kept(&object, "a newer agent's record");
 
     // The service key is a closed object: an unknown field there is dropped.
     let mut with_extra = object.clone();
     with_extra["spec"]["serviceKey"]["extra"] = json!("x");
-    catalog().prune(&mut with_extra);
+    let with_extra = check().pruned(&with_extra);
     assert_eq!(with_extra, object);
 
     // An endpoints entry must still be an object.
     let mut spec = with_extra["spec"].clone();
     spec["endpoints"] = json!(["10.0.0.1"]);
-    let errors = refused(&self::object(spec));
-    assert!(
-        errors.iter().any(|e| e.starts_with("spec.endpoints[0]")),
-        "{errors:#?}"
+    check().assert_refused(
+        &self::object(spec),
+        "spec.endpoints[0]",
+        "an endpoint that is no object",
     );
 }

@@ -93,3 +93,9 @@ pub mod about {
         crate::resources::about_version!("v1alpha1", other: v1beta1);
     }
 }
+
+/// What [`impl_resource!`] names through this crate, so that its users need not depend on them.
+#[doc(hidden)]
+pub mod __private {
+    pub use kube_core;
+}

@@ -4,8 +4,6 @@
 //! differ from what that derive produces: a ServiceExport may have no `spec` at all (the common
 //! case), `spec` is optional at the root of every schema, and both versions share one CRD.
 
-use std::borrow::Cow;
-
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// What a document must say about itself to deserialize into a resource type.
@@ -84,8 +82,75 @@ pub(crate) fn name_of(metadata: &ObjectMeta) -> String {
     metadata.name.clone().unwrap_or_default()
 }
 
-pub(crate) fn cow(s: &'static str) -> Cow<'static, str> {
-    Cow::Borrowed(s)
+/// Implements [`kube_core::Resource`] for a type with a `metadata` field (`ObjectMeta`) from its
+/// API group, version, kind and plural (`&'static str`s) and its scope type: the one
+/// implementation of the trait for every resource type of the workspace (the MCS types here,
+/// the broker's `ExportRecord`, the operator's `CephClusterAddressing` and Rook's `CephCluster`),
+/// whatever its fields and serialization. `api_version` names a constant holding
+/// `group/version`; without it, kube-core's default builds it from the group and version.
+///
+/// ```
+/// use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+/// use kube_core::Resource;
+///
+/// struct Widget {
+///     metadata: ObjectMeta,
+/// }
+/// mcs_types::impl_resource!(Widget {
+///     group: "example.com",
+///     version: "v1",
+///     kind: "Widget",
+///     plural: "widgets",
+///     scope: kube_core::NamespaceResourceScope,
+/// });
+///
+/// assert_eq!(Widget::api_version(&()), "example.com/v1");
+/// assert_eq!(Widget::url_path(&(), Some("ns")), "/apis/example.com/v1/namespaces/ns/widgets");
+/// let widget = Widget { metadata: ObjectMeta { name: Some("w".into()), ..ObjectMeta::default() } };
+/// assert_eq!(widget.meta().name.as_deref(), Some("w"));
+/// ```
+#[macro_export]
+macro_rules! impl_resource {
+    (
+        $name:ty {
+            group: $group:expr,
+            version: $version:expr,
+            kind: $kind:expr,
+            plural: $plural:expr,
+            scope: $scope:ty
+            $(, api_version: $api_version:expr)?
+            $(,)?
+        }
+    ) => {
+        impl $crate::__private::kube_core::Resource for $name {
+            type DynamicType = ();
+            type Scope = $scope;
+
+            fn kind(_: &()) -> ::std::borrow::Cow<'_, str> {
+                ::std::borrow::Cow::Borrowed($kind)
+            }
+            fn group(_: &()) -> ::std::borrow::Cow<'_, str> {
+                ::std::borrow::Cow::Borrowed($group)
+            }
+            fn version(_: &()) -> ::std::borrow::Cow<'_, str> {
+                ::std::borrow::Cow::Borrowed($version)
+            }
+            $(
+                fn api_version(_: &()) -> ::std::borrow::Cow<'_, str> {
+                    ::std::borrow::Cow::Borrowed($api_version)
+                }
+            )?
+            fn plural(_: &()) -> ::std::borrow::Cow<'_, str> {
+                ::std::borrow::Cow::Borrowed($plural)
+            }
+            fn meta(&self) -> &$crate::__private::kube_core::ObjectMeta {
+                &self.metadata
+            }
+            fn meta_mut(&mut self) -> &mut $crate::__private::kube_core::ObjectMeta {
+                &mut self.metadata
+            }
+        }
+    };
 }
 
 /// Defines one top-level resource type of one API version: the struct, its (de)serialization
@@ -188,32 +253,14 @@ macro_rules! resource {
             }
         }
 
-        impl kube_core::Resource for $name {
-            type DynamicType = ();
-            type Scope = $scope;
-
-            fn kind(_: &()) -> std::borrow::Cow<'_, str> {
-                $crate::resources::cow($kind)
-            }
-            fn group(_: &()) -> std::borrow::Cow<'_, str> {
-                $crate::resources::cow($group)
-            }
-            fn version(_: &()) -> std::borrow::Cow<'_, str> {
-                $crate::resources::cow($version)
-            }
-            fn api_version(_: &()) -> std::borrow::Cow<'_, str> {
-                $crate::resources::cow(Self::API_VERSION)
-            }
-            fn plural(_: &()) -> std::borrow::Cow<'_, str> {
-                $crate::resources::cow($plural)
-            }
-            fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-                &self.metadata
-            }
-            fn meta_mut(&mut self) -> &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-                &mut self.metadata
-            }
-        }
+        $crate::impl_resource!($name {
+            group: $group,
+            version: $version,
+            kind: $kind,
+            plural: $plural,
+            scope: $scope,
+            api_version: Self::API_VERSION,
+        });
 
         impl kube_core::object::HasSpec for $name {
             type Spec = $spec;

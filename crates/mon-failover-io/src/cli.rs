@@ -301,7 +301,14 @@ mod tests {
         let ceph = CephCli::new("c").program(fake_ceph(dir.path(), "{\"nope\":1}", 0));
         let err = ceph.quorum_status().await.unwrap_err();
         assert!(matches!(err, AdminError::Parse { .. }), "{err}");
-        assert!(err.to_string().contains("quorum_status"), "{err}");
+        let chain = clusterset_error_chain::ErrorChain(&err).to_string();
+        assert!(
+            chain.contains("quorum_status")
+                && chain.ends_with(
+                    "printed unexpected JSON: missing field `election_epoch` at line 1 column 10"
+                ),
+            "{chain}"
+        );
     }
 
     #[tokio::test]

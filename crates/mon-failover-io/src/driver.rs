@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use clusterset_error_chain::ErrorChain;
 use mon_failover::{
     Addressing, CephMonAdmin, ClusterView, Command, CommandOutcome, Machine, MachineState,
     MonMapError, MonRuntime, Observation, Placement, StateStore, StoreError, Timestamp, is_settled,
@@ -16,7 +17,7 @@ use mon_failover::{
 #[derive(Debug, thiserror::Error)]
 pub enum DriverError {
     /// The state could not be loaded or saved. Nothing was executed after a failed save.
-    #[error("mon failover state: {0}")]
+    #[error("mon failover state")]
     Store(#[from] StoreError),
     /// The monmap holds something the machine cannot work with.
     #[error(transparent)]
@@ -198,7 +199,7 @@ impl Driver {
                 return Ok(Observation {
                     addressing,
                     cluster: ClusterView::Unreachable {
-                        reason: error.to_string(),
+                        reason: ErrorChain(&error).to_string(),
                     },
                     outcomes,
                 });
@@ -211,7 +212,7 @@ impl Driver {
             let placement = match self.runtime.placement(&id, address, addressing).await {
                 Ok(placement) => placement,
                 Err(error) => {
-                    tracing::warn!(mon = %id, %error, "cannot judge the mon's placement; leaving it alone");
+                    tracing::warn!(mon = %id, error = %ErrorChain(&error), "cannot judge the mon's placement; leaving it alone");
                     Placement::Unknown
                 }
             };
@@ -274,9 +275,11 @@ impl Driver {
     }
 
     async fn execute_one(&self, command: &Command) -> CommandOutcome {
-        let failed = |error: String| CommandOutcome::Failed {
+        // The outcome's text is the error with its causes (the machine keeps it as the last
+        // error, which the operator's status shows).
+        let failed = |error: &(dyn std::error::Error + 'static)| CommandOutcome::Failed {
             command: command.clone(),
-            error,
+            error: ErrorChain(error).to_string(),
         };
         match command {
             Command::ProvisionAddress { mon, addressing } => {
@@ -286,20 +289,20 @@ impl Driver {
                         address,
                     },
                     Ok(None) => CommandOutcome::AddressPending { mon: mon.clone() },
-                    Err(e) => failed(e.to_string()),
+                    Err(e) => failed(&e),
                 }
             }
             Command::StartMon { mon, address } => match self.runtime.start(mon, *address).await {
                 Ok(()) => CommandOutcome::Done(command.clone()),
-                Err(e) => failed(e.to_string()),
+                Err(e) => failed(&e),
             },
             Command::RemoveFromMonmap { mon } => match self.admin.remove_mon(mon).await {
                 Ok(()) => CommandOutcome::Done(command.clone()),
-                Err(e) => failed(e.to_string()),
+                Err(e) => failed(&e),
             },
             Command::DeleteMon { mon } => match self.runtime.delete(mon).await {
                 Ok(()) => CommandOutcome::Done(command.clone()),
-                Err(e) => failed(e.to_string()),
+                Err(e) => failed(&e),
             },
         }
     }
@@ -366,7 +369,7 @@ mod tests {
     use super::*;
     use mon_failover::{
         AdminError, CommandError, Config, MemoryStateStore, MockCephMonAdmin, MockMonRuntime,
-        MockStateStore, RuntimeError,
+        MockStateStore, QuorumStatus, RuntimeError,
     };
 
     use crate::test_support::quorum_status as status;
@@ -393,6 +396,18 @@ mod tests {
 
     const ABC: [(&str, &str); 3] = [("a", "10.0.0.1"), ("b", "10.0.0.2"), ("c", "10.0.0.3")];
 
+    /// An admin that answers every quorum status with `answer()`.
+    fn admin_answering(answer: fn() -> Result<QuorumStatus, AdminError>) -> MockCephMonAdmin {
+        let mut admin = MockCephMonAdmin::new();
+        admin.expect_quorum_status().returning(answer);
+        admin
+    }
+
+    /// Mons a, b and c, all in quorum.
+    fn abc_in_quorum() -> Result<QuorumStatus, AdminError> {
+        Ok(status(&ABC, &["a", "b", "c"]))
+    }
+
     /// A runtime that judges a mon on a 10.x address misplaced.
     fn runtime() -> MockMonRuntime {
         let mut runtime = MockMonRuntime::new();
@@ -408,10 +423,7 @@ mod tests {
 
     #[tokio::test]
     async fn persists_before_executing_and_reports_outcomes_next_tick() {
-        let mut admin = MockCephMonAdmin::new();
-        admin
-            .expect_quorum_status()
-            .returning(|| Ok(status(&ABC, &["a", "b", "c"])));
+        let admin = admin_answering(abc_in_quorum);
         let mut runtime = runtime();
         let mut seq = mockall::Sequence::new();
         let mut store = MockStateStore::new();
@@ -445,10 +457,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failed_save_runs_nothing() {
-        let mut admin = MockCephMonAdmin::new();
-        admin
-            .expect_quorum_status()
-            .returning(|| Ok(status(&ABC, &["a", "b", "c"])));
+        let admin = admin_answering(abc_in_quorum);
         let mut runtime = runtime();
         runtime.expect_provision_address().never();
         let mut store = MockStateStore::new();
@@ -464,13 +473,61 @@ mod tests {
             .tick(Addressing::Clusterset, Timestamp::from_millis(0))
             .await
             .unwrap_err();
-        assert!(err.to_string().contains("disk full"), "{err}");
+        // The message is the driver's; the store's error and its cause follow in the chain.
+        assert_eq!(err.to_string(), "mon failover state");
+        assert_eq!(
+            ErrorChain(&err).to_string(),
+            "mon failover state: saving /x: disk full"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failed_command_and_an_unreadable_quorum_keep_their_causes() {
+        let admin = admin_answering(abc_in_quorum);
+        let mut failing = runtime();
+        failing.expect_provision_address().returning(|_, _| {
+            Err(RuntimeError::Io {
+                context: "writing /run/mon-d".into(),
+                source: std::io::Error::other("disk full"),
+            })
+        });
+        let mut failed = driver(admin, failing, Arc::new(MemoryStateStore::new())).await;
+        let tick = failed
+            .tick(Addressing::Clusterset, Timestamp::from_millis(0))
+            .await
+            .unwrap();
+        let [CommandOutcome::Failed { error, .. }] = tick.outcomes.as_slice() else {
+            panic!("one failed command: {:?}", tick.outcomes)
+        };
+        assert_eq!(error, "writing /run/mon-d: disk full");
+
+        let admin = admin_answering(|| {
+            Err(AdminError::Parse {
+                command: "ceph quorum_status".into(),
+                source: serde_json::from_str::<QuorumStatus>("{}").unwrap_err(),
+            })
+        });
+        let mut unreachable = driver(admin, runtime(), Arc::new(MemoryStateStore::new())).await;
+        let tick = unreachable
+            .tick(Addressing::Clusterset, Timestamp::from_millis(0))
+            .await
+            .unwrap();
+        let blocked = tick
+            .state
+            .blocked()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        assert!(
+            blocked.contains(
+                "`ceph quorum_status` printed unexpected JSON: missing field `election_epoch`"
+            ),
+            "{blocked}"
+        );
     }
 
     #[tokio::test]
     async fn an_unreachable_cluster_is_observed_and_nothing_runs() {
-        let mut admin = MockCephMonAdmin::new();
-        admin.expect_quorum_status().returning(|| {
+        let mut admin = admin_answering(|| {
             Err(AdminError::Command(CommandError::Timeout {
                 command: "ceph quorum_status".into(),
                 after: Duration::from_secs(15),
@@ -494,10 +551,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_placement_error_leaves_the_mon_alone() {
-        let mut admin = MockCephMonAdmin::new();
-        admin
-            .expect_quorum_status()
-            .returning(|| Ok(status(&ABC, &["a", "b", "c"])));
+        let admin = admin_answering(abc_in_quorum);
         let mut runtime = MockMonRuntime::new();
         runtime
             .expect_placement()

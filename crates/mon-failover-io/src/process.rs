@@ -140,9 +140,9 @@ mod tests {
             .await
             .unwrap_err();
         assert!(matches!(err, CommandError::Spawn { .. }));
-        assert!(
-            err.to_string()
-                .contains("apt-get install ceph-mon ceph-common")
+        assert_eq!(
+            clusterset_error_chain::ErrorChain(&err).to_string(),
+            "cannot run `/nonexistent/ceph` (are ceph-mon and ceph-common installed? `apt-get install ceph-mon ceph-common`): No such file or directory (os error 2)"
         );
     }
 

@@ -77,6 +77,7 @@ impl StateStore for FileStateStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clusterset_error_chain::ErrorChain;
 
     #[tokio::test]
     async fn a_corrupt_file_is_reported_and_left_untouched() {
@@ -86,7 +87,14 @@ mod tests {
         let store = FileStateStore::new(&path);
         let err = store.load().await.unwrap_err();
         assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
-        assert!(err.to_string().contains("left untouched"), "{err}");
+        // What to do, then why: the parse error is the source, printed by the chain.
+        assert_eq!(
+            ErrorChain(&err).to_string(),
+            format!(
+                "{} does not hold a mon failover state; it is left untouched: restore it from a backup, or move it away to start from the monmap: key must be a string at line 1 column 3",
+                path.display()
+            )
+        );
         assert_eq!(std::fs::read(&path).unwrap(), b"{ not json");
     }
 
@@ -108,9 +116,12 @@ mod tests {
     async fn a_missing_directory_is_an_error_naming_the_path() {
         let store = FileStateStore::new("/nonexistent-dir/state.json");
         let err = store.save(&MachineState::new(None)).await.unwrap_err();
+        let chain = ErrorChain(&err).to_string();
         assert!(
-            err.to_string().contains("/nonexistent-dir/state.json"),
-            "{err}"
+            err.to_string().contains("/nonexistent-dir/state.json")
+                && chain.ends_with(": No such file or directory (os error 2)")
+                && !err.to_string().contains("os error"),
+            "{chain}"
         );
     }
 }

@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use clusterset_error_chain::ErrorChain;
 use mon_failover::quorum::majority;
 use mon_failover::{AdminError, CephMonAdmin, QuorumStatus};
 
@@ -83,7 +84,9 @@ impl QuorumWatch {
                             record.quorums.push(line);
                         }
                     }
-                    Err(error) => record.losses.push((started.elapsed(), error.to_string())),
+                    Err(error) => record
+                        .losses
+                        .push((started.elapsed(), ErrorChain(&error).to_string())),
                 }
             }
         });

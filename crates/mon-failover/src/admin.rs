@@ -231,7 +231,7 @@ pub enum AdminError {
     #[error(transparent)]
     Command(#[from] CommandError),
     /// The command printed JSON of another shape than expected.
-    #[error("`{command}` printed unexpected JSON: {source}")]
+    #[error("`{command}` printed unexpected JSON")]
     Parse {
         /// The command line.
         command: String,

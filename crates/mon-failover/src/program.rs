@@ -10,7 +10,7 @@ use std::time::Duration;
 pub enum CommandError {
     /// The program could not be started.
     #[error(
-        "cannot run `{command}`: {source} (are ceph-mon and ceph-common installed? `apt-get install ceph-mon ceph-common`)"
+        "cannot run `{command}` (are ceph-mon and ceph-common installed? `apt-get install ceph-mon ceph-common`)"
     )]
     Spawn {
         /// The command line.

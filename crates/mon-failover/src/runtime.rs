@@ -23,7 +23,7 @@ pub enum RuntimeError {
     #[error(transparent)]
     Admin(#[from] AdminError),
     /// A file operation failed.
-    #[error("{context}: {source}")]
+    #[error("{context}")]
     Io {
         /// What was being done, with the path.
         context: String,
@@ -40,8 +40,9 @@ pub enum RuntimeError {
         /// What to change.
         fix: String,
     },
-    /// Another runtime's error (for example a Kubernetes API error).
-    #[error("{0}")]
+    /// Another runtime's error (for example a Kubernetes API error): its message, and its
+    /// causes as this error's.
+    #[error(transparent)]
     Other(Box<dyn std::error::Error + Send + Sync>),
 }
 

@@ -12,7 +12,7 @@ use crate::MachineState;
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// Reading or writing failed.
-    #[error("{context}: {source}")]
+    #[error("{context}")]
     Io {
         /// What was being done, with the path.
         context: String,
@@ -21,7 +21,7 @@ pub enum StoreError {
     },
     /// The stored state does not parse. It is left as it is.
     #[error(
-        "{path} does not hold a mon failover state ({source}); it is left untouched: restore it from a backup, or move it away to start from the monmap"
+        "{path} does not hold a mon failover state; it is left untouched: restore it from a backup, or move it away to start from the monmap"
     )]
     Corrupt {
         /// The file.
@@ -29,8 +29,9 @@ pub enum StoreError {
         /// The parse error.
         source: serde_json::Error,
     },
-    /// Another store's error (for example a Kubernetes API error).
-    #[error("{0}")]
+    /// Another store's error (for example a Kubernetes API error): its message, and its causes
+    /// as this error's.
+    #[error(transparent)]
     Other(Box<dyn std::error::Error + Send + Sync>),
 }
 

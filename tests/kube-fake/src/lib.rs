@@ -4,13 +4,16 @@
 //! tests ([`mock::client`]), and the recorded member cluster east ([`fixture`]) it answers from;
 //! and the strict half of every tower-test mock API server of the daemons' tests
 //! ([`strict`]: each request checked by kube-syntax's rules on the test's catalog, refused as a
-//! real server refuses it, and every refusal failing the test unless it expects it).
+//! real server refuses it, and every refusal failing the test unless it expects it); and the
+//! checks of our CRDs ([`crd`]: by the API server's rules, and the committed files of
+//! `deploy/` against what the commands print).
 //!
 //! A dev-dependency only: no library has it in its public API.
 #![forbid(unsafe_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod api;
+pub mod crd;
 pub mod fixture;
 pub mod http;
 pub mod mock;

@@ -20,6 +20,7 @@ use ceph_address_plan::{
     CephVersion, ClusterSettings, Daemon, Inventory, MonId, MonInput, OsdInput, Plan, PlanInput,
 };
 use ceph_local::{EndpointSource, LocalCluster, LocalMonRuntime};
+use clusterset_error_chain::ErrorChain;
 use mon_failover::{Addressing, CephMonAdmin, MonRuntime};
 use mon_failover_io::{CephCli, CephInstall, CommandLine};
 use tokio::process::Child;
@@ -933,7 +934,7 @@ where
         let last = match check().await {
             Ok((Some(value), _)) => return Ok(value),
             Ok((None, seen)) => seen,
-            Err(error) => error.to_string(),
+            Err(error) => ErrorChain(&error).to_string(),
         };
         if started.elapsed() >= within {
             return Err(LabError::NotReached {

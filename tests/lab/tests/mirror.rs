@@ -13,6 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use clusterset_error_chain::ErrorChain;
 use clusterset_lab::mirror::{
     IMAGE_MIB, MirrorLab, connections_of, listeners_of, run_mirror_scenario, wait_for_content,
 };
@@ -74,7 +75,7 @@ impl TestLab {
             },
             Err(error) => {
                 print_logs(dir.path());
-                panic!("the clusters did not start: {error}");
+                panic!("the clusters did not start: {}", ErrorChain(&error));
             }
         }
     }
@@ -390,6 +391,7 @@ async fn mcs_turned_on_under_a_writing_client_loses_no_write_and_mirroring_resum
                     .await
                     .map(|out| String::from_utf8_lossy(&out).into_owned());
                 let osds = lab.a.osd_states().await;
+                let error = ErrorChain(&error);
                 panic!(
                     "{error}\nthe client's last log lines (newest first): {tail:#?}\nits requests in flight: {in_flight:?}\nceph -s: {status:?}\nosds: {osds:?}"
                 );

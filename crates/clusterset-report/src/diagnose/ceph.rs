@@ -5,8 +5,9 @@ use std::net::{IpAddr, SocketAddr};
 
 use ceph_address_plan::{Daemon, args, rook};
 use mcs_types::ServiceImportType;
+use mon_failover::MonMap;
 
-use super::{Check, DnsAnswer, DnsFailure, DnsFailureKind, Facts, Hop, Monmap, ips_text, same_set};
+use super::{Check, DnsAnswer, DnsFailure, DnsFailureKind, Facts, Hop, ips_text, same_set};
 use crate::view::{mon_endpoints, slice_addresses, slice_clusters};
 
 /// A failed lookup's likely cause and fix.
@@ -239,7 +240,7 @@ fn mon_endpoints_check(
 }
 
 /// What the monmap (`--monmap`) says of mon `id`.
-fn monmap_check(monmap: Option<&Monmap>, id: &str, global_ips: &[IpAddr], ns: &str) -> Check {
+fn monmap_check(monmap: Option<&MonMap>, id: &str, global_ips: &[IpAddr], ns: &str) -> Check {
     let check = format!("the monmap has mon {id} at the global IP");
     let Some(monmap) = monmap else {
         return Check::skip(
@@ -269,8 +270,8 @@ fn monmap_check(monmap: Option<&Monmap>, id: &str, global_ips: &[IpAddr], ns: &s
                 "compare with mcsctl status -n {ns}; a mon that never joins is rolled back by the operator"
             ),
         ),
-        Some(mon) => match &mon.ip {
-            Ok(ip) if global_ips.contains(ip) => Check::pass(
+        Some(mon) => match mon.ip() {
+            Ok(ip) if global_ips.contains(&ip) => Check::pass(
                 Hop::Ceph,
                 check,
                 format!("{id} at {} (epoch {})", mon.public_addrs, monmap.epoch),

@@ -16,6 +16,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use mcs_types::names::{ClustersetName, NameError, Zone};
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
+use mon_failover::MonMap;
 use serde::Serialize;
 
 use crate::MaybeServed;
@@ -42,8 +43,9 @@ pub struct CephFacts {
     pub mon_endpoints: Option<ConfigMap>,
     /// The OSD's Deployment (OSDs).
     pub osd_deployment: Option<Deployment>,
-    /// The monmap, when given (`--monmap`); not read from Kubernetes.
-    pub monmap: Option<Monmap>,
+    /// The monmap, when given (`--monmap`: `ceph mon dump -f json`, or the monmap of `ceph
+    /// quorum_status -f json`); not read from Kubernetes.
+    pub monmap: Option<MonMap>,
 }
 
 /// Everything `diagnose` reads from the cluster about one service.
@@ -174,27 +176,6 @@ pub struct QuestionError {
     /// Why.
     #[source]
     pub source: NameError,
-}
-
-/// A monmap as the checks read it (from `ceph mon dump -f json` or `ceph quorum_status -f json`,
-/// parsed by mon-failover's types where it is read).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Monmap {
-    /// Its epoch.
-    pub epoch: u64,
-    /// Its mons, by rank.
-    pub mons: Vec<MonmapMon>,
-}
-
-/// One mon of a [`Monmap`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MonmapMon {
-    /// Its name (Rook's mon id).
-    pub name: String,
-    /// Its public addresses as Ceph prints them (`[v2:IP:3300/0,v1:IP:6789/0]`).
-    pub public_addrs: String,
-    /// Its public IP, or why it has no usable one.
-    pub ip: Result<IpAddr, String>,
 }
 
 /// Which hop a check belongs to.

@@ -3,6 +3,7 @@
 use super::*;
 use kube_fake::fixture::{cluster_east as fixture, objects};
 use mcs_types::labels::SERVICE_NAME_LABEL;
+use mon_failover::MonMapEntry;
 
 fn of<T: serde::de::DeserializeOwned>(values: Vec<serde_json::Value>) -> Vec<T> {
     values
@@ -227,22 +228,17 @@ fn a_migrated_mon_passes_the_ceph_hops_too() {
     );
 }
 
-/// Mon `name` of a monmap at `ip` (msgr2 and msgr1), as Ceph prints it.
-fn mon(name: &str, ip: &str) -> MonmapMon {
-    MonmapMon {
-        name: name.to_owned(),
-        public_addrs: format!("[v2:{ip}:3300/0,v1:{ip}:6789/0]"),
-        ip: Ok(ip.parse().unwrap()),
+/// `mon` moved to `ip` (msgr2 and msgr1).
+fn at_ip(mut mon: MonMapEntry, ip: &str) -> MonMapEntry {
+    for (addr, port) in mon.public_addrs.addrvec.iter_mut().zip([3300, 6789]) {
+        addr.addr = format!("{ip}:{port}");
     }
+    mon
 }
 
-/// The monmap of `tests/fixtures/mon-dump.json` (its reading is clusterset-kube-read's, and
-/// tested there to give exactly this).
-fn mon_dump() -> Monmap {
-    Monmap {
-        epoch: 4,
-        mons: vec![mon("a", "242.1.0.10"), mon("b", "10.96.12.11")],
-    }
+/// The monmap of `tests/fixtures/mon-dump.json`: mon a at its global IP, b at its cluster IP.
+fn mon_dump() -> MonMap {
+    serde_json::from_str(include_str!("../../../../tests/fixtures/mon-dump.json")).unwrap()
 }
 
 #[test]
@@ -263,7 +259,7 @@ fn the_monmap_of_ceph_mon_dump_or_quorum_status_is_compared_with_the_global_ip()
 
     // Ceph still has the mon at its cluster IP.
     let mut old = monmap.clone();
-    old.mons[0] = mon("a", "10.96.12.10");
+    old.mons[0] = at_ip(old.mons[0].clone(), "10.96.12.10");
     facts.ceph.as_mut().unwrap().monmap = Some(old);
     let diagnosis = diagnose(&facts, &answers(&facts, &found));
     let check_ = check(&diagnosis, "the monmap has mon a at the global IP");
@@ -288,6 +284,29 @@ fn the_monmap_of_ceph_mon_dump_or_quorum_status_is_compared_with_the_global_ip()
     assert_eq!(
         check(&diagnosis, "the monmap has mon a at the global IP").detail,
         "mon a is not in monmap epoch 4 (it has b)"
+    );
+}
+
+#[test]
+fn a_monmap_entry_without_a_usable_address_fails_the_check_and_says_so() {
+    let mut monmap = mon_dump();
+    monmap.mons[0].public_addrs.addrvec.clear();
+    let mut facts = facts("rook-ceph", "rook-ceph-mon-a");
+    facts.ceph.as_mut().unwrap().monmap = Some(monmap);
+    let found = [Ok(&["243.0.0.10"][..]), Ok(&["242.1.0.10"][..])];
+    let diagnosis = diagnose(&facts, &answers(&facts, &found));
+    let check_ = check(&diagnosis, "the monmap has mon a at the global IP");
+    assert_eq!(
+        (
+            check_.result,
+            check_.detail.as_str(),
+            check_.cause.as_deref()
+        ),
+        (
+            Fail,
+            "mon a has no usable public address in the monmap ([])",
+            Some("the monmap entry has no usable address")
+        )
     );
 }
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::Timestamp;
-use kube_lease::{Decision, LeaseClaim, Observed};
+use kube_lease::{Action, LeaseClaim, Observed};
 use mcs_types::ClusterId;
 
 use super::{CLUSTER_ID_LABEL, ForeignWriter};
@@ -87,16 +87,12 @@ pub fn heartbeat(
     claim: &LeaseClaim,
     now: Timestamp,
 ) -> Heartbeat {
-    // Not leading as far as the decision knows: a Lease held by this identity is renewed, a free
-    // or long-unrenewed one taken, another's waited for (so the decision is never `Lost`).
-    match kube_lease::decide(observed, claim, false, now, now) {
-        Decision::Create(lease) => Heartbeat::Create(lease),
-        Decision::Acquire(lease) | Decision::Renew(lease) => Heartbeat::Replace(lease),
-        Decision::Wait { holder, until } => Heartbeat::Blocked { holder, until },
-        Decision::Lost { holder } => Heartbeat::Blocked {
-            holder: holder.unwrap_or_default(),
-            until: now,
-        },
+    // A heartbeat does not lead: whatever it held before, a Lease naming this identity is
+    // renewed, a free or long-unrenewed one taken, another's waited for.
+    match kube_lease::action(observed, claim, now, now) {
+        Action::Create(lease) => Heartbeat::Create(lease),
+        Action::Acquire(lease) | Action::Renew(lease) => Heartbeat::Replace(lease),
+        Action::Wait { holder, until } => Heartbeat::Blocked { holder, until },
     }
 }
 

@@ -13,7 +13,6 @@
 //! three parts are DNS labels, so the name is a valid DNS subdomain of at most 191 characters).
 //! Its CRD is built by the agent ([`crate::crd::export_record_crd`], printed by `clusterset-agent crd`).
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -320,33 +319,28 @@ impl BrokerRecord {
     }
 }
 
-impl kube_core::Resource for BrokerRecord {
-    type DynamicType = ();
-    type Scope = k8s_openapi::NamespaceResourceScope;
-
-    fn kind(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(KIND)
-    }
-    fn group(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(GROUP)
-    }
-    fn version(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(VERSION)
-    }
-    fn plural(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(PLURAL)
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+mcs_types::impl_resource!(BrokerRecord {
+    group: GROUP,
+    version: VERSION,
+    kind: KIND,
+    plural: PLURAL,
+    scope: k8s_openapi::NamespaceResourceScope,
+});
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_record_names_its_api_for_kube() {
+        use kube_core::Resource;
+        let url = BrokerRecord::url_path(&(), Some("broker-east"));
+        let api = (BrokerRecord::api_version(&()), BrokerRecord::kind(&()));
+        assert_eq!(
+            format!("{} {} {url}", api.0, api.1),
+            "clusterset.io/v1alpha1 ExportRecord /apis/clusterset.io/v1alpha1/namespaces/broker-east/exportrecords"
+        );
+    }
 
     #[test]
     fn record_under_a_wrong_name_is_refused() {
