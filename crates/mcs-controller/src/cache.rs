@@ -146,6 +146,11 @@ impl<T: ResourceExt + Clone + PartialEq> Cache<T> {
         self.items.values()
     }
 
+    /// Every cached object with its id.
+    pub fn iter(&self) -> impl Iterator<Item = (&ObjectId, &T)> {
+        self.items.iter()
+    }
+
     /// How many objects are cached.
     pub fn len(&self) -> usize {
         self.items.len()

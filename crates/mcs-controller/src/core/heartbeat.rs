@@ -77,16 +77,20 @@ impl AgentCore {
     /// time it was first seen, a changed one starts now, a new one starts now with the credit of
     /// its own age (kube-lease's [`Observed::update`]).
     pub(super) fn observe_leases(&mut self, now: Timestamp) {
-        let previous = std::mem::take(&mut self.lease_observations);
-        self.lease_observations = self
-            .leases
-            .values()
-            .map(|lease| {
-                let id = ObjectId::of(lease);
-                let observed = observe(previous.get(&id), lease, now);
-                (id, observed)
-            })
-            .collect();
+        // Every pass: only what changed is observed anew (an unchanged Lease keeps its
+        // observation as `Observed::update` would, without copying the Lease again).
+        let leases = &self.leases;
+        let observations = &mut self.lease_observations;
+        observations.retain(|id, _| leases.get(id).is_some());
+        for (id, lease) in leases.iter() {
+            match observations.get_mut(id) {
+                Some(seen) if seen.lease() == lease => {}
+                Some(seen) => *seen = observe(Some(seen), lease, now),
+                None => {
+                    observations.insert(id.clone(), observe(None, lease, now));
+                }
+            }
+        }
     }
 
     fn observed_lease_of(&self, cluster: &ClusterId) -> Option<&Observed<Timestamp>> {
