@@ -61,21 +61,18 @@ where
         + std::fmt::Debug,
 {
     let (namespace, name) = object_key(object.meta(), builder)?;
-    let api = Api::<K>::namespaced(client.clone(), namespace);
-    Ok(api
-        .patch(name, &ownership.params(manager), &Patch::Apply(object))
-        .await?)
+    apply_document(client, manager, ownership, namespace, name, object).await
 }
 
-/// Server-side applies `body` (an apply document already built: a partial object) to the
-/// object `namespace/name` of kind `K`.
+/// Server-side applies `body` (a whole object, or an apply document already built: a partial
+/// object) to the object `namespace/name` of kind `K`.
 pub async fn apply_document<K>(
     client: &kube::Client,
     manager: &str,
     ownership: Ownership,
     namespace: &str,
     name: &str,
-    body: &serde_json::Value,
+    body: &(impl Serialize + std::fmt::Debug),
 ) -> Result<K, ApiError>
 where
     K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
