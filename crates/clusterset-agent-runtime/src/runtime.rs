@@ -1,6 +1,12 @@
 //! The event loop around the core: feeds watch events in, carries writes out (concurrently
 //! across services, in order within one), heartbeats, wakes up for Lease expiries and retries,
 //! keeps the DNS zone and the metrics current.
+//!
+//! With several replicas, every replica runs this loop: each feeds its own core from its own
+//! watches and serves DNS from its own zone, but only the holder of the leader Lease
+//! ([`Leadership`]) decides, writes and heartbeats. A follower that becomes the leader starts
+//! deciding on its warm caches; a leader that stops leading stops at once
+//! ([`Stopped::leadership_lost`]): the process exits and its restart follows the new leader.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -8,6 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clusterset_daemon::ErrorChain;
+use clusterset_daemon::lease::Leadership;
 use clusterset_dns::ZoneStore;
 use futures::{FutureExt, Stream, StreamExt};
 use mcs_types::ServiceKey;
@@ -47,6 +54,20 @@ pub struct Runtime {
     pub heartbeat_every: Duration,
     /// The clock.
     pub clock: Clock,
+    /// Whether this replica leads: [`Leadership::always`] for a single replica, else the
+    /// leader election's. A core that does not lead yet ([`AgentCore::follower`]) is made the
+    /// leader when this says so.
+    pub leadership: Leadership,
+}
+
+/// How [`Runtime::run`] ended.
+#[derive(Debug)]
+pub struct Stopped {
+    /// The core, for inspection.
+    pub core: AgentCore,
+    /// Why this replica stopped leading, if that is what ended the run: it must not write any
+    /// more, and exits.
+    pub leadership_lost: Option<String>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -60,13 +81,16 @@ impl std::fmt::Debug for Runtime {
 }
 
 impl Runtime {
-    /// Runs until `shutdown` completes or the feeds end; returns the core (for inspection).
-    pub async fn run<S>(mut self, mut feeds: S, shutdown: impl Future<Output = ()>) -> AgentCore
+    /// Runs until `shutdown` completes, the feeds end or this replica stops leading. On the
+    /// way out the heartbeat Lease and then the leader Lease are handed back (unless
+    /// leadership was lost).
+    pub async fn run<S>(mut self, mut feeds: S, shutdown: impl Future<Output = ()>) -> Stopped
     where
         S: Stream<Item = Feed> + Unpin,
     {
         let mut shutdown = std::pin::pin!(shutdown.fuse());
         let mut last_heartbeat: Option<Instant> = None;
+        let mut leadership_lost = None;
         loop {
             let now = self.clock.now();
             let wait = self
@@ -75,8 +99,27 @@ impl Runtime {
                 .map(|at| Duration::try_from(at.duration_since(now)).unwrap_or(Duration::ZERO))
                 .unwrap_or(self.heartbeat_every)
                 .min(self.heartbeat_every);
+            let leading = self.core.is_leading();
             tokio::select! {
                 () = &mut shutdown => break,
+                change = async {
+                    if leading {
+                        Err(self.leadership.lost().await)
+                    } else {
+                        self.leadership.acquired().await;
+                        Ok(())
+                    }
+                } => match change {
+                    Ok(()) => {
+                        tracing::info!("leader Lease acquired: this replica now decides and writes");
+                        self.core.lead();
+                    }
+                    Err(reason) => {
+                        tracing::error!(%reason, "leader Lease lost: stopping so that nothing more is written; the restarted agent follows the new leader");
+                        leadership_lost = Some(reason);
+                        break;
+                    }
+                },
                 feed = feeds.next() => {
                     let Some(feed) = feed else { break };
                     self.feed(feed);
@@ -97,6 +140,19 @@ impl Runtime {
             }
             self.step().await;
         }
+        if leadership_lost.is_none() {
+            self.release_heartbeat().await;
+        }
+        // Every write has finished (they are awaited within the loop): the leader Lease can go.
+        self.leadership.stop().await;
+        Stopped {
+            core: self.core,
+            leadership_lost,
+        }
+    }
+
+    /// Hands this cluster's heartbeat Lease back on a clean shutdown, if this replica holds it.
+    async fn release_heartbeat(&mut self) {
         if let Some(release) = self.core.release_heartbeat(self.clock.now()) {
             match self.writer.heartbeat(&release).await {
                 Ok(_) => tracing::info!("heartbeat Lease released for the next instance"),
@@ -105,7 +161,6 @@ impl Runtime {
                 }
             }
         }
-        self.core
     }
 
     fn feed(&mut self, feed: Feed) {
@@ -138,7 +193,7 @@ impl Runtime {
             return false;
         };
         if let Heartbeat::Blocked { holder, until } = &heartbeat {
-            tracing::error!(%holder, %until, cluster = %self.core.config().cluster_id, "another agent holds this cluster's heartbeat Lease: two agents use one cluster id; not publishing");
+            tracing::error!(%holder, %until, cluster = %self.core.config().cluster_id, "another agent holds this cluster's heartbeat Lease: a previous leader that stopped without handing it back (taken over once unchanged for its duration), or a second agent using this cluster id; not publishing meanwhile");
             return true;
         }
         match self.writer.heartbeat(&heartbeat).await {
@@ -207,7 +262,9 @@ impl Runtime {
         self.readiness.set(
             self.core.local_synced(),
             self.core.broker_synced(),
-            self.core.is_started(),
+            // A follower makes no first pass: it is ready once its caches (and so its DNS zone)
+            // have synced.
+            self.core.is_started() || !self.core.is_leading(),
         );
         self.metrics.set_stats(&self.core.stats());
     }
@@ -348,7 +405,7 @@ mod tests {
     ) -> (
         mpsc::UnboundedSender<Feed>,
         tokio::sync::oneshot::Sender<()>,
-        tokio::task::JoinHandle<AgentCore>,
+        tokio::task::JoinHandle<Stopped>,
     ) {
         let (events, feeds) = mpsc::unbounded::<Feed>();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -373,6 +430,9 @@ mod tests {
             write_concurrency: 4,
             heartbeat_every,
             clock: Clock::system(),
+            leadership: clusterset_daemon::lease::Leadership::always(
+                &prometheus_client::metrics::gauge::Gauge::default(),
+            ),
         }
     }
 
@@ -422,6 +482,9 @@ mod tests {
             write_concurrency: 4,
             heartbeat_every: Duration::from_secs(10),
             clock: Clock::system(),
+            leadership: clusterset_daemon::lease::Leadership::always(
+                &prometheus_client::metrics::gauge::Gauge::default(),
+            ),
         };
         let (events, stop, task) = start(runtime);
 
@@ -480,7 +543,7 @@ mod tests {
         );
 
         stop.send(()).unwrap();
-        let core = task.await.unwrap();
+        let core = task.await.unwrap().core;
         assert!(core.is_started());
         // A clean shutdown hands the Lease back (holder cleared) for the next instance.
         let last = heartbeats.lock().unwrap().last().cloned();

@@ -233,6 +233,9 @@ pub struct AgentCore {
     /// The API servers that failed to answer (a watch or a heartbeat failed with a connection
     /// error, a timeout or a 5xx) and have not answered since.
     unreachable: BTreeSet<Side>,
+    /// Whether this core decides and writes (the leader of the agent's replicas), or only keeps
+    /// its caches warm and its DNS sources current (a follower).
+    leading: bool,
 }
 
 fn key_of(id: &ObjectId) -> ServiceKey {
@@ -295,7 +298,55 @@ impl AgentCore {
             waiting_for_address: BTreeSet::new(),
             freed: false,
             unreachable: BTreeSet::new(),
+            leading: true,
         }
+    }
+
+    /// A core of a replica that does not lead (yet): it takes in every event and keeps its
+    /// caches and the DNS zone's sources current, but decides nothing and writes nothing, not
+    /// even its heartbeat, until [`lead`](Self::lead). [`new`](Self::new) makes a leading core
+    /// (a single replica).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcs_controller::core::AgentCore;
+    /// use mcs_controller::{AgentConfig, EndpointMode};
+    /// use mcs_types::ClusterId;
+    /// let config = AgentConfig {
+    ///     cluster_id: ClusterId::new("east")?,
+    ///     identity: "clusterset-agent-7d9c4-x2lq8".into(),
+    ///     broker_namespace: "clusterset-broker".into(),
+    ///     shared_records: Default::default(),
+    ///     global_cidrs: vec!["242.1.0.0/16".parse()?],
+    ///     clusterset_cidrs: vec!["243.1.0.0/16".parse()?],
+    ///     endpoint_mode: EndpointMode::GlobalIngress,
+    ///     lease_duration: Duration::from_secs(30),
+    ///     stale_drop_after: None,
+    /// };
+    /// let mut core = AgentCore::follower(config);
+    /// assert!(!core.is_leading());
+    /// core.lead();
+    /// assert!(core.is_leading());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn follower(config: AgentConfig) -> Self {
+        Self {
+            leading: false,
+            ..Self::new(config)
+        }
+    }
+
+    /// Makes this core the leader: the next [`process`](Self::process) starts deciding (IPs
+    /// restored from what is stored, every service reconciled) and heartbeats begin. There is
+    /// no way back: a replica that stops leading must stop altogether (its decisions in flight
+    /// would race the new leader's), as controller-runtime's replicas do.
+    pub fn lead(&mut self) {
+        self.leading = true;
+    }
+
+    /// Whether this core decides and writes.
+    pub fn is_leading(&self) -> bool {
+        self.leading
     }
 
     /// The settings.
