@@ -20,7 +20,7 @@ use mcs_types::names::Zone;
 use clusterset_agent_runtime::http::Readiness;
 use clusterset_agent_runtime::kube_io::{KubeWriter, broker_watches, local_watches};
 use clusterset_agent_runtime::metrics::Metrics;
-use clusterset_agent_runtime::runtime::Runtime;
+use clusterset_agent_runtime::runtime::{Election, Runtime};
 use mcs_controller::broker::SharedRecords;
 use mcs_controller::config::AgentConfig;
 use mcs_controller::core::AgentCore;
@@ -378,7 +378,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         shared_records = ?config.shared_records,
         "clusterset agent starting"
     );
-    let (core, leadership) = match args.lease_settings(local.default_namespace())? {
+    let (core, election) = match args.lease_settings(local.default_namespace())? {
         Some(settings) => {
             tracing::info!(
                 lease = %settings.claim.name,
@@ -386,16 +386,21 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
                 identity = %settings.claim.identity,
                 "leader election: serving DNS at once, deciding and writing once this replica holds the leader Lease"
             );
-            let elector = Elector::new(local.clone(), settings, clusterset_daemon::Clock::system());
+            let (client, leader) = (local.clone(), metrics.leader.clone());
+            let campaign = move || {
+                let elector = Elector::new(
+                    client.clone(),
+                    settings.clone(),
+                    clusterset_daemon::Clock::system(),
+                );
+                Leadership::spawn(elector, leader.clone())
+            };
             (
                 AgentCore::follower(config.clone()),
-                Leadership::spawn(elector, metrics.leader.clone()),
+                Election::Lease(Box::new(campaign)),
             )
         }
-        None => (
-            AgentCore::new(config.clone()),
-            Leadership::always(&metrics.leader),
-        ),
+        None => (AgentCore::new(config.clone()), Election::None),
     };
     let runtime = Runtime {
         core,
@@ -406,9 +411,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         write_concurrency: args.write_concurrency,
         heartbeat_every,
         clock: clusterset_daemon::Clock::system(),
-        leadership,
+        election,
     };
-    let stopped = runtime
+    runtime
         .run(feeds, clusterset_daemon::shutdown_signal())
         .await;
     tracing::info!("clusterset agent stopping");
@@ -416,12 +421,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     if let Some(dns) = dns {
         dns.shutdown().await;
     }
-    match stopped.leadership_lost {
-        None => Ok(()),
-        Some(reason) => Err(anyhow::anyhow!(
-            "leader Lease lost ({reason}): exiting so that nothing more is written; the restarted agent follows the new leader"
-        )),
-    }
+    Ok(())
 }
 
 #[cfg(test)]

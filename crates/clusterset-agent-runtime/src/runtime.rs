@@ -4,9 +4,10 @@
 //!
 //! With several replicas, every replica runs this loop: each feeds its own core from its own
 //! watches and serves DNS from its own zone, but only the holder of the leader Lease
-//! ([`Leadership`]) decides, writes and heartbeats. A follower that becomes the leader starts
-//! deciding on its warm caches; a leader that stops leading stops at once
-//! ([`Stopped::leadership_lost`]): the process exits and its restart follows the new leader.
+//! ([`Election::Lease`]) decides, writes and heartbeats. A follower that becomes the leader
+//! starts deciding on its warm caches; a leader that stops leading (it could not renew the
+//! Lease: its API server is away) steps down between two passes, so no write is in flight, and
+//! follows again, still serving DNS, until it wins the Lease again.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -54,10 +55,27 @@ pub struct Runtime {
     pub heartbeat_every: Duration,
     /// The clock.
     pub clock: Clock,
-    /// Whether this replica leads: [`Leadership::always`] for a single replica, else the
-    /// leader election's. A core that does not lead yet ([`AgentCore::follower`]) is made the
-    /// leader when this says so.
-    pub leadership: Leadership,
+    /// Who leads. With [`Election::Lease`] the core must start as a follower
+    /// ([`AgentCore::follower`]): it is made the leader when this replica wins the Lease.
+    pub election: Election,
+}
+
+/// How the replicas of one cluster's agent agree on who decides and writes.
+pub enum Election {
+    /// A single replica, which always leads.
+    None,
+    /// Leader election: starts a campaign for the Lease (again after each loss), reporting
+    /// leadership on the `leader` gauge it was given.
+    Lease(Box<dyn Fn() -> Leadership + Send + Sync>),
+}
+
+impl std::fmt::Debug for Election {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::None => "None",
+            Self::Lease(_) => "Lease",
+        })
+    }
 }
 
 /// How [`Runtime::run`] ended.
@@ -65,9 +83,8 @@ pub struct Runtime {
 pub struct Stopped {
     /// The core, for inspection.
     pub core: AgentCore,
-    /// Why this replica stopped leading, if that is what ended the run: it must not write any
-    /// more, and exits.
-    pub leadership_lost: Option<String>,
+    /// How many times this replica stopped leading and stepped down to follow.
+    pub stepped_down: usize,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -81,16 +98,16 @@ impl std::fmt::Debug for Runtime {
 }
 
 impl Runtime {
-    /// Runs until `shutdown` completes, the feeds end or this replica stops leading. On the
-    /// way out the heartbeat Lease and then the leader Lease are handed back (unless
-    /// leadership was lost).
+    /// Runs until `shutdown` completes or the feeds end. On the way out the heartbeat Lease and
+    /// then the leader Lease are handed back.
     pub async fn run<S>(mut self, mut feeds: S, shutdown: impl Future<Output = ()>) -> Stopped
     where
         S: Stream<Item = Feed> + Unpin,
     {
         let mut shutdown = std::pin::pin!(shutdown.fuse());
         let mut last_heartbeat: Option<Instant> = None;
-        let mut leadership_lost = None;
+        let mut leadership = self.campaign();
+        let mut stepped_down = 0;
         loop {
             let now = self.clock.now();
             let wait = self
@@ -104,9 +121,9 @@ impl Runtime {
                 () = &mut shutdown => break,
                 change = async {
                     if leading {
-                        Err(self.leadership.lost().await)
+                        Err(leadership.lost().await)
                     } else {
-                        self.leadership.acquired().await;
+                        leadership.acquired().await;
                         Ok(())
                     }
                 } => match change {
@@ -115,9 +132,14 @@ impl Runtime {
                         self.core.lead();
                     }
                     Err(reason) => {
-                        tracing::error!(%reason, "leader Lease lost: stopping so that nothing more is written; the restarted agent follows the new leader");
-                        leadership_lost = Some(reason);
-                        break;
+                        // Between two passes: every write of the last one has been answered.
+                        tracing::warn!(%reason, "leader Lease lost: this replica stops deciding and writing, keeps serving DNS, and follows until it wins the Lease again");
+                        stepped_down += 1;
+                        let config = self.core.config().clone();
+                        let core = std::mem::replace(&mut self.core, AgentCore::follower(config));
+                        self.core = core.step_down();
+                        last_heartbeat = None;
+                        leadership = self.campaign();
                     }
                 },
                 feed = feeds.next() => {
@@ -140,14 +162,20 @@ impl Runtime {
             }
             self.step().await;
         }
-        if leadership_lost.is_none() {
-            self.release_heartbeat().await;
-        }
+        self.release_heartbeat().await;
         // Every write has finished (they are awaited within the loop): the leader Lease can go.
-        self.leadership.stop().await;
+        leadership.stop().await;
         Stopped {
             core: self.core,
-            leadership_lost,
+            stepped_down,
+        }
+    }
+
+    /// A campaign for leadership as [`Runtime::election`] says.
+    fn campaign(&self) -> Leadership {
+        match &self.election {
+            Election::None => Leadership::always(&self.metrics.leader),
+            Election::Lease(campaign) => campaign(),
         }
     }
 
@@ -430,9 +458,7 @@ mod tests {
             write_concurrency: 4,
             heartbeat_every,
             clock: Clock::system(),
-            leadership: clusterset_daemon::lease::Leadership::always(
-                &prometheus_client::metrics::gauge::Gauge::default(),
-            ),
+            election: Election::None,
         }
     }
 
@@ -482,9 +508,7 @@ mod tests {
             write_concurrency: 4,
             heartbeat_every: Duration::from_secs(10),
             clock: Clock::system(),
-            leadership: clusterset_daemon::lease::Leadership::always(
-                &prometheus_client::metrics::gauge::Gauge::default(),
-            ),
+            election: Election::None,
         };
         let (events, stop, task) = start(runtime);
 

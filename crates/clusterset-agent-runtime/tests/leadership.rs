@@ -1,7 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers, not only #[test] fns
 //! Several replicas of the agent: every replica feeds its own core and serves DNS from its own
 //! zone, only the holder of the leader Lease writes and heartbeats; a stopped leader hands the
-//! Lease over at once, and a leader that cannot renew stops. The replicas elect through
+//! Lease over at once, and a leader that cannot renew steps down, still serving DNS, and leads
+//! again once it can. The replicas elect through
 //! `clusterset_daemon::lease` against one Lease kept by a mock API server with a real one's
 //! rules (`common::strict`; create refused with 409 when the Lease exists, replace refused with
 //! 409 unless it carries the stored `resourceVersion`).
@@ -16,7 +17,7 @@ use async_trait::async_trait;
 use clusterset_agent_runtime::http::Readiness;
 use clusterset_agent_runtime::kube_io::{AgentWriter, Feed, WriteError};
 use clusterset_agent_runtime::metrics::Metrics;
-use clusterset_agent_runtime::runtime::{Runtime, Stopped};
+use clusterset_agent_runtime::runtime::{Election, Runtime, Stopped};
 use clusterset_daemon::Clock;
 use clusterset_daemon::lease::{Elector, Leadership, LeaseSettings};
 use clusterset_dns::{ZoneConfig, ZoneStore};
@@ -233,10 +234,13 @@ fn start(identity: &'static str, store: &Arc<LeaseStore>) -> Replica {
         )
         .unwrap();
     let metrics = Arc::new(Metrics::new());
-    let leadership = Leadership::spawn(
-        Elector::new(client, settings, Clock::system()),
-        metrics.leader.clone(),
-    );
+    let leader = metrics.leader.clone();
+    let campaign = move || {
+        Leadership::spawn(
+            Elector::new(client.clone(), settings.clone(), Clock::system()),
+            leader.clone(),
+        )
+    };
     let mut config = sim::cluster_config(0, None).unwrap();
     config.identity = identity.to_owned();
     let writer = Arc::new(Recorder::default());
@@ -251,7 +255,7 @@ fn start(identity: &'static str, store: &Arc<LeaseStore>) -> Replica {
         write_concurrency: 4,
         heartbeat_every: Duration::from_millis(200),
         clock: Clock::system(),
-        leadership,
+        election: Election::Lease(Box::new(campaign)),
     };
     let (events, feeds) = mpsc::unbounded::<Feed>();
     for input in listings() {
@@ -274,8 +278,18 @@ fn start(identity: &'static str, store: &Arc<LeaseStore>) -> Replica {
     }
 }
 
-async fn wait_for(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
+/// Waits for `condition` (10 s at most; [`wait_for_longer`]: 20 s, for what may take the renew
+/// deadline).
+async fn wait_for(what: &str, condition: impl FnMut() -> bool) {
+    wait_until(what, Duration::from_secs(10), condition).await;
+}
+
+async fn wait_for_longer(what: &str, condition: impl FnMut() -> bool) {
+    wait_until(what, Duration::from_secs(20), condition).await;
+}
+
+async fn wait_until(what: &str, limit: Duration, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
     while !condition() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -324,7 +338,7 @@ async fn one_replica_leads_every_replica_serves_dns_and_a_stopped_leader_hands_o
     // The leader stops (a rolling update): it hands the Lease back on its way out, and the
     // follower takes it at its next check rather than after the Lease's duration.
     let stopped = leader.stop().await;
-    assert_eq!(stopped.leadership_lost, None);
+    assert_eq!(stopped.stepped_down, 0);
     let handed_over = Instant::now();
     wait_for("the follower to lead", || follower.leads()).await;
     assert!(
@@ -340,7 +354,7 @@ async fn one_replica_leads_every_replica_serves_dns_and_a_stopped_leader_hands_o
     .await;
     assert!(serves_db(&follower));
     let stopped = follower.stop().await;
-    assert_eq!(stopped.leadership_lost, None);
+    assert_eq!(stopped.stepped_down, 0);
     assert_eq!(
         store.holder(),
         None,
@@ -349,35 +363,39 @@ async fn one_replica_leads_every_replica_serves_dns_and_a_stopped_leader_hands_o
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_leader_that_cannot_renew_stops_without_handing_anything_back() {
+async fn a_leader_that_cannot_renew_steps_down_keeps_serving_dns_and_leads_again() {
     let store = Arc::new(LeaseStore::default());
     let replica = start("agent-a", &store);
     wait_for("leading", || replica.leads()).await;
     wait_for("a heartbeat", || replica.writer.heartbeated() > 0).await;
+    wait_for("the zone", || serves_db(&replica)).await;
 
-    // The API server fails every request: within the renew deadline the replica stops leading
-    // and its run ends, saying why.
+    // The API server fails every request: within the renew deadline the replica stops leading;
+    // it keeps serving DNS from its zone and writes nothing, not even a heartbeat.
     replica.failing.store(true, Ordering::SeqCst);
-    let heartbeats = replica.writer.heartbeats.lock().unwrap().len();
-    let stopped = tokio::time::timeout(Duration::from_secs(10), replica.task)
-        .await
-        .expect("the run ends once leadership is lost")
-        .unwrap();
-    let reason = stopped.leadership_lost.expect("leadership lost");
-    assert!(!reason.is_empty());
-    // It did not release its cluster's heartbeat Lease on the way out: another replica may
-    // already lead, and a release would race it.
-    let sent = replica.writer.heartbeats.lock().unwrap();
-    assert!(
-        sent[heartbeats..]
-            .iter()
-            .all(|h| !matches!(h, Heartbeat::Replace(l) if kube_lease::holder(l).is_none())),
-        "{sent:?}"
+    wait_for_longer("stepping down", || !replica.leads()).await;
+    let (writes, heartbeats) = (replica.writer.wrote(), replica.writer.heartbeated());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(serves_db(&replica), "the zone is still served");
+    assert!(replica.readiness.check().is_ok());
+    assert_eq!(replica.writer.wrote(), writes, "a follower wrote");
+    assert_eq!(
+        replica.writer.heartbeated(),
+        heartbeats,
+        "a follower heartbeated"
     );
-    assert!(
-        replica
-            .metrics
-            .encode()
-            .contains("clusterset_agent_leader 0\n")
-    );
+
+    // The API server is back: the Lease still names this replica, which leads again and,
+    // starting afresh, reconciles and heartbeats again.
+    replica.failing.store(false, Ordering::SeqCst);
+    wait_for_longer("leading again", || replica.leads()).await;
+    wait_for("writes again", || replica.writer.wrote() > writes).await;
+    wait_for("heartbeats again", || {
+        replica.writer.heartbeated() > heartbeats
+    })
+    .await;
+    assert_eq!(store.holder().as_deref(), Some("agent-a"));
+    let stopped = replica.stop().await;
+    assert_eq!(stopped.stepped_down, 1);
+    assert!(stopped.core.is_leading());
 }

@@ -908,3 +908,64 @@ fn a_follower_that_observed_a_dead_leaders_lease_takes_it_over_once_the_duration
         Some(Heartbeat::Blocked { .. })
     ));
 }
+
+#[test]
+fn a_leader_that_steps_down_keeps_serving_the_zone_writes_nothing_and_leads_again_afresh() {
+    let config = sim::cluster_config(0, None).unwrap();
+    let mut core = listed_with_c0_lease_held_by(AgentCore::follower(config), "agent-c0");
+    core.lead();
+    let first = core.process(now());
+    assert!(core.is_started());
+    let publish = first
+        .writes
+        .iter()
+        .find(|w| matches!(w, Write::PublishRecord(_)))
+        .cloned()
+        .expect("published");
+    // The hub stored the record (the watch brings it back), then the replica loses the
+    // leader Lease (the runtime steps down between passes: no write is in flight).
+    let Write::PublishRecord(stored) = &publish else {
+        unreachable!()
+    };
+    core.handle(Input::Record(Event::Apply((**stored).clone())));
+    core.process(after(500));
+    let mut core = core.step_down();
+    assert!(!core.is_leading());
+    assert!(!core.is_started());
+    assert_eq!(core.heartbeat(after(1_000)), None);
+    let out = core.process(after(1_000));
+    assert!(out.writes.is_empty(), "{:?}", out.writes);
+    // The zone is still synced and current: a deleted import leaves it.
+    let orphan = mcs_types::v1beta1::ServiceImport::new(
+        "orphan",
+        mcs_types::ServiceImportSpec::new(mcs_types::ServiceImportType::ClusterSetIP, Vec::new()),
+    );
+    let mut orphan = orphan;
+    orphan.metadata.namespace = Some("shop".into());
+    core.handle(Input::ServiceImport(Event::Delete(orphan)));
+    let out = core.process(after(2_000));
+    assert!(
+        matches!(
+            out.zone_changes.as_slice(),
+            [mcs_controller::core::ZoneChange::ServiceImportDeleted(_)]
+        ),
+        "{:?}",
+        out.zone_changes
+    );
+
+    // Leading again: it starts afresh, its global IP restored from the stored record, and
+    // writes nothing it need not write (the stored record is current).
+    core.lead();
+    let again = core.process(after(3_000));
+    assert!(core.is_started());
+    assert!(
+        !again
+            .writes
+            .iter()
+            .any(|w| matches!(w, Write::PublishRecord(_))),
+        "{:?}",
+        again.writes
+    );
+    assert!(again.problems.is_empty(), "{:?}", again.problems);
+    assert_eq!(core.stats().published_records, 1);
+}

@@ -337,9 +337,8 @@ impl AgentCore {
     }
 
     /// Makes this core the leader: the next [`process`](Self::process) starts deciding (IPs
-    /// restored from what is stored, every service reconciled) and heartbeats begin. There is
-    /// no way back: a replica that stops leading must stop altogether (its decisions in flight
-    /// would race the new leader's), as controller-runtime's replicas do.
+    /// restored from what is stored, every service reconciled) and heartbeats begin. A leader
+    /// that stops leading becomes a follower with [`step_down`](Self::step_down).
     pub fn lead(&mut self) {
         self.leading = true;
     }
@@ -347,6 +346,78 @@ impl AgentCore {
     /// Whether this core decides and writes.
     pub fn is_leading(&self) -> bool {
         self.leading
+    }
+
+    /// This core as a follower again, for a replica that stopped leading (it could not renew
+    /// the leader Lease): what it observed stays (the caches and indexes, so the DNS zone keeps
+    /// being served and stays current, and the heartbeat Leases' observations), what it
+    /// decided goes (IP pools, writes in flight, retries, cluster health, the heartbeat
+    /// state), so that if it leads again it starts afresh from what is stored, as a new
+    /// leader does. Call it only when no write is in flight.
+    pub fn step_down(self) -> Self {
+        // Every field is named: a new one must be sorted into kept or reset here.
+        let Self {
+            config,
+            services,
+            exports,
+            local_slices,
+            namespaces,
+            imports,
+            imported_slices,
+            records,
+            leases,
+            local_slices_by_service,
+            imported_slices_by_service,
+            records_by_service,
+            services_by_cluster,
+            unreadable_records,
+            foreign_records,
+            foreign_leases,
+            leases_by_cluster,
+            global_pools: _,
+            clusterset_pools: _,
+            dirty: _,
+            started: _,
+            zone_synced,
+            health: _,
+            missing_since: _,
+            lease_observations,
+            lease_state: _,
+            pending: _,
+            failures: _,
+            accounted: _,
+            zone_out,
+            problems,
+            waiting_for_address: _,
+            freed: _,
+            unreachable,
+            leading: _,
+        } = self;
+        let fresh = Self::follower(config);
+        Self {
+            services,
+            exports,
+            local_slices,
+            namespaces,
+            imports,
+            imported_slices,
+            records,
+            leases,
+            local_slices_by_service,
+            imported_slices_by_service,
+            records_by_service,
+            services_by_cluster,
+            unreadable_records,
+            foreign_records,
+            foreign_leases,
+            leases_by_cluster,
+            zone_synced,
+            lease_observations,
+            zone_out,
+            problems,
+            unreachable,
+            ..fresh
+        }
     }
 
     /// The settings.
