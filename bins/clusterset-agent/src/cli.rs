@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use clusterset_daemon::kubeconfig::{self, FlagNames, KubeconfigArgs};
+use clusterset_daemon::lease::{Elector, Leadership, LeaseSettings};
 use clusterset_dns::{DnsServer, ServerConfig, ZoneConfig, ZoneStore};
 use ipnet::IpNet;
 use mcs_controller::EndpointMode;
@@ -19,7 +20,7 @@ use mcs_types::names::Zone;
 use clusterset_agent_runtime::http::Readiness;
 use clusterset_agent_runtime::kube_io::{KubeWriter, broker_watches, local_watches};
 use clusterset_agent_runtime::metrics::Metrics;
-use clusterset_agent_runtime::runtime::Runtime;
+use clusterset_agent_runtime::runtime::{Election, Runtime};
 use mcs_controller::broker::SharedRecords;
 use mcs_controller::config::AgentConfig;
 use mcs_controller::core::AgentCore;
@@ -202,6 +203,42 @@ pub struct RunArgs {
     /// Address of the HTTP server for /metrics, /healthz and /readyz.
     #[arg(long, env = "CLUSTERSET_HTTP_LISTEN", default_value = "0.0.0.0:9090")]
     pub http_listen: SocketAddr,
+    /// Leader election: every replica watches and serves DNS from its own zone, only the
+    /// holder of the leader Lease decides and writes. Turn it off only for a single replica.
+    #[arg(long, env = "CLUSTERSET_LEADER_ELECTION", default_value_t = true, action = clap::ArgAction::Set)]
+    pub leader_election: bool,
+    /// Name of the leader Lease (in the member cluster).
+    #[arg(
+        long,
+        env = "CLUSTERSET_LEADER_LEASE_NAME",
+        default_value = "clusterset-agent"
+    )]
+    pub leader_lease_name: String,
+    /// Namespace of the leader Lease (default: the pod's namespace, else the kubeconfig's).
+    #[arg(long, env = "POD_NAMESPACE", value_parser = mcs_types::names::namespace_name)]
+    pub leader_lease_namespace: Option<String>,
+    /// Seconds the followers wait after the last renewal they saw before taking the leader
+    /// Lease.
+    #[arg(
+        long,
+        env = "CLUSTERSET_LEADER_LEASE_DURATION_SECONDS",
+        default_value_t = 15
+    )]
+    pub leader_lease_duration_seconds: u64,
+    /// Seconds the leader keeps trying to renew before it stops (less than the duration).
+    #[arg(
+        long,
+        env = "CLUSTERSET_LEADER_LEASE_RENEW_DEADLINE_SECONDS",
+        default_value_t = 10
+    )]
+    pub leader_lease_renew_deadline_seconds: u64,
+    /// Seconds between renewals (and between the followers' checks).
+    #[arg(
+        long,
+        env = "CLUSTERSET_LEADER_LEASE_RETRY_SECONDS",
+        default_value_t = 2
+    )]
+    pub leader_lease_retry_seconds: u64,
     /// Log format (the level comes from RUST_LOG, default info).
     #[arg(
         long,
@@ -236,6 +273,27 @@ impl RunArgs {
         };
         config.validate()?;
         Ok(config)
+    }
+
+    /// The leader election these flags describe: `None` without election, else the Lease
+    /// `--leader-lease-name` in `--leader-lease-namespace` (or `default_namespace`, the member
+    /// client's) held as `--identity`.
+    pub fn lease_settings(&self, default_namespace: &str) -> anyhow::Result<Option<LeaseSettings>> {
+        if !self.leader_election {
+            return Ok(None);
+        }
+        let namespace = self
+            .leader_lease_namespace
+            .as_deref()
+            .unwrap_or(default_namespace);
+        let settings = LeaseSettings::new(&self.leader_lease_name, namespace, &self.identity)
+            .with_timing(
+                Duration::from_secs(self.leader_lease_duration_seconds),
+                Duration::from_secs(self.leader_lease_renew_deadline_seconds),
+                Duration::from_secs(self.leader_lease_retry_seconds),
+            )
+            .context("set 0 < --leader-lease-retry-seconds < --leader-lease-renew-deadline-seconds < --leader-lease-duration-seconds")?;
+        Ok(Some(settings))
     }
 
     /// The DNS zone settings.
@@ -320,8 +378,32 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         shared_records = ?config.shared_records,
         "clusterset agent starting"
     );
+    let (core, election) = match args.lease_settings(local.default_namespace())? {
+        Some(settings) => {
+            tracing::info!(
+                lease = %settings.claim.name,
+                namespace = %settings.claim.namespace,
+                identity = %settings.claim.identity,
+                "leader election: serving DNS at once, deciding and writing once this replica holds the leader Lease"
+            );
+            let (client, leader) = (local.clone(), metrics.leader.clone());
+            let campaign = move || {
+                let elector = Elector::new(
+                    client.clone(),
+                    settings.clone(),
+                    clusterset_daemon::Clock::system(),
+                );
+                Leadership::spawn(elector, leader.clone())
+            };
+            (
+                AgentCore::follower(config.clone()),
+                Election::Lease(Box::new(campaign)),
+            )
+        }
+        None => (AgentCore::new(config.clone()), Election::None),
+    };
     let runtime = Runtime {
-        core: AgentCore::new(config.clone()),
+        core,
         writer: Arc::new(KubeWriter::new(local, broker, &config.broker_namespace)),
         metrics,
         readiness,
@@ -329,6 +411,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         write_concurrency: args.write_concurrency,
         heartbeat_every,
         clock: clusterset_daemon::Clock::system(),
+        election,
     };
     runtime
         .run(feeds, clusterset_daemon::shutdown_signal())
@@ -377,6 +460,76 @@ mod tests {
                 kubeconfig: Some("/etc/member.kubeconfig".into()),
                 context: Some("east".to_owned()),
             }
+        );
+    }
+
+    #[test]
+    fn leader_election_is_on_by_default_with_the_pods_namespace_and_client_gos_timing() {
+        let settings = run_args(&["--identity", "clusterset-agent-5d8f-abcde"])
+            .lease_settings("clusterset-system")
+            .unwrap()
+            .unwrap();
+        assert_eq!(settings.claim.name, "clusterset-agent");
+        assert_eq!(settings.claim.namespace, "clusterset-system");
+        assert_eq!(settings.claim.identity, "clusterset-agent-5d8f-abcde");
+        assert_eq!(settings.claim.duration, Duration::from_secs(15));
+        assert_eq!(settings.renew_deadline, Duration::from_secs(10));
+        assert_eq!(settings.retry_period, Duration::from_secs(2));
+
+        let settings = run_args(&[
+            "--leader-lease-name",
+            "agent-east",
+            "--leader-lease-namespace",
+            "mcs",
+            "--leader-lease-duration-seconds",
+            "30",
+        ])
+        .lease_settings("clusterset-system")
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            (
+                settings.claim.name.as_str(),
+                settings.claim.namespace.as_str()
+            ),
+            ("agent-east", "mcs")
+        );
+        assert_eq!(settings.claim.duration, Duration::from_secs(30));
+
+        assert!(
+            run_args(&["--leader-election", "false"])
+                .lease_settings("clusterset-system")
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn leader_election_flags_that_cannot_work_are_refused_with_the_fix() {
+        let error = run_args(&["--leader-lease-renew-deadline-seconds", "20"])
+            .lease_settings("clusterset-system")
+            .unwrap_err();
+        assert_eq!(
+            format!("{error:#}"),
+            "set 0 < --leader-lease-retry-seconds < --leader-lease-renew-deadline-seconds < --leader-lease-duration-seconds: leader election needs retry period < renew deadline < Lease duration, all above zero; got retry period 2s, renew deadline 20s, duration 15s"
+        );
+        let Err(error) = Cli::try_parse_from([
+            "clusterset-agent",
+            "run",
+            "--cluster-id",
+            "east",
+            "--broker-kubeconfig",
+            "/hub",
+            "--leader-lease-namespace",
+            "Clusterset_System",
+        ]) else {
+            panic!("an invalid namespace is accepted");
+        };
+        assert!(
+            error
+                .to_string()
+                .contains("\"Clusterset_System\" is not a namespace name"),
+            "{error}"
         );
     }
 

@@ -55,14 +55,6 @@ pub enum SourceArg {
 /// Log output format (shared by every clusterset daemon).
 pub use clusterset_daemon::LogFormat;
 
-/// A namespace name (an RFC 1123 label), or why it is not one.
-fn namespace_name(text: &str) -> Result<String, String> {
-    match mcs_types::names::dns_label_problem(text, false) {
-        None => Ok(text.to_owned()),
-        Some(problem) => Err(format!("{text:?} is not a namespace name: {problem}")),
-    }
-}
-
 /// Flags of `mcs-ceph-operator run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -127,7 +119,7 @@ pub struct RunArgs {
     pub rediscover_seconds: u64,
     /// Namespace of Rook's operator (the `rook.io/operator-namespace` label of daemons: a
     /// namespace name, so a valid label value).
-    #[arg(long, env = "MCS_CEPH_ROOK_OPERATOR_NAMESPACE", value_parser = namespace_name)]
+    #[arg(long, env = "MCS_CEPH_ROOK_OPERATOR_NAMESPACE", value_parser = mcs_types::names::namespace_name)]
     pub rook_operator_namespace: Option<String>,
     /// Address of `/metrics`, `/healthz` and `/readyz`.
     #[arg(long, env = "MCS_CEPH_LISTEN", default_value = "0.0.0.0:8080")]
@@ -167,7 +159,7 @@ pub struct RunArgs {
     pub mon_migration: bool,
     /// Watch only this namespace (the CephClusters there and their objects), so that a Role in
     /// it grants everything the operator needs; every namespace when unset (ClusterRole).
-    #[arg(long, env = "MCS_CEPH_WATCH_NAMESPACE", value_parser = namespace_name)]
+    #[arg(long, env = "MCS_CEPH_WATCH_NAMESPACE", value_parser = mcs_types::names::namespace_name)]
     pub watch_namespace: Option<String>,
     /// Log format.
     #[arg(long, env = "MCS_CEPH_LOG_FORMAT", value_enum, default_value = "text")]
@@ -206,22 +198,13 @@ impl RunArgs {
         if !self.leader_election {
             return Ok(None);
         }
-        let (duration, renew, retry) = (
-            self.lease_duration_seconds,
-            self.lease_renew_deadline_seconds,
-            self.lease_retry_seconds,
-        );
-        if !(0 < retry && retry < renew && renew < duration) {
-            return Err(CliError::LeaseTiming(format!(
-                "retry {retry} s, renew deadline {renew} s, duration {duration} s"
-            )));
-        }
         let identity = self.instance.clone().unwrap_or_else(host_name);
         let namespace = self.lease_namespace.as_deref().unwrap_or(default_namespace);
-        let mut settings = LeaseSettings::new(&self.lease_name, namespace, &identity);
-        settings.claim.duration = Duration::from_secs(duration);
-        settings.renew_deadline = Duration::from_secs(renew);
-        settings.retry_period = Duration::from_secs(retry);
+        let settings = LeaseSettings::new(&self.lease_name, namespace, &identity).with_timing(
+            Duration::from_secs(self.lease_duration_seconds),
+            Duration::from_secs(self.lease_renew_deadline_seconds),
+            Duration::from_secs(self.lease_retry_seconds),
+        )?;
         Ok(Some(settings))
     }
 
@@ -250,9 +233,9 @@ pub enum CliError {
     Run(#[from] runtime::RunError),
     /// The leader election timings do not nest.
     #[error(
-        "leader election needs 0 < --lease-retry-seconds < --lease-renew-deadline-seconds < --lease-duration-seconds, got {0}"
+        "set 0 < --lease-retry-seconds < --lease-renew-deadline-seconds < --lease-duration-seconds"
     )]
-    LeaseTiming(String),
+    LeaseTiming(#[from] clusterset_daemon::lease::LeaseTimingError),
     /// The CRD could not be generated from the status types.
     #[error(transparent)]
     Crd(#[from] mcs_types::crd::CrdError),

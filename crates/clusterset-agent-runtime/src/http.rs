@@ -10,7 +10,8 @@ use tokio::net::TcpListener;
 use crate::metrics::Metrics;
 
 /// What `/readyz` reports: ready only once the local and the broker caches have synced and the
-/// core has started.
+/// core has started (a leader), or once they have synced (a follower, which serves DNS from
+/// them and starts nothing).
 #[derive(Debug, Default)]
 pub struct Readiness {
     local_synced: AtomicBool,
@@ -19,7 +20,8 @@ pub struct Readiness {
 }
 
 impl Readiness {
-    /// Records the sync state.
+    /// Records the sync state; `started`: the leader's core has made its first pass, or this
+    /// replica follows.
     pub fn set(&self, local_synced: bool, broker_synced: bool, started: bool) {
         self.local_synced.store(local_synced, Ordering::Relaxed);
         self.broker_synced.store(broker_synced, Ordering::Relaxed);

@@ -127,6 +127,8 @@ pub struct Metrics {
     pub local_errors: Family<OperationLabels, Counter>,
     /// Writes carried out, by operation.
     pub writes: Family<OperationLabels, Counter>,
+    /// 1 while this replica holds the leader Lease (and so runs the control loop), else 0.
+    pub leader: Gauge,
     /// DNS queries answered, by protocol and response code (see [`Metrics::set_dns_query_source`]).
     dns_queries: Arc<DnsQueries>,
 }
@@ -155,9 +157,15 @@ impl Metrics {
             broker_sync_errors: Family::default(),
             local_errors: Family::default(),
             writes: Family::default(),
+            leader: Gauge::default(),
             dns_queries: Arc::default(),
         };
         registry.register("exports", "Local ServiceExports", metrics.exports.clone());
+        registry.register(
+            "leader",
+            "1 while this replica holds the leader Lease and runs the control loop, else 0 (every replica serves DNS)",
+            metrics.leader.clone(),
+        );
         registry.register(
             "published_records",
             "This cluster's export records in the broker",

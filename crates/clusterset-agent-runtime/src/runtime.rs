@@ -1,6 +1,13 @@
 //! The event loop around the core: feeds watch events in, carries writes out (concurrently
 //! across services, in order within one), heartbeats, wakes up for Lease expiries and retries,
 //! keeps the DNS zone and the metrics current.
+//!
+//! With several replicas, every replica runs this loop: each feeds its own core from its own
+//! watches and serves DNS from its own zone, but only the holder of the leader Lease
+//! ([`Election::Lease`]) decides, writes and heartbeats. A follower that becomes the leader
+//! starts deciding on its warm caches; a leader that stops leading (it could not renew the
+//! Lease: its API server is away) steps down between two passes, so no write is in flight, and
+//! follows again, still serving DNS, until it wins the Lease again.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -8,6 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clusterset_daemon::ErrorChain;
+use clusterset_daemon::lease::Leadership;
 use clusterset_dns::ZoneStore;
 use futures::{FutureExt, Stream, StreamExt};
 use mcs_types::ServiceKey;
@@ -47,6 +55,36 @@ pub struct Runtime {
     pub heartbeat_every: Duration,
     /// The clock.
     pub clock: Clock,
+    /// Who leads. With [`Election::Lease`] the core must start as a follower
+    /// ([`AgentCore::follower`]): it is made the leader when this replica wins the Lease.
+    pub election: Election,
+}
+
+/// How the replicas of one cluster's agent agree on who decides and writes.
+pub enum Election {
+    /// A single replica, which always leads.
+    None,
+    /// Leader election: starts a campaign for the Lease (again after each loss), reporting
+    /// leadership on the `leader` gauge it was given.
+    Lease(Box<dyn Fn() -> Leadership + Send + Sync>),
+}
+
+impl std::fmt::Debug for Election {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::None => "None",
+            Self::Lease(_) => "Lease",
+        })
+    }
+}
+
+/// How [`Runtime::run`] ended.
+#[derive(Debug)]
+pub struct Stopped {
+    /// The core, for inspection.
+    pub core: AgentCore,
+    /// How many times this replica stopped leading and stepped down to follow.
+    pub stepped_down: usize,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -60,13 +98,16 @@ impl std::fmt::Debug for Runtime {
 }
 
 impl Runtime {
-    /// Runs until `shutdown` completes or the feeds end; returns the core (for inspection).
-    pub async fn run<S>(mut self, mut feeds: S, shutdown: impl Future<Output = ()>) -> AgentCore
+    /// Runs until `shutdown` completes or the feeds end. On the way out the heartbeat Lease and
+    /// then the leader Lease are handed back.
+    pub async fn run<S>(mut self, mut feeds: S, shutdown: impl Future<Output = ()>) -> Stopped
     where
         S: Stream<Item = Feed> + Unpin,
     {
         let mut shutdown = std::pin::pin!(shutdown.fuse());
         let mut last_heartbeat: Option<Instant> = None;
+        let mut leadership = self.campaign();
+        let mut stepped_down = 0;
         loop {
             let now = self.clock.now();
             let wait = self
@@ -75,8 +116,32 @@ impl Runtime {
                 .map(|at| Duration::try_from(at.duration_since(now)).unwrap_or(Duration::ZERO))
                 .unwrap_or(self.heartbeat_every)
                 .min(self.heartbeat_every);
+            let leading = self.core.is_leading();
             tokio::select! {
                 () = &mut shutdown => break,
+                change = async {
+                    if leading {
+                        Err(leadership.lost().await)
+                    } else {
+                        leadership.acquired().await;
+                        Ok(())
+                    }
+                } => match change {
+                    Ok(()) => {
+                        tracing::info!("leader Lease acquired: this replica now decides and writes");
+                        self.core.lead();
+                    }
+                    Err(reason) => {
+                        // Between two passes: every write of the last one has been answered.
+                        tracing::warn!(%reason, "leader Lease lost: this replica stops deciding and writing, keeps serving DNS, and follows until it wins the Lease again");
+                        stepped_down += 1;
+                        let config = self.core.config().clone();
+                        let core = std::mem::replace(&mut self.core, AgentCore::follower(config));
+                        self.core = core.step_down();
+                        last_heartbeat = None;
+                        leadership = self.campaign();
+                    }
+                },
                 feed = feeds.next() => {
                     let Some(feed) = feed else { break };
                     self.feed(feed);
@@ -97,6 +162,25 @@ impl Runtime {
             }
             self.step().await;
         }
+        self.release_heartbeat().await;
+        // Every write has finished (they are awaited within the loop): the leader Lease can go.
+        leadership.stop().await;
+        Stopped {
+            core: self.core,
+            stepped_down,
+        }
+    }
+
+    /// A campaign for leadership as [`Runtime::election`] says.
+    fn campaign(&self) -> Leadership {
+        match &self.election {
+            Election::None => Leadership::always(&self.metrics.leader),
+            Election::Lease(campaign) => campaign(),
+        }
+    }
+
+    /// Hands this cluster's heartbeat Lease back on a clean shutdown, if this replica holds it.
+    async fn release_heartbeat(&mut self) {
         if let Some(release) = self.core.release_heartbeat(self.clock.now()) {
             match self.writer.heartbeat(&release).await {
                 Ok(_) => tracing::info!("heartbeat Lease released for the next instance"),
@@ -105,7 +189,6 @@ impl Runtime {
                 }
             }
         }
-        self.core
     }
 
     fn feed(&mut self, feed: Feed) {
@@ -138,7 +221,7 @@ impl Runtime {
             return false;
         };
         if let Heartbeat::Blocked { holder, until } = &heartbeat {
-            tracing::error!(%holder, %until, cluster = %self.core.config().cluster_id, "another agent holds this cluster's heartbeat Lease: two agents use one cluster id; not publishing");
+            tracing::error!(%holder, %until, cluster = %self.core.config().cluster_id, "another agent holds this cluster's heartbeat Lease: a previous leader that stopped without handing it back (taken over once unchanged for its duration), or a second agent using this cluster id; not publishing meanwhile");
             return true;
         }
         match self.writer.heartbeat(&heartbeat).await {
@@ -207,7 +290,9 @@ impl Runtime {
         self.readiness.set(
             self.core.local_synced(),
             self.core.broker_synced(),
-            self.core.is_started(),
+            // A follower makes no first pass: it is ready once its caches (and so its DNS zone)
+            // have synced.
+            self.core.is_started() || !self.core.is_leading(),
         );
         self.metrics.set_stats(&self.core.stats());
     }
@@ -348,7 +433,7 @@ mod tests {
     ) -> (
         mpsc::UnboundedSender<Feed>,
         tokio::sync::oneshot::Sender<()>,
-        tokio::task::JoinHandle<AgentCore>,
+        tokio::task::JoinHandle<Stopped>,
     ) {
         let (events, feeds) = mpsc::unbounded::<Feed>();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -373,6 +458,7 @@ mod tests {
             write_concurrency: 4,
             heartbeat_every,
             clock: Clock::system(),
+            election: Election::None,
         }
     }
 
@@ -422,6 +508,7 @@ mod tests {
             write_concurrency: 4,
             heartbeat_every: Duration::from_secs(10),
             clock: Clock::system(),
+            election: Election::None,
         };
         let (events, stop, task) = start(runtime);
 
@@ -480,7 +567,7 @@ mod tests {
         );
 
         stop.send(()).unwrap();
-        let core = task.await.unwrap();
+        let core = task.await.unwrap().core;
         assert!(core.is_started());
         // A clean shutdown hands the Lease back (holder cleared) for the next instance.
         let last = heartbeats.lock().unwrap().last().cloned();

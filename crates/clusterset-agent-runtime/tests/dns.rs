@@ -129,6 +129,7 @@ async fn the_zone_follows_the_stored_imports_and_answers_servfail_until_synced()
         write_concurrency: 4,
         heartbeat_every: Duration::from_secs(10),
         clock: clusterset_daemon::Clock::system(),
+        election: clusterset_agent_runtime::runtime::Election::None,
     };
     let (events, feeds) = mpsc::unbounded::<Feed>();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -653,6 +653,7 @@ async fn a_failed_watch_is_counted_and_the_last_listed_view_stays_in_use() {
         write_concurrency: 4,
         heartbeat_every: Duration::from_secs(10),
         clock: clusterset_daemon::Clock::system(),
+        election: clusterset_agent_runtime::runtime::Election::None,
     };
     let feeds = futures::stream::select_all(local_watches(&client));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -695,7 +696,7 @@ async fn a_failed_watch_is_counted_and_the_last_listed_view_stays_in_use() {
     assert!(metrics.encode().contains("clusterset_agent_imports 1\n"));
 
     stop.send(()).unwrap();
-    let core = task.await.unwrap();
+    let core = task.await.unwrap().core;
     assert_eq!(core.stats().imports, 1);
 }
 

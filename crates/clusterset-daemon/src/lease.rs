@@ -47,6 +47,61 @@ impl LeaseSettings {
     }
 }
 
+impl LeaseSettings {
+    /// These settings with the Lease's `duration`, the leader's `renew_deadline` and the
+    /// `retry_period`, which must satisfy 0 < retry period < renew deadline < duration (as
+    /// client-go's leader election requires: a leader gives up before anyone may take over).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use clusterset_daemon::lease::LeaseSettings;
+    ///
+    /// let settings = LeaseSettings::new("clusterset-agent", "clusterset-system", "agent-0");
+    /// let secs = Duration::from_secs;
+    /// assert!(settings.clone().with_timing(secs(15), secs(10), secs(2)).is_ok());
+    /// let error = settings.with_timing(secs(15), secs(20), secs(2)).unwrap_err();
+    /// assert_eq!(
+    ///     error.to_string(),
+    ///     "leader election needs retry period < renew deadline < Lease duration, all above zero; got retry period 2s, renew deadline 20s, duration 15s"
+    /// );
+    /// ```
+    pub fn with_timing(
+        mut self,
+        duration: Duration,
+        renew_deadline: Duration,
+        retry_period: Duration,
+    ) -> Result<Self, LeaseTimingError> {
+        if !(Duration::ZERO < retry_period
+            && retry_period < renew_deadline
+            && renew_deadline < duration)
+        {
+            return Err(LeaseTimingError {
+                duration,
+                renew_deadline,
+                retry_period,
+            });
+        }
+        self.claim.duration = duration;
+        self.renew_deadline = renew_deadline;
+        self.retry_period = retry_period;
+        Ok(self)
+    }
+}
+
+/// Leader-election timing that cannot work (see [`LeaseSettings::with_timing`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "leader election needs retry period < renew deadline < Lease duration, all above zero; got retry period {retry_period:?}, renew deadline {renew_deadline:?}, duration {duration:?}"
+)]
+pub struct LeaseTimingError {
+    /// The Lease duration asked for.
+    pub duration: Duration,
+    /// The renew deadline asked for.
+    pub renew_deadline: Duration,
+    /// The retry period asked for.
+    pub retry_period: Duration,
+}
+
 /// Why reading or writing the Lease failed.
 #[derive(Debug, thiserror::Error)]
 pub enum LeaseError {
@@ -356,14 +411,20 @@ impl Leadership {
 
     /// Waits until this replica stops leading and says why (never returns without an
     /// election).
+    ///
+    /// Cancel-safe; once it has returned, the election is over ([`stop`](Self::stop) then has
+    /// nothing left to stop).
     pub async fn lost(&mut self) -> String {
-        match self.task.as_mut() {
-            None => std::future::pending().await,
-            Some(task) => match task.await {
-                Ok(Ended::Lost(reason)) => reason,
-                Ok(Ended::Stopped) => "the election was stopped".to_owned(),
-                Err(error) => format!("the election task failed: {error}"),
-            },
+        let Some(task) = self.task.as_mut() else {
+            return std::future::pending().await;
+        };
+        let ended = task.await;
+        // A finished task must not be polled again (by a later `lost` or `stop`).
+        self.task = None;
+        match ended {
+            Ok(Ended::Lost(reason)) => reason,
+            Ok(Ended::Stopped) => "the election was stopped".to_owned(),
+            Err(error) => format!("the election task failed: {error}"),
         }
     }
 

@@ -801,3 +801,171 @@ fn the_first_heartbeat_replaces_the_listed_lease_even_before_the_first_pass() {
         other => panic!("a replace of the listed Lease expected, got {other:?}"),
     }
 }
+
+/// A core of `config` that has listed everything of [`listings`], with c0's Lease held by
+/// `holder`.
+fn listed_with_c0_lease_held_by(mut core: AgentCore, holder: &str) -> AgentCore {
+    for (kind, inputs) in listings() {
+        core.handle(marker(kind, false));
+        for input in inputs {
+            core.handle(match input {
+                Input::Lease(Event::InitApply(l))
+                    if l.metadata.name.as_deref() == Some("clusterset-agent-c0") =>
+                {
+                    Input::Lease(Event::InitApply(lease_of("c0", holder)))
+                }
+                other => other,
+            });
+        }
+        core.handle(marker(kind, true));
+    }
+    core
+}
+
+#[test]
+fn a_follower_keeps_the_dns_zone_current_but_decides_and_writes_nothing_until_it_leads() {
+    let config = sim::cluster_config(0, None).unwrap();
+    let mut follower = listed_with_c0_lease_held_by(AgentCore::follower(config), "agent-c0");
+    let out = follower.process(now());
+    // The DNS zone's sources: the listed import is served.
+    assert!(out.zone_synced);
+    assert!(
+        out.zone_changes.iter().any(|c| matches!(
+            c,
+            mcs_controller::core::ZoneChange::ServiceImport(i)
+                if i.metadata.name.as_deref() == Some("orphan")
+        )),
+        "{:?}",
+        out.zone_changes
+    );
+    // Nothing decided, nothing written, no heartbeat.
+    assert!(out.writes.is_empty(), "{:?}", out.writes);
+    assert!(!follower.is_started());
+    assert_eq!(follower.heartbeat(now()), None);
+    assert_eq!(follower.next_wakeup(), None);
+    // A deleted import leaves the zone.
+    let orphan = out
+        .zone_changes
+        .iter()
+        .find_map(|c| match c {
+            mcs_controller::core::ZoneChange::ServiceImport(i) => Some((**i).clone()),
+            _ => None,
+        })
+        .unwrap();
+    follower.handle(Input::ServiceImport(Event::Delete(orphan)));
+    let gone = follower.process(after(1_000));
+    assert!(
+        matches!(
+            gone.zone_changes.as_slice(),
+            [mcs_controller::core::ZoneChange::ServiceImportDeleted(key)]
+                if *key == ServiceKey::new("shop", "orphan")
+        ),
+        "{:?}",
+        gone.zone_changes
+    );
+    assert!(gone.writes.is_empty());
+
+    // Once it leads, the same pass that a single replica makes: IPs restored, every service
+    // reconciled, the record published (its own Lease is held: it is this identity's).
+    follower.lead();
+    let out = follower.process(after(2_000));
+    assert!(follower.is_started());
+    let kinds: Vec<&str> = out.writes.iter().map(Write::kind).collect();
+    assert!(kinds.contains(&"publish_record"), "{kinds:?}");
+    assert!(matches!(
+        follower.heartbeat(after(2_000)),
+        Some(Heartbeat::Replace(_))
+    ));
+}
+
+#[test]
+fn a_follower_that_observed_a_dead_leaders_lease_takes_it_over_once_the_duration_has_passed() {
+    // The leader pod died right after renewing c0's heartbeat Lease (30 s) at `now`. A follower
+    // that has watched the Lease since then takes it 30 s after it last changed; a replica
+    // that sees it for the first time only when it starts leading must wait a whole duration
+    // from then (the holder's own times never count).
+    let config = sim::cluster_config(0, None).unwrap();
+    let mut watched = listed_with_c0_lease_held_by(AgentCore::follower(config.clone()), "dead-pod");
+    watched.process(now());
+    watched.process(after(20_000));
+    watched.lead();
+    watched.process(after(31_000));
+    assert_eq!(watched.lease_state(), &LeaseState::NotHeld);
+    let Some(Heartbeat::Replace(taken)) = watched.heartbeat(after(31_000)) else {
+        panic!("the dead leader's Lease is taken over")
+    };
+    assert_eq!(kube_lease::holder(&taken), Some("agent-c0"));
+
+    let mut unwatched = listed_with_c0_lease_held_by(AgentCore::follower(config), "dead-pod");
+    unwatched.lead();
+    unwatched.process(after(31_000));
+    assert!(matches!(
+        unwatched.lease_state(),
+        LeaseState::Blocked { holder, .. } if holder == "dead-pod"
+    ));
+    assert!(matches!(
+        unwatched.heartbeat(after(31_000)),
+        Some(Heartbeat::Blocked { .. })
+    ));
+}
+
+#[test]
+fn a_leader_that_steps_down_keeps_serving_the_zone_writes_nothing_and_leads_again_afresh() {
+    let config = sim::cluster_config(0, None).unwrap();
+    let mut core = listed_with_c0_lease_held_by(AgentCore::follower(config), "agent-c0");
+    core.lead();
+    let first = core.process(now());
+    assert!(core.is_started());
+    let publish = first
+        .writes
+        .iter()
+        .find(|w| matches!(w, Write::PublishRecord(_)))
+        .cloned()
+        .expect("published");
+    // The hub stored the record (the watch brings it back), then the replica loses the
+    // leader Lease (the runtime steps down between passes: no write is in flight).
+    let Write::PublishRecord(stored) = &publish else {
+        unreachable!()
+    };
+    core.handle(Input::Record(Event::Apply((**stored).clone())));
+    core.process(after(500));
+    let mut core = core.step_down();
+    assert!(!core.is_leading());
+    assert!(!core.is_started());
+    assert_eq!(core.heartbeat(after(1_000)), None);
+    let out = core.process(after(1_000));
+    assert!(out.writes.is_empty(), "{:?}", out.writes);
+    // The zone is still synced and current: a deleted import leaves it.
+    let orphan = mcs_types::v1beta1::ServiceImport::new(
+        "orphan",
+        mcs_types::ServiceImportSpec::new(mcs_types::ServiceImportType::ClusterSetIP, Vec::new()),
+    );
+    let mut orphan = orphan;
+    orphan.metadata.namespace = Some("shop".into());
+    core.handle(Input::ServiceImport(Event::Delete(orphan)));
+    let out = core.process(after(2_000));
+    assert!(
+        matches!(
+            out.zone_changes.as_slice(),
+            [mcs_controller::core::ZoneChange::ServiceImportDeleted(_)]
+        ),
+        "{:?}",
+        out.zone_changes
+    );
+
+    // Leading again: it starts afresh, its global IP restored from the stored record, and
+    // writes nothing it need not write (the stored record is current).
+    core.lead();
+    let again = core.process(after(3_000));
+    assert!(core.is_started());
+    assert!(
+        !again
+            .writes
+            .iter()
+            .any(|w| matches!(w, Write::PublishRecord(_))),
+        "{:?}",
+        again.writes
+    );
+    assert!(again.problems.is_empty(), "{:?}", again.problems);
+    assert_eq!(core.stats().published_records, 1);
+}

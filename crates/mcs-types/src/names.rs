@@ -130,6 +130,21 @@ impl fmt::Display for NamePart {
     }
 }
 
+/// `text` if it is a namespace name (an RFC 1123 label), else why not: the shape of clap's
+/// `value_parser`, for the command-line flags that name a namespace.
+///
+/// ```
+/// use mcs_types::names::namespace_name;
+/// assert_eq!(namespace_name("rook-ceph"), Ok("rook-ceph".to_owned()));
+/// assert!(namespace_name("Rook_Ceph").unwrap_err().starts_with("\"Rook_Ceph\" is not a namespace name: "));
+/// ```
+pub fn namespace_name(text: &str) -> Result<String, String> {
+    match dns_label_problem(text, false) {
+        None => Ok(text.to_owned()),
+        Some(problem) => Err(format!("{text:?} is not a namespace name: {problem}")),
+    }
+}
+
 /// Why `label` is not an RFC 1123 DNS label, or `None` if it is one.
 ///
 /// A DNS label here is 1 to 63 characters of `a-z`, `0-9` and `-`, starting and ending with a

@@ -499,6 +499,29 @@ impl Agent {
         broker_kubeconfig: &Path,
         log_dir: &Path,
     ) -> anyhow::Result<Self> {
+        Self::replica(
+            settings,
+            member,
+            n,
+            local_kubeconfig,
+            broker_kubeconfig,
+            log_dir,
+            "",
+        )
+    }
+
+    /// Another replica of [`Agent::new`]'s agent (`replica` is appended to its name and
+    /// identity): both elect a leader through the Lease `clusterset-agent` of the agent's
+    /// namespace, as the chart's replicas do.
+    pub fn replica(
+        settings: &Settings,
+        member: &Cluster,
+        n: u8,
+        local_kubeconfig: &Path,
+        broker_kubeconfig: &Path,
+        log_dir: &Path,
+        replica: &str,
+    ) -> anyhow::Result<Self> {
         let dns = SocketAddr::from(([127, 0, 0, 1], free_port()?));
         let http = SocketAddr::from(([127, 0, 0, 1], free_port()?));
         let args = vec![
@@ -507,7 +530,13 @@ impl Agent {
             // A fresh identity per run: an agent left running by an earlier run (a killed test
             // leaves its children behind) holds the Lease under another identity, which the
             // harness and the agent both notice, instead of two agents writing as one.
-            format!("--identity=e2e-agent-{}-{}", member.id, std::process::id()),
+            format!(
+                "--identity=e2e-agent-{}-{}{replica}",
+                member.id,
+                std::process::id()
+            ),
+            // As POD_NAMESPACE sets it in the pod.
+            format!("--leader-lease-namespace={AGENT_NAMESPACE}"),
             format!("--broker-kubeconfig={}", broker_kubeconfig.display()),
             format!("--global-cidr=242.{n}.0.0/16"),
             format!("--clusterset-cidr=243.{n}.0.0/16"),
@@ -517,7 +546,7 @@ impl Agent {
             "--lighthouse-names".to_owned(),
         ];
         let daemon = Daemon::new(
-            &format!("agent {}", member.id),
+            &format!("agent {}{replica}", member.id),
             &settings.binary("clusterset-agent")?,
             args,
             local_kubeconfig,

@@ -1339,3 +1339,158 @@ async fn settled_after_outage(world: &World, namespace: &str) -> anyhow::Result<
     )
     .await
 }
+
+/// The holder of the agents' leader Lease in `cluster` (`clusterset-system/clusterset-agent`).
+async fn agent_leader(cluster: &Cluster) -> anyhow::Result<Option<String>> {
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(cluster.client.clone(), crate::AGENT_NAMESPACE);
+    Ok(leases
+        .get_opt("clusterset-agent")
+        .await?
+        .and_then(|l| l.spec?.holder_identity)
+        .filter(|h| !h.is_empty()))
+}
+
+/// Waits until `agent`'s own DNS server answers `name` with exactly `ips`.
+async fn answers(agent: &Agent, name: &str, ips: &[String]) -> anyhow::Result<()> {
+    let (dns, agent_name) = (agent.dns, agent.daemon.name.clone());
+    wait_for(
+        &format!("{agent_name} to answer {name} with {ips:?}"),
+        LONG,
+        || {
+            let name = name.to_owned();
+            async move {
+                let mut got = crate::dig(dns, &name, "A").await?;
+                got.sort();
+                Ok((got == ips).then_some(()))
+            }
+        },
+    )
+    .await
+}
+
+/// Two replicas of east's agent, as the chart runs them: one holds the leader Lease and writes,
+/// both serve DNS from their own watches; the leader stopped (a rolling update), the other
+/// leads within moments (the Lease is handed back, not left to expire) and writes what comes
+/// next; the stopped replica started again follows.
+pub async fn agent_replicas_one_leads_all_serve_dns(world: &mut World) -> anyhow::Result<()> {
+    let namespace = world.namespace("e2e-replicas").await?;
+    let (east, west) = (world.east.clone(), world.west.clone());
+    let local = east
+        .service_account_kubeconfig(crate::AGENT_NAMESPACE, "clusterset-agent", world.dir.path())
+        .await?;
+    let broker = east
+        .service_account_kubeconfig(
+            crate::BROKER_NAMESPACE,
+            &format!("agent-{}", east.id),
+            world.dir.path(),
+        )
+        .await?;
+    let mut second = Agent::replica(
+        &world.settings,
+        &east,
+        1,
+        &local,
+        &broker,
+        &world.logs,
+        "-b",
+    )?;
+    second.daemon.start().await?;
+    let result = replicas(world, &east, &west, &namespace, &mut second).await;
+    second.daemon.terminate().await?;
+    if result.is_err() {
+        eprintln!(
+            "---- log of {} ----\n{}",
+            second.daemon.name,
+            second.daemon.log()
+        );
+    }
+    result
+}
+
+async fn replicas(
+    world: &mut World,
+    east: &Cluster,
+    west: &Cluster,
+    namespace: &str,
+    second: &mut Agent,
+) -> anyhow::Result<()> {
+    let first = &mut world.agents[0];
+    // 1. The first replica, started alone, leads; the second follows.
+    let leader = agent_leader(east).await?;
+    assert!(
+        leader
+            .as_deref()
+            .is_some_and(|h| h.starts_with("e2e-agent-east-") && !h.ends_with("-b")),
+        "the first replica leads: {leader:?}"
+    );
+    assert_eq!(first.daemon.metric("clusterset_agent_leader").await?, 1.0);
+    assert_eq!(second.daemon.metric("clusterset_agent_leader").await?, 0.0);
+
+    // 2. West exports web: east's leader imports it, and both of east's replicas answer for it.
+    export_service(west, namespace, "web", 80).await?;
+    let (web_ips, _) = imported(east, namespace, "web", &["west"]).await?;
+    let web = format!("web.{namespace}.svc.clusterset.local");
+    answers(first, &web, &web_ips).await?;
+    answers(second, &web, &web_ips).await?;
+    let writes_of_follower = second
+        .daemon
+        .metric("clusterset_agent_writes_total")
+        .await?;
+    assert_eq!(writes_of_follower, 0.0, "the follower wrote");
+    println!("two replicas of east's agent: one leads, both answer {web} with {web_ips:?}");
+
+    // 3. The leader is stopped as a rollout stops it: the other replica leads at once.
+    let stopped = Instant::now();
+    first.daemon.terminate().await?;
+    wait_for("the second replica to lead", LONG, || async {
+        Ok((second.daemon.metric("clusterset_agent_leader").await? == 1.0).then_some(()))
+    })
+    .await?;
+    let took = stopped.elapsed();
+    assert!(
+        took < Duration::from_secs(15),
+        "the handover took {took:?}, the leader Lease's duration: it was not handed back"
+    );
+    let leader = agent_leader(east).await?;
+    assert!(
+        leader.as_deref().is_some_and(|h| h.ends_with("-b")),
+        "{leader:?}"
+    );
+    println!("leader stopped: the second replica led after {took:?}");
+
+    // 4. The new leader writes what comes next; its DNS answers it; the old one's import kept
+    //    its IPs.
+    export_service(west, namespace, "api", 8080).await?;
+    let (api_ips, _) = imported(east, namespace, "api", &["west"]).await?;
+    answers(
+        second,
+        &format!("api.{namespace}.svc.clusterset.local"),
+        &api_ips,
+    )
+    .await?;
+    let (web_again, _) = imported(east, namespace, "web", &["west"]).await?;
+    assert_eq!(
+        web_again, web_ips,
+        "the new leader kept web's clusterset IP"
+    );
+    assert!(
+        second
+            .daemon
+            .metric("clusterset_agent_writes_total")
+            .await?
+            > 0.0
+    );
+
+    // 5. The first replica started again follows, and serves both names.
+    first.daemon.start().await?;
+    assert_eq!(first.daemon.metric("clusterset_agent_leader").await?, 0.0);
+    answers(first, &web, &web_ips).await?;
+    answers(
+        first,
+        &format!("api.{namespace}.svc.clusterset.local"),
+        &api_ips,
+    )
+    .await?;
+    Ok(())
+}

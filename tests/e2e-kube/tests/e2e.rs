@@ -67,3 +67,11 @@ async fn a_member_can_speak_only_for_itself() -> anyhow::Result<()> {
     })
     .await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_replicas_one_leads_all_serve_dns() -> anyhow::Result<()> {
+    run("agent_replicas_one_leads_all_serve_dns", |w| {
+        Box::pin(scenarios::agent_replicas_one_leads_all_serve_dns(w))
+    })
+    .await
+}

@@ -9,6 +9,7 @@ use std::sync::LazyLock;
 
 use kube_syntax::object::Catalog;
 
+#[allow(unused_imports)] // not every test file that uses the catalog answers by hand
 pub use kube_fake::strict::{Received, answer};
 
 /// The resource types of the mock API servers.

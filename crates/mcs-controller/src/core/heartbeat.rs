@@ -37,9 +37,10 @@ fn observe(
 
 impl AgentCore {
     /// The heartbeat to write now: create or renew this cluster's Lease, or hold off because
-    /// another instance holds it. `None` until the broker's Leases have been listed.
+    /// another instance holds it. `None` until the broker's Leases have been listed, and in a
+    /// follower.
     pub fn heartbeat(&self, now: Timestamp) -> Option<Heartbeat> {
-        if !self.leases.is_synced() {
+        if !self.leading || !self.leases.is_synced() {
             return None;
         }
         let claim = broker::heartbeat_claim(

@@ -233,6 +233,9 @@ pub struct AgentCore {
     /// The API servers that failed to answer (a watch or a heartbeat failed with a connection
     /// error, a timeout or a 5xx) and have not answered since.
     unreachable: BTreeSet<Side>,
+    /// Whether this core decides and writes (the leader of the agent's replicas), or only keeps
+    /// its caches warm and its DNS sources current (a follower).
+    leading: bool,
 }
 
 fn key_of(id: &ObjectId) -> ServiceKey {
@@ -295,6 +298,125 @@ impl AgentCore {
             waiting_for_address: BTreeSet::new(),
             freed: false,
             unreachable: BTreeSet::new(),
+            leading: true,
+        }
+    }
+
+    /// A core of a replica that does not lead (yet): it takes in every event and keeps its
+    /// caches and the DNS zone's sources current, but decides nothing and writes nothing, not
+    /// even its heartbeat, until [`lead`](Self::lead). [`new`](Self::new) makes a leading core
+    /// (a single replica).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcs_controller::core::AgentCore;
+    /// use mcs_controller::{AgentConfig, EndpointMode};
+    /// use mcs_types::ClusterId;
+    /// let config = AgentConfig {
+    ///     cluster_id: ClusterId::new("east")?,
+    ///     identity: "clusterset-agent-7d9c4-x2lq8".into(),
+    ///     broker_namespace: "clusterset-broker".into(),
+    ///     shared_records: Default::default(),
+    ///     global_cidrs: vec!["242.1.0.0/16".parse()?],
+    ///     clusterset_cidrs: vec!["243.1.0.0/16".parse()?],
+    ///     endpoint_mode: EndpointMode::GlobalIngress,
+    ///     lease_duration: Duration::from_secs(30),
+    ///     stale_drop_after: None,
+    /// };
+    /// let mut core = AgentCore::follower(config);
+    /// assert!(!core.is_leading());
+    /// core.lead();
+    /// assert!(core.is_leading());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn follower(config: AgentConfig) -> Self {
+        Self {
+            leading: false,
+            ..Self::new(config)
+        }
+    }
+
+    /// Makes this core the leader: the next [`process`](Self::process) starts deciding (IPs
+    /// restored from what is stored, every service reconciled) and heartbeats begin. A leader
+    /// that stops leading becomes a follower with [`step_down`](Self::step_down).
+    pub fn lead(&mut self) {
+        self.leading = true;
+    }
+
+    /// Whether this core decides and writes.
+    pub fn is_leading(&self) -> bool {
+        self.leading
+    }
+
+    /// This core as a follower again, for a replica that stopped leading (it could not renew
+    /// the leader Lease): what it observed stays (the caches and indexes, so the DNS zone keeps
+    /// being served and stays current, and the heartbeat Leases' observations), what it
+    /// decided goes (IP pools, writes in flight, retries, cluster health, the heartbeat
+    /// state), so that if it leads again it starts afresh from what is stored, as a new
+    /// leader does. Call it only when no write is in flight.
+    pub fn step_down(self) -> Self {
+        // Every field is named: a new one must be sorted into kept or reset here.
+        let Self {
+            config,
+            services,
+            exports,
+            local_slices,
+            namespaces,
+            imports,
+            imported_slices,
+            records,
+            leases,
+            local_slices_by_service,
+            imported_slices_by_service,
+            records_by_service,
+            services_by_cluster,
+            unreadable_records,
+            foreign_records,
+            foreign_leases,
+            leases_by_cluster,
+            global_pools: _,
+            clusterset_pools: _,
+            dirty: _,
+            started: _,
+            zone_synced,
+            health: _,
+            missing_since: _,
+            lease_observations,
+            lease_state: _,
+            pending: _,
+            failures: _,
+            accounted: _,
+            zone_out,
+            problems,
+            waiting_for_address: _,
+            freed: _,
+            unreachable,
+            leading: _,
+        } = self;
+        let fresh = Self::follower(config);
+        Self {
+            services,
+            exports,
+            local_slices,
+            namespaces,
+            imports,
+            imported_slices,
+            records,
+            leases,
+            local_slices_by_service,
+            imported_slices_by_service,
+            records_by_service,
+            services_by_cluster,
+            unreadable_records,
+            foreign_records,
+            foreign_leases,
+            leases_by_cluster,
+            zone_synced,
+            lease_observations,
+            zone_out,
+            problems,
+            unreachable,
+            ..fresh
         }
     }
 

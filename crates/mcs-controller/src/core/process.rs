@@ -86,7 +86,8 @@ impl AgentCore {
     }
 
     /// Reconciles what changed. Returns nothing until both the local and the broker caches have
-    /// synced (a partial cache must never cause a deletion or an IP handed out twice).
+    /// synced (a partial cache must never cause a deletion or an IP handed out twice). A
+    /// follower's pass returns only the DNS zone's changes and problems.
     pub fn process(&mut self, now: Timestamp) -> Output {
         let mut out = Output {
             problems: std::mem::take(&mut self.problems),
@@ -107,6 +108,16 @@ impl AgentCore {
             );
         }
         out.zone_changes.append(&mut self.zone_out);
+        if !self.leading {
+            // A follower keeps observing the heartbeat Leases, so that once it leads it can
+            // take over its cluster's Lease from a leader that died as soon as the Lease's
+            // duration has passed since its last renewal, rather than a whole duration later.
+            if self.leases.is_synced() {
+                self.observe_leases(now);
+            }
+            out.problems.append(&mut self.problems);
+            return out;
+        }
         if !(self.local_synced() && self.broker_synced()) {
             return out;
         }
