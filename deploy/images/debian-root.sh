@@ -11,11 +11,13 @@
 # The operator's image is this root plus the binary; the agent's takes only the files of the few
 # packages its binary needs from it. The root is reused when it was built by this same recipe
 # and `apt-get` finds nothing newer for it; otherwise it is built again beside the old one and
-# swapped in, so a failed build never leaves a half-made root behind (as
-# tests/lab/ceph-reef-root.sh does for the lab's root).
+# swapped in, so a failed build never leaves a half-made root behind
+# (deploy/images/debian-root-lib.sh, shared with tests/lab/ceph-reef-root.sh).
 set -euo pipefail
 
-ROOT=${CLUSTERSET_IMAGE_ROOT:-/var/cache/clusterset/image-root}
+# shellcheck source=debian-root-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/debian-root-lib.sh"
+
 MIRROR=${CLUSTERSET_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUITE=trixie
 # Installed on top of minbase, without recommends. deploy/mcs-ceph-operator/Dockerfile installs
@@ -24,71 +26,30 @@ PACKAGES=(ca-certificates ceph-common)
 # The images' user: numeric, so that Kubernetes' runAsNonRoot can verify it (distroless's
 # `nonroot`); the same as the Deployments' runAsUser.
 USER_ID=65532
-# The marker of a finished build: the recipe (this file), the suite, the Ceph version installed
-# and when the root was built (the epoch the images' base layer is stamped with).
+# The marker of a finished build: the recipe (this file and the library), the suite, the Ceph
+# version installed and when the root was built (the epoch the images' base layer is stamped
+# with).
 STAMP=.clusterset-image-root
 
-say() { printf '==> %s\n' "$*"; }
-fail() { printf 'error: %s\n' "$*" >&2; exit 1; }
+need_root_and_debootstrap
+ROOT=$(checked_root CLUSTERSET_IMAGE_ROOT "${CLUSTERSET_IMAGE_ROOT:-/var/cache/clusterset/image-root}" \
+  "$STAMP" /var/cache/clusterset/image-root)
+recipe=$(recipe_of "${BASH_SOURCE[0]}" "$(dirname "${BASH_SOURCE[0]}")/debian-root-lib.sh")
 
-[ "$(id -u)" -eq 0 ] || fail "building a root filesystem needs root; try: sudo bash $0"
-command -v debootstrap >/dev/null || fail "debootstrap is missing; install it: apt-get install debootstrap"
-
-# The root is deleted and replaced when it is out of date: refuse anything that is not plainly a
-# directory of its own (the file system root, a relative path, one that holds something else).
-case "$ROOT" in
-  /*) ;;
-  *) fail "CLUSTERSET_IMAGE_ROOT must be an absolute path, not '$ROOT'" ;;
-esac
-ROOT=$(realpath -m "$ROOT")
-[ "$ROOT" != / ] && [ "$(dirname "$ROOT")" != / ] \
-  || fail "CLUSTERSET_IMAGE_ROOT=$ROOT is too close to / to be replaced; choose a directory of its own, e.g. /var/cache/clusterset/image-root"
-if [ -d "$ROOT" ] && [ ! -f "$ROOT/$STAMP" ] && [ -n "$(ls -A "$ROOT")" ]; then
-  fail "$ROOT is not empty and has no $STAMP: it is not a root this script built, and it will not replace it; remove it yourself or choose another CLUSTERSET_IMAGE_ROOT"
-fi
-
-recipe=$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-16)
-
-# Nothing of the host may stay mounted inside a root that is about to be deleted.
-unmount_under() {
-  local dir=$1 target
-  while read -r target; do
-    [ -n "$target" ] && umount -l "$target"
-  done < <(findmnt -rn -o TARGET | awk -v d="$dir/" 'index($0, d) == 1' | sort -r)
-}
-
-in_root() { chroot "$1" env DEBIAN_FRONTEND=noninteractive LC_ALL=C "${@:2}"; }
-
-is_current() {
-  [ -f "$ROOT/$STAMP" ] || return 1
-  grep -qx "recipe=$recipe" "$ROOT/$STAMP" || { say "$ROOT was built by another recipe"; return 1; }
-  cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
-  in_root "$ROOT" apt-get update -q >/dev/null || { say "apt-get update failed inside $ROOT"; return 1; }
-  local upgrades
-  upgrades=$(in_root "$ROOT" apt-get -s dist-upgrade | grep -c '^Inst ' || true)
-  # What apt-get update fetched is not part of the images (build.sh leaves it out too).
+# What apt-get update fetched to look for upgrades is not part of the images (build.sh leaves
+# it out too), nor is the host's name server.
+forget_apt_lists() {
   rm -rf "$ROOT"/var/lib/apt/lists/* "$ROOT"/var/cache/apt/*.bin
   : >"$ROOT/etc/resolv.conf"
-  if [ "$upgrades" -ne 0 ]; then
-    say "$ROOT: $upgrades package(s) have newer versions"
-    return 1
-  fi
 }
 
-if is_current; then
+if is_current "$ROOT" "$STAMP" "$recipe" forget_apt_lists; then
   say "reusing $ROOT ($(grep '^ceph=' "$ROOT/$STAMP"))"
   exit 0
 fi
 
 NEW="$ROOT.new"
-unmount_under "$NEW"
-rm -rf --one-file-system "$NEW"
-mkdir -p "$(dirname "$ROOT")"
-
-say "debootstrap --variant=minbase $SUITE $NEW $MIRROR"
-debootstrap --variant=minbase "$SUITE" "$NEW" "$MIRROR" >"$NEW.debootstrap.log" 2>&1 \
-  || { tail -20 "$NEW.debootstrap.log" >&2; fail "debootstrap failed (log: $NEW.debootstrap.log)"; }
-rm -f "$NEW.debootstrap.log"
+bootstrap_minbase "$NEW" "$SUITE" "$MIRROR"
 
 # What Debian's slim images leave out (their /etc/dpkg/dpkg.cfg.d/docker): dpkg skips these
 # paths from now on, and those of the packages debootstrap installed are deleted below. Each
@@ -104,17 +65,7 @@ path-exclude /usr/share/linda/*
 path-exclude /usr/share/locale/*
 EOF
 
-# No daemon starts while packages install.
-printf '#!/bin/sh\nexit 101\n' >"$NEW/usr/sbin/policy-rc.d"
-chmod 755 "$NEW/usr/sbin/policy-rc.d"
-cp /etc/resolv.conf "$NEW/etc/resolv.conf"
-
-say "apt-get install ${PACKAGES[*]} (inside the root)"
-in_root "$NEW" apt-get update -q >/dev/null
-in_root "$NEW" apt-get install -y -q --no-install-recommends "${PACKAGES[@]}" >"$NEW.apt.log" 2>&1 \
-  || { tail -30 "$NEW.apt.log" >&2; fail "apt-get install failed inside $NEW (log: $NEW.apt.log)"; }
-rm -f "$NEW.apt.log"
-in_root "$NEW" apt-get clean
+install_packages "$NEW" "${PACKAGES[@]}"
 
 say "the user nonroot ($USER_ID), and what slim images leave out"
 in_root "$NEW" groupadd --gid "$USER_ID" nonroot
@@ -136,7 +87,5 @@ ceph_version=$(in_root "$NEW" dpkg-query -W -f '${Version}' ceph-common)
 printf 'recipe=%s\nsuite=%s\nceph=%s\nbuilt=%s\n' "$recipe" "$SUITE" "$ceph_version" "$(date +%s)" \
   >"$NEW/$STAMP"
 
-unmount_under "$ROOT"
-rm -rf --one-file-system "$ROOT"
-mv "$NEW" "$ROOT"
+swap_in "$NEW" "$ROOT"
 say "built $ROOT: Ceph $ceph_version ($(du -sh "$ROOT" | cut -f1))"
