@@ -156,7 +156,6 @@ where
         + Clone
         + std::fmt::Debug,
 {
-    let api = Api::<K>::namespaced(client.clone(), namespace);
     let params = match precondition {
         Precondition::None => DeleteParams::default(),
         Precondition::Uid(uid) => DeleteParams {
@@ -167,15 +166,39 @@ where
             ..DeleteParams::default()
         },
     };
-    match api.delete(name, &params).await {
-        Ok(_) => Ok(()),
-        Err(error) if status_code(&error) == Some(404) => Ok(()),
+    match delete_with::<K>(client, namespace, name, &params).await {
+        Ok(()) => Ok(()),
         Err(error)
             if matches!(precondition, Precondition::Uid(_)) && status_code(&error) == Some(409) =>
         {
             Ok(())
         }
         Err(error) => Err(error.into()),
+    }
+}
+
+/// Deletes `namespace/name` (kind `K`) with `params` (a propagation policy, preconditions);
+/// already gone (404) is done. Any other failure is kube's error, for callers that report it
+/// in their own error type ([`delete`] is this with the daemons' [`ApiError`]).
+pub async fn delete_with<K>(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    params: &DeleteParams,
+) -> Result<(), kube::Error>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + DeserializeOwned
+        + Clone
+        + std::fmt::Debug,
+{
+    match Api::<K>::namespaced(client.clone(), namespace)
+        .delete(name, params)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(error) if status_code(&error) == Some(404) => Ok(()),
+        Err(error) => Err(error),
     }
 }
 

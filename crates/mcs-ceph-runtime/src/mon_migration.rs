@@ -29,6 +29,7 @@ use ceph_address_plan::{
     ClusterSettings, MonId, MonInput, cluster_owner_reference, format, mon_service, rook,
 };
 use clusterset_daemon::ErrorChain;
+use clusterset_daemon::apply::{Ownership, delete_with};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -208,7 +209,7 @@ impl StateStore for StatusStateStore {
             "metadata": {"name": self.name, "namespace": self.namespace},
             "status": {"monFailover": value},
         });
-        let params = PatchParams::apply(MON_FAILOVER_FIELD_MANAGER).force();
+        let params = Ownership::Force.params(MON_FAILOVER_FIELD_MANAGER);
         self.api
             .patch(&self.name, &params, &Patch::Apply(&body))
             .await
@@ -295,7 +296,7 @@ impl KubeMonRuntime {
     }
 
     fn apply_params() -> PatchParams {
-        PatchParams::apply(FIELD_MANAGER).force()
+        Ownership::Force.params(FIELD_MANAGER)
     }
 
     /// The owner reference of the new mon's Service and canary: the CephCluster, not as
@@ -421,7 +422,7 @@ impl KubeMonRuntime {
             "metadata": {"name": name, "namespace": self.namespace()},
             "data": written,
         });
-        let params = PatchParams::apply(MON_FAILOVER_FIELD_MANAGER).force();
+        let params = Ownership::Force.params(MON_FAILOVER_FIELD_MANAGER);
         api.patch(name, &params, &Patch::Apply(&body))
             .await
             .map_err(api_err(format!("applying {}/{name}", self.namespace())))?;
@@ -444,7 +445,7 @@ impl KubeMonRuntime {
         Api::<Secret>::namespaced(self.client.clone(), self.namespace())
             .patch(
                 name,
-                &PatchParams::apply(MON_FAILOVER_FIELD_MANAGER).force(),
+                &Ownership::Force.params(MON_FAILOVER_FIELD_MANAGER),
                 &Patch::Apply(&secret),
             )
             .await
@@ -459,16 +460,18 @@ impl KubeMonRuntime {
             + std::fmt::Debug
             + serde::de::DeserializeOwned,
     {
-        let api: Api<K> = Api::namespaced(self.client.clone(), self.namespace());
-        match api.delete(name, &DeleteParams::foreground()).await {
-            Ok(_) => Ok(()),
-            Err(error) if not_found(&error) => Ok(()),
-            Err(error) => Err(api_err(format!(
-                "deleting {} {}/{name}",
-                K::kind(&()),
-                self.namespace()
-            ))(error)),
-        }
+        delete_with::<K>(
+            &self.client,
+            self.namespace(),
+            name,
+            &DeleteParams::foreground(),
+        )
+        .await
+        .map_err(api_err(format!(
+            "deleting {} {}/{name}",
+            K::kind(&()),
+            self.namespace()
+        )))
     }
 }
 
@@ -570,7 +573,7 @@ impl MonRuntime for KubeMonRuntime {
             let scale = json!({"apiVersion": "apps/v1", "kind": "Deployment",
                 "metadata": {"name": name, "namespace": self.namespace()},
                 "spec": {"replicas": 1}});
-            let params = PatchParams::apply(MON_FAILOVER_FIELD_MANAGER).force();
+            let params = Ownership::Force.params(MON_FAILOVER_FIELD_MANAGER);
             deployments
                 .patch(&name, &params, &Patch::Apply(&scale))
                 .await
@@ -592,7 +595,7 @@ impl MonRuntime for KubeMonRuntime {
         let scale = json!({"apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": name, "namespace": self.namespace()},
             "spec": {"replicas": 0}});
-        let params = PatchParams::apply(MON_FAILOVER_FIELD_MANAGER).force();
+        let params = Ownership::Force.params(MON_FAILOVER_FIELD_MANAGER);
         match self
             .deployments()
             .patch(&name, &params, &Patch::Apply(&scale))
