@@ -107,6 +107,9 @@ pub struct FakeApi {
     events: Vec<(u64, &'static str, Value)>,
 }
 
+/// A status code and body: the answer to a request.
+pub type Answer = (u16, Vec<u8>);
+
 /// The `/version` of the fake server: a Kubernetes 1.28 server's.
 pub const SERVER_VERSION: &str = "v1.28.15";
 
@@ -248,7 +251,7 @@ impl FakeApi {
         &self,
         request: &Seen,
         after: u64,
-    ) -> Result<Vec<(u64, Vec<u8>)>, (u16, Vec<u8>)> {
+    ) -> Result<Vec<(u64, Vec<u8>)>, Answer> {
         let target = self.target(request)?;
         Ok(self
             .events
@@ -262,7 +265,7 @@ impl FakeApi {
     }
 
     /// What `request` names, or the refusal a real server answers it with.
-    fn target(&self, request: &Seen) -> Result<Target, (u16, Vec<u8>)> {
+    fn target(&self, request: &Seen) -> Result<Target, Answer> {
         if request.method != "GET" {
             return Err((405, status(405, "MethodNotAllowed", "read-only fake")));
         }
