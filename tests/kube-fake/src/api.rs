@@ -247,11 +247,7 @@ impl FakeApi {
     /// The watch events `request` (a watch) sees after resource version `after`, as the JSON
     /// lines a server streams (`{"type":"MODIFIED","object":{...}}`) with their resource
     /// versions; or the refusal (status code and body) a list of the same request would get.
-    pub fn watch_events(
-        &self,
-        request: &Seen,
-        after: u64,
-    ) -> Result<Vec<(u64, Vec<u8>)>, Answer> {
+    pub fn watch_events(&self, request: &Seen, after: u64) -> Result<Vec<(u64, Vec<u8>)>, Answer> {
         let target = self.target(request)?;
         Ok(self
             .events
