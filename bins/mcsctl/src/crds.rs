@@ -29,5 +29,5 @@ pub fn render(args: &CrdsArgs, global: &Global) -> anyhow::Result<String> {
         mcs_types::crd::mcs_crds()
     }
     .context("generating the CRDs")?;
-    output::render_list(&crds, shape, render_table_in, names)
+    output::render_list(&crds, &shape, render_table_in, names)
 }

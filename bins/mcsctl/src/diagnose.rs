@@ -113,6 +113,6 @@ pub fn run(args: &DiagnoseArgs, global: &Global) -> anyhow::Result<ExitCode> {
         spinner.finish();
         anyhow::Ok(diagnose(&facts, &answers))
     })?;
-    let text = output::render(&diagnosis, shape, render_table_in, output::no_names)?;
+    let text = output::render(&diagnosis, &shape, render_table_in, output::no_names)?;
     output::print_verdict(&text, diagnosis.failed > 0)
 }

@@ -1,5 +1,5 @@
-//! The one home of command output: the global `-o table|wide|yaml|json|name` and
-//! `--no-headers` flags, which of them a command takes, rendering a serializable report in
+//! The one home of command output: the global `-o table|wide|yaml|json|name|jsonpath=TEMPLATE`
+//! and `--no-headers` flags, which of them a command takes, rendering a serializable report in
 //! the chosen one, and writing to stdout. Tables and styles are clusterset-report's
 //! ([`clusterset_report::table`]).
 //!
@@ -11,7 +11,9 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use clap::builder::{EnumValueParser, PossibleValue, TypedValueParser};
 use clap::{Args, ValueEnum};
+use clusterset_report::jsonpath::Template;
 use clusterset_report::table::Layout;
 use serde::Serialize;
 
@@ -30,6 +32,9 @@ pub enum Format {
     Json,
     /// One `resource.group/name` line per object (`kubectl get -o name`).
     Name,
+    /// `jsonpath=TEMPLATE`: a template applied to the JSON document.
+    #[value(skip)]
+    JsonPath,
 }
 
 impl Format {
@@ -41,6 +46,7 @@ impl Format {
             Self::Yaml => "yaml",
             Self::Json => "json",
             Self::Name => "name",
+            Self::JsonPath => "jsonpath",
         }
     }
 }
@@ -56,26 +62,81 @@ pub const ALL: &[Format] = &[
 /// The formats of a report that lists no objects (`diagnose`, `resolve`, `version`).
 pub const REPORT: &[Format] = &[Format::Table, Format::Wide, Format::Yaml, Format::Json];
 
+/// A value of `-o`: a format, and for `jsonpath=TEMPLATE` its template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    /// The format.
+    pub format: Format,
+    /// The template of `-o jsonpath=TEMPLATE`.
+    pub template: Option<Template>,
+}
+
+/// The parser of `-o`: a [`Format`]'s name (clap's error lists them when it is none), or
+/// `jsonpath=TEMPLATE` (a template clusterset-report's `jsonpath` refuses is a usage error
+/// naming what it does not implement).
+#[derive(Debug, Clone, Copy)]
+struct ChoiceParser;
+
+impl TypedValueParser for ChoiceParser {
+    type Value = Choice;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Choice, clap::Error> {
+        if let Some(template) = value.to_str().and_then(|v| v.strip_prefix("jsonpath=")) {
+            return Template::parse(template)
+                .map(|template| Choice {
+                    format: Format::JsonPath,
+                    template: Some(template),
+                })
+                .map_err(|e| {
+                    clap::Error::raw(clap::error::ErrorKind::InvalidValue, format!("{e}\n"))
+                        .with_cmd(cmd)
+                });
+        }
+        EnumValueParser::<Format>::new()
+            .parse_ref(cmd, arg, value)
+            .map(|format| Choice {
+                format,
+                template: None,
+            })
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(
+            Format::value_variants()
+                .iter()
+                .filter_map(ValueEnum::to_possible_value),
+        ))
+    }
+}
+
 /// `-o` and `--no-headers`: global flags, taken anywhere on the line (`mcsctl -o json status`,
 /// `mcsctl status -o json`).
 #[derive(Debug, Clone, Default, Args)]
 pub struct OutputArgs {
-    /// Output format: table, wide (more columns), yaml, json, or name (resource/name lines).
-    /// Default: table; yaml for crds, and for plan when stdout is not a terminal.
-    #[arg(short, long, value_enum, global = true)]
-    pub output: Option<Format>,
+    /// Output format: table, wide (more columns), yaml, json, name (resource/name lines), or
+    /// jsonpath=TEMPLATE (kubectl's templates: {.a.b}, [N], [*], {range}…{end}). Default: table;
+    /// yaml for crds, and for plan when stdout is not a terminal.
+    #[arg(short, long, global = true, value_parser = ChoiceParser)]
+    pub output: Option<Choice>,
     /// Tables without their column headers.
     #[arg(long, global = true)]
     pub no_headers: bool,
 }
 
 /// The chosen format and table layout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shape {
     /// The format.
     pub format: Format,
     /// How a table is drawn (`wide`, `--no-headers`).
     pub layout: Layout,
+    /// The template of `-o jsonpath=`.
+    pub template: Option<Template>,
 }
 
 impl OutputArgs {
@@ -87,8 +148,14 @@ impl OutputArgs {
         default: Format,
         takes: &[Format],
     ) -> Result<Shape, UsageError> {
-        let format = self.output.unwrap_or(default);
-        if !takes.contains(&format) {
+        let format = self.format().unwrap_or(default);
+        // A template reads the JSON document: taken wherever JSON is.
+        let taken = if format == Format::JsonPath {
+            takes.contains(&Format::Json)
+        } else {
+            takes.contains(&format)
+        };
+        if !taken {
             let names: Vec<&str> = takes.iter().map(|f| f.as_str()).collect();
             return Err(UsageError(format!(
                 "mcsctl {command} does not print -o {}: it takes {}",
@@ -102,12 +169,18 @@ impl OutputArgs {
                 wide: format == Format::Wide,
                 headers: !self.no_headers,
             },
+            template: self.output.as_ref().and_then(|c| c.template.clone()),
         })
+    }
+
+    /// The format of `-o`, if given.
+    pub fn format(&self) -> Option<Format> {
+        self.output.as_ref().map(|c| c.format)
     }
 
     /// Refuses `-o` and `--no-headers` for a command that prints no report.
     pub fn refuse(&self, command: &str) -> Result<(), UsageError> {
-        match (self.output, self.no_headers) {
+        match (self.format(), self.no_headers) {
             (Some(format), _) => Err(UsageError(format!(
                 "mcsctl {command} does not take -o {}: it prints no report",
                 format.as_str()
@@ -124,7 +197,7 @@ impl OutputArgs {
 /// lines (commands that list no objects refuse `-o name` in [`OutputArgs::shape`]).
 pub fn render<T: Serialize + ?Sized>(
     value: &T,
-    shape: Shape,
+    shape: &Shape,
     table: impl FnOnce(&T, Layout) -> String,
     names: impl FnOnce(&T) -> Vec<String>,
 ) -> anyhow::Result<String> {
@@ -135,6 +208,14 @@ pub fn render<T: Serialize + ?Sized>(
             .map(|json| json + "\n")
             .context("rendering the output as JSON"),
         Format::Name => Ok(names(value).into_iter().map(|line| line + "\n").collect()),
+        Format::JsonPath => {
+            let document = serde_json::to_value(value).context("rendering the output as JSON")?;
+            Ok(shape
+                .template
+                .as_ref()
+                .map(|t| t.render(&document))
+                .unwrap_or_default())
+        }
     }
 }
 
@@ -147,7 +228,7 @@ pub fn no_names<T: ?Sized>(_: &T) -> Vec<String> {
 /// `kubectl apply -f -` takes), JSON as an array, or as [`render`] does.
 pub fn render_list<T: Serialize>(
     items: &[T],
-    shape: Shape,
+    shape: &Shape,
     table: impl FnOnce(&[T], Layout) -> String,
     names: impl FnOnce(&[T]) -> Vec<String>,
 ) -> anyhow::Result<String> {
@@ -167,19 +248,26 @@ pub fn watch_separator(format: Format) -> &'static str {
         Format::Table | Format::Wide => "\n",
         Format::Yaml => "---\n",
         Format::Json | Format::Name => "",
+        Format::JsonPath => "\n",
     }
 }
 
 /// Writes `text` to stdout (styles only on a colour terminal). A closed pipe
 /// (`mcsctl crds | head`) ends the command quietly.
 pub fn print(text: &str) -> anyhow::Result<ExitCode> {
+    write(text).map(|_| ExitCode::SUCCESS)
+}
+
+/// Writes `text` like [`print`]: `false` when the reader closed the pipe (nothing more to
+/// print: `mcsctl status -w | head` ends).
+pub fn write(text: &str) -> anyhow::Result<bool> {
     let mut stdout = anstream::stdout().lock();
     match stdout
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
     {
-        Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
         Err(e) => Err(anyhow::Error::new(e).context("writing the output")),
     }
 }
@@ -202,6 +290,7 @@ mod tests {
         Shape {
             format,
             layout: Layout::default(),
+            template: None,
         }
     }
 
@@ -215,19 +304,19 @@ mod tests {
         let table = |v: &V, layout: Layout| format!("A={} wide={}", v.a, layout.wide);
         let names = |v: &V| vec![format!("v/{}", v.a)];
         assert_eq!(
-            render(&v, shape(Format::Json), table, names).unwrap_or_default(),
+            render(&v, &shape(Format::Json), table, names).unwrap_or_default(),
             "{\n  \"a\": 1\n}\n"
         );
         assert_eq!(
-            render(&v, shape(Format::Yaml), table, names).unwrap_or_default(),
+            render(&v, &shape(Format::Yaml), table, names).unwrap_or_default(),
             "a: 1\n"
         );
         assert_eq!(
-            render(&v, shape(Format::Table), table, names).unwrap_or_default(),
+            render(&v, &shape(Format::Table), table, names).unwrap_or_default(),
             "A=1 wide=false"
         );
         assert_eq!(
-            render(&v, shape(Format::Name), table, names).unwrap_or_default(),
+            render(&v, &shape(Format::Name), table, names).unwrap_or_default(),
             "v/1\n"
         );
     }
@@ -235,7 +324,10 @@ mod tests {
     #[test]
     fn a_format_a_command_does_not_print_is_a_usage_error_naming_the_others() {
         let args = OutputArgs {
-            output: Some(Format::Name),
+            output: Some(Choice {
+                format: Format::Name,
+                template: None,
+            }),
             no_headers: true,
         };
         let error = args.shape("diagnose", Format::Table, REPORT).err();
@@ -244,7 +336,10 @@ mod tests {
             Some("mcsctl diagnose does not print -o name: it takes table, wide, yaml, json")
         );
         let wide = OutputArgs {
-            output: Some(Format::Wide),
+            output: Some(Choice {
+                format: Format::Wide,
+                template: None,
+            }),
             no_headers: true,
         }
         .shape("status", Format::Table, ALL)

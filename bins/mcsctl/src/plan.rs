@@ -57,7 +57,7 @@ fn ceph_cluster(path: &Path) -> anyhow::Result<CephClusterManifest> {
 
 /// The plan, rendered.
 pub fn render(args: &PlanArgs, global: &Global) -> anyhow::Result<String> {
-    let default = default_format(std::io::stdout().is_terminal(), global.output.output);
+    let default = default_format(std::io::stdout().is_terminal(), global.output.format());
     let shape = global.output.shape("plan", default, output::ALL)?;
     let manifest = ceph_cluster(&args.cluster)?;
     let mut settings = manifest
@@ -79,7 +79,7 @@ pub fn render(args: &PlanArgs, global: &Global) -> anyhow::Result<String> {
     })
     .map_err(|rejections| anyhow!(rejections))?;
     let document = plan.document().context("building the plan document")?;
-    output::render(&document, shape, render_table_in, names)
+    output::render(&document, &shape, render_table_in, names)
 }
 
 #[cfg(test)]

@@ -118,7 +118,7 @@ pub fn run(args: &ResolveArgs, global: &Global) -> anyhow::Result<ExitCode> {
     output::print_verdict(
         &output::render(
             &results,
-            shape,
+            &shape,
             |r, layout| render_table_in(r, layout),
             output::no_names,
         )?,

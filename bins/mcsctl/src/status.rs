@@ -34,7 +34,7 @@ pub struct StatusArgs {
 /// How long a burst of changes may take before the report is read again.
 const SETTLE: Duration = Duration::from_millis(200);
 
-fn render(report: &StatusReport, shape: Shape) -> anyhow::Result<String> {
+fn render(report: &StatusReport, shape: &Shape) -> anyhow::Result<String> {
     output::render(report, shape, render_table_in, names)
 }
 
@@ -66,23 +66,25 @@ pub fn run(args: &StatusArgs, global: &Global) -> anyhow::Result<ExitCode> {
         spinner.finish();
         let fetched = fetched?;
         let first = report(&fetched);
-        let text = render(&first, shape)?;
+        let text = render(&first, &shape)?;
         if !args.watch {
             return output::print_verdict(&text, !first.problems.is_empty());
         }
-        output::print(&text)?;
-        watch(&reader, &scope, fetched, text, shape).await
+        if !output::write(&text)? {
+            return Ok(ExitCode::SUCCESS);
+        }
+        watch(&reader, &scope, fetched, text, &shape).await
     })
 }
 
 /// Prints the report again whenever what it is made of changes (and it changed), until
-/// Ctrl-C.
+/// Ctrl-C (or the reader of a pipe goes away).
 async fn watch(
     reader: &KubeReader,
     scope: &Scope,
     fetched: clusterset_report::status::Fetched,
     mut last: String,
-    shape: Shape,
+    shape: &Shape,
 ) -> anyhow::Result<ExitCode> {
     let mut interrupted = std::pin::pin!(tokio::signal::ctrl_c());
     let mut kinds = watched(reader, &fetched).await;
@@ -115,7 +117,10 @@ async fn watch(
         };
         let text = render(&report(&fetched), shape)?;
         if text != last {
-            output::print(&format!("{}{text}", output::watch_separator(shape.format)))?;
+            let separator = output::watch_separator(shape.format);
+            if !output::write(&format!("{separator}{text}"))? {
+                return Ok(ExitCode::SUCCESS);
+            }
             last = text;
         }
         // A CephCluster in another namespace brings that namespace's objects to watch.

@@ -44,7 +44,7 @@ pub fn run(args: &VersionArgs, global: &Global) -> anyhow::Result<ExitCode> {
         scope: None,
     };
     let render =
-        |report: &VersionReport| output::render(report, shape, render_table_in, output::no_names);
+        |report: &VersionReport| output::render(report, &shape, render_table_in, output::no_names);
     if args.client {
         return output::print(&render(&client_only)?);
     }

@@ -170,6 +170,35 @@ fn output_formats_wide_name_and_no_headers() {
 }
 
 #[test]
+fn jsonpath_templates_as_kubectls_and_a_clear_refusal_of_the_rest() {
+    let (_dir, _server, config) = setup(FakeApi::new(fixture()));
+    let out = mcsctl(&[
+        "status",
+        "--kubeconfig",
+        &config,
+        "-n",
+        "shop",
+        "-o",
+        r#"jsonpath={range .services[*]}{.namespace}/{.name}{"\t"}{.import.ips[0]}{"\n"}{end}"#,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "shop/api\t243.0.1.2\nshop/db\t\nshop/web\t243.0.1.1\n"
+    );
+    let out = mcsctl(&["crds", "-o", "jsonpath={[*].spec.names.kind}"]);
+    assert_eq!(stdout(&out), "ServiceExport ServiceImport");
+    let out = mcsctl(&["status", "-o", "jsonpath={..name}"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("recursive descent (..) is not supported by mcsctl")
+            && stderr(&out).contains("pipe -o json into jq instead"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn durations_are_go_durations_and_the_old_flags_still_work_with_a_warning() {
     // A nameserver that never answers: each attempt takes its whole timeout.
     let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();

@@ -7,7 +7,8 @@
 //! (`mcsctl plan -o table`, [`plan`]), the CRDs' and the resolved names' tables ([`crds`],
 //! [`resolve`]), what `mcsctl version` shows of the components found ([`version`]), the
 //! tables all of them are drawn as ([`table`], with kubectl's `-o wide` and `--no-headers`) and
-//! the durations the flags take (`--timeout=30s`, [`duration`]).
+//! the durations the flags take (`--timeout=30s`, [`duration`]) and `-o jsonpath=` templates
+//! ([`jsonpath`]).
 //!
 //! The reading (kube, DNS, files) is the IO crate clusterset-inspect's; the binary parses
 //! flags and wires.
@@ -16,6 +17,7 @@
 pub mod crds;
 pub mod diagnose;
 pub mod duration;
+pub mod jsonpath;
 pub mod plan;
 pub mod resolve;
 pub mod status;
