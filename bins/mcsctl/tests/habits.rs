@@ -1,6 +1,7 @@
 //! A kubectl user's habits, one test each, on the process: global flags anywhere on the line;
 //! `-o table|wide|yaml|json|name` and `--no-headers`; durations as `30s`; `mcsctl version`;
-//! `status --watch`; dynamic completion of contexts; `plan`'s table on a terminal.
+//! `-o jsonpath=`; `status --watch`; dynamic completion of contexts, namespaces and Services;
+//! `plan`'s table on a terminal.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers too
 
 mod common;
@@ -430,7 +431,7 @@ fn status_watch_prints_a_new_report_when_an_object_changes_and_ctrl_c_ends_it() 
 }
 
 #[test]
-fn dynamic_completion_offers_the_kubeconfigs_contexts() {
+fn dynamic_completion_offers_contexts_namespaces_and_services() {
     let dir = tempfile::tempdir().unwrap();
     let config = kubeconfig(dir.path(), "http://127.0.0.1:9");
     let complete = |line: &[&str], env: &[(&str, &str)]| {
@@ -469,6 +470,36 @@ fn dynamic_completion_offers_the_kubeconfigs_contexts() {
             &[("HOME", dir.path().to_str().unwrap())]
         ),
         ["east", "shop"]
+    );
+    // Namespaces and Services come from the cluster the line names.
+    let mut objects = fixture();
+    for name in ["rook-ceph", "shop"] {
+        objects.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}));
+    }
+    let (_api_dir, _server, cluster) = setup(FakeApi::new(objects));
+    assert_eq!(
+        complete(
+            &["mcsctl", "--kubeconfig", &cluster, "status", "-n", ""],
+            &[]
+        ),
+        ["rook-ceph", "shop"]
+    );
+    let services = complete(
+        &[
+            "mcsctl",
+            "--kubeconfig",
+            &cluster,
+            "-n",
+            "shop",
+            "diagnose",
+            "",
+        ],
+        &[],
+    );
+    assert!(
+        services.contains(&"web".to_owned())
+            && !services.iter().any(|s| s.starts_with("rook-ceph")),
+        "{services:?}"
     );
     // The registration script for bash.
     let out = Command::new(env!("CARGO_BIN_EXE_mcsctl"))
