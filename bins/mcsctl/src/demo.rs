@@ -21,9 +21,12 @@ pub struct DemoArgs {
     /// Where to keep the cluster's files (default: a temporary directory, removed at the end).
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
-    /// Give up after this many seconds.
-    #[arg(long, default_value_t = 600)]
-    timeout_secs: u64,
+    /// Give up after this long: 10m, 1h.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::timeout::parse)]
+    timeout: Duration,
+    /// Deprecated: --timeout=<N>s.
+    #[arg(long, hide = true, value_name = "SECONDS", conflicts_with = "timeout")]
+    timeout_secs: Option<u64>,
 }
 
 impl Narrator for Spinner {
@@ -53,7 +56,12 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     let settings = DemoSettings {
         net: args.net,
         dir: args.dir.clone(),
-        timeout: Duration::from_secs(args.timeout_secs),
+        timeout: crate::timeout::with_deprecated(
+            args.timeout,
+            args.timeout_secs
+                .map(|s| ("--timeout-secs", Duration::from_secs(s))),
+            "--timeout",
+        ),
     };
     let report = match runtime.block_on(ceph_local::demo::run(&settings, &spinner)) {
         Ok(report) => report,

@@ -7,37 +7,36 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use clusterset_daemon::kubeconfig::{KubeconfigArgs, NamespaceArgs};
+use clap_complete::engine::ArgValueCandidates;
 use clusterset_dns::{HickoryClustersetResolver, ResolverSettings};
 use clusterset_inspect::KubeReader;
 use clusterset_inspect::diagnose::{ask, gather, read_monmap};
-use clusterset_report::diagnose::{diagnose, questions, render_table};
+use clusterset_report::diagnose::{diagnose, questions, render_table_in};
 use mcs_types::names::{ClustersetName, Zone};
 use mon_failover::MonMap;
 
-use crate::UsageError;
 use crate::output::{self, Format};
 use crate::progress::Spinner;
+use crate::{Global, UsageError, complete, timeout};
 
 /// Options of `mcsctl diagnose`.
 #[derive(Debug, Args)]
 pub struct DiagnoseArgs {
     /// The Service to follow (its name; the namespace comes from -n or the context).
-    #[arg(value_name = "SERVICE")]
+    #[arg(value_name = "SERVICE", add = ArgValueCandidates::new(complete::services))]
     service: String,
-    #[command(flatten)]
-    cluster: KubeconfigArgs,
-    #[command(flatten)]
-    namespace: NamespaceArgs,
     /// The clusterset DNS server to ask (default: the system's, from /etc/resolv.conf).
     #[arg(long, value_name = "IP:PORT")]
     nameserver: Option<SocketAddr>,
     /// The clusterset zone.
     #[arg(long, default_value = mcs_types::names::DEFAULT_ZONE)]
     zone: Zone,
-    /// Time for one DNS attempt, in milliseconds.
-    #[arg(long, default_value_t = 1000)]
-    timeout_ms: u64,
+    /// Time for one DNS attempt: 300ms, 1s, 2s.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = timeout::parse)]
+    timeout: Duration,
+    /// Deprecated: --timeout=<N>ms.
+    #[arg(long, hide = true, value_name = "MS", conflicts_with = "timeout")]
+    timeout_ms: Option<u64>,
     /// DNS attempts per name.
     #[arg(long, default_value_t = 2)]
     attempts: u32,
@@ -45,9 +44,6 @@ pub struct DiagnoseArgs {
     /// quorum_status -f json` (`-` reads stdin).
     #[arg(long, value_name = "FILE")]
     monmap: Option<std::path::PathBuf>,
-    /// Output format.
-    #[arg(short, long, value_enum, default_value_t = Format::Table)]
-    output: Format,
 }
 
 /// The monmap of `--monmap` (`-` reads stdin).
@@ -67,7 +63,16 @@ fn load_monmap(path: &std::path::Path) -> anyhow::Result<MonMap> {
 }
 
 /// Runs `mcsctl diagnose`: exit status 1 when a check failed.
-pub fn run(args: &DiagnoseArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: &DiagnoseArgs, global: &Global) -> anyhow::Result<ExitCode> {
+    let shape = global
+        .output
+        .shape("diagnose", Format::Table, output::REPORT)?;
+    let timeout = timeout::with_deprecated(
+        args.timeout,
+        args.timeout_ms
+            .map(|ms| ("--timeout-ms", Duration::from_millis(ms))),
+        "--timeout",
+    );
     ClustersetName::service("default", &args.service).map_err(|e| {
         UsageError(format!(
             "{:?} is not a Service name ({e}): pass the Service's name, and its namespace with -n",
@@ -80,8 +85,8 @@ pub fn run(args: &DiagnoseArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting the async runtime")?;
     let diagnosis = runtime.block_on(async {
-        let connection = args.cluster.connect().await?;
-        let namespace = args.namespace.or_default(&connection);
+        let connection = global.cluster.connect().await?;
+        let namespace = global.namespace.or_default(&connection);
         let reader = KubeReader::new(connection.client, connection.origin);
         let spinner = Spinner::start(format!("reading {namespace}/{}", args.service));
         let mut facts = gather(&reader, &namespace, &args.service).await?;
@@ -100,7 +105,7 @@ pub fn run(args: &DiagnoseArgs) -> anyhow::Result<ExitCode> {
         ));
         let resolver = HickoryClustersetResolver::new(ResolverSettings {
             nameserver: args.nameserver,
-            timeout: Duration::from_millis(args.timeout_ms),
+            timeout,
             attempts: args.attempts,
             ..ResolverSettings::default()
         })?;
@@ -108,6 +113,6 @@ pub fn run(args: &DiagnoseArgs) -> anyhow::Result<ExitCode> {
         spinner.finish();
         anyhow::Ok(diagnose(&facts, &answers))
     })?;
-    let text = output::render(&diagnosis, args.output, render_table)?;
+    let text = output::render(&diagnosis, &shape, render_table_in, output::no_names)?;
     output::print_verdict(&text, diagnosis.failed > 0)
 }

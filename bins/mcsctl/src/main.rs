@@ -9,6 +9,7 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod complete;
 mod crds;
 mod demo;
 mod diagnose;
@@ -18,10 +19,14 @@ mod plan;
 mod progress;
 mod resolve;
 mod status;
+mod timeout;
+mod version;
 
 use std::process::ExitCode;
 
-use clap::{Args, CommandFactory, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use clap_complete::engine::ArgValueCandidates;
+use clusterset_daemon::kubeconfig::{KubeconfigArgs, NamespaceArgs};
 
 /// An error in how the command was called: reported like clap's usage errors, exit status 2.
 #[derive(Debug)]
@@ -46,16 +51,51 @@ impl std::error::Error for UsageError {}
 Examples:
   mcsctl plan --cluster examples/cephcluster.yaml --inventory examples/inventory.yaml
   mcsctl status -n rook-ceph
+  mcsctl --context east status -o wide
   mcsctl diagnose rook-ceph-mon-a -n rook-ceph --nameserver 10.96.0.53:53
+  mcsctl version
   mcsctl crds | kubectl apply --server-side -f -
-  mcsctl completions bash > /etc/bash_completion.d/mcsctl
+  source <(COMPLETE=bash mcsctl)
 
+Global flags (--kubeconfig, --context, -n, -o, --no-headers) go anywhere on the line.
 Exit status: 0 ok, 1 problems found or the command failed, 2 usage error.
 Colours only on a terminal, never with NO_COLOR set."
 )]
 struct Cli {
+    #[command(flatten)]
+    global: Global,
     #[command(subcommand)]
     command: Command,
+}
+
+/// The flags every command takes, anywhere on the line, as kubectl's: the cluster
+/// (`--kubeconfig`, `--context`: `clusterset_daemon::kubeconfig`'s, the daemons' too), the
+/// namespace (`-n`) and the output (`-o`, `--no-headers`). Commands that do not read a cluster
+/// ignore the first three, as kubectl's do; commands that print no report refuse the last two.
+#[derive(Debug, Args)]
+pub struct Global {
+    #[command(flatten)]
+    cluster: KubeconfigArgs,
+    #[command(flatten)]
+    namespace: NamespaceArgs,
+    #[command(flatten)]
+    output: output::OutputArgs,
+}
+
+/// The command line: [`Cli`]'s, with the kubeconfig and namespace flags made global (they are
+/// `clusterset_daemon::kubeconfig`'s, which the daemons flatten as they are) and completing
+/// contexts and namespaces dynamically.
+fn command() -> clap::Command {
+    Cli::command()
+        .mut_arg("kubeconfig", |a| a.global(true))
+        .mut_arg("context", |a| {
+            a.global(true)
+                .add(ArgValueCandidates::new(complete::contexts))
+        })
+        .mut_arg("namespace", |a| {
+            a.global(true)
+                .add(ArgValueCandidates::new(complete::namespaces))
+        })
 }
 
 #[derive(Debug, Subcommand)]
@@ -111,6 +151,9 @@ Examples:
 Examples:
   mcsctl status -n rook-ceph
   mcsctl status -A -o json | jq .problems
+  mcsctl --context east status -o wide
+  mcsctl status -n rook-ceph --watch
+  mcsctl status -A -o name
   mcsctl status --context east --kubeconfig ~/.kube/clusterset")]
     Status(status::StatusArgs),
     /// Follow one service through every hop and say where it breaks.
@@ -140,12 +183,31 @@ Examples:
   mcsctl demo
   mcsctl demo --net 78 --dir /tmp/demo     (keep the cluster's files)")]
     Demo(demo::DemoArgs),
-    /// Print a shell completion script.
+    /// Print the client's version, the Kubernetes server's, and the clusterset components'.
+    ///
+    /// The components are the Pods labelled app.kubernetes.io/part-of=clusterset (in every
+    /// namespace, or -n), by app.kubernetes.io/name (mcs-ceph-operator, clusterset-agent):
+    /// namespace, Pod, app.kubernetes.io/version, image, ready. --client prints only the
+    /// client's version, without a cluster. When the cluster cannot be reached the client's
+    /// version is printed, then the error (exit status 1), as kubectl does.
+    #[command(after_help = "\
+Examples:
+  mcsctl version
+  mcsctl version --client
+  mcsctl version -n clusterset-system -o yaml")]
+    Version(version::VersionArgs),
+    /// Print a static shell completion script (dynamic completion: source <(COMPLETE=bash mcsctl)).
+    ///
+    /// The static script completes commands and flags. Dynamic completion, which also offers
+    /// the kubeconfig's contexts and the cluster's namespaces and Services, is mcsctl itself
+    /// answering the shell: source <(COMPLETE=bash mcsctl) (zsh, fish, elvish, powershell
+    /// likewise).
     #[command(after_help = "\
 Examples:
   mcsctl completions bash > ~/.local/share/bash-completion/completions/mcsctl
   mcsctl completions zsh > \"${fpath[1]}/_mcsctl\"
-  mcsctl completions fish > ~/.config/fish/completions/mcsctl.fish")]
+  mcsctl completions fish > ~/.config/fish/completions/mcsctl.fish
+  source <(COMPLETE=bash mcsctl)      (dynamic: contexts, namespaces, Services too)")]
     Completions(CompletionsArgs),
 }
 
@@ -157,23 +219,40 @@ struct CompletionsArgs {
     shell: clap_complete::Shell,
 }
 
-fn completions(args: &CompletionsArgs) -> anyhow::Result<ExitCode> {
+fn completions(args: &CompletionsArgs, global: &Global) -> anyhow::Result<ExitCode> {
+    global.output.refuse("completions")?;
     let mut script = Vec::new();
-    clap_complete::generate(args.shell, &mut Cli::command(), "mcsctl", &mut script);
+    clap_complete::generate(args.shell, &mut command(), "mcsctl", &mut script);
     output::print(&String::from_utf8_lossy(&script))
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // `COMPLETE=bash mcsctl` prints the shell's registration; the shell then runs mcsctl with
+    // COMPLETE set to complete a line. Otherwise this returns at once.
+    clap_complete::CompleteEnv::with_factory(command).complete();
+    let cli = match Cli::from_arg_matches(&command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    let global = &cli.global;
     let result = match cli.command {
-        Command::Crds(args) => crds::run(&args),
-        Command::Dns(args) => dns::run(&args),
-        Command::Resolve(args) => resolve::run(&args),
-        Command::Plan(args) => plan::run(&args),
-        Command::Status(args) => status::run(&args),
-        Command::Diagnose(args) => diagnose::run(&args),
-        Command::Demo(args) => demo::run(&args),
-        Command::Completions(args) => completions(&args),
+        Command::Crds(args) => crds::run(&args, global),
+        Command::Dns(args) => global
+            .output
+            .refuse("dns")
+            .map_err(anyhow::Error::from)
+            .and_then(|()| dns::run(&args)),
+        Command::Resolve(args) => resolve::run(&args, global),
+        Command::Plan(args) => plan::run(&args, global),
+        Command::Status(args) => status::run(&args, global),
+        Command::Diagnose(args) => diagnose::run(&args, global),
+        Command::Demo(args) => global
+            .output
+            .refuse("demo")
+            .map_err(anyhow::Error::from)
+            .and_then(|()| demo::run(&args)),
+        Command::Version(args) => version::run(&args, global),
+        Command::Completions(args) => completions(&args, global),
     };
     match result {
         Ok(code) => code,
@@ -185,5 +264,13 @@ fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_command_line_is_consistent() {
+        super::command().debug_assert();
     }
 }

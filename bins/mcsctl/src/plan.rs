@@ -1,5 +1,6 @@
 //! `mcsctl plan`: what the address planner would make of a CephCluster and its inventory.
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow};
@@ -7,8 +8,9 @@ use ceph_address_plan::manifest::{CephClusterManifest, InventoryFile};
 use ceph_address_plan::{Inventory, Plan, PlanInput};
 use clap::Args;
 
-use clusterset_report::plan::render_table;
+use clusterset_report::plan::{names, render_table_in};
 
+use crate::Global;
 use crate::output::{self, Format};
 
 /// Options of `mcsctl plan`.
@@ -23,14 +25,22 @@ pub struct PlanArgs {
     /// planned as new: spec.mon.count mons with nothing known, no OSDs.
     #[arg(long, value_name = "FILE")]
     inventory: Option<PathBuf>,
-    /// Output format: the whole plan document as YAML or JSON, or a summary table.
-    #[arg(short, long, value_enum, default_value_t = Format::Yaml)]
-    output: Format,
+}
+
+/// The format `plan` prints in without `-o`: the summary table for a person at a terminal,
+/// the whole plan document as YAML for a script (stdout not a terminal: pipes and files keep
+/// what they always got). `-o` always wins.
+pub fn default_format(stdout_is_terminal: bool, flag: Option<Format>) -> Format {
+    match (flag, stdout_is_terminal) {
+        (Some(format), _) => format,
+        (None, true) => Format::Table,
+        (None, false) => Format::Yaml,
+    }
 }
 
 /// Prints the plan.
-pub fn run(args: &PlanArgs) -> anyhow::Result<std::process::ExitCode> {
-    output::print(&render(args)?)
+pub fn run(args: &PlanArgs, global: &Global) -> anyhow::Result<std::process::ExitCode> {
+    output::print(&render(args, global)?)
 }
 
 fn read(path: &Path) -> anyhow::Result<String> {
@@ -46,7 +56,9 @@ fn ceph_cluster(path: &Path) -> anyhow::Result<CephClusterManifest> {
 }
 
 /// The plan, rendered.
-pub fn render(args: &PlanArgs) -> anyhow::Result<String> {
+pub fn render(args: &PlanArgs, global: &Global) -> anyhow::Result<String> {
+    let default = default_format(std::io::stdout().is_terminal(), global.output.format());
+    let shape = global.output.shape("plan", default, output::ALL)?;
     let manifest = ceph_cluster(&args.cluster)?;
     let mut settings = manifest
         .settings()
@@ -67,5 +79,19 @@ pub fn render(args: &PlanArgs) -> anyhow::Result<String> {
     })
     .map_err(|rejections| anyhow!(rejections))?;
     let document = plan.document().context("building the plan document")?;
-    output::render(&document, args.output, render_table)
+    output::render(&document, &shape, render_table_in, names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_terminal_gets_the_table_a_pipe_yaml_and_o_always_wins() {
+        assert_eq!(default_format(true, None), Format::Table);
+        assert_eq!(default_format(false, None), Format::Yaml);
+        assert_eq!(default_format(true, Some(Format::Yaml)), Format::Yaml);
+        assert_eq!(default_format(false, Some(Format::Table)), Format::Table);
+        assert_eq!(default_format(true, Some(Format::Json)), Format::Json);
+    }
 }

@@ -7,12 +7,12 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use clusterset_dns::{HickoryClustersetResolver, ResolverSettings, resolve_all};
-use clusterset_report::resolve::{NameResult, render_table};
+use clusterset_report::resolve::{NameResult, render_table_in};
 use mcs_types::names::{ClustersetName, NameForm, Zone};
 
-use crate::UsageError;
 use crate::output::{self, Format};
 use crate::progress::Spinner;
+use crate::{Global, UsageError, timeout};
 
 /// Options of `mcsctl resolve`.
 #[derive(Debug, Args)]
@@ -30,15 +30,27 @@ pub struct ResolveArgs {
     /// The clusterset zone.
     #[arg(long, default_value = mcs_types::names::DEFAULT_ZONE)]
     zone: Zone,
-    /// Time for one attempt, in milliseconds.
-    #[arg(long, default_value_t = 1000)]
-    timeout_ms: u64,
+    /// Time for one attempt: 300ms, 1s, 2s.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = timeout::parse)]
+    timeout: Duration,
+    /// Deprecated: --timeout=<N>ms.
+    #[arg(long, hide = true, value_name = "MS", conflicts_with = "timeout")]
+    timeout_ms: Option<u64>,
     /// Attempts per name.
     #[arg(long, default_value_t = 4)]
     attempts: u32,
-    /// Output format.
-    #[arg(short, long, value_enum, default_value_t = Format::Table)]
-    output: Format,
+}
+
+impl ResolveArgs {
+    /// `--timeout`, or the deprecated `--timeout-ms`.
+    fn timeout(&self) -> Duration {
+        timeout::with_deprecated(
+            self.timeout,
+            self.timeout_ms
+                .map(|ms| ("--timeout-ms", Duration::from_millis(ms))),
+            "--timeout",
+        )
+    }
 }
 
 /// The names to ask for: parsed in the zone, turned into the per-cluster form with a cluster id.
@@ -67,8 +79,12 @@ pub fn names_to_ask(args: &ResolveArgs) -> anyhow::Result<Vec<ClustersetName>> {
 
 /// Resolves the names and prints them in the chosen format; failures also go to stderr and
 /// make the exit status 1.
-pub fn run(args: &ResolveArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: &ResolveArgs, global: &Global) -> anyhow::Result<ExitCode> {
+    let shape = global
+        .output
+        .shape("resolve", Format::Table, output::REPORT)?;
     let names = names_to_ask(args)?;
+    let timeout = args.timeout();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -76,7 +92,7 @@ pub fn run(args: &ResolveArgs) -> anyhow::Result<ExitCode> {
     let results = runtime.block_on(async {
         let resolver = HickoryClustersetResolver::new(ResolverSettings {
             nameserver: args.nameserver,
-            timeout: Duration::from_millis(args.timeout_ms),
+            timeout,
             attempts: args.attempts,
             ..ResolverSettings::default()
         })?;
@@ -84,7 +100,7 @@ pub fn run(args: &ResolveArgs) -> anyhow::Result<ExitCode> {
             "resolving {} name(s), up to {} attempts of {} ms each",
             names.len(),
             args.attempts,
-            args.timeout_ms
+            timeout.as_millis()
         ));
         let results = resolve_all(&resolver, &names, 16).await;
         spinner.finish();
@@ -100,7 +116,12 @@ pub fn run(args: &ResolveArgs) -> anyhow::Result<ExitCode> {
     }
     let failed = results.iter().any(|r| r.error.is_some());
     output::print_verdict(
-        &output::render(&results, args.output, |r| render_table(r))?,
+        &output::render(
+            &results,
+            &shape,
+            |r, layout| render_table_in(r, layout),
+            output::no_names,
+        )?,
         failed,
     )
 }

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use common::{mcsctl, mcsctl_with, stderr, stdout};
 
-const COMMANDS: [&str; 8] = [
+const COMMANDS: [&str; 9] = [
     "crds",
     "plan",
     "dns",
@@ -17,6 +17,7 @@ const COMMANDS: [&str; 8] = [
     "status",
     "diagnose",
     "demo",
+    "version",
     "completions",
 ];
 
@@ -55,11 +56,12 @@ fn every_command_has_help_with_examples() {
 
 #[test]
 fn read_commands_take_the_same_output_formats() {
-    for command in ["crds", "plan", "resolve", "status", "diagnose"] {
+    for command in ["crds", "plan", "resolve", "status", "diagnose", "version"] {
         let help = stdout(&mcsctl(&[command, "-h"]));
         assert!(
             help.contains("-o, --output <OUTPUT>")
-                && help.contains("[possible values: table, yaml, json]"),
+                && help.contains("[possible values: table, wide, yaml, json, name]")
+                && help.contains("--no-headers"),
             "mcsctl {command}:\n{help}"
         );
     }
@@ -166,7 +168,7 @@ fn waiting_shows_a_spinner_on_a_terminal_and_nothing_on_a_pipe() {
     let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let address = silent.local_addr().unwrap().to_string();
     let args = format!(
-        "resolve web.shop.svc.clusterset.local --nameserver {address} --timeout-ms 400 --attempts 2"
+        "resolve web.shop.svc.clusterset.local --nameserver {address} --timeout 400ms --attempts 2"
     );
     let terminal = on_terminal(&args, &[]);
     assert!(
@@ -183,8 +185,7 @@ fn waiting_shows_a_spinner_on_a_terminal_and_nothing_on_a_pipe() {
             "web.shop.svc.clusterset.local",
             "--nameserver",
             &address,
-            "--timeout-ms",
-            "400",
+            "--timeout=400ms",
             "--attempts",
             "2",
         ],

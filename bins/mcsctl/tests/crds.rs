@@ -62,7 +62,7 @@ fn usage_errors_exit_with_2_and_say_what_is_wrong() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("invalid value 'xml'"), "{stderr}");
     assert!(
-        stderr.contains("[possible values: table, yaml, json]"),
+        stderr.contains("[possible values: table, wide, yaml, json, name]"),
         "{stderr}"
     );
 }

@@ -95,8 +95,7 @@ fn diagnose(setup: &Setup, dns: &Dns, args: &[&str]) -> std::process::Output {
         setup.config.as_str(),
         "--nameserver",
         dns.address.as_str(),
-        "--timeout-ms",
-        "500",
+        "--timeout=500ms",
     ];
     all.extend_from_slice(args);
     mcsctl(&all)

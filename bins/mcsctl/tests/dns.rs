@@ -127,8 +127,7 @@ fn resolve(server: &Serve, args: &[&str]) -> Output {
         "resolve",
         "--nameserver",
         server.address.as_str(),
-        "--timeout-ms",
-        "300",
+        "--timeout=300ms",
     ];
     all.extend_from_slice(args);
     mcsctl(&all)

@@ -179,7 +179,10 @@ fn usage_errors_exit_with_2() {
     let cluster = repo("examples/cephcluster.yaml");
     let out = mcsctl(&["plan", "--cluster", cluster.to_str().unwrap(), "-o", "xml"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("[possible values: table, yaml, json]"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("[possible values: table, wide, yaml, json, name]")
+    );
 }
 
 #[test]

@@ -154,9 +154,9 @@ fn usage_errors_exit_2() {
         "{}",
         stderr(&out)
     );
-    let out = mcsctl(&["status", "-o", "wide"]);
+    let out = mcsctl(&["status", "-o", "xml"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("[possible values: table, yaml, json]"));
+    assert!(stderr(&out).contains("[possible values: table, wide, yaml, json, name]"));
 }
 
 #[test]

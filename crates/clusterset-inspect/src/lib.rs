@@ -4,11 +4,14 @@
 //! ([`status::fetch`], [`diagnose::gather`]), the clusterset DNS answers to the diagnosis's
 //! questions ([`diagnose::ask`], with clusterset-dns's resolver) and a monmap given as Ceph's
 //! JSON ([`diagnose::read_monmap`], with mon-failover's types). What is read becomes the
-//! inputs of clusterset-report's pure functions, which judge it.
+//! inputs of clusterset-report's pure functions, which judge it. Also what `status --watch`
+//! watches ([`watch`]) and what `mcsctl version` and shell completion read (methods of
+//! [`KubeReader`]).
 #![forbid(unsafe_code)]
 
 pub mod diagnose;
 pub mod reader;
 pub mod status;
+pub mod watch;
 
 pub use reader::{ClusterReader, KubeReader, ReadError};

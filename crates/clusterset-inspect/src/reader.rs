@@ -66,7 +66,10 @@ pub trait ClusterReader: Send + Sync {
     async fn deployments(&self, namespace: &str, selector: &str) -> Result<Vec<Deployment>>;
 }
 
-/// [`ClusterReader`] on a kube client.
+/// [`ClusterReader`] on a kube client; also what `mcsctl version` reads
+/// ([`KubeReader::server_version`], [`KubeReader::pods`]), the names shell completion offers
+/// ([`KubeReader::namespace_names`], [`KubeReader::service_names`]) and what `status --watch`
+/// watches (`crate::watch`).
 pub struct KubeReader {
     client: Client,
     origin: String,
@@ -90,6 +93,60 @@ impl KubeReader {
             Scope::Namespace(ns) => Api::namespaced(self.client.clone(), ns),
             Scope::All => Api::all(self.client.clone()),
         }
+    }
+
+    /// The client.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The API server's `/version`.
+    pub async fn server_version(&self) -> Result<k8s_openapi::apimachinery::pkg::version::Info> {
+        self.client
+            .apiserver_version()
+            .await
+            .map_err(|e| self.explain(e, "reading the server version (/version)"))
+    }
+
+    /// The Pods matching a label selector in `scope`.
+    pub async fn pods(
+        &self,
+        scope: &Scope,
+        selector: &str,
+    ) -> Result<Vec<k8s_openapi::api::core::v1::Pod>> {
+        self.api::<k8s_openapi::api::core::v1::Pod>(scope)
+            .list(&ListParams::default().labels(selector))
+            .await
+            .map(|l| l.items)
+            .map_err(|e| self.explain(e, &format!("listing pods in {scope}")))
+    }
+
+    /// The names of the namespaces.
+    pub async fn namespace_names(&self) -> Result<Vec<String>> {
+        let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(self.client.clone());
+        api.list(&ListParams::default())
+            .await
+            .map(|l| {
+                l.items
+                    .into_iter()
+                    .filter_map(|n| n.metadata.name)
+                    .collect()
+            })
+            .map_err(|e| self.explain(e, "listing namespaces"))
+    }
+
+    /// The names of the Services in `namespace`.
+    pub async fn service_names(&self, namespace: &str) -> Result<Vec<String>> {
+        let api: Api<Service> = Api::namespaced(self.client.clone(), namespace);
+        api.list(&ListParams::default())
+            .await
+            .map(|l| {
+                l.items
+                    .into_iter()
+                    .filter_map(|s| s.metadata.name)
+                    .collect()
+            })
+            .map_err(|e| self.explain(e, &format!("listing services in namespace {namespace}")))
     }
 
     /// What went wrong, with the likely fix.

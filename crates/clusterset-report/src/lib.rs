@@ -5,7 +5,10 @@
 //! its problems ([`status`]), the diagnosis of one service hop by hop with causes and fixes
 //! ([`diagnose`], the DNS answers and the monmap taken as data) — the summary of a plan
 //! (`mcsctl plan -o table`, [`plan`]), the CRDs' and the resolved names' tables ([`crds`],
-//! [`resolve`]), and the tables all of them are drawn as ([`table`]).
+//! [`resolve`]), what `mcsctl version` shows of the components found ([`version`]), the
+//! tables all of them are drawn as ([`table`], with kubectl's `-o wide` and `--no-headers`) and
+//! the durations the flags take (`--timeout=30s`, [`duration`]) and `-o jsonpath=` templates
+//! ([`jsonpath`]).
 //!
 //! The reading (kube, DNS, files) is the IO crate clusterset-inspect's; the binary parses
 //! flags and wires.
@@ -13,10 +16,13 @@
 
 pub mod crds;
 pub mod diagnose;
+pub mod duration;
+pub mod jsonpath;
 pub mod plan;
 pub mod resolve;
 pub mod status;
 pub mod table;
+pub mod version;
 pub mod view;
 
 /// Which namespaces to read.

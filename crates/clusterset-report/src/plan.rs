@@ -5,11 +5,34 @@ use std::fmt::Write as _;
 use ceph_address_plan::document::PlanDocument;
 use ceph_address_plan::rook;
 
-use crate::table::{Cell, Table, style, styled};
+use crate::table::{Cell, Layout, Table, style, styled};
+
+/// The objects the plan applies as `kubectl get -o name` prints them: `service/NAME` and
+/// `serviceexport.multicluster.x-k8s.io/NAME`.
+pub fn names(plan: &PlanDocument) -> Vec<String> {
+    let services = plan
+        .services
+        .iter()
+        .map(|s| format!("service/{}", s.metadata.name.as_deref().unwrap_or_default()));
+    let exports = plan.service_exports.iter().map(|e| {
+        format!(
+            "{}/{}",
+            crate::status::SERVICE_EXPORT_RESOURCE,
+            e.metadata.name.as_deref().unwrap_or_default()
+        )
+    });
+    services.chain(exports).collect()
+}
 
 /// The plan for people: verdict, reasons, mons to replace, names to resolve, every daemon,
 /// the mon endpoints and how many objects to apply (`-o yaml` shows them).
 pub fn render_table(plan: &PlanDocument) -> String {
+    render_table_in(plan, Layout::default())
+}
+
+/// [`render_table`] in `layout`: `--no-headers` drops the column headers of its tables; `-o
+/// wide` is the same summary (every daemon column is already there).
+pub fn render_table_in(plan: &PlanDocument, layout: Layout) -> String {
     let mut out = String::new();
     let cluster = &plan.cluster;
     let mcs = &cluster.multi_cluster_service;
@@ -50,7 +73,7 @@ pub fn render_table(plan: &PlanDocument) -> String {
                 Cell::from(r.expected.clone().unwrap_or_else(|| "-".to_owned())),
             ]);
         }
-        out.push_str(&replacements.render());
+        out.push_str(&replacements.render_in(layout));
     }
     if !plan.lookups.is_empty() {
         out.push('\n');
@@ -62,7 +85,7 @@ pub fn render_table(plan: &PlanDocument) -> String {
                 Cell::from(l.daemon.as_str()),
             ]);
         }
-        out.push_str(&lookups.render());
+        out.push_str(&lookups.render_in(layout));
     }
     out.push('\n');
     let mut daemons = Table::new(&[
@@ -88,7 +111,7 @@ pub fn render_table(plan: &PlanDocument) -> String {
             Cell::from(d.args.join(" ")),
         ]);
     }
-    out.push_str(&daemons.render());
+    out.push_str(&daemons.render_in(layout));
     out.push('\n');
     if let Some(data) = plan.mon_endpoints.get(rook::KEY_DATA) {
         let _ = writeln!(out, "{} data: {data}", rook::MON_ENDPOINTS_CONFIG_MAP);

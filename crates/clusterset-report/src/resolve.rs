@@ -4,7 +4,7 @@ use std::net::IpAddr;
 
 use serde::Serialize;
 
-use crate::table::{Cell, Table, style};
+use crate::table::{Cell, Layout, Table, style};
 
 /// The outcome of one name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -50,13 +50,30 @@ impl NameResult {
 
 /// One line per name: its addresses, or `-` when it failed.
 pub fn render_table(results: &[NameResult]) -> String {
-    let mut table = Table::new(&["NAME", "ADDRESSES"]);
+    render_table_in(results, Layout::default())
+}
+
+/// [`render_table`] in `layout`: `-o wide` adds why a name failed (`ERROR`); `--no-headers`
+/// drops the header line.
+pub fn render_table_in(results: &[NameResult], layout: Layout) -> String {
+    let mut headers = vec!["NAME", "ADDRESSES"];
+    if layout.wide {
+        headers.push("ERROR");
+    }
+    let mut table = Table::new(&headers);
     for result in results {
         let addresses = match &result.error {
             None => Cell::from(result.addresses.join(",")),
             Some(_) => Cell::new("-", style::BAD),
         };
-        table.row([Cell::from(result.name.as_str()), addresses]);
+        let error = layout
+            .wide
+            .then(|| Cell::from(result.error.clone().unwrap_or_else(|| "-".to_owned())));
+        table.row(
+            [Cell::from(result.name.as_str()), addresses]
+                .into_iter()
+                .chain(error),
+        );
     }
-    table.render()
+    table.render_in(layout)
 }

@@ -65,6 +65,26 @@ impl From<&str> for Cell {
     }
 }
 
+/// How a command's table form is drawn: kubectl's `-o wide` (more columns) and
+/// `--no-headers` (no column header lines).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// `-o wide`: the extra columns too.
+    pub wide: bool,
+    /// The column headers (`--no-headers` turns them off).
+    pub headers: bool,
+}
+
+impl Default for Layout {
+    /// `-o table`: the usual columns, with headers.
+    fn default() -> Self {
+        Self {
+            wide: false,
+            headers: true,
+        }
+    }
+}
+
 /// A table in kubectl's style: upper-case headers, columns three spaces apart.
 #[derive(Debug, Clone, Default)]
 pub struct Table {
@@ -88,8 +108,19 @@ impl Table {
 
     /// The table as text, one line per row, without trailing spaces.
     pub fn render(&self) -> String {
+        self.render_in(Layout::default())
+    }
+
+    /// The table as text in `layout`: without the header line under `--no-headers` (the
+    /// columns are then as wide as their cells, as kubectl's are). Which columns there are is
+    /// the caller's choice (`layout.wide`).
+    pub fn render_in(&self, layout: Layout) -> String {
         let columns = self.headers.len();
-        let mut widths: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
+        let mut widths: Vec<usize> = self
+            .headers
+            .iter()
+            .map(|h| if layout.headers { h.chars().count() } else { 0 })
+            .collect();
         for row in &self.rows {
             for (i, cell) in row.iter().enumerate().take(columns) {
                 widths[i] = widths[i].max(cell.text.chars().count());
@@ -101,7 +132,8 @@ impl Table {
             .iter()
             .map(|h| Cell::new(*h, style::HEADER))
             .collect();
-        for row in std::iter::once(&header).chain(&self.rows) {
+        let header_row = layout.headers.then_some(&header);
+        for row in header_row.into_iter().chain(&self.rows) {
             let mut line = String::new();
             let last = (0..columns)
                 .rev()
@@ -151,6 +183,15 @@ mod tests {
             "NAME          STATUS   NOTE\n\
              a             True\n\
              longer-name   False    why\n"
+        );
+        let no_headers = table.render_in(Layout {
+            headers: false,
+            ..Layout::default()
+        });
+        assert_eq!(
+            strip(&no_headers),
+            "a             True\n\
+             longer-name   False   why\n"
         );
     }
 }

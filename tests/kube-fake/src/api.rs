@@ -6,6 +6,14 @@
 //! not declared served) answer 404, as an API server does for a CRD that is not installed.
 //! Shared by the unit tests (through a tower-test mock service, [`crate::mock`]) and the process
 //! tests (over HTTP on loopback, [`crate::http`]); they record every request.
+//!
+//! It also answers `/version` (a Kubernetes 1.28 server's), and watches: a test changes an
+//! object with [`FakeApi::put`], which stores it with the next resource version and records an
+//! `ADDED` or `MODIFIED` event; [`FakeApi::watch_events`] gives the events after a resource
+//! version that a watch request (`?watch=true&resourceVersion=N`, the same path, namespace and
+//! selectors as its list) sees. Lists carry the current resource version, as a real server's
+//! do, so that kube's watcher starts its watch where its list ended. [`crate::http::ApiServer`]
+//! streams them on a watch's connection.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -93,6 +101,66 @@ pub struct FakeApi {
     served: BTreeSet<String>,
     forbidden: BTreeSet<String>,
     catalog: Catalog,
+    /// The resource version of the last change (1 before any [`FakeApi::put`]).
+    revision: u64,
+    /// What [`FakeApi::put`] changed: resource version, event type, object.
+    events: Vec<(u64, &'static str, Value)>,
+}
+
+/// A status code and body: the answer to a request.
+pub type Answer = (u16, Vec<u8>);
+
+/// The `/version` of the fake server: a Kubernetes 1.28 server's.
+pub const SERVER_VERSION: &str = "v1.28.15";
+
+/// What a request names: the type, the namespace, one object, the selectors.
+struct Target {
+    wanted: String,
+    plural: String,
+    namespace: Option<String>,
+    name: Option<String>,
+    labels: LabelSelector,
+    fields: FieldSelector,
+}
+
+impl Target {
+    fn matches(&self, o: &Value) -> bool {
+        type_path(o) == self.wanted
+            && self
+                .namespace
+                .as_deref()
+                .is_none_or(|ns| o["metadata"]["namespace"] == ns)
+            && self
+                .name
+                .as_deref()
+                .is_none_or(|n| o["metadata"]["name"] == n)
+            && self.fields.matches(|field| {
+                let pointer = format!("/{}", field.replace('.', "/"));
+                o.pointer(&pointer)
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
+            && {
+                let labels: BTreeMap<String, String> =
+                    serde_json::from_value(o["metadata"]["labels"].clone()).unwrap_or_default();
+                self.labels.matches(&labels)
+            }
+    }
+}
+
+/// Whether `request` is a watch (`?watch=true` or `?watch=1`).
+pub fn is_watch(request: &Seen) -> bool {
+    matches!(
+        request.query.get("watch").map(String::as_str),
+        Some("true" | "1")
+    )
+}
+
+fn same_object(a: &Value, b: &Value) -> bool {
+    a["apiVersion"] == b["apiVersion"]
+        && a["kind"] == b["kind"]
+        && a["metadata"]["namespace"] == b["metadata"]["namespace"]
+        && a["metadata"]["name"] == b["metadata"]["name"]
 }
 
 fn status(code: u16, reason: &str, message: &str) -> Vec<u8> {
@@ -141,7 +209,135 @@ impl FakeApi {
             served,
             forbidden: BTreeSet::new(),
             catalog,
+            revision: 1,
+            events: Vec::new(),
         }
+    }
+
+    /// Stores `object` (replacing the one of the same type, namespace and name) with the next
+    /// resource version, as a write to a real server does, and records the watch event
+    /// (`ADDED` or `MODIFIED`) that watches of it see.
+    ///
+    /// # Panics
+    /// When the object breaks the API server's rules (see [`FakeApi::new`]).
+    pub fn put(&mut self, mut object: Value) {
+        let errors = self.catalog.object_errors(&object, Completeness::Whole);
+        assert!(errors.is_empty(), "a real API server would refuse {object}");
+        self.revision += 1;
+        object["metadata"]["resourceVersion"] = Value::String(self.revision.to_string());
+        self.served.insert(type_path(&object));
+        let event = match self.objects.iter_mut().find(|o| same_object(o, &object)) {
+            Some(stored) => {
+                *stored = object.clone();
+                "MODIFIED"
+            }
+            None => {
+                self.objects.push(object.clone());
+                "ADDED"
+            }
+        };
+        self.events.push((self.revision, event, object));
+    }
+
+    /// The resource version of the last change.
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// The watch events `request` (a watch) sees after resource version `after`, as the JSON
+    /// lines a server streams (`{"type":"MODIFIED","object":{...}}`) with their resource
+    /// versions; or the refusal (status code and body) a list of the same request would get.
+    pub fn watch_events(&self, request: &Seen, after: u64) -> Result<Vec<(u64, Vec<u8>)>, Answer> {
+        let target = self.target(request)?;
+        Ok(self
+            .events
+            .iter()
+            .filter(|(revision, _, object)| *revision > after && target.matches(object))
+            .map(|(revision, event, object)| {
+                let line = serde_json::to_vec(&json!({"type": event, "object": object})).unwrap();
+                (*revision, line)
+            })
+            .collect())
+    }
+
+    /// What `request` names, or the refusal a real server answers it with.
+    fn target(&self, request: &Seen) -> Result<Target, Answer> {
+        if request.method != "GET" {
+            return Err((405, status(405, "MethodNotAllowed", "read-only fake")));
+        }
+        let checked = Request {
+            method: &request.method,
+            path: &request.path,
+            query: &request.query,
+            content_type: "",
+            body: None,
+        };
+        if let Err(refusal) = self.catalog.check_request(&checked) {
+            return Err((refusal.code, serde_json::to_vec(&refusal.body).unwrap()));
+        }
+        let not_found = || {
+            (
+                404,
+                status(
+                    404,
+                    "NotFound",
+                    "the server could not find the requested resource",
+                ),
+            )
+        };
+        // Lists (in a namespace or all) and GETs of one namespaced object; nothing else.
+        let Some(parsed) = parse_path(&request.path) else {
+            return Err(not_found());
+        };
+        if parsed.subresource.is_some() || (parsed.namespace.is_none() && parsed.name.is_some()) {
+            return Err(not_found());
+        }
+        let prefix = if parsed.group.is_empty() {
+            format!("/api/{}", parsed.version)
+        } else {
+            format!("/apis/{}/{}", parsed.group, parsed.version)
+        };
+        let wanted = format!("{prefix}/{}", parsed.plural);
+        if self.forbidden.contains(&wanted) {
+            let plural = &parsed.plural;
+            return Err((
+                403,
+                status(
+                    403,
+                    "Forbidden",
+                    &format!(
+                        "{plural} is forbidden: User \"me\" cannot list resource \"{plural}\" in the namespace \"{}\"",
+                        parsed.namespace.as_deref().unwrap_or("")
+                    ),
+                ),
+            ));
+        }
+        if !self.served.contains(&wanted) {
+            return Err(not_found());
+        }
+        // Both parse: check_request refused the request otherwise.
+        let labels = LabelSelector::parse(
+            request
+                .query
+                .get("labelSelector")
+                .map_or("", String::as_str),
+        )
+        .unwrap();
+        let fields = FieldSelector::parse(
+            request
+                .query
+                .get("fieldSelector")
+                .map_or("", String::as_str),
+        )
+        .unwrap();
+        Ok(Target {
+            wanted,
+            plural: parsed.plural,
+            namespace: parsed.namespace,
+            name: parsed.name,
+            labels,
+            fields,
+        })
     }
 
     /// Also serves the type at `type_path` (`/apis/group/version/plural`), even without objects.
@@ -156,121 +352,49 @@ impl FakeApi {
         self
     }
 
-    /// The answer to a request: status code and body.
+    /// The answer to a request (not a watch: see [`FakeApi::watch_events`]): status code and
+    /// body.
     pub fn respond(&self, request: &Seen) -> (u16, Vec<u8>) {
-        if request.method != "GET" {
-            return (405, status(405, "MethodNotAllowed", "read-only fake"));
-        }
-        let checked = Request {
-            method: &request.method,
-            path: &request.path,
-            query: &request.query,
-            content_type: "",
-            body: None,
-        };
-        if let Err(refusal) = self.catalog.check_request(&checked) {
-            return (refusal.code, serde_json::to_vec(&refusal.body).unwrap());
-        }
-        let not_found = || {
-            (
-                404,
-                status(
-                    404,
-                    "NotFound",
-                    "the server could not find the requested resource",
-                ),
-            )
-        };
-        // Lists (in a namespace or all) and GETs of one namespaced object; nothing else.
-        let Some(parsed) = parse_path(&request.path) else {
-            return not_found();
-        };
-        if parsed.subresource.is_some() || (parsed.namespace.is_none() && parsed.name.is_some()) {
-            return not_found();
-        }
-        let prefix = if parsed.group.is_empty() {
-            format!("/api/{}", parsed.version)
-        } else {
-            format!("/apis/{}/{}", parsed.group, parsed.version)
-        };
-        let (namespace, plural, name) = (
-            parsed.namespace.as_deref(),
-            parsed.plural.as_str(),
-            parsed.name.as_deref(),
-        );
-        let wanted = format!("{prefix}/{plural}");
-        if self.forbidden.contains(&wanted) {
+        if request.method == "GET" && request.path == "/version" {
+            let (major, minor) = ("1", "28");
             return (
-                403,
-                status(
-                    403,
-                    "Forbidden",
-                    &format!(
-                        "{plural} is forbidden: User \"me\" cannot list resource \"{plural}\" in the namespace \"{}\"",
-                        namespace.unwrap_or("")
-                    ),
-                ),
+                200,
+                serde_json::to_vec(&json!({
+                    "major": major, "minor": minor, "gitVersion": SERVER_VERSION,
+                    "gitCommit": "0000000000000000000000000000000000000000",
+                    "gitTreeState": "clean", "buildDate": "2024-10-22T20:28:14Z",
+                    "goVersion": "go1.22.8", "compiler": "gc", "platform": "linux/amd64"
+                }))
+                .unwrap(),
             );
         }
-        if !self.served.contains(&wanted) {
-            return (
-                404,
-                status(
-                    404,
-                    "NotFound",
-                    "the server could not find the requested resource",
-                ),
-            );
-        }
-        // Both parse: check_request refused the request otherwise.
-        let label_selector = LabelSelector::parse(
-            request
-                .query
-                .get("labelSelector")
-                .map_or("", String::as_str),
-        )
-        .unwrap();
-        let field_selector = FieldSelector::parse(
-            request
-                .query
-                .get("fieldSelector")
-                .map_or("", String::as_str),
-        )
-        .unwrap();
+        let target = match self.target(request) {
+            Ok(target) => target,
+            Err(refusal) => return refusal,
+        };
         let matching: Vec<Value> = self
             .objects
             .iter()
-            .filter(|o| type_path(o) == wanted)
-            .filter(|o| namespace.is_none_or(|ns| o["metadata"]["namespace"] == ns))
-            .filter(|o| name.is_none_or(|n| o["metadata"]["name"] == n))
-            .filter(|o| {
-                field_selector.matches(|field| {
-                    let pointer = format!("/{}", field.replace('.', "/"));
-                    o.pointer(&pointer)
-                        .and_then(Value::as_str)
-                        .map(str::to_owned)
-                })
-            })
-            .filter(|o| {
-                let labels: BTreeMap<String, String> =
-                    serde_json::from_value(o["metadata"]["labels"].clone()).unwrap_or_default();
-                label_selector.matches(&labels)
-            })
+            .filter(|o| target.matches(o))
             .cloned()
             .collect();
-        match name {
+        match target.name {
             Some(name) => match matching.into_iter().next() {
                 Some(object) => (200, serde_json::to_vec(&object).unwrap()),
                 None => (
                     404,
-                    status(404, "NotFound", &format!("{plural} \"{name}\" not found")),
+                    status(
+                        404,
+                        "NotFound",
+                        &format!("{} \"{name}\" not found", target.plural),
+                    ),
                 ),
             },
             None => (
                 200,
                 serde_json::to_vec(&json!({
                     "apiVersion": "v1", "kind": "List",
-                    "metadata": {"resourceVersion": "1"},
+                    "metadata": {"resourceVersion": self.revision.to_string()},
                     "items": matching,
                 }))
                 .unwrap(),
@@ -338,6 +462,44 @@ mod strict_tests {
         assert_eq!(count("app+in+%28rook-ceph-osd%29%2Cmon"), 0);
         assert_eq!(count("osd"), 0);
         assert_eq!(count("%21osd%2Cmon%21%3Db"), 1);
+    }
+
+    #[test]
+    fn a_put_is_an_event_for_the_watches_that_select_it_and_lists_carry_its_version() {
+        let web = |port: u16| {
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {
+                "name": "web", "namespace": "shop", "labels": {"app": "web"}},
+                "spec": {"ports": [{"port": port}]}})
+        };
+        let mut api = FakeApi::new(vec![web(80)]);
+        let list = |api: &FakeApi| {
+            let (code, body) = api.respond(&seen("GET", "/api/v1/namespaces/shop/services"));
+            assert_eq!(code, 200);
+            serde_json::from_slice::<Value>(&body).unwrap()
+        };
+        assert_eq!(list(&api)["metadata"]["resourceVersion"], "1");
+        api.put(web(8080));
+        api.put(json!({"apiVersion": "v1", "kind": "Service", "metadata": {
+            "name": "db", "namespace": "shop"}, "spec": {"ports": [{"port": 5432}]}}));
+        assert_eq!(list(&api)["metadata"]["resourceVersion"], "3");
+        assert_eq!(list(&api)["items"][0]["spec"]["ports"][0]["port"], 8080);
+        let watch = seen(
+            "GET",
+            "/api/v1/namespaces/shop/services?watch=true&resourceVersion=1&labelSelector=app%3Dweb",
+        );
+        assert!(is_watch(&watch));
+        let events = api.watch_events(&watch, 1).unwrap();
+        assert_eq!(events.len(), 1, "the selector leaves db out");
+        let event: Value = serde_json::from_slice(&events[0].1).unwrap();
+        assert_eq!(event["type"], "MODIFIED");
+        assert_eq!(event["object"]["metadata"]["resourceVersion"], "2");
+        assert!(api.watch_events(&watch, 2).unwrap().is_empty());
+        let (code, body) = api.respond(&seen("GET", "/version"));
+        assert_eq!(code, 200);
+        assert_eq!(
+            serde_json::from_slice::<Value>(&body).unwrap()["gitVersion"],
+            SERVER_VERSION
+        );
     }
 
     #[test]

@@ -19,4 +19,4 @@ pub mod http;
 pub mod mock;
 pub mod strict;
 
-pub use api::{FakeApi, Seen, objects_of, seen};
+pub use api::{FakeApi, Seen, is_watch, objects_of, seen};

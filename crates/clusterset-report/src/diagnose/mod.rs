@@ -28,7 +28,7 @@ mod table;
 #[cfg(test)]
 mod tests;
 
-pub use table::render_table;
+pub use table::{render_table, render_table_in};
 
 /// A Rook daemon's objects.
 #[derive(Debug, Clone)]

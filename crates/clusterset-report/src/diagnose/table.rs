@@ -3,18 +3,26 @@
 use std::fmt::Write as _;
 
 use super::{Diagnosis, Outcome};
-use crate::table::{style, styled};
+use crate::table::{Layout, style, styled};
 
 /// The diagnosis as text for people.
 pub fn render_table(diagnosis: &Diagnosis) -> String {
+    render_table_in(diagnosis, Layout::default())
+}
+
+/// [`render_table`] in `layout`: `--no-headers` drops the title line; `-o wide` is the same
+/// (every check already has its detail, cause and fix).
+pub fn render_table_in(diagnosis: &Diagnosis, layout: Layout) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{} {}/{}",
-        styled("Diagnosing service", style::HEADER),
-        diagnosis.namespace,
-        diagnosis.service
-    );
+    if layout.headers {
+        let _ = writeln!(
+            out,
+            "{} {}/{}",
+            styled("Diagnosing service", style::HEADER),
+            diagnosis.namespace,
+            diagnosis.service
+        );
+    }
     let width = diagnosis
         .checks
         .iter()

@@ -23,7 +23,7 @@ mod table;
 #[cfg(test)]
 mod tests;
 
-pub use table::render_table;
+pub use table::{render_table, render_table_in};
 
 /// The label selector of the mon and OSD Services (Rook's, and the unique-name export
 /// Services that stand in for them).
@@ -195,6 +195,46 @@ pub struct ServicePair {
     /// The import, when there is one.
     pub import: Option<ImportView>,
 }
+
+/// The objects of the report as `kubectl get -o name` prints them (`resource.group/name`):
+/// every CephCluster, then per ServiceExport/ServiceImport pair its export and its import.
+///
+/// ```
+/// # use clusterset_report::status::{StatusReport, names};
+/// let report = StatusReport {
+///     scope: "namespace rook-ceph".to_owned(),
+///     ceph_clusters: vec![],
+///     services: vec![],
+///     notes: vec![],
+///     problems: vec![],
+/// };
+/// assert!(names(&report).is_empty());
+/// ```
+pub fn names(report: &StatusReport) -> Vec<String> {
+    let clusters = report
+        .ceph_clusters
+        .iter()
+        .map(|c| format!("{CEPH_CLUSTER_RESOURCE}/{}", c.name));
+    let services = report.services.iter().flat_map(|pair| {
+        let export = pair
+            .export
+            .as_ref()
+            .map(|_| format!("{SERVICE_EXPORT_RESOURCE}/{}", pair.name));
+        let import = pair
+            .import
+            .as_ref()
+            .map(|_| format!("{SERVICE_IMPORT_RESOURCE}/{}", pair.name));
+        export.into_iter().chain(import)
+    });
+    clusters.chain(services).collect()
+}
+
+/// Rook's CephCluster as `kubectl get -o name` names its type.
+pub const CEPH_CLUSTER_RESOURCE: &str = "cephcluster.ceph.rook.io";
+/// The ServiceExport type as `kubectl get -o name` names it.
+pub const SERVICE_EXPORT_RESOURCE: &str = "serviceexport.multicluster.x-k8s.io";
+/// The ServiceImport type as `kubectl get -o name` names it.
+pub const SERVICE_IMPORT_RESOURCE: &str = "serviceimport.multicluster.x-k8s.io";
 
 /// What `status` says when the operator reports no progress of its own.
 pub const NOT_REPORTED: &str = "not reported";

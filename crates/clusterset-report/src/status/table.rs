@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use super::{NOT_REPORTED, StatusReport};
-use crate::table::{Cell, Table, style, styled};
+use crate::table::{Cell, Layout, Table, style, styled};
 use crate::view::ExportView;
 
 fn dash(text: Option<&str>) -> Cell {
@@ -35,8 +35,35 @@ fn export_cells(export: Option<&ExportView>, missing_is_bad: bool) -> [Cell; 3] 
     }
 }
 
-/// The report as text for people.
+/// `-o wide`'s extra cells of an export: the `Ready` condition's reason and message.
+fn wide_cells(export: Option<&ExportView>) -> [Cell; 2] {
+    match export {
+        Some(e) => [
+            dash(Some(e.ready.reason.as_str())),
+            dash(Some(e.ready.message.as_str())),
+        ],
+        None => [dash(None), dash(None)],
+    }
+}
+
+/// The columns of a table: `wide` adds the `Ready` condition's reason and message.
+fn columns(normal: &[&'static str], wide: bool) -> Vec<&'static str> {
+    let mut columns = normal.to_vec();
+    if wide {
+        columns.extend(["REASON", "MESSAGE"]);
+    }
+    columns
+}
+
+/// The report as text for people (`-o table`).
 pub fn render_table(report: &StatusReport) -> String {
+    render_table_in(report, Layout::default())
+}
+
+/// The report as text for people in `layout`: `-o wide` adds the `Ready` condition's reason
+/// and message to every daemon and ServiceExport row; `--no-headers` drops the column headers
+/// (the section lines stay).
+pub fn render_table_in(report: &StatusReport, layout: Layout) -> String {
     let mut out = String::new();
     for cluster in &report.ceph_clusters {
         let mcs = match (cluster.multi_cluster_service, &cluster.cluster_id) {
@@ -75,18 +102,21 @@ pub fn render_table(report: &StatusReport) -> String {
         if cluster.daemons.is_empty() {
             let _ = writeln!(out, "  no mon or OSD Services");
         } else {
-            let mut table = Table::new(&[
-                "DAEMON",
-                "SERVICE",
-                "CLUSTER-IP",
-                "EXPORT",
-                "VALID",
-                "READY",
-                "CONFLICT",
-                "GLOBAL-IP",
-                "ADVERTISED",
-                "ON-GLOBAL",
-            ]);
+            let mut table = Table::new(&columns(
+                &[
+                    "DAEMON",
+                    "SERVICE",
+                    "CLUSTER-IP",
+                    "EXPORT",
+                    "VALID",
+                    "READY",
+                    "CONFLICT",
+                    "GLOBAL-IP",
+                    "ADVERTISED",
+                    "ON-GLOBAL",
+                ],
+                layout.wide,
+            ));
             for d in &cluster.daemons {
                 let [valid, ready, conflict] =
                     export_cells(d.export.as_ref(), cluster.multi_cluster_service);
@@ -100,20 +130,25 @@ pub fn render_table(report: &StatusReport) -> String {
                     Some(false) => Cell::new("no", style::WARN),
                     None => Cell::new("-", style::DIM),
                 };
-                table.row([
-                    Cell::from(d.daemon.as_str()),
-                    Cell::from(d.service.as_str()),
-                    dash(d.cluster_ip.as_deref()),
-                    export,
-                    valid,
-                    ready,
-                    conflict,
-                    dash(Some(&d.global_ips.join(","))),
-                    dash(d.advertised.as_deref()),
-                    on_global,
-                ]);
+                let wide = layout.wide.then(|| wide_cells(d.export.as_ref()));
+                table.row(
+                    [
+                        Cell::from(d.daemon.as_str()),
+                        Cell::from(d.service.as_str()),
+                        dash(d.cluster_ip.as_deref()),
+                        export,
+                        valid,
+                        ready,
+                        conflict,
+                        dash(Some(&d.global_ips.join(","))),
+                        dash(d.advertised.as_deref()),
+                        on_global,
+                    ]
+                    .into_iter()
+                    .chain(wide.into_iter().flatten()),
+                );
             }
-            for line in table.render().lines() {
+            for line in table.render_in(layout).lines() {
                 let _ = writeln!(out, "  {line}");
             }
         }
@@ -128,17 +163,20 @@ pub fn render_table(report: &StatusReport) -> String {
     if report.services.is_empty() {
         let _ = writeln!(out, "  none");
     } else {
-        let mut table = Table::new(&[
-            "NAMESPACE",
-            "NAME",
-            "VALID",
-            "READY",
-            "CONFLICT",
-            "IMPORT",
-            "IPS",
-            "PORTS",
-            "CLUSTERS",
-        ]);
+        let mut table = Table::new(&columns(
+            &[
+                "NAMESPACE",
+                "NAME",
+                "VALID",
+                "READY",
+                "CONFLICT",
+                "IMPORT",
+                "IPS",
+                "PORTS",
+                "CLUSTERS",
+            ],
+            layout.wide,
+        ));
         for pair in &report.services {
             let [valid, ready, conflict] = export_cells(pair.export.as_ref(), false);
             let (import, ips, ports, clusters) = match &pair.import {
@@ -155,19 +193,24 @@ pub fn render_table(report: &StatusReport) -> String {
                     dash(None),
                 ),
             };
-            table.row([
-                Cell::from(pair.namespace.as_str()),
-                Cell::from(pair.name.as_str()),
-                valid,
-                ready,
-                conflict,
-                import,
-                ips,
-                ports,
-                clusters,
-            ]);
+            let wide = layout.wide.then(|| wide_cells(pair.export.as_ref()));
+            table.row(
+                [
+                    Cell::from(pair.namespace.as_str()),
+                    Cell::from(pair.name.as_str()),
+                    valid,
+                    ready,
+                    conflict,
+                    import,
+                    ips,
+                    ports,
+                    clusters,
+                ]
+                .into_iter()
+                .chain(wide.into_iter().flatten()),
+            );
         }
-        for line in table.render().lines() {
+        for line in table.render_in(layout).lines() {
             let _ = writeln!(out, "  {line}");
         }
     }
