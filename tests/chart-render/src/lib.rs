@@ -20,7 +20,8 @@
 //! one and a template's `1` is an error), missing keys print nothing, a field of nil is an
 //! error, `nindent` starts with a newline, `toYaml` sorts keys as go-yaml does and quotes only
 //! what YAML 1.1 would misread, `quote` escapes as Go's `%q`. [`Chart::render`] renders a chart
-//! directory; [`check`] validates what it rendered.
+//! directory; [`check`] validates what it rendered; [`plain`] compares it with the plain
+//! manifests of `deploy/`.
 #![forbid(unsafe_code)]
 
 pub mod chart;
@@ -29,6 +30,7 @@ mod error;
 mod exec;
 mod funcs;
 mod parse;
+pub mod plain;
 pub mod value;
 mod yaml;
 
