@@ -314,28 +314,47 @@ pub fn merge(values: &mut Value, overrides: &Value) {
                 }
             }
         }
+        // No overrides at all (`helm install` without `--set`).
+        (_, Value::Null) => {}
         (slot, value) => *slot = value.clone(),
     }
 }
 
-/// YAML 1.1's booleans that YAML 1.2 reads as strings: Helm (go-yaml, YAML 1.1) and this
-/// renderer's parser (YAML 1.2) would disagree on them.
-const YAML11_BOOLEANS: &[&str] = &[
-    "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off",
-    "OFF",
-];
-
-fn ambiguous_string(value: &Value) -> Option<&str> {
-    match value {
-        Value::String(s) if YAML11_BOOLEANS.contains(&s.as_str()) => Some(s),
-        Value::Array(items) => items.iter().find_map(ambiguous_string),
-        Value::Object(map) => map.values().find_map(ambiguous_string),
-        _ => None,
+/// The first plain scalar of `text` (its line and itself) that Helm's parser (go-yaml v2,
+/// YAML 1.1) and this renderer's (serde-saphyr) read as different numbers: an integer with a
+/// leading zero, octal for Helm (`0644` is 420) and decimal here. (Both read `yes`, `on`, `y`
+/// as booleans, `0o17`, `0x1F` and `1_000` alike, and `1:20` and dates as strings.) A quoted
+/// string is not plain; one that merely contains such a word may be refused too, which errs on
+/// the safe side.
+fn leading_zero_integer(text: &str) -> Option<(usize, &str)> {
+    for (i, line) in text.lines().enumerate() {
+        let content = line.split(" #").next().unwrap_or(line);
+        for piece in content.split([' ', '\t', ',', '[', ']', '{', '}']) {
+            let piece = piece.strip_suffix(':').unwrap_or(piece);
+            let digits = piece.strip_prefix(['-', '+']).unwrap_or(piece);
+            if digits.len() >= 2
+                && digits.starts_with('0')
+                && digits
+                    .bytes()
+                    .all(|b| (b'0'..=b'7').contains(&b) || b == b'_')
+            {
+                return Some((i + 1, piece));
+            }
+        }
     }
+    None
 }
 
 /// The documents of a rendered manifest; each must be a Kubernetes object.
 fn documents(file: &str, text: &str) -> Result<Vec<Value>, RenderError> {
+    if let Some((line, word)) = leading_zero_integer(text) {
+        return Err(chart_error(
+            file,
+            format!(
+                "rendered line {line}: {word} is octal for Helm (YAML 1.1) and decimal for this renderer's YAML parser; quote it or write it in decimal"
+            ),
+        ));
+    }
     let documents: Vec<Value> =
         serde_saphyr::from_multiple(text).map_err(|source| RenderError::Yaml {
             file: file.to_owned(),
@@ -350,14 +369,6 @@ fn documents(file: &str, text: &str) -> Result<Vec<Value>, RenderError> {
             return Err(chart_error(
                 file,
                 format!("document {i} is not a Kubernetes object (no apiVersion or kind)"),
-            ));
-        }
-        if let Some(word) = ambiguous_string(&document) {
-            return Err(chart_error(
-                file,
-                format!(
-                    "document {i} holds {word:?}, which Helm's YAML 1.1 may read as a boolean and this renderer's YAML 1.2 reads as a string"
-                ),
             ));
         }
         objects.push(document);

@@ -20,8 +20,11 @@
 //! one and a template's `1` is an error), missing keys print nothing, a field of nil is an
 //! error, `nindent` starts with a newline, `toYaml` sorts keys as go-yaml does and quotes only
 //! what YAML 1.1 would misread, `quote` escapes as Go's `%q`. [`Chart::render`] renders a chart
-//! directory; [`check`] validates what it rendered; [`plain`] compares it with the plain
-//! manifests of `deploy/`.
+//! directory (refusing subcharts, `crds/`, a values schema, and a rendered number that Helm's
+//! YAML 1.1 parser and this crate's would read differently, such as `0644`); [`check`]
+//! validates what it rendered; [`plain`] compares it with the plain manifests of `deploy/`.
+//! Documents are parsed with serde-saphyr, which reads YAML 1.1's booleans (`yes`, `on`, `y`)
+//! as go-yaml does.
 #![forbid(unsafe_code)]
 
 pub mod chart;
