@@ -327,8 +327,11 @@ fn lex_token(file: &str, line: usize, src: &str, i: usize) -> Result<(Tok, usize
             (Tok::Var(name, fields), end)
         }
         b'.' if next.is_some_and(|b| b.is_ascii_alphabetic() || b == b'_' || b >= 0x80) => {
-            let (fields, end) = field_chain(src, i);
-            (Tok::Field(fields), end)
+            match field_chain(src, i) {
+                // A `.` before a character that starts no field name is dot.
+                (fields, _) if fields.is_empty() => (Tok::Dot, i + 1),
+                (fields, end) => (Tok::Field(fields), end),
+            }
         }
         b'.' if next.is_some_and(|b| b.is_ascii_digit()) => number(file, line, src, i)?,
         b'.' => (Tok::Dot, i + 1),

@@ -493,3 +493,23 @@ fn nothing_panics_on_truncated_or_garbled_templates() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn odd_input_is_an_error_never_a_panic_or_a_hang() {
+    for t in [
+        "{{ .é }}", "{{ .€ }}", "{{ $é }}", "{{ $ }}", "{{ 1.2.3 }}", "{{ \"\\x\" }}", "{{ ( }}",
+        "{{ ) }}", "{{ | }}", "{{ quote | }}", "{{ .Values.a | }}", "{{- -}}", "{{-}}", "{{ - }}",
+        "{{ -. }}", "{{ . . }}", "{{ $x := }}", "{{ := 1 }}", "{{ $x, $y := 1 }}", "{{ range $a, $b, $c := . }}{{ end }}",
+        "{{ define }}", "{{ template }}", "{{ template 1 }}", "{{ end 1 }}", "{{ if }}{{ end }}",
+        "{{ else if }}", "{{", "}}", "{{ \"a }}", "{{ `a }}", "{{/*", "{{/* */", "{{ 99999999999999999999 }}",
+        "{{ 1e999 }}", "{{ .Values.a.b.c }}", "{{ printf \"%\" }}", "{{ printf \"%z\" 1 }}", "{{ trunc -9999999999 \"a\" }}",
+        "é{{ \"é\" | trunc 1 }}", "{{ indent -1 \"a\" }}",
+    ] {
+        let _ = render_template("", t, &json!({"a": {"b": 1}}));
+    }
+    // Every prefix of a template with multi-byte characters.
+    let t = "é: {{ .Values.é | default \"ü\" | quote }}\n{{- range $k, $v := .Values.m }}{{ $k }}→{{ $v }}{{ end }}";
+    for (end, _) in t.char_indices() {
+        let _ = render_template("", &t[..end], &json!({"m": {"x": "y"}}));
+    }
+}
