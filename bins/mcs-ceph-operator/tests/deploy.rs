@@ -3,13 +3,15 @@
 //! the RBAC grants exactly what the operator reads and writes (no wildcards), and the
 //! Deployment runs two non-root replicas with leader election, a read-only root file system and
 //! probes on the operator's HTTP endpoints. The Helm chart in deploy/helm/mcs-ceph-operator
-//! renders, with its default values, exactly these objects (Helm is not installed here: a
-//! small renderer that knows only the template expressions the chart uses stands in for it).
-//! The Dockerfile builds and runs this binary as a non-root user.
+//! renders, with its default values, exactly these objects (Helm is not installed here:
+//! `chart-render` renders it, refusing any template syntax it does not implement), plus its CRD
+//! (the binary's, kept on `helm uninstall`); every object it renders, with every option on,
+//! passes the API server's rules. The Dockerfile builds and runs this binary as a non-root user.
 
 use std::collections::BTreeSet;
 
-use serde_json::Value;
+use chart_render::{Chart, Release, Rendered, check, plain};
+use serde_json::{Value, json};
 
 const DIR: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -216,194 +218,136 @@ const CHART: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../deploy/helm/mcs-ceph-operator"
 );
+const NAMESPACE: &str = "mcs-ceph-operator";
 
-fn chart_file(path: &str) -> String {
-    std::fs::read_to_string(format!("{CHART}/{path}")).unwrap()
+fn chart() -> Chart {
+    Chart::load(CHART).unwrap()
 }
 
-fn lookup<'a>(values: &'a Value, path: &str) -> &'a Value {
-    let keys = path
-        .strip_prefix(".Values.")
-        .unwrap_or_else(|| panic!("{path:?} is not a value"));
-    let value = keys.split('.').fold(values, |value, key| &value[key]);
-    assert!(!value.is_null(), "{path} is not in values.yaml");
-    value
+fn render_in(namespace: &str, overrides: Value) -> Rendered {
+    chart()
+        .render(&Release::new("mcs-ceph-operator", namespace), &overrides)
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn scalar(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        Value::Number(_) | Value::Bool(_) => value.to_string(),
-        other => panic!("{other} is not a scalar"),
-    }
+fn render(overrides: Value) -> Rendered {
+    render_in(NAMESPACE, overrides)
 }
 
-/// One template expression, of the few forms the chart may use.
-fn evaluate(expression: &str, values: &Value, namespace: &str, app_version: &str) -> String {
-    let parts: Vec<&str> = expression.split('|').map(str::trim).collect();
-    match parts.as_slice() {
-        [".Release.Namespace"] => namespace.to_owned(),
-        [path, "quote"] => Value::String(scalar(lookup(values, path))).to_string(),
-        [path, "default .Chart.AppVersion"] => {
-            let value = scalar(lookup(values, path));
-            if value.is_empty() {
-                app_version.to_owned()
-            } else {
-                value
-            }
-        }
-        [to_yaml, nindent] if to_yaml.starts_with("toYaml ") && nindent.starts_with("nindent ") => {
-            let value = lookup(values, &to_yaml["toYaml ".len()..]);
-            let pad = " ".repeat(nindent["nindent ".len()..].parse().unwrap());
-            serde_saphyr::to_string(value)
-                .unwrap()
-                .lines()
-                .map(|line| format!("\n{pad}{line}"))
-                .collect()
-        }
-        [path] if path.starts_with(".Values.") => scalar(lookup(values, path)),
-        _ => panic!("template expression {{{{ {expression} }}}} is not one of the known forms"),
-    }
+fn the(rendered: &Rendered, kind: &str) -> Value {
+    let objects = rendered.of_kind(kind);
+    assert_eq!(objects.len(), 1, "one {kind}: {objects:#?}");
+    objects[0].clone()
 }
 
-/// Helm's truth of a value: false, 0, "", null and empty collections are false.
-fn truthy(value: &Value) -> bool {
-    match value {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64() != Some(0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    }
+/// Every option on.
+fn all_options() -> Value {
+    json!({
+        "image": {"repository": "registry.example/mcs-ceph-operator", "tag": "0.1.0-rc1", "pullPolicy": "Always"},
+        "imagePullSecrets": [{"name": "registry"}],
+        "replicas": 3,
+        "monMigration": true,
+        "logFormat": "text",
+        "serviceAccount": {"name": "ceph-mcs", "annotations": {"example.com/role": "operator"}},
+        "podAnnotations": {"example.com/scrape": "true"},
+        "podLabels": {"team": "storage"},
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "1Gi"}},
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "tolerations": [{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}],
+        "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+            "weight": 100,
+            "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
+                                "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "mcs-ceph-operator"}}}}]}},
+        "priorityClassName": "system-cluster-critical",
+        "podDisruptionBudget": {"maxUnavailable": "50%"},
+        "serviceMonitor": {"enabled": true, "interval": "15s", "labels": {"release": "prometheus"}},
+    })
 }
 
-/// Renders a template as Helm would for the expressions [`evaluate`] knows and the actions
-/// `if .Values.x`, `else` and `end` (nested), with `{{-`/`-}}` trimming; anything else fails
-/// the test.
-fn render(template: &str, values: &Value, namespace: &str, app_version: &str) -> String {
-    let mut out = String::new();
-    let mut rest = template;
-    // Per open `if`: whether its enclosing text is emitted, and whether its condition held.
-    let mut blocks: Vec<(bool, bool)> = Vec::new();
-    let emitting =
-        |blocks: &[(bool, bool)]| blocks.last().is_none_or(|(outer, held)| *outer && *held);
-    while let Some(start) = rest.find("{{") {
-        let (before, after) = rest.split_at(start);
-        let end = after.find("}}").expect("unclosed template expression");
-        let mut inner = &after[2..end];
-        let before = if let Some(trimmed) = inner.strip_prefix('-') {
-            inner = trimmed;
-            before.trim_end()
-        } else {
-            before
-        };
-        if emitting(&blocks) {
-            out.push_str(before);
-        }
-        rest = &after[end + 2..];
-        if let Some(trimmed) = inner.strip_suffix('-') {
-            inner = trimmed;
-            rest = rest.trim_start();
-        }
-        let action = inner.trim();
-        if let Some(path) = action.strip_prefix("if ") {
-            let outer = emitting(&blocks);
-            blocks.push((outer, truthy(&values_at(values, path.trim()))));
-        } else if action == "else" {
-            let (outer, held) = blocks.pop().expect("else without if");
-            blocks.push((outer, !held));
-        } else if action == "end" {
-            blocks.pop().expect("end without if");
-        } else if emitting(&blocks) {
-            out.push_str(&evaluate(action, values, namespace, app_version));
-        }
-    }
-    assert!(blocks.is_empty(), "if without end");
-    out.push_str(rest);
-    out
+/// Whether `labels` has every label of `selector` (a `matchLabels`).
+fn selects(selector: &Value, labels: &Value) -> bool {
+    let selector = selector.as_object().unwrap();
+    !selector.is_empty() && selector.iter().all(|(k, v)| labels.get(k) == Some(v))
 }
 
-/// A value by its `.Values.` path (null when absent, as Helm has it).
-fn values_at(values: &Value, path: &str) -> Value {
-    let keys = path
-        .strip_prefix(".Values.")
-        .unwrap_or_else(|| panic!("{path:?} is not a value"));
-    keys.split('.')
-        .fold(values, |value, key| &value[key])
-        .clone()
-}
+/// The lines the chart's CRD adds to what the binary prints, under `metadata:`.
+const KEEP: &str = "metadata:
+  # Kept on helm uninstall: deleting the CRD would delete every CephClusterAddressing, and with
+  # it status.monFailover, the resume state of a mon migration in flight.
+  annotations:
+    helm.sh/resource-policy: keep
+";
 
-type Objects = std::collections::BTreeMap<(String, String), Value>;
-
-fn by_kind_and_name(documents: Vec<Value>) -> Objects {
-    documents
-        .into_iter()
-        .filter(|d| !d.is_null())
-        .map(|d| {
-            let key = (
-                d["kind"].as_str().unwrap().to_owned(),
-                d["metadata"]["name"].as_str().unwrap().to_owned(),
-            );
-            (key, d)
-        })
-        .collect()
+#[test]
+fn the_chart_s_crd_is_the_binary_s_kept_on_uninstall() {
+    // The file: exactly what the binary prints, with the annotation and its comment.
+    let printed = mcs_ceph_operator::cli::crd_yaml().unwrap();
+    let expected = printed.replacen("metadata:\n", KEEP, 1);
+    assert_ne!(expected, printed);
+    let file = std::fs::read_to_string(format!("{CHART}/templates/crd.yaml")).unwrap();
+    assert!(
+        file == expected,
+        "deploy/helm/mcs-ceph-operator/templates/crd.yaml is not `{CRD_COMMAND}` with helm.sh/resource-policy: keep; regenerate it and add the annotation"
+    );
+    // As Helm installs it: the binary's CRD plus that annotation, nothing else.
+    let mut crd: Value = serde_saphyr::from_str(&printed).unwrap();
+    crd["metadata"]["annotations"] = json!({"helm.sh/resource-policy": "keep"});
+    assert_eq!(the(&render(json!({})), "CustomResourceDefinition"), crd);
 }
 
 #[test]
 fn the_chart_with_default_values_renders_the_plain_manifests() {
-    let chart: Value = serde_saphyr::from_str(&chart_file("Chart.yaml")).unwrap();
-    let values: Value = serde_saphyr::from_str(&chart_file("values.yaml")).unwrap();
-    let app_version = chart["appVersion"].as_str().unwrap();
-    assert_eq!(app_version, env!("CARGO_PKG_VERSION"));
-    assert_eq!(chart["version"], env!("CARGO_PKG_VERSION"));
-
-    let mut rendered = Vec::new();
-    let mut templates: Vec<_> = std::fs::read_dir(format!("{CHART}/templates"))
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+    let chart = chart();
+    assert_eq!(chart.app_version(), env!("CARGO_PKG_VERSION"));
+    assert_eq!(chart.version(), env!("CARGO_PKG_VERSION"));
+    let rendered = render(json!({}));
+    let objects: Vec<&Value> = rendered
+        .objects()
+        .into_iter()
+        .filter(|o| o["kind"] != "CustomResourceDefinition")
         .collect();
-    templates.sort();
-    for name in &templates {
-        if name == "crd.yaml" {
-            kube_fake::crd::assert_committed(
-                "deploy/helm/mcs-ceph-operator/templates/crd.yaml",
-                &mcs_ceph_operator::cli::crd_yaml().unwrap(),
-                CRD_COMMAND,
-            );
-            continue;
-        }
-        let text = chart_file(&format!("templates/{name}"));
-        let text = render(&text, &values, "mcs-ceph-operator", app_version);
-        rendered.extend(serde_saphyr::from_multiple::<Value>(&text).unwrap());
-    }
-    let chart_objects = by_kind_and_name(rendered);
-    let mut plain = by_kind_and_name(documents("operator.yaml"));
-    // The chart leaves the namespace to `helm install --create-namespace`.
-    plain.retain(|(kind, _), _| kind != "Namespace");
     assert_eq!(
-        chart_objects.keys().collect::<Vec<_>>(),
-        plain.keys().collect::<Vec<_>>()
+        plain::differences(&objects, &documents("operator.yaml")),
+        Vec::<String>::new()
     );
-    for (key, object) in &plain {
-        assert_eq!(&chart_objects[key], object, "{key:?} differs");
+}
+
+#[test]
+fn every_object_passes_the_api_server_s_rules_with_defaults_and_with_every_option() {
+    for (what, values, namespaces) in [
+        ("defaults", json!({}), vec![NAMESPACE]),
+        ("every option", all_options(), vec![NAMESPACE]),
+        (
+            "one namespace watched",
+            json!({"watchNamespace": "rook-ceph"}),
+            vec![NAMESPACE, "rook-ceph"],
+        ),
+        (
+            "one replica, no leader election, no budget, an existing ServiceAccount",
+            json!({
+            "replicas": 1, "leaderElection": false, "podDisruptionBudget": {"enabled": false},
+            "serviceAccount": {"create": false, "name": "existing"}}),
+            vec![NAMESPACE],
+        ),
+    ] {
+        let rendered = render(values);
+        assert_eq!(
+            check::problems(&rendered, &namespaces),
+            Vec::<String>::new(),
+            "{what}"
+        );
     }
 }
 
 #[test]
 fn the_chart_renders_its_values_where_they_belong() {
-    let mut values: Value = serde_saphyr::from_str(&chart_file("values.yaml")).unwrap();
-    values["replicas"] = 1.into();
-    values["leaderElection"] = false.into();
-    values["image"]["tag"] = "v9".into();
-    values["resources"] = serde_json::json!({"limits": {"memory": "1Gi"}});
-    let text = render(
-        &chart_file("templates/deployment.yaml"),
-        &values,
+    let rendered = render_in(
         "ceph-ops",
-        "0.1.0",
+        // Maps merge into values.yaml's as Helm merges them; null deletes a key.
+        json!({"replicas": 1, "leaderElection": false, "image": {"tag": "v9"},
+               "resources": {"requests": null, "limits": {"memory": "1Gi"}}}),
     );
-    let deployment: Value = serde_saphyr::from_str(&text).unwrap();
+    let deployment = the(&rendered, "Deployment");
     assert_eq!(deployment["metadata"]["namespace"], "ceph-ops");
     assert_eq!(deployment["spec"]["replicas"], 1);
     let container = &deployment["spec"]["template"]["spec"]["containers"][0];
@@ -413,28 +357,142 @@ fn the_chart_renders_its_values_where_they_belong() {
         container["resources"],
         serde_json::json!({"limits": {"memory": "1Gi"}})
     );
+    // No leader election, no Lease to grant.
+    assert!(rendered.of_kind("Role").is_empty());
+
+    let rendered = render(all_options());
+    let deployment = the(&rendered, "Deployment");
+    let template = &deployment["spec"]["template"];
+    let pod = &template["spec"];
+    let container = &pod["containers"][0];
+    assert_eq!(
+        container["image"],
+        "registry.example/mcs-ceph-operator:0.1.0-rc1"
+    );
+    assert_eq!(container["imagePullPolicy"], "Always");
+    assert_eq!(env(container, "MCS_CEPH_MON_MIGRATION")["value"], "true");
+    assert_eq!(env(container, "MCS_CEPH_LOG_FORMAT")["value"], "text");
+    assert_eq!(container["resources"], all_options()["resources"]);
+    assert_eq!(pod["imagePullSecrets"], json!([{"name": "registry"}]));
+    assert_eq!(pod["priorityClassName"], "system-cluster-critical");
+    assert_eq!(pod["nodeSelector"], all_options()["nodeSelector"]);
+    assert_eq!(pod["tolerations"], all_options()["tolerations"]);
+    assert_eq!(pod["affinity"], all_options()["affinity"]);
+    assert_eq!(pod["serviceAccountName"], "ceph-mcs");
+    assert_eq!(
+        template["metadata"]["annotations"],
+        json!({"example.com/scrape": "true"})
+    );
+    assert_eq!(template["metadata"]["labels"]["team"], "storage");
+    assert_eq!(
+        the(&rendered, "ServiceAccount")["metadata"]["annotations"],
+        json!({"example.com/role": "operator"})
+    );
+    for binding in rendered
+        .of_kind("ClusterRoleBinding")
+        .into_iter()
+        .chain(rendered.of_kind("RoleBinding"))
+    {
+        assert_eq!(binding["subjects"][0]["name"], "ceph-mcs");
+    }
+}
+
+#[test]
+fn the_pods_carry_the_labels_mcsctl_version_reads_and_a_budget_selects_them() {
+    for (values, version) in [(json!({}), "0.1.0"), (all_options(), "0.1.0-rc1")] {
+        let rendered = render(values);
+        let deployment = the(&rendered, "Deployment");
+        let labels = &deployment["spec"]["template"]["metadata"]["labels"];
+        assert_eq!(labels["app.kubernetes.io/name"], "mcs-ceph-operator");
+        assert_eq!(labels["app.kubernetes.io/part-of"], "clusterset");
+        assert_eq!(labels["app.kubernetes.io/version"], version);
+        assert_eq!(labels["app.kubernetes.io/component"], "operator");
+        assert!(selects(
+            &deployment["spec"]["selector"]["matchLabels"],
+            labels
+        ));
+        let budget = the(&rendered, "PodDisruptionBudget");
+        assert!(selects(&budget["spec"]["selector"]["matchLabels"], labels));
+        let service = rendered
+            .object("Service", "mcs-ceph-operator-metrics")
+            .unwrap();
+        assert!(selects(&service["spec"]["selector"], labels));
+        for object in rendered
+            .objects()
+            .into_iter()
+            .filter(|o| o["kind"] != "CustomResourceDefinition")
+        {
+            for key in [
+                "app.kubernetes.io/name",
+                "app.kubernetes.io/instance",
+                "app.kubernetes.io/version",
+                "app.kubernetes.io/part-of",
+                "app.kubernetes.io/managed-by",
+                "helm.sh/chart",
+            ] {
+                assert!(
+                    object["metadata"]["labels"].get(key).is_some(),
+                    "{key} missing on {} {}",
+                    object["kind"],
+                    object["metadata"]["name"]
+                );
+            }
+        }
+    }
+    let budget = the(&render(json!({})), "PodDisruptionBudget");
+    assert_eq!(budget["spec"]["maxUnavailable"], 1);
+}
+
+#[test]
+fn the_service_monitor_comes_only_when_enabled_and_scrapes_the_metrics_service() {
+    assert!(render(json!({})).of_kind("ServiceMonitor").is_empty());
+    let rendered = render(all_options());
+    let monitor = the(&rendered, "ServiceMonitor");
+    assert_eq!(monitor["apiVersion"], "monitoring.coreos.com/v1");
+    assert_eq!(monitor["metadata"]["labels"]["release"], "prometheus");
+    let selected: Vec<&Value> = rendered
+        .of_kind("Service")
+        .into_iter()
+        .filter(|s| {
+            selects(
+                &monitor["spec"]["selector"]["matchLabels"],
+                &s["metadata"]["labels"],
+            )
+        })
+        .collect();
+    assert_eq!(selected.len(), 1);
+    assert_eq!(selected[0]["metadata"]["name"], "mcs-ceph-operator-metrics");
+    let endpoint = &monitor["spec"]["endpoints"][0];
+    assert_eq!(endpoint["port"], selected[0]["spec"]["ports"][0]["name"]);
+    assert_eq!(endpoint["path"], "/metrics");
+    assert_eq!(endpoint["interval"], "15s");
+}
+
+#[test]
+fn the_notes_say_how_to_check_it_and_that_the_crd_is_kept() {
+    let notes = render(json!({})).notes.unwrap();
+    for line in [
+        "kubectl -n mcs-ceph-operator rollout status deployment/mcs-ceph-operator",
+        "kubectl -n mcs-ceph-operator get lease mcs-ceph-operator",
+        "kept on helm uninstall (helm.sh/resource-policy: keep)",
+        "kubectl delete crd cephclusteraddressings.clusterset.io",
+    ] {
+        assert!(notes.contains(line), "{line:?} not in the notes:\n{notes}");
+    }
 }
 
 /// `watchNamespace`: a Role and RoleBinding in that namespace with exactly the ClusterRole's
 /// rules, and the operator told to watch only it.
 #[test]
 fn the_chart_with_a_watch_namespace_grants_a_role_there_and_watches_only_it() {
-    let mut values: Value = serde_saphyr::from_str(&chart_file("values.yaml")).unwrap();
-    values["watchNamespace"] = "rook-ceph".into();
-    let text = render(
-        &chart_file("templates/rbac.yaml"),
-        &values,
-        "mcs-ceph-operator",
-        "0.1.0",
-    );
-    let objects = by_kind_and_name(serde_saphyr::from_multiple::<Value>(&text).unwrap());
-    let kinds: Vec<&str> = objects.keys().map(|(kind, _)| kind.as_str()).collect();
-    assert_eq!(kinds, ["Role", "RoleBinding"]);
-    let role = &objects[&("Role".to_owned(), "mcs-ceph-operator".to_owned())];
+    let rendered = render(json!({"watchNamespace": "rook-ceph"}));
+    assert!(rendered.of_kind("ClusterRole").is_empty());
+    assert!(rendered.of_kind("ClusterRoleBinding").is_empty());
+    let role = rendered.object("Role", "mcs-ceph-operator").unwrap();
     assert_eq!(role["metadata"]["namespace"], "rook-ceph");
     let cluster_role = of_kind(&documents("operator.yaml"), "ClusterRole").clone();
     assert_eq!(role["rules"], cluster_role["rules"]);
-    let binding = &objects[&("RoleBinding".to_owned(), "mcs-ceph-operator".to_owned())];
+    let binding = rendered.object("RoleBinding", "mcs-ceph-operator").unwrap();
     assert_eq!(binding["metadata"]["namespace"], "rook-ceph");
     assert_eq!(
         binding["roleRef"],
@@ -446,13 +504,7 @@ fn the_chart_with_a_watch_namespace_grants_a_role_there_and_watches_only_it() {
         serde_json::json!([{"kind": "ServiceAccount", "name": "mcs-ceph-operator",
                             "namespace": "mcs-ceph-operator"}])
     );
-    let deployment: Value = serde_saphyr::from_str(&render(
-        &chart_file("templates/deployment.yaml"),
-        &values,
-        "mcs-ceph-operator",
-        "0.1.0",
-    ))
-    .unwrap();
+    let deployment = the(&rendered, "Deployment");
     let container = &deployment["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(
         env(container, "MCS_CEPH_WATCH_NAMESPACE")["value"],

@@ -223,7 +223,8 @@ pub fn iana_service_name(value: &str) -> Result<(), Invalid> {
 /// The rule that an object's `metadata.name` follows, by API group and kind, as the API server
 /// validates it: Services are DNS-1035 labels, Namespaces DNS-1123 labels, everything else we
 /// know (ConfigMaps, Secrets, Deployments, EndpointSlices, Leases, Events, custom resources)
-/// DNS-1123 subdomains.
+/// DNS-1123 subdomains. RBAC objects are held to DNS-1123 subdomains too, stricter than the
+/// server (which takes any path segment, such as `system:controller:x`).
 pub fn object_name_rule(group: &str, kind: &str) -> Rule {
     match (group, kind) {
         ("", "Service") => Rule::Dns1035Label,

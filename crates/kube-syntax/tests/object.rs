@@ -1063,3 +1063,76 @@ fn a_deployment_needs_a_non_empty_selector_and_containers() {
         .object_errors(&deployment, kube_syntax::object::Completeness::Patch);
     assert!(patch.is_empty(), "{patch:?}");
 }
+
+#[test]
+fn a_pod_template_s_annotations_are_checked_as_an_object_s() {
+    let deployment = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "agent", "namespace": "clusterset-system"},
+        "spec": {"selector": {"matchLabels": {"app": "agent"}}, "template": {
+            "metadata": {"labels": {"app": "agent"}, "annotations": {"bad key": "x"}},
+            "spec": {"containers": [{"name": "agent"}]}}},
+    });
+    assert_eq!(fields(&deployment), ["spec.template.metadata.annotations"]);
+}
+
+#[test]
+fn rbac_objects_and_disruption_budgets_have_their_scope() {
+    let catalog = Catalog::builtin();
+    for (group, kind, namespaced) in [
+        ("rbac.authorization.k8s.io", "Role", true),
+        ("rbac.authorization.k8s.io", "RoleBinding", true),
+        ("rbac.authorization.k8s.io", "ClusterRole", false),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding", false),
+        ("policy", "PodDisruptionBudget", true),
+    ] {
+        assert_eq!(
+            catalog.by_kind(group, kind).unwrap().namespaced,
+            namespaced,
+            "{kind}"
+        );
+    }
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                      "metadata": {"name": "agent", "namespace": "x"}});
+    assert_eq!(
+        shown(&role),
+        ["metadata.namespace: Forbidden: not allowed on this type"]
+    );
+}
+
+#[test]
+fn a_disruption_budget_takes_one_bound_as_a_count_or_a_percentage() {
+    let budget = |spec: Value| {
+        json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+               "metadata": {"name": "agent", "namespace": "clusterset-system"}, "spec": spec})
+    };
+    for spec in [
+        json!({"maxUnavailable": 1, "selector": {"matchLabels": {"app": "agent"}}}),
+        json!({"minAvailable": "50%", "selector": {"matchLabels": {"app": "agent"}}}),
+        json!({"maxUnavailable": 0}),
+    ] {
+        assert_eq!(shown(&budget(spec.clone())), Vec::<String>::new(), "{spec}");
+    }
+    assert_eq!(
+        fields(&budget(json!({"maxUnavailable": 1, "minAvailable": 1}))),
+        ["spec"]
+    );
+    assert_eq!(
+        fields(&budget(json!({"maxUnavailable": -1}))),
+        ["spec.maxUnavailable"]
+    );
+    assert_eq!(
+        fields(&budget(json!({"minAvailable": "101%"}))),
+        ["spec.minAvailable"]
+    );
+    assert!(
+        shown(&budget(json!({"minAvailable": "half"})))[0]
+            .contains("a valid percent string must be a numeric string followed by an ending '%'")
+    );
+    assert_eq!(
+        fields(&budget(
+            json!({"selector": {"matchLabels": {"app": "a/b"}}})
+        )),
+        ["spec.selector.matchLabels"]
+    );
+}

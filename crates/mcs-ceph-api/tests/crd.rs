@@ -1,8 +1,8 @@
 //! The `CephClusterAddressing` CRD, generated from [`AddressingStatus`], against the API
 //! server's rules (kube-syntax): the CRD itself is accepted, every status the types can hold is
 //! accepted and kept whole, and what the schema promises is refused as a real API server
-//! would. The committed `deploy/mcs-ceph-operator/crd.yaml` and the Helm chart's copy are held
-//! to this CRD by `bins/mcs-ceph-operator/tests/deploy.rs`.
+//! would. The committed `deploy/mcs-ceph-operator/crd.yaml` and the Helm chart's copy (plus its
+//! `helm.sh/resource-policy: keep`) are held to this CRD by `bins/mcs-ceph-operator/tests/deploy.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};

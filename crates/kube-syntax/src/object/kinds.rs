@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::{items, problems_error, string_map, text};
 use crate::error::FieldError;
-use crate::labels::labels_errors;
+use crate::labels::{annotations_errors, labels_errors};
 use crate::names::{
     dns1123_label_problems, dns1123_subdomain_problems, iana_service_name_problems,
     qualified_name_problems,
@@ -609,6 +609,11 @@ pub(super) fn deployment_errors(deployment: &Value, whole: bool) -> Vec<FieldErr
     errors.extend(labels_errors("spec.selector.matchLabels", &selector));
     let template = string_map(deployment.pointer("/spec/template/metadata/labels"));
     errors.extend(labels_errors("spec.template.metadata.labels", &template));
+    // The pod template's metadata is checked as an object's (`ValidatePodTemplateSpec`).
+    errors.extend(annotations_errors(
+        "spec.template.metadata.annotations",
+        &string_map(deployment.pointer("/spec/template/metadata/annotations")),
+    ));
     if whole {
         let expressions = items(deployment, "/spec/selector/matchExpressions");
         if deployment.pointer("/spec/selector").is_none() {
@@ -645,5 +650,57 @@ pub(super) fn deployment_errors(deployment: &Value, whole: bool) -> Vec<FieldErr
             None => {}
         }
     }
+    errors
+}
+
+/// `ValidatePodDisruptionBudgetSpec`: `minAvailable` and `maxUnavailable` not both set, each a
+/// non-negative integer or a percentage of at most 100%, and a valid label selector.
+pub(super) fn pod_disruption_budget_errors(budget: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let min = budget.pointer("/spec/minAvailable");
+    let max = budget.pointer("/spec/maxUnavailable");
+    if min.is_some() && max.is_some() {
+        errors.push(FieldError::invalid_json(
+            "spec",
+            budget.pointer("/spec").unwrap_or(&Value::Null),
+            "minAvailable and maxUnavailable cannot be both set",
+        ));
+    }
+    for (field, value) in [("spec.minAvailable", min), ("spec.maxUnavailable", max)] {
+        match value {
+            Some(Value::String(text)) => {
+                let percent = text
+                    .strip_suffix('%')
+                    .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+                match percent {
+                    None => errors.push(FieldError::invalid(
+                        field,
+                        text,
+                        "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
+                    )),
+                    Some(n) if n.parse::<u64>().map_or(true, |n| n > 100) => {
+                        errors.push(FieldError::invalid(field, text, "must not be greater than 100%"));
+                    }
+                    Some(_) => {}
+                }
+            }
+            Some(number @ Value::Number(_)) if number.as_i64().is_none_or(|n| n < 0) => {
+                errors.push(FieldError::invalid_json(
+                    field,
+                    number,
+                    "must be greater than or equal to 0",
+                ));
+            }
+            Some(Value::Number(_)) => {}
+            Some(other) => errors.push(FieldError::invalid_json(
+                field,
+                other,
+                "must be an integer or a percentage",
+            )),
+            None => {}
+        }
+    }
+    let selector = string_map(budget.pointer("/spec/selector/matchLabels"));
+    errors.extend(labels_errors("spec.selector.matchLabels", &selector));
     errors
 }

@@ -1,6 +1,6 @@
 //! Whole objects checked as the API server checks them: metadata for every kind, the spec of
 //! the built-in kinds clusterset writes (Service, EndpointSlice, Lease, Event, ConfigMap,
-//! Secret, Deployment), and custom objects against their CRD's schema.
+//! Secret, Deployment, PodDisruptionBudget), and custom objects against their CRD's schema.
 //!
 //! ```
 //! use kube_syntax::object::{Catalog, Completeness};
@@ -27,7 +27,7 @@ use crate::names::{dns1123_label_problems, object_name_problems, qualified_name_
 
 use kinds::{
     core_event_errors, data_key_errors, deployment_errors, endpoint_slice_errors, event_errors,
-    lease_errors, service_errors,
+    lease_errors, pod_disruption_budget_errors, service_errors,
 };
 pub use kinds::{non_special_ip_problems, parse_ip_sloppy};
 
@@ -90,6 +90,36 @@ const BUILTIN: &[(&str, &str, &str, &str, bool)] = &[
         true,
     ),
     ("coordination.k8s.io", "v1", "Lease", "leases", true),
+    // What the charts of deploy/helm install: RBAC and a PodDisruptionBudget.
+    ("rbac.authorization.k8s.io", "v1", "Role", "roles", true),
+    (
+        "rbac.authorization.k8s.io",
+        "v1",
+        "RoleBinding",
+        "rolebindings",
+        true,
+    ),
+    (
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRole",
+        "clusterroles",
+        false,
+    ),
+    (
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        false,
+    ),
+    (
+        "policy",
+        "v1",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        true,
+    ),
     ("events.k8s.io", "v1", "Event", "events", true),
     (
         "apiextensions.k8s.io",
@@ -193,6 +223,9 @@ impl Catalog {
             }
             ("", "ConfigMap") | ("", "Secret") => errors.extend(data_key_errors(object)),
             ("apps", "Deployment") => errors.extend(deployment_errors(object, whole)),
+            ("policy", "PodDisruptionBudget") => {
+                errors.extend(pod_disruption_budget_errors(object));
+            }
             ("apiextensions.k8s.io", "CustomResourceDefinition") => {
                 errors.extend(crate::crd::crd_errors(object));
             }
