@@ -311,21 +311,9 @@ fn leader_election_is_on_with_a_role_for_the_named_lease_only() {
     );
 }
 
-/// The leader-election settings the chart passes, which the agent gains with the shared Lease
-/// implementation (issue 21); until that change is in this tree, they are the only variables
-/// the agent may not know yet.
-const LEADER_ELECTION_ENV: &[&str] = &[
-    "CLUSTERSET_LEADER_ELECTION",
-    "CLUSTERSET_LEADER_LEASE_NAME",
-    "CLUSTERSET_LEADER_LEASE_DURATION_SECONDS",
-    "CLUSTERSET_LEADER_LEASE_RENEW_DEADLINE_SECONDS",
-    "CLUSTERSET_LEADER_LEASE_RETRY_SECONDS",
-    "POD_NAMESPACE",
-];
-
 /// The command line the agent reads from the container's args and environment (each variable
-/// becomes the flag that reads it, as clap would; a downward-API value stands in for itself),
-/// and the variables no flag reads.
+/// becomes the flag that reads it, as clap would; a downward-API value stands in for itself,
+/// but for the pod's namespace, which is the release's), and the variables no flag reads.
 fn command_line(container: &Value) -> (Vec<String>, BTreeSet<String>) {
     let cli = clusterset_agent::cli::Cli::command();
     let run = cli.find_subcommand("run").unwrap();
@@ -340,14 +328,13 @@ fn command_line(container: &Value) -> (Vec<String>, BTreeSet<String>) {
     let mut unknown = BTreeSet::new();
     for entry in container["env"].as_array().unwrap() {
         let name = entry["name"].as_str().unwrap();
-        let value = match entry["value"].as_str() {
-            Some(value) => value.to_owned(),
-            None => format!(
-                "from-{}",
-                entry["valueFrom"]["fieldRef"]["fieldPath"]
-                    .as_str()
-                    .unwrap()
-            ),
+        let value = match (
+            entry["value"].as_str(),
+            entry["valueFrom"]["fieldRef"]["fieldPath"].as_str(),
+        ) {
+            (Some(value), _) => value.to_owned(),
+            (None, Some("metadata.namespace")) => NAMESPACE.to_owned(),
+            (None, field) => format!("from-{}", field.unwrap()),
         };
         let Some(arg) = run
             .get_arguments()
@@ -374,9 +361,7 @@ fn the_environment_the_chart_sets_is_the_agent_s_flags() {
         let container = container(&rendered);
         let (args, unknown) = command_line(&container);
         assert!(
-            unknown
-                .iter()
-                .all(|name| LEADER_ELECTION_ENV.contains(&name.as_str())),
+            unknown.is_empty(),
             "variables the agent does not read: {unknown:?}"
         );
         let cli = clusterset_agent::cli::Cli::try_parse_from(&args)
@@ -419,6 +404,30 @@ fn the_environment_the_chart_sets_is_the_agent_s_flags() {
                 .unwrap_or("clusterset-broker")
         );
         assert_eq!(run.identity, "from-metadata.name");
+        // Leader election as the values say, on the Lease the Role grants, in the pod's
+        // namespace.
+        let election = &values["leaderElection"];
+        let settings = run.lease_settings("not-the-pods-namespace").unwrap();
+        if election["enabled"] == false {
+            assert!(settings.is_none());
+            continue;
+        }
+        let settings = settings.unwrap();
+        assert_eq!(settings.claim.namespace, NAMESPACE);
+        assert_eq!(
+            settings.claim.name,
+            election["leaseName"].as_str().unwrap_or("clusterset-agent")
+        );
+        assert_eq!(settings.claim.identity, "from-metadata.name");
+        let role = the(&rendered, "Role");
+        assert!(
+            role["rules"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["resourceNames"] == json!([settings.claim.name])),
+            "{role}"
+        );
     }
     let (args, _) = command_line(&container(&render(all_options())));
     for flag in [
