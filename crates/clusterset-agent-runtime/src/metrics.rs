@@ -119,7 +119,8 @@ pub struct Metrics {
     pub foreign_writer_objects: Family<ForeignWriterLabels, Gauge>,
     /// Propagation lag, seconds from a record's publication to the import write here.
     pub propagation_lag: Histogram,
-    /// The last propagation lag per service, seconds.
+    /// The last propagation lag per imported service, seconds; a service's series goes with
+    /// its ServiceImport ([`Metrics::forget_service`]).
     pub service_propagation_lag: Family<ServiceLabels, Gauge<f64, AtomicU64>>,
     /// Failed broker reads (watch errors) and writes, by operation.
     pub broker_sync_errors: Family<OperationLabels, Counter>,
@@ -266,6 +267,14 @@ impl Metrics {
             .set(seconds);
     }
 
+    /// Removes the lag series of a service no longer imported (its ServiceImport deleted).
+    pub fn forget_service(&self, namespace: &str, service: &str) {
+        self.service_propagation_lag.remove(&ServiceLabels {
+            namespace: namespace.to_owned(),
+            service: service.to_owned(),
+        });
+    }
+
     /// Exposes `dns_queries_total{protocol,rcode}` from `source`, read at every scrape (every
     /// transport and response code, zeros included). Until this is called (or with `--no-dns`)
     /// the family is absent. A later call replaces the source.
@@ -359,6 +368,27 @@ mod tests {
         }
         assert!(
             text.contains("clusterset_agent_dns_queries_total{protocol=\"udp\",rcode=\"OTHER\"} 0"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_services_lag_series_goes_when_it_is_forgotten_and_the_others_stay() {
+        let metrics = Metrics::new();
+        metrics.observe_lag("shop", "web", 0.25);
+        metrics.observe_lag("shop", "cart", 0.5);
+        let web = "clusterset_agent_service_propagation_lag_seconds{namespace=\"shop\",service=\"web\"} 0.25";
+        let cart = "clusterset_agent_service_propagation_lag_seconds{namespace=\"shop\",service=\"cart\"} 0.5";
+        let text = metrics.encode();
+        assert!(text.contains(web) && text.contains(cart), "{text}");
+        metrics.forget_service("shop", "web");
+        metrics.forget_service("shop", "never-seen");
+        let text = metrics.encode();
+        assert!(!text.contains("service=\"web\""), "{text}");
+        assert!(text.contains(cart), "{text}");
+        // The histogram keeps every observation: it is not per service.
+        assert!(
+            text.contains("clusterset_agent_propagation_lag_seconds_count 2"),
             "{text}"
         );
     }

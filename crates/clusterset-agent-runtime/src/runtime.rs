@@ -19,6 +19,7 @@ use clusterset_daemon::lease::Leadership;
 use clusterset_dns::ZoneStore;
 use futures::{FutureExt, Stream, StreamExt};
 use mcs_types::ServiceKey;
+use tracing::{Instrument, Span};
 
 use crate::http::Readiness;
 use crate::kube_io::{AgentWriter, Feed, WriteError};
@@ -268,11 +269,18 @@ impl Runtime {
     async fn step(&mut self) {
         let now = self.clock.now();
         let output = self.core.process(now);
+        // A deleted ServiceImport takes its service's lag series with it; before this pass's
+        // lags, so that an import written again in this pass keeps its new one.
+        for change in &output.zone_changes {
+            if let ZoneChange::ServiceImportDeleted(key) = change {
+                self.metrics.forget_service(&key.namespace, &key.name);
+            }
+        }
         if let Some(zone) = &self.zone {
             if !output.zone_changes.is_empty() {
                 let report = zone.apply(output.zone_changes.into_iter().map(zone_change));
                 for rejected in report.rejected {
-                    tracing::warn!(error = %rejected, "object not served in clusterset DNS");
+                    tracing::warn!(error = %ErrorChain(&rejected), "object not served in clusterset DNS");
                 }
             }
             if output.zone_synced {
@@ -306,10 +314,11 @@ impl Runtime {
             by_service.entry(write.service()).or_default().push(write);
         }
         let writer = Arc::clone(&self.writer);
-        let results: Vec<Vec<(Write, Outcome)>> = futures::stream::iter(by_service.into_values())
-            .map(|writes| {
+        let results: Vec<(Span, Vec<(Write, Outcome)>)> = futures::stream::iter(by_service)
+            .map(|(key, writes)| {
                 let writer = Arc::clone(&writer);
-                async move {
+                let span = service_span(&key);
+                let writing = async move {
                     // `None`: not attempted, because an earlier write of the service failed.
                     let mut results = Vec::with_capacity(writes.len());
                     let mut failed = false;
@@ -323,13 +332,23 @@ impl Runtime {
                         results.push((write, result));
                     }
                     results
-                }
+                };
+                writing
+                    .instrument(span.clone())
+                    .map(|results| (span, results))
             })
             .buffer_unordered(self.write_concurrency.max(1))
             .collect()
             .await;
         let now = self.clock.now();
-        for (write, result) in results.into_iter().flatten() {
+        // What became of each write is logged in its service's span.
+        let outcomes = results.into_iter().flat_map(|(span, results)| {
+            results
+                .into_iter()
+                .map(move |(write, result)| (span.clone(), write, result))
+        });
+        for (span, write, result) in outcomes {
+            let _entered = span.enter();
             match result {
                 None => {
                     tracing::debug!(write = write.kind(), service = %write.service(), "write not attempted: an earlier write of this service failed");
@@ -358,6 +377,18 @@ impl Runtime {
             }
         }
     }
+}
+
+/// The span of one service's reconcile: the writes the core decided for it and what became of
+/// them, with the service's `namespace` and name (as `service`, the name the lines logged in
+/// it and the metrics give it; a field `name` would collide with the span's own name in the
+/// JSON log lines).
+fn service_span(key: &ServiceKey) -> Span {
+    tracing::info_span!(
+        "reconcile_service",
+        namespace = %key.namespace,
+        service = %key.name
+    )
 }
 
 /// A change of the core's DNS sources as the clusterset DNS zone store takes it.

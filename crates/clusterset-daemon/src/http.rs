@@ -100,7 +100,7 @@ pub async fn serve<E: Endpoints>(listener: TcpListener, endpoints: Arc<E>) -> st
                 .serve_connection(TokioIo::new(stream), service)
                 .await
             {
-                tracing::debug!(error = %e, %peer, "HTTP connection ended");
+                tracing::debug!(error = %crate::ErrorChain(&e), %peer, "HTTP connection ended");
             }
         });
     }

@@ -98,7 +98,7 @@ mod tests {
         metrics.wrote("apply_service", true);
         let (status, body) = get("/metrics", &metrics, &readiness).await;
         assert_eq!(status, StatusCode::OK);
-        assert!(body.contains("mcs_ceph_operator_writes_total{kind=\"apply_service\"} 1"));
+        assert!(body.contains("mcs_ceph_operator_writes_total{operation=\"apply_service\"} 1"));
         assert_eq!(
             get("/nope", &metrics, &readiness).await.0,
             StatusCode::NOT_FOUND

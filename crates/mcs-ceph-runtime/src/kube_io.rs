@@ -14,7 +14,7 @@ use k8s_openapi::api::events::v1::Event as KubeEvent;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
-use kube::runtime::reflector::Store;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource, ResourceExt};
 use mcs_types::{v1alpha1, v1beta1};
 
@@ -271,8 +271,10 @@ pub enum McsStores {
     },
 }
 
-/// The reflector caches a [`Snapshot`] is read from.
+/// The reflector caches a [`Snapshot`] is read from, and the CephClusters'.
 pub struct Caches {
+    /// The CephClusters (whether one still exists: [`Caches::has_cluster`]).
+    pub clusters: Store<CephCluster>,
     /// Services (label `rook_cluster`).
     pub services: Store<Service>,
     /// OSD Deployments (label `app=rook-ceph-osd`).
@@ -317,6 +319,7 @@ where
 impl Caches {
     /// Caches over these stores; not synced until [`Caches::wait_synced`] returns.
     pub fn new(
+        clusters: Store<CephCluster>,
         services: Store<Service>,
         deployments: Store<Deployment>,
         config_maps: Store<ConfigMap>,
@@ -325,6 +328,7 @@ impl Caches {
         mcs_api: McsApi,
     ) -> Self {
         Self {
+            clusters,
             services,
             deployments,
             config_maps,
@@ -339,6 +343,7 @@ impl Caches {
     /// Fails when a store's writer is gone (its watch will never deliver).
     pub async fn wait_synced(&self) -> Result<(), NotSynced> {
         let ready = async {
+            self.clusters.wait_until_ready().await?;
             self.services.wait_until_ready().await?;
             self.deployments.wait_until_ready().await?;
             self.config_maps.wait_until_ready().await?;
@@ -364,6 +369,14 @@ impl Caches {
     /// Whether every store has listed once.
     pub fn is_synced(&self) -> bool {
         self.synced.load(Ordering::Acquire)
+    }
+
+    /// Whether the CephCluster `namespace/name` is in the cache (a deleted one leaves it
+    /// before its watch event is handed on).
+    pub fn has_cluster(&self, namespace: &str, name: &str) -> bool {
+        self.clusters
+            .get(&ObjectRef::new(name).within(namespace))
+            .is_some()
     }
 
     /// What the operator sees of `cluster`: the objects of its namespace.

@@ -105,7 +105,18 @@ async fn write(ctx: &Context, write: &Write) -> Result<(), ReconcileError> {
     })
 }
 
-/// Reconciles one CephCluster.
+/// Reconciles one CephCluster, in a span `reconcile` with the cluster's `namespace` and name
+/// (as `cluster`, the name the lines logged in it and the metrics give it; a field `name`
+/// would collide with the span's own name in the JSON log lines), as kube-rs' controller-rs
+/// does: every line logged by the reconcile carries them.
+#[tracing::instrument(
+    name = "reconcile",
+    skip_all,
+    fields(
+        namespace = cluster.metadata.namespace.as_deref().unwrap_or_default(),
+        cluster = cluster.metadata.name.as_deref().unwrap_or_default(),
+    )
+)]
 pub async fn reconcile(
     cluster: Arc<CephCluster>,
     ctx: Arc<Context>,
@@ -143,10 +154,10 @@ async fn reconcile_inner(cluster: &CephCluster, ctx: &Context) -> Result<Action,
         };
         let answers = resolve_all(&timed, &names, ctx.lookup_concurrency).await;
         for (request, answer) in requests.iter().zip(answers) {
-            let answer = answer.map(|r| r.addresses).map_err(|e| e.to_string());
             if let Err(error) = &answer {
-                tracing::info!(namespace, cluster = name, daemon = %request.daemon, "lookup failed: {error}");
+                tracing::info!(namespace, cluster = name, daemon = %request.daemon, error = %ErrorChain(error), "lookup failed");
             }
+            let answer = answer.map(|r| r.addresses).map_err(|e| e.to_string());
             results.push((request.daemon.clone(), answer));
         }
     }
@@ -180,7 +191,10 @@ async fn reconcile_inner(cluster: &CephCluster, ctx: &Context) -> Result<Action,
             }
         }
     }
-    ctx.metrics.set_daemons(namespace, name, &outcome.daemons);
+    ctx.metrics
+        .set_daemons(namespace, name, &outcome.daemons, || {
+            ctx.caches.has_cluster(namespace, name)
+        });
     tracing::debug!(namespace, cluster = name, phase = ?outcome.phase, "reconciled");
     Ok(match requeue_after {
         Some(after) => Action::requeue(after),

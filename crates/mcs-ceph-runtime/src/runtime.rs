@@ -120,6 +120,9 @@ struct Watches {
     namespace: Option<String>,
 }
 
+/// What a watch does with each event besides caching it and queueing its namespace.
+type OnEvent<K> = fn(&Metrics, &Store<K>, &watcher::Event<K>);
+
 impl Watches {
     /// Watches every `K` matching `config` in all namespaces (or the one namespace watched) and
     /// returns its store, kept current
@@ -127,6 +130,25 @@ impl Watches {
     /// failures are counted (the watcher retries them with backoff while the store keeps its
     /// last complete list).
     fn watch<K>(&self, name: &'static str, config: watcher::Config) -> Store<K>
+    where
+        K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + std::fmt::Debug
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.watch_with(name, config, |_, _, _| {})
+    }
+
+    /// [`Watches::watch`], calling `on_event` with every event once the store holds it.
+    fn watch_with<K>(
+        &self,
+        name: &'static str,
+        config: watcher::Config,
+        on_event: OnEvent<K>,
+    ) -> Store<K>
     where
         K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
             + Clone
@@ -148,12 +170,13 @@ impl Watches {
             writer,
             self.trigger.clone(),
             Arc::clone(&self.metrics),
+            on_event,
         );
         store
     }
 }
 
-/// Drives one reflector watch (see [`Watches::watch`]).
+/// Drives one reflector watch (see [`Watches::watch_with`]).
 fn spawn_watch<K>(
     name: &'static str,
     api: Api<K>,
@@ -161,6 +184,7 @@ fn spawn_watch<K>(
     writer: reflector::store::Writer<K>,
     trigger: Trigger,
     metrics: Arc<Metrics>,
+    on_event: OnEvent<K>,
 ) where
     K: Resource<DynamicType = ()>
         + Clone
@@ -170,12 +194,19 @@ fn spawn_watch<K>(
         + Sync
         + 'static,
 {
-    let watch = reflector::reflector(writer, watcher(api, config).default_backoff())
-        .touched_objects()
-        .for_each(move |result| {
+    let store = writer.as_reader();
+    let watch = reflector::reflector(writer, watcher(api, config).default_backoff()).for_each(
+        move |result| {
             match result {
-                Ok(object) => {
-                    let _ = trigger.unbounded_send(object.namespace().unwrap_or_default());
+                Ok(event) => {
+                    // The objects touched: applied, listed or deleted.
+                    if let watcher::Event::Apply(object)
+                    | watcher::Event::InitApply(object)
+                    | watcher::Event::Delete(object) = &event
+                    {
+                        let _ = trigger.unbounded_send(object.namespace().unwrap_or_default());
+                    }
+                    on_event(&metrics, &store, &event);
                 }
                 Err(error) => {
                     metrics.watch_failed(name);
@@ -188,8 +219,33 @@ fn spawn_watch<K>(
                 }
             }
             future::ready(())
-        });
+        },
+    );
     tokio::spawn(watch);
+}
+
+/// Keeps the per-CephCluster series to the clusters that exist: a deleted cluster's go with its
+/// Delete event, and those of clusters deleted while the watch was away go when the relist
+/// completes (the store then holds exactly the clusters listed). Called once the reflector's
+/// store holds the event, so a reconcile that ends afterwards finds its cluster gone (see
+/// [`Metrics::set_daemons`]).
+pub fn forget_deleted_clusters(
+    metrics: &Metrics,
+    clusters: &Store<CephCluster>,
+    event: &watcher::Event<CephCluster>,
+) {
+    match event {
+        watcher::Event::Delete(cluster) => metrics.forget_cluster(
+            cluster.metadata.namespace.as_deref().unwrap_or_default(),
+            cluster.metadata.name.as_deref().unwrap_or_default(),
+        ),
+        watcher::Event::InitDone => metrics.retain_clusters(|namespace, name| {
+            clusters
+                .get(&ObjectRef::new(name).within(namespace))
+                .is_some()
+        }),
+        watcher::Event::Init | watcher::Event::InitApply(_) | watcher::Event::Apply(_) => {}
+    }
 }
 
 /// What to do about a watch that fails because the API server does not know the resource or
@@ -312,7 +368,8 @@ pub async fn run_with_election(
         namespace: options.watch_namespace.clone(),
     };
     let all = watcher::Config::default();
-    let clusters: Store<CephCluster> = watches.watch("cephclusters", all.clone());
+    let clusters: Store<CephCluster> =
+        watches.watch_with("cephclusters", all.clone(), forget_deleted_clusters);
     let services: Store<Service> = watches.watch(
         "services",
         all.clone()
@@ -353,6 +410,7 @@ pub async fn run_with_election(
     drop(watches);
     let started_with = mcs_api.clone();
     let caches = Arc::new(Caches::new(
+        clusters.clone(),
         services,
         deployments,
         config_maps,
@@ -363,10 +421,6 @@ pub async fn run_with_election(
 
     // Nothing is decided before every cache holds a complete list.
     tracing::info!("waiting for the watch caches to sync");
-    clusters
-        .wait_until_ready()
-        .await
-        .map_err(|_| RunError::NotSynced)?;
     caches
         .wait_synced()
         .await

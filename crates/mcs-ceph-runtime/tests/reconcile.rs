@@ -30,7 +30,7 @@ use kube::client::Body;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher::Event;
-use mcs_ceph_api::CephClusterAddressing;
+use mcs_ceph_api::{CephCluster, CephClusterAddressing};
 use mcs_ceph_core::config::{Config, FIELD_MANAGER};
 use mcs_ceph_core::decide::Write;
 use mcs_ceph_core::snapshot::{McsApi, McsVersion, Snapshot};
@@ -60,8 +60,13 @@ where
 }
 
 /// Reflector caches holding the snapshot's objects (and nothing of other namespaces but a
-/// decoy, which must not leak into the snapshot).
+/// decoy, which must not leak into the snapshot), its cluster among them.
 async fn caches(snapshot: &Snapshot, synced: bool) -> Arc<Caches> {
+    caches_holding(snapshot, synced, true).await
+}
+
+/// [`caches`], with the snapshot's cluster in the CephCluster cache or (deleted meanwhile) not.
+async fn caches_holding(snapshot: &Snapshot, synced: bool, cluster_cached: bool) -> Arc<Caches> {
     let mut decoy = osd_deployment(99, None);
     decoy.metadata.namespace = Some("other-namespace".into());
     let mcs = match snapshot.mcs_api {
@@ -87,7 +92,9 @@ async fn caches(snapshot: &Snapshot, synced: bool) -> Arc<Caches> {
         },
         McsApi::Missing(_) => McsStores::None,
     };
+    let clusters = cluster_cached.then(|| snapshot.cluster.clone());
     let caches = Caches::new(
+        store::<CephCluster>(clusters),
         store::<Service>(snapshot.services.clone()),
         store::<Deployment>(snapshot.deployments.iter().cloned().chain([decoy])),
         store::<ConfigMap>(snapshot.mon_endpoints.clone()),
@@ -165,6 +172,30 @@ async fn reconcile_on(
     server: Server,
     config: Config,
 ) -> (Result<Action, ReconcileError>, ApiServer, Arc<Metrics>) {
+    let operator = Operator {
+        metrics: Arc::new(Metrics::new()),
+        cluster_cached: true,
+    };
+    reconcile_in(snapshot, now, resolver, admin, server, config, operator).await
+}
+
+/// What a reconcile shares with the operator around it: the metrics (kept from one reconcile
+/// to the next) and whether the CephCluster cache still holds the cluster.
+struct Operator {
+    metrics: Arc<Metrics>,
+    cluster_cached: bool,
+}
+
+/// [`reconcile_on`] in `operator`.
+async fn reconcile_in(
+    snapshot: &Snapshot,
+    now: Timestamp,
+    resolver: MockClustersetResolver,
+    admin: Option<MockCephMonAdmin>,
+    server: Server,
+    config: Config,
+    operator: Operator,
+) -> (Result<Action, ReconcileError>, ApiServer, Arc<Metrics>) {
     // The API server also holds the Deployments the caches hold: an apply to one is checked
     // on its merged result, as a real server checks it.
     let mut objects = server.objects;
@@ -181,14 +212,14 @@ async fn reconcile_on(
     let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
     let api_server = ApiServer::start_with(handle, server.fail_first, objects, server.journal);
     let client = kube::Client::new(service, "default");
-    let metrics = Arc::new(Metrics::new());
+    let metrics = operator.metrics;
     let context = Arc::new(Context {
         api: Arc::new(KubeApi::new(
             client.clone(),
             Some("mcs-ceph-operator-0".into()),
         )),
         resolver: Arc::new(resolver),
-        caches: caches(snapshot, true).await,
+        caches: caches_holding(snapshot, true, operator.cluster_cached).await,
         config,
         clock: clusterset_daemon::Clock::from_fn(move || now),
         metrics: Arc::clone(&metrics),
@@ -865,7 +896,7 @@ async fn nothing_is_done_before_the_caches_have_synced() {
         context
             .metrics
             .encode()
-            .contains("mcs_ceph_operator_reconciles_total{kind=\"not_synced\"} 1")
+            .contains("mcs_ceph_operator_reconciles_total{result=\"not_synced\"} 1")
     );
 }
 
@@ -924,7 +955,7 @@ async fn an_invalid_label_value_is_refused_with_422_and_the_reconcile_fails_with
     assert!(
         metrics
             .encode()
-            .contains("mcs_ceph_operator_write_errors_total{kind=\"apply_service\"} 1"),
+            .contains("mcs_ceph_operator_write_errors_total{operation=\"apply_service\"} 1"),
         "{}",
         metrics.encode()
     );
@@ -2211,4 +2242,150 @@ async fn the_reconcile_walks_a_whole_mon_migration_from_cluster_ips_to_global_ip
     let (action, requests) = walk.reconcile(t + 86_400).await;
     assert_eq!(action, Action::await_change());
     assert!(requests.is_empty(), "{:?}", paths(&requests));
+}
+
+/// The `daemon_up_to_date` series, sorted.
+fn daemon_series(metrics: &Metrics) -> Vec<String> {
+    let mut series: Vec<String> = metrics
+        .encode()
+        .lines()
+        .filter(|l| l.starts_with("mcs_ceph_operator_daemon_up_to_date{"))
+        .map(str::to_owned)
+        .collect();
+    series.sort();
+    series
+}
+
+/// A reconcile of `snapshot` at `second` sharing `metrics`, with the cluster in the cache or
+/// (deleted meanwhile) not.
+async fn reconcile_sharing(
+    snapshot: &Snapshot,
+    second: i64,
+    metrics: &Arc<Metrics>,
+    cluster_cached: bool,
+) -> Action {
+    let server = Server {
+        fail_first: 0,
+        objects: BTreeMap::new(),
+        journal: None,
+    };
+    let operator = Operator {
+        metrics: Arc::clone(metrics),
+        cluster_cached,
+    };
+    let (result, _server, _) = reconcile_in(
+        snapshot,
+        at(second),
+        no_lookups(),
+        None,
+        server,
+        Config::default(),
+        operator,
+    )
+    .await;
+    result.unwrap()
+}
+
+/// The per-daemon series follow the cluster: a reconcile exposes one per daemon, a reconcile
+/// that ends after its cluster left the cache (deleted meanwhile) removes them instead of
+/// leaving them behind, and MCS turned off removes them.
+#[tokio::test]
+async fn the_daemon_series_of_a_cluster_follow_the_cluster() {
+    let mut snapshot = converged(2).await;
+    let metrics = Arc::new(Metrics::new());
+    // The OSDs advertise their global IPs; the mons are still on cluster IPs.
+    let series = |(daemon, up_to_date): (&str, u8)| {
+        format!(
+            "mcs_ceph_operator_daemon_up_to_date{{namespace=\"{NAMESPACE}\",cluster=\"{CLUSTER}\",daemon=\"{daemon}\"}} {up_to_date}"
+        )
+    };
+    let every_daemon: Vec<String> = [
+        ("mon.a", 0),
+        ("mon.b", 0),
+        ("mon.c", 0),
+        ("osd.0", 1),
+        ("osd.1", 1),
+    ]
+    .map(series)
+    .into();
+
+    reconcile_sharing(&snapshot, 10, &metrics, true).await;
+    assert_eq!(daemon_series(&metrics), every_daemon);
+
+    reconcile_sharing(&snapshot, 11, &metrics, false).await;
+    assert_eq!(daemon_series(&metrics), Vec::<String>::new());
+
+    reconcile_sharing(&snapshot, 12, &metrics, true).await;
+    assert_eq!(daemon_series(&metrics), every_daemon);
+    snapshot.cluster =
+        cluster_with(json!({"multiClusterService": {"enabled": false, "clusterID": "east"}}));
+    reconcile_sharing(&snapshot, 100, &metrics, true).await;
+    assert_eq!(daemon_series(&metrics), Vec::<String>::new());
+}
+
+/// Every line a reconcile logs is in one span `reconcile` with the cluster's namespace and
+/// name (`cluster`), and an error is logged as the structured field `error` (with its causes), not in the
+/// message: a failed lookup inside the reconcile, a failed write in the error policy.
+#[tokio::test]
+async fn a_reconcile_logs_in_its_span_and_errors_in_the_error_field() {
+    let capture = clusterset_trace_capture::Capture::new();
+    let _default = capture.set_default();
+
+    let mut snapshot = rook_cluster(2);
+    let (_, requests) = run(&snapshot, at(0), no_lookups(), 0).await;
+    take_back(&mut snapshot, &requests);
+    set_export_conditions(&mut snapshot, &exported_conditions());
+    run(&snapshot, at(10), resolver(2, Some(1)), 0)
+        .await
+        .0
+        .unwrap();
+
+    let reconciles: Vec<_> = capture
+        .spans()
+        .into_iter()
+        .filter(|s| s.name == "reconcile")
+        .collect();
+    assert_eq!(
+        reconciles.len(),
+        2,
+        "one span per reconcile: {reconciles:?}"
+    );
+    for span in &reconciles {
+        assert_eq!(span.field("namespace"), Some(NAMESPACE));
+        assert_eq!(span.field("cluster"), Some(CLUSTER));
+    }
+    let reconciled = capture.event("reconciled").unwrap();
+    assert!(reconciled.span("reconcile").is_some(), "{reconciled:?}");
+    let lookup = capture.event("lookup failed").unwrap();
+    assert_eq!(lookup.span("reconcile"), Some(&reconciles[1]));
+    assert!(
+        lookup
+            .field("error")
+            .is_some_and(|e| e.contains("SERVFAIL")),
+        "{lookup:?}"
+    );
+
+    let (result, _) = run(&rook_cluster(2), at(0), no_lookups(), 1).await;
+    let cluster = Arc::new(cluster());
+    let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
+    let _server = ApiServer::start(handle);
+    let context = Arc::new(Context {
+        api: Arc::new(KubeApi::new(kube::Client::new(service, "default"), None)),
+        resolver: Arc::new(no_lookups()),
+        caches: caches(&rook_cluster(2), true).await,
+        config: Config::default(),
+        clock: clusterset_daemon::Clock::from_fn(|| at(0)),
+        metrics: Arc::new(Metrics::new()),
+        lookup_concurrency: 4,
+        mon_migration: None,
+    });
+    error_policy(cluster, &result.unwrap_err(), context);
+    let failed = capture.event("reconcile failed").unwrap();
+    assert_eq!(failed.level, tracing::Level::WARN);
+    let error = failed.field("error").unwrap();
+    assert!(
+        error.starts_with("apply_service of rook-ceph/rook-ceph-osd-0 failed: "),
+        "{error}"
+    );
+    assert!(!failed.message.contains("failed:"), "{failed:?}");
 }

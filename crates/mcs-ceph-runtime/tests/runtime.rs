@@ -335,3 +335,61 @@ fn failing_watches_say_what_to_install_or_grant() {
     assert_eq!(hint("services", &list_failed(500)), "");
     assert_eq!(hint("services", &watcher::Error::NoResourceVersion), "");
 }
+
+/// The series of a CephCluster go when its watch says it was deleted, and those of a cluster
+/// deleted while the watch was away go when the relist that no longer holds it completes; the
+/// other clusters' stay.
+#[test]
+fn a_deleted_clusters_series_go_with_its_watch_event_or_the_relist() {
+    use kube::runtime::reflector;
+    use kube::runtime::watcher::Event;
+    use mcs_ceph_api::CephCluster;
+    use mcs_ceph_runtime::metrics::Metrics;
+    use mcs_ceph_runtime::runtime::forget_deleted_clusters;
+
+    let named = |name: &str| {
+        let mut cluster = cluster();
+        cluster.metadata.name = Some(name.to_owned());
+        cluster
+    };
+    let (store, mut writer) = reflector::store::<CephCluster>();
+    let metrics = Metrics::new();
+    let mut deliver = |event: Event<CephCluster>| {
+        writer.apply_watcher_event(&event);
+        forget_deleted_clusters(&metrics, &store, &event);
+    };
+    let series = |metrics: &Metrics| {
+        let mut clusters: Vec<String> = metrics
+            .encode()
+            .lines()
+            .filter(|l| l.starts_with("mcs_ceph_operator_daemon_up_to_date{"))
+            .filter_map(|l| Some(l.split("cluster=\"").nth(1)?.split('"').next()?.to_owned()))
+            .collect();
+        clusters.sort();
+        clusters
+    };
+
+    deliver(Event::Init);
+    for name in ["east", "west", "north"] {
+        deliver(Event::InitApply(named(name)));
+    }
+    deliver(Event::InitDone);
+    for name in ["east", "west", "north"] {
+        metrics.set_daemons(NAMESPACE, name, &[("osd.0".into(), true)], || true);
+    }
+    assert_eq!(series(&metrics), ["east", "north", "west"]);
+
+    deliver(Event::Delete(named("east")));
+    assert_eq!(series(&metrics), ["north", "west"]);
+
+    // The watch was away while north was deleted: the relist lists west only.
+    deliver(Event::Init);
+    deliver(Event::InitApply(named("west")));
+    assert_eq!(
+        series(&metrics),
+        ["north", "west"],
+        "not before the list is complete"
+    );
+    deliver(Event::InitDone);
+    assert_eq!(series(&metrics), ["west"]);
+}
