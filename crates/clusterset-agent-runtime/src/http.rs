@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use clusterset_daemon::Endpoints;
+use clusterset_daemon::{MetricsText, ReadinessCheck};
 use tokio::net::TcpListener;
 
 use crate::metrics::Metrics;
@@ -48,22 +48,15 @@ impl Readiness {
     }
 }
 
-/// The agent's HTTP endpoints: its metrics and its readiness.
-#[derive(Debug, Clone)]
-pub struct AgentEndpoints {
-    /// The agent's metrics.
-    pub metrics: Arc<Metrics>,
-    /// What `/readyz` reports.
-    pub readiness: Arc<Readiness>,
+impl MetricsText for Metrics {
+    fn metrics_text(&self) -> String {
+        self.encode()
+    }
 }
 
-impl Endpoints for AgentEndpoints {
-    fn metrics_text(&self) -> String {
-        self.metrics.encode()
-    }
-
+impl ReadinessCheck for Readiness {
     fn readiness(&self) -> Result<(), String> {
-        self.readiness.check()
+        self.check()
     }
 }
 
@@ -73,5 +66,5 @@ pub async fn serve(
     metrics: Arc<Metrics>,
     readiness: Arc<Readiness>,
 ) -> std::io::Result<()> {
-    clusterset_daemon::serve(listener, Arc::new(AgentEndpoints { metrics, readiness })).await
+    clusterset_daemon::serve(listener, Arc::new((metrics, readiness))).await
 }

@@ -28,6 +28,30 @@ pub trait Endpoints: Send + Sync + 'static {
     fn readiness(&self) -> Result<(), String>;
 }
 
+/// A daemon's metrics, as `/metrics` serves them.
+pub trait MetricsText: Send + Sync + 'static {
+    /// The metrics in the OpenMetrics text format (see [`encode_metrics`]).
+    fn metrics_text(&self) -> String;
+}
+
+/// A daemon's readiness, as `/readyz` reports it.
+pub trait ReadinessCheck: Send + Sync + 'static {
+    /// `Ok` when ready to serve, else what is still awaited.
+    fn readiness(&self) -> Result<(), String>;
+}
+
+/// A daemon's metrics and its readiness are its endpoints: each daemon implements the two
+/// halves on its own types and serves the pair.
+impl<M: MetricsText, R: ReadinessCheck> Endpoints for (Arc<M>, Arc<R>) {
+    fn metrics_text(&self) -> String {
+        self.0.metrics_text()
+    }
+
+    fn readiness(&self) -> Result<(), String> {
+        self.1.readiness()
+    }
+}
+
 /// A registry in the OpenMetrics text format.
 pub fn encode_metrics(registry: &Registry) -> String {
     let mut text = String::new();

@@ -128,6 +128,6 @@ pub fn object_key<'a>(meta: &'a ObjectMeta, builder: &str) -> Result<(&'a str, &
 pub use clusterset_error_chain::ErrorChain;
 
 pub use clock::Clock;
-pub use http::{Endpoints, encode_metrics, respond, serve};
+pub use http::{Endpoints, MetricsText, ReadinessCheck, encode_metrics, respond, serve};
 pub use logging::{LogFormat, init_logging};
 pub use shutdown::shutdown_signal;

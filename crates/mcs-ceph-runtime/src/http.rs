@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use clusterset_daemon::Endpoints;
+use clusterset_daemon::{MetricsText, ReadinessCheck};
 use tokio::net::TcpListener;
 
 use crate::metrics::Metrics;
@@ -31,22 +31,15 @@ impl Readiness {
     }
 }
 
-/// The operator's HTTP endpoints: its metrics and its readiness.
-#[derive(Debug, Clone)]
-pub struct OperatorEndpoints {
-    /// The operator's metrics.
-    pub metrics: Arc<Metrics>,
-    /// What `/readyz` reports.
-    pub readiness: Arc<Readiness>,
+impl MetricsText for Metrics {
+    fn metrics_text(&self) -> String {
+        self.encode()
+    }
 }
 
-impl Endpoints for OperatorEndpoints {
-    fn metrics_text(&self) -> String {
-        self.metrics.encode()
-    }
-
+impl ReadinessCheck for Readiness {
     fn readiness(&self) -> Result<(), String> {
-        self.readiness.check()
+        self.check()
     }
 }
 
@@ -56,7 +49,7 @@ pub async fn serve(
     metrics: Arc<Metrics>,
     readiness: Arc<Readiness>,
 ) -> std::io::Result<()> {
-    clusterset_daemon::serve(listener, Arc::new(OperatorEndpoints { metrics, readiness })).await
+    clusterset_daemon::serve(listener, Arc::new((metrics, readiness))).await
 }
 
 #[cfg(test)]
@@ -72,10 +65,7 @@ mod tests {
         readiness: &Arc<Readiness>,
     ) -> (StatusCode, String) {
         let request = Request::get(path).body(()).unwrap();
-        let endpoints = OperatorEndpoints {
-            metrics: Arc::clone(metrics),
-            readiness: Arc::clone(readiness),
-        };
+        let endpoints = (Arc::clone(metrics), Arc::clone(readiness));
         let response = clusterset_daemon::respond(&request, &endpoints);
         let status = response.status();
         let body = response.into_body().collect().await.unwrap().to_bytes();
