@@ -9,7 +9,7 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -108,11 +108,17 @@ impl LeaseStore {
 }
 
 /// Serves `handle` from `store` until its client is gone; while `failing` is set, every request
-/// gets 500 (the API server is in trouble).
-fn serve(mut handle: StrictHandle, store: Arc<LeaseStore>, failing: Arc<AtomicBool>) {
+/// gets 500 (the API server is in trouble), counted in `refused`.
+fn serve(
+    mut handle: StrictHandle,
+    store: Arc<LeaseStore>,
+    failing: Arc<AtomicBool>,
+    refused: Arc<AtomicUsize>,
+) {
     tokio::spawn(async move {
         while let Some((request, send)) = handle.next_request().await {
             let (code, body) = if failing.load(Ordering::SeqCst) {
+                refused.fetch_add(1, Ordering::SeqCst);
                 (
                     500,
                     status(500, "InternalError", "etcdserver: request timed out"),
@@ -161,6 +167,8 @@ struct Replica {
     readiness: Arc<Readiness>,
     zone: Arc<ZoneStore>,
     failing: Arc<AtomicBool>,
+    /// Requests of its election refused while `failing`.
+    refused: Arc<AtomicUsize>,
     /// Kept open: the run ends when its feeds end.
     _events: mpsc::UnboundedSender<Feed>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -225,7 +233,13 @@ const LEASE_DURATION: Duration = Duration::from_secs(4);
 fn start(identity: &'static str, store: &Arc<LeaseStore>) -> Replica {
     let (client, handle) = kube_fake::strict::pair(common::strict::catalog());
     let failing = Arc::new(AtomicBool::new(false));
-    serve(handle, Arc::clone(store), Arc::clone(&failing));
+    let refused = Arc::new(AtomicUsize::new(0));
+    serve(
+        handle,
+        Arc::clone(store),
+        Arc::clone(&failing),
+        Arc::clone(&refused),
+    );
     let settings = LeaseSettings::new("clusterset-agent", "clusterset-system", identity)
         .with_timing(
             LEASE_DURATION,
@@ -272,6 +286,7 @@ fn start(identity: &'static str, store: &Arc<LeaseStore>) -> Replica {
         readiness,
         zone,
         failing,
+        refused,
         _events: events,
         stop: Some(stop),
         task,
@@ -329,8 +344,12 @@ async fn one_replica_leads_every_replica_serves_dns_and_a_stopped_leader_hands_o
     })
     .await;
     // The follower, its caches as warm as the leader's, wrote nothing and sent no heartbeat
-    // (several of the leader's renewals have passed).
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // while the leader sent two more heartbeats.
+    let beats = leader.writer.heartbeated();
+    wait_for("two more heartbeats of the leader", || {
+        leader.writer.heartbeated() >= beats + 2
+    })
+    .await;
     assert!(!follower.leads());
     assert_eq!(follower.writer.wrote(), 0);
     assert_eq!(follower.writer.heartbeated(), 0);
@@ -375,7 +394,12 @@ async fn a_leader_that_cannot_renew_steps_down_keeps_serving_dns_and_leads_again
     replica.failing.store(true, Ordering::SeqCst);
     wait_for_longer("stepping down", || !replica.leads()).await;
     let (writes, heartbeats) = (replica.writer.wrote(), replica.writer.heartbeated());
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // It campaigns on while it follows (every attempt refused).
+    let refused = replica.refused.load(Ordering::SeqCst);
+    wait_for("three more attempts of its campaign", || {
+        replica.refused.load(Ordering::SeqCst) >= refused + 3
+    })
+    .await;
     assert!(serves_db(&replica), "the zone is still served");
     assert!(replica.readiness.check().is_ok());
     assert_eq!(replica.writer.wrote(), writes, "a follower wrote");

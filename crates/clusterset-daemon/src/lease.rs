@@ -253,23 +253,37 @@ impl Elector {
             return Ok(());
         }
         self.leading = false;
-        let Some(released) = self
-            .observed
-            .as_ref()
-            .and_then(|o| release(o.lease(), &self.settings.claim.identity, self.clock.now()))
-        else {
+        let Some(mut lease) = self.observed.as_ref().map(|o| o.lease().clone()) else {
             return Ok(());
         };
-        match self
-            .api
-            .replace(&self.settings.claim.name, &PostParams::default(), &released)
-            .await
-        {
-            Ok(_) => Ok(()),
-            // Someone else wrote it meanwhile: nothing to hand back.
-            Err(error) if is_status(&error, 409) => Ok(()),
-            Err(error) => Err(self.api_error(error)),
+        // At most twice: a 409 means the Lease changed since this replica last saw it (a
+        // renewal of its own whose answer it never read, the attempt cut short by the stop,
+        // or another replica's write); it decides again on the Lease as it is now.
+        for last in [false, true] {
+            let Some(released) = release(&lease, &self.settings.claim.identity, self.clock.now())
+            else {
+                // Not this replica's: nothing to hand back.
+                return Ok(());
+            };
+            match self
+                .api
+                .replace(&self.settings.claim.name, &PostParams::default(), &released)
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(error) if is_status(&error, 409) && !last => {
+                    match self.api.get_opt(&self.settings.claim.name).await {
+                        Ok(Some(current)) => lease = current,
+                        Ok(None) => return Ok(()),
+                        Err(error) => return Err(self.api_error(error)),
+                    }
+                }
+                // Changed again meanwhile: another replica's by now.
+                Err(error) if is_status(&error, 409) => return Ok(()),
+                Err(error) => return Err(self.api_error(error)),
+            }
         }
+        Ok(())
     }
 }
 

@@ -324,3 +324,73 @@ async fn a_follower_waits_and_a_stopped_leader_hands_the_lease_back() {
     assert_eq!(last.body["metadata"]["resourceVersion"], "21");
     assert!(last.body["spec"].get("holderIdentity").is_none());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_release_refused_as_stale_is_decided_again_on_the_lease_as_it_is_now() {
+    // a leads with version 1; a renewal it sent was stored (version 2) but its answer never
+    // read (a stop cut the attempt short), so its release carries version 1 and gets 409.
+    let (mut elector, mut handle) = elector("a");
+    let (result, _) = attempt(&mut elector, &mut handle, |s| match s.method.as_str() {
+        "GET" => (StatusCode::NOT_FOUND, status(404, "NotFound")),
+        _ => (StatusCode::CREATED, stored(&s.body, "1")),
+    })
+    .await;
+    assert_eq!(result.unwrap(), Standing::Leader);
+    let mut seen = Vec::new();
+    let mut versions = ["409", "2", "3"].into_iter();
+    let mut answer = |s: &Seen| match (s.method.as_str(), versions.next().unwrap()) {
+        ("PUT", "409") => (StatusCode::CONFLICT, status(409, "Conflict")),
+        ("GET", version) => (
+            StatusCode::OK,
+            to_value(&lease(Some("a"), at(2), 0, version)),
+        ),
+        (_, version) => (StatusCode::OK, stored(&s.body, version)),
+    };
+    let release = elector.release();
+    let mut release = std::pin::pin!(release);
+    let result = loop {
+        tokio::select! {
+            result = &mut release => break result,
+            () = serve_one(&mut handle, &mut seen, &mut answer) => {}
+        }
+    };
+    result.unwrap();
+    let named = format!("{PATH}/mcs-ceph-operator");
+    assert_eq!(
+        methods(&seen),
+        vec![("PUT".into(), named.clone()), get(), ("PUT".into(), named)]
+    );
+    assert_eq!(seen[0].body["metadata"]["resourceVersion"], "1");
+    // The second hand-back carries the version read, and no holder.
+    assert_eq!(seen[2].body["metadata"]["resourceVersion"], "2");
+    assert!(seen[2].body["spec"].get("holderIdentity").is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_release_refused_as_stale_hands_back_nothing_once_another_holds_the_lease() {
+    let (mut elector, mut handle) = elector("a");
+    let (result, _) = attempt(&mut elector, &mut handle, |s| match s.method.as_str() {
+        "GET" => (StatusCode::NOT_FOUND, status(404, "NotFound")),
+        _ => (StatusCode::CREATED, stored(&s.body, "1")),
+    })
+    .await;
+    assert_eq!(result.unwrap(), Standing::Leader);
+    let mut seen = Vec::new();
+    let mut answer = |s: &Seen| match s.method.as_str() {
+        "PUT" => (StatusCode::CONFLICT, status(409, "Conflict")),
+        _ => (StatusCode::OK, to_value(&lease(Some("b"), at(20), 1, "5"))),
+    };
+    let release = elector.release();
+    let mut release = std::pin::pin!(release);
+    let result = loop {
+        tokio::select! {
+            result = &mut release => break result,
+            () = serve_one(&mut handle, &mut seen, &mut answer) => {}
+        }
+    };
+    result.unwrap();
+    assert_eq!(
+        methods(&seen),
+        vec![("PUT".into(), format!("{PATH}/mcs-ceph-operator")), get()]
+    );
+}
