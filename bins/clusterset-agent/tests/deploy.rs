@@ -1,20 +1,26 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers, not only #[test] fns
 //! The agent's Helm chart (deploy/helm/clusterset-agent) and plain manifests
-//! (deploy/clusterset-agent/member.yaml), rendered by `chart-render` (Helm's templates, strictly):
-//! every object passes the API server's rules with the defaults and with every option on; the
-//! agent runs two replicas or more with rolling updates and a PodDisruptionBudget, every replica
-//! serving DNS; leader election is on, with a Role that grants the named Lease only; the
-//! environment the chart sets is the agent's flags; the ServiceMonitor comes only when asked
-//! and scrapes the metrics Service; NOTES.txt prints the CoreDNS stanza; a missing clusterId is
-//! a render error that names it; and the chart with its documented example values renders
-//! exactly member.yaml.
+//! (deploy/clusterset-agent/member.yaml), the chart rendered and linted by the real Helm 4
+//! (`kube_fake::helm`; these tests fail, naming `bash tests/k8s-tools/build.sh helm`, without
+//! it): `helm lint --strict` passes with the defaults, the ci/ values and the values of the
+//! docs' examples; every object passes the API server's rules with the defaults and with every
+//! option on; the agent runs two replicas or more with rolling updates and a
+//! PodDisruptionBudget, every replica serving DNS; leader election is on, with a Role that
+//! grants the named Lease only; the environment the chart sets is the agent's flags; the
+//! ServiceMonitor comes only when asked and scrapes the metrics Service; NOTES.txt prints the
+//! CoreDNS stanza; a missing clusterId is a render error (Helm's `required`) that names it; and
+//! the chart with its documented example values renders exactly member.yaml.
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
-use chart_render::{Chart, Release, RenderError, Rendered, check, plain};
 use clap::CommandFactory;
+use kube_fake::chart::{self, Rendered};
+use kube_fake::helm::helm;
 use serde_json::{Value, json};
 
+/// The chart's directory, relative to the workspace's root (as the docs name it).
+const CHART_DIR: &str = "deploy/helm/clusterset-agent";
 const CHART: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../deploy/helm/clusterset-agent"
@@ -23,19 +29,18 @@ const PLAIN: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../deploy/clusterset-agent/member.yaml"
 );
+const RELEASE: &str = "clusterset-agent";
 const NAMESPACE: &str = "clusterset-system";
 
-fn chart() -> Chart {
-    Chart::load(CHART).unwrap()
-}
-
-fn release() -> Release {
-    Release::new("clusterset-agent", NAMESPACE)
-}
-
 fn render(overrides: Value) -> Rendered {
-    chart()
-        .render(&release(), &overrides)
+    helm()
+        .template(Path::new(CHART), RELEASE, NAMESPACE, &overrides)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn notes(overrides: Value) -> String {
+    helm()
+        .notes(Path::new(CHART), RELEASE, NAMESPACE, &overrides)
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -124,7 +129,7 @@ fn every_object_passes_the_api_server_s_rules_with_defaults_and_with_every_optio
         let rendered = render(values);
         assert!(rendered.objects().len() >= 5, "{what}");
         assert_eq!(
-            check::problems(&rendered, &[NAMESPACE]),
+            chart::problems(&rendered, &[NAMESPACE]),
             Vec::<String>::new(),
             "{what}"
         );
@@ -133,14 +138,15 @@ fn every_object_passes_the_api_server_s_rules_with_defaults_and_with_every_optio
 
 #[test]
 fn the_chart_with_the_example_values_renders_the_plain_manifests() {
-    let chart = chart();
-    assert_eq!(chart.version(), env!("CARGO_PKG_VERSION"));
-    assert_eq!(chart.app_version(), env!("CARGO_PKG_VERSION"));
+    let meta = helm().show_chart(Path::new(CHART)).unwrap();
+    assert_eq!(meta["apiVersion"], "v2");
+    assert_eq!(meta["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(meta["appVersion"], env!("CARGO_PKG_VERSION"));
     let rendered = render(example_values());
     let text = std::fs::read_to_string(PLAIN).unwrap();
     let plain: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
     assert_eq!(
-        plain::differences(&rendered.objects(), &plain),
+        chart::differences(&rendered.objects(), &plain),
         Vec::<String>::new()
     );
     assert_eq!(plain[0]["kind"], "Namespace");
@@ -554,7 +560,7 @@ const STANZA: &str = "clusterset.local:53 {\n    errors\n    cache 5\n    forwar
 
 #[test]
 fn the_notes_say_how_to_check_it_and_give_the_coredns_stanza() {
-    let notes = render(example_values()).notes.unwrap();
+    let notes = notes(example_values());
     for line in [
         "kubectl -n clusterset-system rollout status deployment/clusterset-agent",
         "kubectl -n clusterset-system get lease clusterset-agent",
@@ -566,7 +572,7 @@ fn the_notes_say_how_to_check_it_and_give_the_coredns_stanza() {
         assert!(notes.contains(line), "{line:?} not in the notes:\n{notes}");
     }
     assert!(notes.ends_with(STANZA), "{notes}");
-    let notes = render(all_options()).notes.unwrap();
+    let notes = crate::notes(all_options());
     assert!(
         notes
             .ends_with("mcs.example:53 {\n    errors\n    cache 10\n    forward . 10.96.0.53\n}\n"),
@@ -578,12 +584,56 @@ fn the_notes_say_how_to_check_it_and_give_the_coredns_stanza() {
 #[test]
 fn a_missing_cluster_id_is_a_render_error_that_names_it() {
     for values in [json!({}), json!({"clusterId": ""})] {
-        match chart().render(&release(), &values) {
-            Err(RenderError::Execution { file, message, .. }) => {
-                assert_eq!(file, "clusterset-agent/templates/deployment.yaml");
-                assert!(message.starts_with("clusterId is required"), "{message}");
-            }
-            other => panic!("{other:?}"),
+        let failures = [
+            helm()
+                .template(Path::new(CHART), RELEASE, NAMESPACE, &values)
+                .map(|_| ())
+                .unwrap_err(),
+            helm()
+                .notes(Path::new(CHART), RELEASE, NAMESPACE, &values)
+                .map(|_| ())
+                .unwrap_err(),
+        ];
+        for failure in failures {
+            let message = &failure.message;
+            assert!(
+                message.contains("execution error at (clusterset-agent/templates/deployment.yaml:")
+                    && message.contains(
+                        "): clusterId is required: this cluster's id, a DNS label unique in the clusterset (--set clusterId=east)"
+                    ),
+                "{failure}"
+            );
         }
+    }
+}
+
+#[test]
+fn helm_lint_passes_with_the_defaults_the_ci_values_and_the_docs_examples() {
+    let cases = chart::documented_values(CHART_DIR);
+    let names: Vec<&str> = cases.iter().map(|(what, _)| what.as_str()).collect();
+    assert!(
+        names.contains(&"deploy/helm/clusterset-agent/ci/east-values.yaml")
+            && names.contains(&"docs/clusterset-agent.md's example 1"),
+        "{names:?}"
+    );
+    for (what, args) in &cases {
+        let report = helm()
+            .lint(Path::new(CHART_DIR), NAMESPACE, args)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert!(
+            report.contains("1 chart(s) linted, 0 chart(s) failed"),
+            "{what}: {report}"
+        );
+    }
+    // What the docs install also renders, and every object passes the API server's rules.
+    for (what, args) in cases.iter().filter(|(what, _)| what.starts_with("docs/")) {
+        let rendered = helm()
+            .template_with(Path::new(CHART_DIR), RELEASE, NAMESPACE, args)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(
+            chart::problems(&rendered, &[NAMESPACE]),
+            Vec::<String>::new(),
+            "{what}"
+        );
     }
 }
