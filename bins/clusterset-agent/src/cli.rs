@@ -350,6 +350,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(args.http_listen)
         .await
         .with_context(|| format!("cannot listen on --http-listen {}", args.http_listen))?;
+    // With port 0 the address says which port the system gave.
+    tracing::info!(address = %listener.local_addr()?, "HTTP endpoints listening");
     let http = tokio::spawn(clusterset_agent_runtime::http::serve(
         listener,
         Arc::clone(&metrics),

@@ -331,6 +331,10 @@ pub async fn run_with_election(
             address: options.listen,
             source,
         })?;
+    // With port 0 the address says which port the system gave.
+    if let Ok(address) = listener.local_addr() {
+        tracing::info!(%address, "HTTP endpoints listening");
+    }
     tokio::spawn(http::serve(
         listener,
         Arc::clone(&metrics),

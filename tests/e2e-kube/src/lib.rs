@@ -1,17 +1,21 @@
 //! The harness of the end-to-end tests against real Kubernetes API servers (`tests/e2e.rs`):
-//! two clusters named by kubeconfig contexts from the environment, the CRDs and the RBAC of
-//! `deploy/` installed on them, the agents run as processes with ServiceAccount tokens (never
-//! an admin's credentials), and waits on conditions with a deadline.
+//! by default two clusters of each supported release that the suite starts itself
+//! ([`local`]: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok from
+//! `tests/k8s-tools`), or two clusters named by kubeconfig contexts (kind, k3d, your own); the
+//! CRDs and the RBAC of `deploy/` installed on them, the agents run as processes with
+//! ServiceAccount tokens (never an admin's credentials), and waits on conditions with a
+//! deadline.
 //!
-//! Settings (environment):
-//! - `CLUSTERSET_E2E_EAST_CONTEXT`, `CLUSTERSET_E2E_WEST_CONTEXT`: the two clusters' contexts in
-//!   the kubeconfig (`KUBECONFIG` or `~/.kube/config`); east is also the hub (the broker).
-//! - `CLUSTERSET_E2E_MARK_PODS_READY=true`: for API servers without nodes (no kubelet), the
-//!   tests mark their own pods Running and Ready, as a kubelet would.
+//! Settings (environment, all optional):
+//! - `CLUSTERSET_E2E_RELEASES`: the releases of the suite's own clusters (`1.35,1.37`, the
+//!   default: every release pinned in tests/k8s-tools).
+//! - `CLUSTERSET_E2E_EAST_CONTEXT`, `CLUSTERSET_E2E_WEST_CONTEXT`: run on these two clusters of
+//!   the kubeconfig (`KUBECONFIG` or `~/.kube/config`) instead; east is also the hub (the broker).
 //! - `CLUSTERSET_E2E_BIN_DIR`: where `clusterset-agent` is (default: the target directory this
 //!   test runs from; build it first with `cargo build -p clusterset-agent`).
 #![forbid(unsafe_code)]
 
+pub mod local;
 pub mod scenarios;
 
 use std::collections::BTreeMap;
@@ -28,6 +32,8 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::GroupVersionKind;
 use kube::discovery::pinned_kind;
+use std::io::Seek;
+
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
@@ -42,46 +48,28 @@ pub fn repo_root() -> PathBuf {
 /// The test settings, read from the environment.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// Context of cluster east (also the hub).
-    pub east_context: String,
-    /// Context of cluster west.
-    pub west_context: String,
-    /// Mark the tests' pods Running and Ready (API servers without nodes).
-    pub mark_pods_ready: bool,
     /// Where the daemons' binaries are.
     pub bin_dir: PathBuf,
 }
 
 impl Settings {
-    /// Reads the settings; a missing context is an error that says how to set it.
+    /// Reads the settings.
     pub fn from_env() -> anyhow::Result<Self> {
-        let context = |name: &str| {
-            std::env::var(name).map_err(|_| {
-                anyhow!(
-                    "{name} is not set: the e2e tests need two clusters, named by kubeconfig \
-                     contexts, e.g. `kind create cluster --name east && kind create cluster --name \
-                     west`, then {name}=kind-east (see docs/e2e.md)"
-                )
-            })
-        };
         let bin_dir = match std::env::var_os("CLUSTERSET_E2E_BIN_DIR") {
             Some(dir) => PathBuf::from(dir),
             None => {
                 // target/debug/deps/e2e-<hash> -> target/debug
                 let exe = std::env::current_exe()?;
-                exe.parent()
+                let bin_dir = exe
+                    .parent()
                     .and_then(Path::parent)
                     .map(Path::to_path_buf)
-                    .context("cannot find the target directory of this test")?
+                    .context("cannot find the target directory of this test")?;
+                build_daemons(&bin_dir)?;
+                bin_dir
             }
         };
-        Ok(Self {
-            east_context: context("CLUSTERSET_E2E_EAST_CONTEXT")?,
-            west_context: context("CLUSTERSET_E2E_WEST_CONTEXT")?,
-            mark_pods_ready: std::env::var("CLUSTERSET_E2E_MARK_PODS_READY")
-                .is_ok_and(|v| v == "true" || v == "1"),
-            bin_dir,
-        })
+        Ok(Self { bin_dir })
     }
 
     /// The path of binary `name`, which must have been built.
@@ -94,6 +82,83 @@ impl Settings {
             );
         }
         Ok(path)
+    }
+}
+
+/// The daemons the scenarios run, built (or found current) by cargo into `bin_dir`
+/// (`target/<profile>`), once per test process: `cargo test -p clusterset-e2e` needs no build
+/// step of its own, and never runs a binary older than the source.
+fn build_daemons(bin_dir: &Path) -> anyhow::Result<()> {
+    static BUILT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let profile = bin_dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug");
+            let target_dir = bin_dir.parent().unwrap_or(bin_dir);
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+            let started = Instant::now();
+            let output = std::process::Command::new(&cargo)
+                .current_dir(repo_root())
+                .args(["build", "--locked", "-p", "clusterset-agent", "-p", "mcs-ceph-operator"])
+                .args(["--profile", if profile == "debug" { "dev" } else { profile }])
+                .arg("--target-dir")
+                .arg(target_dir)
+                .output()
+                .map_err(|e| format!("cannot run {cargo} build: {e}"))?;
+            if !output.status.success() {
+                return Err(format!(
+                    "cargo build -p clusterset-agent -p mcs-ceph-operator failed:\n{}",
+                    String::from_utf8_lossy(&output.stderr)
+                ));
+            }
+            println!("the daemons are built ({:.1?})", started.elapsed());
+            Ok(())
+        })
+        .clone()
+        .map_err(|e| anyhow!(e))
+}
+
+/// Where a scenario runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// Two clusters of this release that the suite starts itself.
+    Local(local::Release),
+    /// The user's two clusters, by kubeconfig contexts.
+    Contexts {
+        /// Cluster east (also the hub).
+        east: String,
+        /// Cluster west.
+        west: String,
+    },
+}
+
+impl Target {
+    /// Where every scenario runs: the contexts of `CLUSTERSET_E2E_EAST_CONTEXT` and
+    /// `CLUSTERSET_E2E_WEST_CONTEXT` when set (both or neither), else the suite's own clusters
+    /// of every selected release.
+    pub fn all() -> anyhow::Result<Vec<Target>> {
+        let east = std::env::var("CLUSTERSET_E2E_EAST_CONTEXT").ok();
+        let west = std::env::var("CLUSTERSET_E2E_WEST_CONTEXT").ok();
+        match (east, west) {
+            (Some(east), Some(west)) => Ok(vec![Target::Contexts { east, west }]),
+            (None, None) => Ok(local::Release::selected()?
+                .into_iter()
+                .map(Target::Local)
+                .collect()),
+            (Some(_), None) | (None, Some(_)) => bail!(
+                "set both CLUSTERSET_E2E_EAST_CONTEXT and CLUSTERSET_E2E_WEST_CONTEXT (two \
+                 clusters of your kubeconfig, e.g. kind-east and kind-west), or neither (the \
+                 suite then starts its own clusters; see docs/e2e.md)"
+            ),
+        }
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Local(release) => write!(f, "Kubernetes {release}"),
+            Target::Contexts { east, west } => write!(f, "contexts {east} and {west}"),
+        }
     }
 }
 
@@ -122,6 +187,15 @@ impl Cluster {
     /// Connects to `context` of the user's kubeconfig.
     pub async fn connect(id: &str, context: &str) -> anyhow::Result<Self> {
         let kubeconfig = Kubeconfig::read().context("cannot read the kubeconfig")?;
+        Self::connect_with(id, kubeconfig, context).await
+    }
+
+    /// Connects to `context` of `kubeconfig`.
+    pub async fn connect_with(
+        id: &str,
+        kubeconfig: Kubeconfig,
+        context: &str,
+    ) -> anyhow::Result<Self> {
         let options = KubeConfigOptions {
             context: Some(context.to_owned()),
             ..Default::default()
@@ -313,52 +387,92 @@ pub async fn dig(server: SocketAddr, name: &str, record: &str) -> anyhow::Result
 
 /// A daemon of ours run as a process (an agent or the operator): started, killed with SIGKILL,
 /// started again with the same flags; ready when its `/readyz` answers 200.
+///
+/// Its listening flags (`--http-listen`, `--dns-listen`, `--listen`) are given port 0: the
+/// daemon binds a port itself and logs it (no port picked by the harness can be taken by another
+/// socket before the daemon binds it); the first start reads the ports from the log, and later
+/// starts reuse them, as a pod keeps its ports across restarts.
 #[derive(Debug)]
 pub struct Daemon {
     /// What it is (`agent east`), for messages.
     pub name: String,
-    /// Its HTTP address (`/metrics`, `/healthz`, `/readyz`).
+    /// Its HTTP address (`/metrics`, `/healthz`, `/readyz`); known once started.
     pub http: SocketAddr,
     command: Vec<String>,
     env: BTreeMap<String, String>,
     log: PathBuf,
     child: Option<Child>,
+    /// (flag, the message of the log line that reports the address it bound); the first is
+    /// the HTTP endpoints'.
+    listeners: Vec<(String, String)>,
 }
+
+/// The log message of a daemon's HTTP endpoints, with its `address` field.
+pub const HTTP_LISTENING: &str = "HTTP endpoints listening";
+/// The log message of the agent's DNS server, with its `address` field.
+pub const DNS_LISTENING: &str = "clusterset DNS server listening";
 
 impl Daemon {
     /// A daemon running `binary` with `args`, `KUBECONFIG=kubeconfig`, logging to
-    /// `<log_dir>/<file name of name>.log`.
+    /// `<log_dir>/<file name of name>.log`; `http_flag` (`--http-listen`) is set to
+    /// `127.0.0.1:0`.
     pub fn new(
         name: &str,
         binary: &Path,
         args: Vec<String>,
         kubeconfig: &Path,
-        http: SocketAddr,
+        http_flag: &str,
         log_dir: &Path,
     ) -> Self {
         let mut command = vec![binary.display().to_string()];
         command.extend(args);
+        command.push(format!("{http_flag}=127.0.0.1:0"));
         let env = BTreeMap::from([
             ("KUBECONFIG".to_owned(), kubeconfig.display().to_string()),
             ("RUST_LOG".to_owned(), "info".to_owned()),
+            ("NO_COLOR".to_owned(), "1".to_owned()),
             ("PATH".to_owned(), std::env::var("PATH").unwrap_or_default()),
         ]);
         Self {
             name: name.to_owned(),
-            http,
+            http: SocketAddr::from(([127, 0, 0, 1], 0)),
             command,
             env,
             log: log_dir.join(format!("{}.log", name.replace(' ', "-"))),
             child: None,
+            listeners: vec![(http_flag.to_owned(), HTTP_LISTENING.to_owned())],
         }
     }
 
-    /// Starts the process (output appended to its log) and waits until `/readyz` is 200.
+    /// Also listens with `flag` on `127.0.0.1:0`, reporting the address in a log line with
+    /// `message`.
+    pub fn listening(mut self, flag: &str, message: &str) -> Self {
+        self.command.push(format!("{flag}=127.0.0.1:0"));
+        self.listeners.push((flag.to_owned(), message.to_owned()));
+        self
+    }
+
+    /// The address of listening flag `flag`, as the command line has it now (port 0 until the
+    /// first start).
+    pub fn address(&self, flag: &str) -> anyhow::Result<SocketAddr> {
+        let prefix = format!("{flag}=");
+        self.command
+            .iter()
+            .find_map(|a| a.strip_prefix(&prefix))
+            .with_context(|| format!("{} has no {flag}", self.name))?
+            .parse()
+            .with_context(|| format!("{flag} of {}", self.name))
+    }
+
+    /// Starts the process (output appended to its log), learns the ports it bound on its first
+    /// start, and waits until `/readyz` is 200; a process that exits before fails at once, with
+    /// its log.
     pub async fn start(&mut self) -> anyhow::Result<()> {
-        let log = std::fs::OpenOptions::new()
+        let mut log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&self.log)?;
+        let log_start = log.seek(std::io::SeekFrom::End(0))?;
         let child = Command::new(&self.command[0])
             .args(&self.command[1..])
             .env_clear()
@@ -370,20 +484,84 @@ impl Daemon {
             .spawn()
             .with_context(|| format!("cannot start {}", self.command[0]))?;
         self.child = Some(child);
+        for (flag, message) in self.listeners.clone() {
+            if self.address(&flag)?.port() != 0 {
+                continue;
+            }
+            let address = self
+                .wait_for_log(&format!("{flag}'s address in the log"), log_start, |line| {
+                    line.contains(&message)
+                        .then(|| field(line, "address"))
+                        .flatten()
+                })
+                .await?;
+            let prefix = format!("{flag}=");
+            for arg in &mut self.command {
+                if arg.starts_with(&prefix) {
+                    *arg = format!("{prefix}{address}");
+                }
+            }
+        }
+        self.http = self.address(&self.listeners[0].0)?;
         let http = self.http;
-        wait_for(
-            &format!("{} to be ready", self.name),
-            Duration::from_secs(60),
-            || async move {
+        let ready = self
+            .wait_running(&format!("{} to be ready", self.name), || async move {
                 match http_get(http, "/readyz").await {
                     Ok((200, _)) => Ok(Some(())),
                     Ok((code, body)) => Err(anyhow!("/readyz {code}: {body}")),
                     Err(error) => Err(error),
                 }
-            },
-        )
+            })
+            .await;
+        ready.with_context(|| format!("see the log {}", self.log.display()))
+    }
+
+    /// Waits up to 60 s for `check`, failing at once, with the log, when the process exits.
+    async fn wait_running<T, F, Fut>(&mut self, what: &str, mut check: F) -> anyhow::Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = anyhow::Result<Option<T>>>,
+    {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(child) = self.child.as_mut()
+                && let Some(status) = child.try_wait()?
+            {
+                self.child = None;
+                bail!(
+                    "{} exited ({status}) while the test waited for {what}; its log ({}):\n{}",
+                    self.name,
+                    self.log.display(),
+                    self.log()
+                );
+            }
+            match check().await {
+                Ok(Some(value)) => return Ok(value),
+                Ok(None) | Err(_) if Instant::now() < deadline => {}
+                Ok(None) => bail!("gave up after 60 s waiting for {what}"),
+                Err(error) => {
+                    return Err(error.context(format!("gave up after 60 s waiting for {what}")));
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Waits for a line of the log written since `from` for which `find` gives a value.
+    async fn wait_for_log<T>(
+        &mut self,
+        what: &str,
+        from: u64,
+        find: impl Fn(&str) -> Option<T>,
+    ) -> anyhow::Result<T> {
+        let path = self.log.clone();
+        self.wait_running(what, || {
+            let found = read_from(&path, from)
+                .lines()
+                .find_map(|line| find(&strip_ansi(line)));
+            async move { Ok(found) }
+        })
         .await
-        .with_context(|| format!("see the log {}", self.log.display()))
     }
 
     /// Stops the process as Kubernetes stops a pod: SIGTERM (a clean shutdown: the agent hands
@@ -472,12 +650,53 @@ impl Daemon {
     }
 }
 
+/// The log file `path` from byte `from` on (empty if it cannot be read).
+fn read_from(path: &Path, from: u64) -> String {
+    use std::io::Read;
+    let mut text = String::new();
+    if let Ok(mut file) = std::fs::File::open(path) {
+        let _ = file.seek(std::io::SeekFrom::Start(from));
+        let _ = file.read_to_string(&mut text);
+    }
+    text
+}
+
+/// `line` without ANSI colour sequences (`ESC [ ... m`).
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The value of field `name` of a log line, in the text format (`name=value`) or JSON
+/// (`"name":"value"`).
+fn field(line: &str, name: &str) -> Option<String> {
+    if let Ok(json) = serde_json::from_str::<serde_json::Value>(line) {
+        let fields = json.get("fields").unwrap_or(&json);
+        return fields.get(name)?.as_str().map(str::to_owned);
+    }
+    let start = line.find(&format!(" {name}="))? + name.len() + 2;
+    let value = line[start..].split_whitespace().next()?;
+    Some(value.trim_matches('"').to_owned())
+}
+
 /// One `clusterset-agent run` of a member cluster, with ServiceAccount credentials.
 #[derive(Debug)]
 pub struct Agent {
     /// The cluster id.
     pub cluster_id: String,
-    /// DNS address (UDP and TCP).
+    /// DNS address (UDP and TCP); known once started.
     pub dns: SocketAddr,
     /// The kubeconfig of its hub credentials (ServiceAccount `agent-<id>` of the broker
     /// namespace), for tests that act as this member on the hub.
@@ -522,8 +741,6 @@ impl Agent {
         log_dir: &Path,
         replica: &str,
     ) -> anyhow::Result<Self> {
-        let dns = SocketAddr::from(([127, 0, 0, 1], free_port()?));
-        let http = SocketAddr::from(([127, 0, 0, 1], free_port()?));
         let args = vec![
             "run".to_owned(),
             format!("--cluster-id={}", member.id),
@@ -540,8 +757,6 @@ impl Agent {
             format!("--broker-kubeconfig={}", broker_kubeconfig.display()),
             format!("--global-cidr=242.{n}.0.0/16"),
             format!("--clusterset-cidr=243.{n}.0.0/16"),
-            format!("--dns-listen={dns}"),
-            format!("--http-listen={http}"),
             "--lease-seconds=10".to_owned(),
             "--lighthouse-names".to_owned(),
         ];
@@ -550,15 +765,25 @@ impl Agent {
             &settings.binary("clusterset-agent")?,
             args,
             local_kubeconfig,
-            http,
+            "--http-listen",
             log_dir,
-        );
+        )
+        .listening("--dns-listen", DNS_LISTENING);
         Ok(Self {
             cluster_id: member.id.clone(),
-            dns,
+            dns: SocketAddr::from(([127, 0, 0, 1], 0)),
             broker_kubeconfig: broker_kubeconfig.to_path_buf(),
             daemon,
         })
+    }
+}
+
+impl Agent {
+    /// Starts the agent (again, on the same ports) and waits until it is ready.
+    pub async fn start(&mut self) -> anyhow::Result<()> {
+        self.daemon.start().await?;
+        self.dns = self.daemon.address("--dns-listen")?;
+        Ok(())
     }
 }
 
@@ -665,8 +890,12 @@ async fn remove_shared_layout(hub: &Cluster, members: &[&Cluster]) -> anyhow::Re
 /// Two clusters with the CRDs and deploy/'s RBAC installed and an agent running in each (east
 /// is also the hub), for one test at a time.
 pub struct World {
+    /// Where it runs.
+    pub target: Target,
     /// The settings.
     pub settings: Settings,
+    /// How the fault scenario stops and starts API servers.
+    pub faults: Faults,
     /// Cluster east (member and hub).
     pub east: Cluster,
     /// Cluster west.
@@ -682,12 +911,28 @@ pub struct World {
 }
 
 impl World {
-    /// Installs everything and starts both agents (with ServiceAccount tokens).
-    pub async fn start() -> anyhow::Result<Self> {
+    /// Connects to `target`'s clusters (starting the suite's own on first use), installs
+    /// everything and starts both agents (with ServiceAccount tokens).
+    pub async fn start(target: &Target) -> anyhow::Result<Self> {
         let serial = SERIAL.lock().await;
         let settings = Settings::from_env()?;
-        let east = Cluster::connect("east", &settings.east_context).await?;
-        let west = Cluster::connect("west", &settings.west_context).await?;
+        let (east, west, faults) = match target {
+            Target::Local(release) => {
+                let pair = local::clusters(*release).await?;
+                let connect = |cluster: &local::LocalCluster| {
+                    let kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig);
+                    let name = cluster.name.clone();
+                    async move { Cluster::connect_with(&name, kubeconfig?, &name).await }
+                };
+                let (east, west) = (connect(&pair.east).await?, connect(&pair.west).await?);
+                (east, west, Faults::Local(pair))
+            }
+            Target::Contexts { east, west } => (
+                Cluster::connect("east", east).await?,
+                Cluster::connect("west", west).await?,
+                Faults::Hooks,
+            ),
+        };
         let started = Instant::now();
         install(&east, &west).await?;
         println!(
@@ -714,7 +959,7 @@ impl World {
                 )
                 .await?;
             let mut agent = Agent::new(&settings, member, n, &local, &broker, &logs)?;
-            agent.daemon.start().await?;
+            agent.start().await?;
             println!(
                 "agent {} ready with ServiceAccount credentials, DNS on {}",
                 member.id, agent.dns
@@ -722,7 +967,9 @@ impl World {
             agents.push(agent);
         }
         Ok(Self {
+            target: target.clone(),
             settings,
+            faults,
             east,
             west,
             agents,
@@ -795,22 +1042,6 @@ impl World {
                 let _ = namespaces
                     .delete(name, &kube::api::DeleteParams::default())
                     .await;
-                if self.settings.mark_pods_ready {
-                    // Without a kubelet nothing confirms the deletion of a pod bound to a node
-                    // (the stand-in stopped with its scenario): the namespace would stay
-                    // Terminating. A grace period of 0 is that confirmation.
-                    let pods: Api<k8s_openapi::api::core::v1::Pod> =
-                        Api::namespaced(cluster.client.clone(), name);
-                    let _ = pods
-                        .delete_collection(
-                            &kube::api::DeleteParams {
-                                grace_period_seconds: Some(0),
-                                ..Default::default()
-                            },
-                            &kube::api::ListParams::default(),
-                        )
-                        .await;
-                }
             }
         }
         Ok(())
@@ -921,152 +1152,80 @@ async fn install(east: &Cluster, west: &Cluster) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A stand-in for the kubelet on API servers without nodes: every pod of `namespace` is bound
-/// to a node that does not exist and marked Running and Ready with a pod IP, as a kubelet
-/// would report it, and a pod being deleted is removed at once (the kubelet's confirmation).
-/// Stops when the returned [`Kubelet`] is dropped.
-pub fn kubelet(cluster: &Cluster, namespace: &str) -> Kubelet {
-    use futures::StreamExt;
-    use k8s_openapi::api::core::v1::Pod;
-    let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), namespace);
-    let client = cluster.client.clone();
-    // The node the pods are bound to: it must exist and stay Ready, or the EndpointSlice
-    // controller leaves its pods out and the pod garbage collector deletes them.
-    let heartbeat = tokio::spawn(async move {
-        loop {
-            let _ = node_heartbeat(&client).await;
-            tokio::time::sleep(Duration::from_secs(5)).await;
-        }
-    });
-    Kubelet(
-        heartbeat,
-        tokio::spawn(async move {
-            let mut next_ip = 10u32;
-            let mut events =
-                kube::runtime::watcher(pods.clone(), kube::runtime::watcher::Config::default())
-                    .boxed();
-            while let Some(event) = events.next().await {
-                let pod = match event {
-                    Ok(kube::runtime::watcher::Event::Apply(pod))
-                    | Ok(kube::runtime::watcher::Event::InitApply(pod)) => pod,
-                    _ => continue,
-                };
-                let ready = pod
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.conditions.as_ref())
-                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
-                let Some(name) = pod.metadata.name.clone() else {
-                    continue;
-                };
-                if pod.metadata.deletion_timestamp.is_some() {
-                    // The kubelet confirms a deletion once the containers stopped: here at once.
-                    let _ = pods
-                        .delete(
-                            &name,
-                            &kube::api::DeleteParams {
-                                grace_period_seconds: Some(0),
-                                ..Default::default()
-                            },
-                        )
-                        .await;
-                    continue;
-                }
-                if ready {
-                    continue;
-                }
-                if pod
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.node_name.as_ref())
-                    .is_none()
-                {
-                    let binding = serde_json::json!({
-                        "apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
-                        "target": {"apiVersion": "v1", "kind": "Node", "name": STAND_IN_NODE},
-                    });
-                    let _ = pods
-                        .create_subresource::<_, serde_json::Value>(
-                            "binding",
-                            &name,
-                            &PostParams::default(),
-                            &binding,
-                        )
-                        .await;
-                }
-                next_ip += 1;
-                let ip = format!("10.244.{}.{}", next_ip / 250, next_ip % 250 + 1);
-                let now = k8s_openapi::jiff::Timestamp::now().to_string();
-                let status = serde_json::json!({
-                    "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-                    "status": {
-                        "phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}],
-                        "conditions": [
-                            {"type": "Ready", "status": "True", "lastTransitionTime": now},
-                            {"type": "ContainersReady", "status": "True", "lastTransitionTime": now},
-                        ],
-                    },
-                });
-                let _ = pods
-                    .patch_status(
-                        &name,
-                        &PatchParams::apply("e2e-kubelet").force(),
-                        &Patch::Apply(&status),
-                    )
-                    .await;
+/// How the fault scenario stops and starts the API servers.
+#[derive(Debug, Clone)]
+pub enum Faults {
+    /// The suite's own clusters: their API server processes.
+    Local(std::sync::Arc<local::LocalPair>),
+    /// The user's clusters: shell commands from `CLUSTERSET_E2E_HUB_STOP`,
+    /// `CLUSTERSET_E2E_HUB_START` (east's API server) and `CLUSTERSET_E2E_MEMBER_RESTART`
+    /// (west's).
+    Hooks,
+}
+
+const HOOKS: [&str; 3] = [
+    "CLUSTERSET_E2E_HUB_STOP",
+    "CLUSTERSET_E2E_HUB_START",
+    "CLUSTERSET_E2E_MEMBER_RESTART",
+];
+
+impl Faults {
+    /// Fails, saying what to set, when the API servers cannot be stopped and started.
+    pub fn ensure_possible(&self) -> anyhow::Result<()> {
+        if let Faults::Hooks = self {
+            for name in HOOKS {
+                hook(name)?;
             }
-        }),
-    )
-}
-
-/// The node of the kubelet stand-in.
-pub const STAND_IN_NODE: &str = "e2e-node";
-
-/// The stand-in node's heartbeat: the Node (created once) reports Ready, and its Lease in
-/// `kube-node-lease` is renewed, so that the node lifecycle controller keeps it Ready.
-async fn node_heartbeat(client: &kube::Client) -> anyhow::Result<()> {
-    use k8s_openapi::api::coordination::v1::Lease;
-    use k8s_openapi::api::core::v1::Node;
-    let now = k8s_openapi::jiff::Timestamp::now().to_string();
-    let nodes: Api<Node> = Api::all(client.clone());
-    let node = serde_json::json!({
-        "apiVersion": "v1", "kind": "Node", "metadata": {"name": STAND_IN_NODE},
-    });
-    let apply = PatchParams::apply("e2e-kubelet").force();
-    nodes
-        .patch(STAND_IN_NODE, &apply, &Patch::Apply(&node))
-        .await?;
-    let status = serde_json::json!({
-        "apiVersion": "v1", "kind": "Node", "metadata": {"name": STAND_IN_NODE},
-        "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-            "message": "the e2e tests' kubelet stand-in", "lastHeartbeatTime": now,
-            "lastTransitionTime": now}]},
-    });
-    nodes
-        .patch_status(STAND_IN_NODE, &apply, &Patch::Apply(&status))
-        .await?;
-    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
-    let now_micro = k8s_openapi::jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%S%.6fZ")
-        .to_string();
-    let lease = serde_json::json!({
-        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-        "metadata": {"name": STAND_IN_NODE, "namespace": "kube-node-lease"},
-        "spec": {"holderIdentity": STAND_IN_NODE, "leaseDurationSeconds": 40, "renewTime": now_micro},
-    });
-    leases
-        .patch(STAND_IN_NODE, &apply, &Patch::Apply(&lease))
-        .await?;
-    Ok(())
-}
-
-/// The running kubelet stand-in (node heartbeat, pods); stops when dropped.
-#[derive(Debug)]
-pub struct Kubelet(tokio::task::JoinHandle<()>, tokio::task::JoinHandle<()>);
-
-impl Drop for Kubelet {
-    fn drop(&mut self) {
-        self.0.abort();
-        self.1.abort();
+        }
+        Ok(())
     }
+
+    /// Stops the hub's (east's) API server.
+    pub async fn hub_stop(&self) -> anyhow::Result<()> {
+        match self {
+            Faults::Local(pair) => pair.east.stop_apiserver().await,
+            Faults::Hooks => run_hook(HOOKS[0]).await,
+        }
+    }
+
+    /// Starts the hub's API server again.
+    pub async fn hub_start(&self) -> anyhow::Result<()> {
+        match self {
+            Faults::Local(pair) => pair.east.start_apiserver().await,
+            Faults::Hooks => run_hook(HOOKS[1]).await,
+        }
+    }
+
+    /// Restarts west's API server.
+    pub async fn member_restart(&self) -> anyhow::Result<()> {
+        match self {
+            Faults::Local(pair) => pair.west.restart_apiserver().await,
+            Faults::Hooks => run_hook(HOOKS[2]).await,
+        }
+    }
+}
+
+/// A shell command from the environment variable `name` (how the tests stop and start the API
+/// servers of the user's clusters: `docker stop east-control-plane` for kind).
+fn hook(name: &str) -> anyhow::Result<String> {
+    std::env::var(name).map_err(|_| {
+        anyhow!(
+            "{name} is not set: on your own clusters the fault scenario needs a shell command \
+             for it (for kind: CLUSTERSET_E2E_HUB_STOP='docker stop east-control-plane', \
+             CLUSTERSET_E2E_HUB_START='docker start east-control-plane', \
+             CLUSTERSET_E2E_MEMBER_RESTART='docker restart west-control-plane'; see docs/e2e.md)"
+        )
+    })
+}
+
+/// Runs the shell command of hook `name`.
+async fn run_hook(name: &str) -> anyhow::Result<()> {
+    let command = hook(name)?;
+    let status = Command::new("sh")
+        .args(["-c", &command])
+        .status()
+        .await
+        .with_context(|| format!("cannot run {name}: {command}"))?;
+    anyhow::ensure!(status.success(), "{name} ({command}) failed: {status}");
+    Ok(())
 }

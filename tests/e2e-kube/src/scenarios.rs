@@ -13,7 +13,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
 use serde_json::json;
 
-use crate::{Agent, Cluster, Settings, World, wait_for};
+use crate::{Agent, Cluster, World, wait_for};
 
 const LONG: Duration = Duration::from_secs(60);
 
@@ -148,11 +148,10 @@ async fn addresses(cluster: &Cluster, namespace: &str) -> anyhow::Result<StoredI
 pub async fn export_import_conflict_restart_unexport(world: &mut World) -> anyhow::Result<()> {
     let namespace = world.namespace("e2e-mcs").await?;
     let (east, west) = (world.east.clone(), world.west.clone());
-    scenario(&world.settings, &east, &west, &mut world.agents, &namespace).await
+    scenario(&east, &west, &mut world.agents, &namespace).await
 }
 
 async fn scenario(
-    settings: &Settings,
     east: &Cluster,
     west: &Cluster,
     agents: &mut [Agent],
@@ -160,9 +159,6 @@ async fn scenario(
 ) -> anyhow::Result<()> {
     // 1. Export in east -> ServiceImport in west (and in east), timed.
     east.apply(&service(namespace, 80)).await?;
-    let _kubelet = settings
-        .mark_pods_ready
-        .then(|| crate::kubelet(east, namespace));
     backend(east, namespace).await?;
     let exported = Instant::now();
     east.apply(&export(namespace)).await?;
@@ -249,7 +245,7 @@ async fn scenario(
     let before_uids = [uids(east, namespace).await?, uids(west, namespace).await?];
     agents[0].daemon.kill().await?;
     let restarted = Instant::now();
-    agents[0].daemon.start().await?;
+    agents[0].start().await?;
     println!(
         "east's agent killed and ready again in {:?}",
         restarted.elapsed()
@@ -536,10 +532,6 @@ pub async fn operator_brings_osds_to_global_ips(world: &mut World) -> anyhow::Re
     let namespace = world.namespace("e2e-rook").await?;
     let east = world.east.clone();
     ensure_ceph_cluster_crd(&east).await?;
-    let _kubelet = world
-        .settings
-        .mark_pods_ready
-        .then(|| crate::kubelet(&east, &namespace));
     rook_layout(&east, &namespace, OSDS).await?;
     let kubeconfig = east
         .service_account_kubeconfig(
@@ -548,11 +540,9 @@ pub async fn operator_brings_osds_to_global_ips(world: &mut World) -> anyhow::Re
             world.dir.path(),
         )
         .await?;
-    let http = std::net::SocketAddr::from(([127, 0, 0, 1], crate::free_port()?));
     let args = vec![
         "run".to_owned(),
         format!("--nameserver={}", world.agents[0].dns),
-        format!("--listen={http}"),
         "--instance=e2e-operator".to_owned(),
         format!("--lease-namespace={}", crate::OPERATOR_NAMESPACE),
         format!("--watch-namespace={namespace}"),
@@ -563,7 +553,7 @@ pub async fn operator_brings_osds_to_global_ips(world: &mut World) -> anyhow::Re
         &world.settings.binary("mcs-ceph-operator")?,
         args,
         &kubeconfig,
-        http,
+        "--listen",
         &world.logs,
     );
     let started = Instant::now();
@@ -693,31 +683,6 @@ pub async fn operator_brings_osds_to_global_ips(world: &mut World) -> anyhow::Re
     result
 }
 
-/// A shell command from the environment variable `name` (how the tests stop and start an API
-/// server: `docker stop east-control-plane` for kind, a script for API servers run by hand).
-fn hook(name: &str) -> anyhow::Result<String> {
-    std::env::var(name).map_err(|_| {
-        anyhow::anyhow!(
-            "{name} is not set: the fault scenario needs a shell command for it (for kind: \
-             CLUSTERSET_E2E_HUB_STOP='docker stop east-control-plane', \
-             CLUSTERSET_E2E_HUB_START='docker start east-control-plane', \
-             CLUSTERSET_E2E_MEMBER_RESTART='docker restart west-control-plane'; see docs/e2e.md)"
-        )
-    })
-}
-
-/// Runs the shell command of hook `name`.
-async fn run_hook(name: &str) -> anyhow::Result<()> {
-    let command = hook(name)?;
-    let status = tokio::process::Command::new("sh")
-        .args(["-c", &command])
-        .status()
-        .await
-        .with_context(|| format!("cannot run {name}: {command}"))?;
-    anyhow::ensure!(status.success(), "{name} ({command}) failed: {status}");
-    Ok(())
-}
-
 /// Waits until `cluster`'s API server answers again (after a stop or restart).
 async fn api_back(cluster: &Cluster) -> anyhow::Result<()> {
     wait_for(
@@ -783,17 +748,11 @@ async fn imported(
 /// no more writes than an undisturbed agent), an agent killed in the middle of a propagation
 /// (it resumes; every IP stays the same).
 ///
-/// Hooks (shell commands): `CLUSTERSET_E2E_HUB_STOP`, `CLUSTERSET_E2E_HUB_START` (east's API
-/// server) and `CLUSTERSET_E2E_MEMBER_RESTART` (west's); `CLUSTERSET_E2E_OUTAGE_SECONDS`
-/// (default 60) is how long the hub stays down.
+/// The API servers are stopped and started by [`World::faults`] (the suite's own clusters, or
+/// shell commands for the user's); `CLUSTERSET_E2E_OUTAGE_SECONDS` (default 60) is how long
+/// the hub stays down.
 pub async fn faults_lose_nothing(world: &mut World) -> anyhow::Result<()> {
-    for name in [
-        "CLUSTERSET_E2E_HUB_STOP",
-        "CLUSTERSET_E2E_HUB_START",
-        "CLUSTERSET_E2E_MEMBER_RESTART",
-    ] {
-        hook(name)?;
-    }
+    world.faults.ensure_possible()?;
     let outage = Duration::from_secs(
         std::env::var("CLUSTERSET_E2E_OUTAGE_SECONDS")
             .ok()
@@ -811,7 +770,7 @@ pub async fn faults_lose_nothing(world: &mut World) -> anyhow::Result<()> {
     let west_dns = world.agents[1].dns;
     let name = format!("web.{namespace}.svc.clusterset.local");
     let east_uids = uids(&east, &namespace).await?;
-    run_hook("CLUSTERSET_E2E_HUB_STOP").await?;
+    world.faults.hub_stop().await?;
     let stopped = Instant::now();
     println!("hub stopped; for {outage:?}: west keeps its import and DNS answers");
     // A change made in west while the hub is down: it reaches east when the hub returns.
@@ -832,7 +791,7 @@ pub async fn faults_lose_nothing(world: &mut World) -> anyhow::Result<()> {
         checks += 1;
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    run_hook("CLUSTERSET_E2E_HUB_START").await?;
+    world.faults.hub_start().await?;
     api_back(&east).await?;
     let gone = deleted(&east_uids, &uids(&east, &namespace).await?);
     assert!(
@@ -887,7 +846,7 @@ pub async fn faults_lose_nothing(world: &mut World) -> anyhow::Result<()> {
         lines(1).await?
     );
     let before = writes(1).await?;
-    run_hook("CLUSTERSET_E2E_MEMBER_RESTART").await?;
+    world.faults.member_restart().await?;
     api_back(&west).await?;
     export_service(&east, &namespace, "db", 82).await?;
     let db = imported(&west, &namespace, "db", &["east"]).await?;
@@ -919,7 +878,7 @@ pub async fn faults_lose_nothing(world: &mut World) -> anyhow::Result<()> {
         .get_opt(&format!("east.{namespace}.late"))
         .await?
         .is_some();
-    world.agents[0].daemon.start().await?;
+    world.agents[0].start().await?;
     let late = imported(&west, &namespace, "late", &["east"]).await?;
     println!(
         "east's agent killed right after the export of late (its record on the hub then: {published_at_kill}); after its restart late is imported in west: {late:?}"
@@ -933,7 +892,7 @@ pub async fn faults_lose_nothing(world: &mut World) -> anyhow::Result<()> {
     .await?;
     world.agents[1].daemon.kill().await?;
     let imported_at_kill = west_imports.get_opt("later").await?.is_some();
-    world.agents[1].daemon.start().await?;
+    world.agents[1].start().await?;
     let later = imported(&west, &namespace, "later", &["east"]).await?;
     println!(
         "west's agent killed once east's record of later was on the hub (import written then: {imported_at_kill}); after its restart later is imported: {later:?}"
@@ -986,7 +945,15 @@ fn assert_forbidden<T: std::fmt::Debug>(
     let details = status
         .details
         .as_ref()
-        .map(|d| json!({"name": d.name, "group": d.group, "kind": d.kind}))
+        .map(|d| {
+            // As the API server writes them: `omitempty` (kube's typed details read a missing
+            // name as "").
+            let mut details = json!({"group": d.group, "kind": d.kind});
+            if !d.name.is_empty() {
+                details["name"] = json!(d.name);
+            }
+            details
+        })
         .unwrap_or_default();
     assert_eq!(
         details, want.body["details"],
@@ -1395,7 +1362,7 @@ pub async fn agent_replicas_one_leads_all_serve_dns(world: &mut World) -> anyhow
         &world.logs,
         "-b",
     )?;
-    second.daemon.start().await?;
+    second.start().await?;
     let result = replicas(world, &east, &west, &namespace, &mut second).await;
     second.daemon.terminate().await?;
     if result.is_err() {
@@ -1483,7 +1450,7 @@ async fn replicas(
     );
 
     // 5. The first replica started again follows, and serves both names.
-    first.daemon.start().await?;
+    first.start().await?;
     assert_eq!(first.daemon.metric("clusterset_agent_leader").await?, 0.0);
     answers(first, &web, &web_ips).await?;
     answers(

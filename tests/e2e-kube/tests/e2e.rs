@@ -1,39 +1,46 @@
-//! The clusterset on two real API servers (kind, k3d, or API servers run by hand): the agents
-//! and the operator as processes with the ServiceAccounts and RBAC of `deploy/`. The scenarios
-//! are in `src/scenarios.rs`; the settings in `src/lib.rs` and docs/e2e.md.
+//! The clusterset on real Kubernetes clusters: by default two clusters of each supported
+//! release that the suite starts itself (etcd, kube-apiserver, kube-controller-manager,
+//! kube-scheduler and kwok from `tests/k8s-tools`), or the user's (kind, k3d) named by
+//! kubeconfig contexts; the agents and the operator as processes with the ServiceAccounts and
+//! RBAC of `deploy/`. The scenarios are in `src/scenarios.rs`; the settings in `src/lib.rs` and
+//! docs/e2e.md.
 //!
-//! Not part of the README's test command (CI has no API server):
-//! `cargo build -p clusterset-agent -p mcs-ceph-operator && cargo test -p clusterset-e2e --test e2e`.
+//! `bash tests/k8s-tools/build.sh && cargo build -p clusterset-agent -p mcs-ceph-operator &&
+//! cargo test -p clusterset-e2e` (the README's test command runs it too).
 
-use clusterset_e2e::{World, scenarios};
+use clusterset_e2e::{Target, World, scenarios};
 use futures::FutureExt;
 
-/// Runs scenario `name` on a fresh [`World`]; prints how long the scenario took (after the
-/// set-up: installing and starting the agents) and whether it passed.
+/// Runs scenario `name` on a fresh [`World`] of every target (each selected release, or the
+/// user's clusters); prints how long the scenario took on each (after the set-up: installing
+/// and starting the agents) and whether it passed. The first failure ends it.
 async fn run<F>(name: &str, scenario: F) -> anyhow::Result<()>
 where
-    F: for<'w> FnOnce(&'w mut World) -> futures::future::BoxFuture<'w, anyhow::Result<()>>,
+    F: for<'w> Fn(&'w mut World) -> futures::future::BoxFuture<'w, anyhow::Result<()>>,
 {
-    let mut world = World::start().await?;
-    let started = std::time::Instant::now();
-    // A failed assertion panics: the agents are still stopped and the namespaces deleted.
-    let outcome = std::panic::AssertUnwindSafe(scenario(&mut world))
-        .catch_unwind()
-        .await;
-    let passed = matches!(outcome, Ok(Ok(())));
-    println!(
-        "scenario {name}: {} in {:.1?}",
-        if passed { "passed" } else { "FAILED" },
-        started.elapsed()
-    );
-    if !passed {
-        world.print_logs();
+    for target in Target::all()? {
+        let mut world = World::start(&target).await?;
+        let started = std::time::Instant::now();
+        // A failed assertion panics: the agents are still stopped and the namespaces deleted.
+        let outcome = std::panic::AssertUnwindSafe(scenario(&mut world))
+            .catch_unwind()
+            .await;
+        let passed = matches!(outcome, Ok(Ok(())));
+        println!(
+            "scenario {name} on {target}: {} in {:.1?}",
+            if passed { "passed" } else { "FAILED" },
+            started.elapsed()
+        );
+        if !passed {
+            world.print_logs();
+        }
+        world.stop().await?;
+        match outcome {
+            Ok(result) => result?,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
     }
-    world.stop().await?;
-    match outcome {
-        Ok(result) => result,
-        Err(panic) => std::panic::resume_unwind(panic),
-    }
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -75,3 +82,4 @@ async fn agent_replicas_one_leads_all_serve_dns() -> anyhow::Result<()> {
     })
     .await
 }
+

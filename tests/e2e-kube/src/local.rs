@@ -1,0 +1,794 @@
+//! Clusters the suite starts itself, the envtest way: per cluster an etcd, a kube-apiserver, a
+//! kube-controller-manager, a kube-scheduler and kwok (the cluster's nodes: heartbeats, pods
+//! Running and Ready with IPs, deletions confirmed), from the binaries that
+//! `tests/k8s-tools/build.sh` builds from the Go modules beside it, on loopback ports, with
+//! generated certificates, ServiceAccount keys and an admin kubeconfig.
+//!
+//! Every process runs under a small shell supervisor whose standard input is a pipe from this
+//! test process: when the pipe closes (the test process exits, however it exits, even killed),
+//! the supervisor stops its process. Nothing is left running after a run.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, anyhow, bail};
+use kube::api::{Api, Patch, PatchParams};
+
+use crate::{free_port, http_get, repo_root};
+
+/// Where `tests/k8s-tools/build.sh` puts the tools unless `CLUSTERSET_K8S_TOOLS` says otherwise.
+pub const DEFAULT_TOOLS_DIR: &str = "/var/cache/clusterset/k8s-tools";
+
+/// The Kubernetes test tools that `tests/k8s-tools/build.sh` built.
+#[derive(Debug, Clone)]
+pub struct Tools {
+    root: PathBuf,
+}
+
+impl Tools {
+    /// The tools of `modules` (the build script's module names: `k8s-1.37`, `etcd`, `kwok`,
+    /// `helm`, ...), checked current by the build script itself (`--check`): missing or stale
+    /// tools are an error that gives the one command that builds them.
+    pub fn find(modules: &[&str]) -> anyhow::Result<Self> {
+        let root = std::env::var_os("CLUSTERSET_K8S_TOOLS")
+            .map_or_else(|| PathBuf::from(DEFAULT_TOOLS_DIR), PathBuf::from);
+        let script = repo_root().join("tests/k8s-tools/build.sh");
+        let output = Command::new("bash")
+            .arg(&script)
+            .arg("--check")
+            .args(modules)
+            .env("CLUSTERSET_K8S_TOOLS", &root)
+            .output()
+            .with_context(|| format!("cannot run bash {}", script.display()))?;
+        if !output.status.success() {
+            bail!(
+                "the Kubernetes test tools are not ready: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            );
+        }
+        Ok(Self { root })
+    }
+
+    /// The path of `binary` of `module`.
+    pub fn binary(&self, module: &str, binary: &str) -> PathBuf {
+        self.root.join(module).join("bin").join(binary)
+    }
+
+    /// kwok's stages (nodes Ready with Leases; pods Ready with IPs, completed, deleted).
+    pub fn kwok_stages(&self) -> PathBuf {
+        self.root.join("kwok/stages.yaml")
+    }
+}
+
+/// A Kubernetes release the suite runs on: the build script's module `k8s-1.<minor>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Release {
+    /// The minor version (`35` for 1.35).
+    pub minor: u8,
+}
+
+impl Release {
+    /// The oldest release upstream supports and the newest, both pinned in tests/k8s-tools.
+    pub const SUPPORTED: [Release; 2] = [Release { minor: 35 }, Release { minor: 37 }];
+
+    /// The build script's module of this release.
+    pub fn module(self) -> String {
+        format!("k8s-1.{}", self.minor)
+    }
+
+    /// The releases of `CLUSTERSET_E2E_RELEASES` (`1.35,1.37`), or every supported one.
+    pub fn selected() -> anyhow::Result<Vec<Release>> {
+        let Ok(text) = std::env::var("CLUSTERSET_E2E_RELEASES") else {
+            return Ok(Self::SUPPORTED.to_vec());
+        };
+        text.split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| {
+                s.strip_prefix("1.")
+                    .and_then(|m| m.parse().ok())
+                    .map(|minor| Release { minor })
+                    .filter(|r| Self::SUPPORTED.contains(r))
+                    .ok_or_else(|| {
+                        anyhow!(
+                            "CLUSTERSET_E2E_RELEASES names {s:?}: the releases pinned in \
+                             tests/k8s-tools are {}",
+                            Self::SUPPORTED.map(|r| r.to_string()).join(", ")
+                        )
+                    })
+            })
+            .collect()
+    }
+}
+
+impl std::fmt::Display for Release {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "1.{}", self.minor)
+    }
+}
+
+/// The supervisor: runs its arguments as a child, and stops the child with SIGTERM (SIGKILL 10 s
+/// later) when its own standard input closes; exits with the child's status when the child
+/// exits by itself.
+/// (A background command's standard input is /dev/null unless redirected: the watcher reads the
+/// pipe through fd 3.)
+const SUPERVISOR: &str = r#"
+exec 3<&0
+"$@" </dev/null 3<&- &
+child=$!
+( read -r _ <&3; kill -TERM "$child" 2>/dev/null; sleep 10; kill -KILL "$child" 2>/dev/null ) &
+watcher=$!
+wait "$child"
+status=$?
+kill "$watcher" 2>/dev/null
+exit "$status"
+"#;
+
+/// One process of a cluster, run under [`SUPERVISOR`]; its output goes to its log.
+#[derive(Debug)]
+struct Supervised {
+    name: String,
+    program: PathBuf,
+    args: Vec<String>,
+    log: PathBuf,
+    /// Where the log of the current start begins.
+    log_start: u64,
+    running: Option<(Child, ChildStdin)>,
+}
+
+impl Supervised {
+    fn new(name: &str, program: PathBuf, args: Vec<String>, log_dir: &Path) -> Self {
+        Self {
+            name: name.to_owned(),
+            program,
+            args,
+            log: log_dir.join(format!("{}.log", name.replace(' ', "-"))),
+            log_start: 0,
+            running: None,
+        }
+    }
+
+    fn start(&mut self) -> anyhow::Result<()> {
+        if !self.program.exists() {
+            bail!(
+                "{} does not exist: build the tools with `bash tests/k8s-tools/build.sh`",
+                self.program.display()
+            );
+        }
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .with_context(|| format!("cannot open {}", self.log.display()))?;
+        self.log_start = log.metadata()?.len();
+        let mut child = Command::new("bash")
+            .arg("-c")
+            .arg(SUPERVISOR)
+            .arg("supervisor")
+            .arg(&self.program)
+            .args(&self.args)
+            .stdin(Stdio::piped())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("cannot start {}", self.name))?;
+        let stdin = child.stdin.take().context("the supervisor has no stdin")?;
+        self.running = Some((child, stdin));
+        Ok(())
+    }
+
+    /// The exit status, if the process exited.
+    fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        let (child, _) = self.running.as_mut()?;
+        child.try_wait().ok().flatten()
+    }
+
+    /// The log since the current start, shortened: its error lines (klog's `E` and `F`
+    /// levels, or lines that say error; the first 20), then its last 30 lines.
+    fn log_tail(&self) -> String {
+        let mut text = String::new();
+        if let Ok(mut file) = std::fs::File::open(&self.log) {
+            let _ = file.seek(SeekFrom::Start(self.log_start));
+            let _ = file.read_to_string(&mut text);
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        let is_error = |line: &&&str| {
+            let klog = line.len() > 5
+                && matches!(line.as_bytes()[0], b'E' | b'F')
+                && line.as_bytes()[1..5].iter().all(u8::is_ascii_digit);
+            klog || line.to_lowercase().contains("error")
+        };
+        let errors: Vec<&str> = lines.iter().filter(is_error).take(20).copied().collect();
+        let tail = lines[lines.len().saturating_sub(30)..].join("\n");
+        if errors.is_empty() {
+            tail
+        } else {
+            format!("errors:\n{}\nlast lines:\n{tail}", errors.join("\n"))
+        }
+    }
+
+    /// Fails with the log when the process exited.
+    fn ensure_running(&mut self) -> anyhow::Result<()> {
+        match self.exited() {
+            Some(status) => Err(anyhow!(
+                "{} exited ({status}); its log ({}):\n{}",
+                self.name,
+                self.log.display(),
+                self.log_tail()
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Stops the process (its supervisor sends SIGTERM, then SIGKILL after 10 s) and waits.
+    async fn stop(&mut self) -> anyhow::Result<()> {
+        let Some((mut child, stdin)) = self.running.take() else {
+            return Ok(());
+        };
+        drop(stdin);
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while child.try_wait()?.is_none() {
+            if std::time::Instant::now() > deadline {
+                child.kill()?;
+                child.wait()?;
+                bail!("{} did not stop within 20 s; killed", self.name);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(())
+    }
+}
+
+/// Starts `process` and waits for `ready`; when the process exits because a port was taken in
+/// the meantime (another socket took the free port between the pick and the bind), `repick`
+/// picks new ports and it starts again (five tries); any other exit fails with the log.
+async fn start_until_ready<R, Fut>(
+    process: &mut Supervised,
+    mut repick: impl FnMut(&mut Supervised) -> anyhow::Result<()>,
+    what: &str,
+    limit: Duration,
+    mut ready: R,
+) -> anyhow::Result<()>
+where
+    R: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<Option<()>>>,
+{
+    for attempt in 1..=5 {
+        process.start()?;
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            if let Some(status) = process.exited() {
+                let log = process.log_tail();
+                if attempt < 5 && log.to_lowercase().contains("address already in use") {
+                    println!("{}: a port was taken ({status}); trying other ports", process.name);
+                    process.running = None;
+                    repick(process)?;
+                    break;
+                }
+                bail!(
+                    "{} exited during start-up ({status}); its log ({}):\n{log}",
+                    process.name,
+                    process.log.display()
+                );
+            }
+            match ready().await {
+                Ok(Some(())) => return Ok(()),
+                Ok(None) | Err(_) if std::time::Instant::now() < deadline => {}
+                outcome => {
+                    let last = match outcome {
+                        Err(error) => format!(": {error:#}"),
+                        _ => String::new(),
+                    };
+                    let _ = process.stop().await;
+                    bail!(
+                        "gave up after {limit:?} waiting for {what}{last}; the log of {} ({}):\n{}",
+                        process.name,
+                        process.log.display(),
+                        process.log_tail()
+                    );
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    bail!("{} could not get free ports in five tries", process.name)
+}
+
+/// Replaces the value of flag `--name=` in `args`.
+fn set_flag(args: &mut [String], name: &str, value: &str) {
+    let prefix = format!("--{name}=");
+    for arg in args.iter_mut() {
+        if arg.starts_with(&prefix) {
+            *arg = format!("{prefix}{value}");
+        }
+    }
+}
+
+/// The value of flag `--name=` in `args`.
+fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    let prefix = format!("--{name}=");
+    args.iter().find_map(|a| a.strip_prefix(&prefix))
+}
+
+/// The certificates and keys of one cluster, as PEM files in its directory.
+struct Pki {
+    ca: PathBuf,
+    serving_cert: PathBuf,
+    serving_key: PathBuf,
+    sa_private: PathBuf,
+    sa_public: PathBuf,
+}
+
+impl Pki {
+    fn generate(dir: &Path) -> anyhow::Result<Self> {
+        use rcgen::{
+            BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+            KeyUsagePurpose,
+        };
+        let ca_key = KeyPair::generate()?;
+        let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "clusterset-e2e-ca");
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let ca_cert = ca_params.self_signed(&ca_key)?;
+        let issuer = rcgen::Issuer::new(ca_params, ca_key);
+
+        let serving_key = KeyPair::generate()?;
+        let mut serving_params = CertificateParams::new(vec![
+            "localhost".to_owned(),
+            "127.0.0.1".to_owned(),
+            "10.96.0.1".to_owned(),
+            "kubernetes".to_owned(),
+            "kubernetes.default".to_owned(),
+            "kubernetes.default.svc".to_owned(),
+        ])?;
+        serving_params
+            .distinguished_name
+            .push(DnType::CommonName, "kube-apiserver");
+        serving_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let serving_cert = serving_params.signed_by(&serving_key, &issuer)?;
+
+        let sa_key = KeyPair::generate()?;
+        let write = |name: &str, text: &str| -> anyhow::Result<PathBuf> {
+            let path = dir.join(name);
+            std::fs::write(&path, text)?;
+            Ok(path)
+        };
+        Ok(Self {
+            ca: write("ca.crt", &ca_cert.pem())?,
+            serving_cert: write("apiserver.crt", &serving_cert.pem())?,
+            serving_key: write("apiserver.key", &serving_key.serialize_pem())?,
+            sa_private: write("sa.key", &sa_key.serialize_pem())?,
+            sa_public: write("sa.pub", &sa_key.public_key_pem())?,
+        })
+    }
+}
+
+/// One cluster the suite started: etcd, kube-apiserver, kube-controller-manager,
+/// kube-scheduler and kwok, with an admin kubeconfig whose context is the cluster's name.
+#[derive(Debug)]
+pub struct LocalCluster {
+    /// The cluster's name (`east`), also its kubeconfig context.
+    pub name: String,
+    /// The release it runs.
+    pub release: Release,
+    /// The admin kubeconfig (a token of group `system:masters`).
+    pub kubeconfig: PathBuf,
+    /// The API server's URL.
+    pub server: String,
+    etcd: Supervised,
+    apiserver: tokio::sync::Mutex<Supervised>,
+    controllers: Vec<Supervised>,
+}
+
+impl std::fmt::Debug for Pki {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pki").field("ca", &self.ca).finish_non_exhaustive()
+    }
+}
+
+/// The node kwok runs in every cluster.
+pub const NODE: &str = "kwok-node-0";
+
+impl LocalCluster {
+    /// Starts cluster `name` of `release` in `dir` (which must exist and be empty).
+    pub async fn start(
+        tools: &Tools,
+        release: Release,
+        name: &str,
+        dir: &Path,
+    ) -> anyhow::Result<Self> {
+        let started = std::time::Instant::now();
+        let pki = Pki::generate(dir)?;
+        let module = release.module();
+
+        // etcd, on two loopback ports.
+        let (client, peer) = (free_port()?, free_port()?);
+        let etcd_args = |client: u16, peer: u16| {
+            vec![
+                format!("--name={name}"),
+                format!("--data-dir={}", dir.join("etcd").display()),
+                format!("--listen-client-urls=http://127.0.0.1:{client}"),
+                format!("--advertise-client-urls=http://127.0.0.1:{client}"),
+                format!("--listen-peer-urls=http://127.0.0.1:{peer}"),
+                format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer}"),
+                format!("--initial-cluster={name}=http://127.0.0.1:{peer}"),
+                "--listen-metrics-urls=".to_owned(),
+                "--unsafe-no-fsync=true".to_owned(),
+                "--log-level=warn".to_owned(),
+            ]
+        };
+        let mut etcd = Supervised::new(
+            &format!("{name} etcd"),
+            tools.binary("etcd", "etcd"),
+            etcd_args(client, peer),
+            dir,
+        );
+        let etcd_health = |etcd: &Supervised| -> anyhow::Result<std::net::SocketAddr> {
+            let url = flag(&etcd.args, "listen-client-urls").context("no client URL")?;
+            Ok(url.trim_start_matches("http://").parse()?)
+        };
+        let health = std::cell::Cell::new(etcd_health(&etcd)?);
+        start_until_ready(
+            &mut etcd,
+            |etcd| {
+                let (client, peer) = (free_port()?, free_port()?);
+                etcd.args = etcd_args(client, peer);
+                health.set(etcd_health(etcd)?);
+                let _ = std::fs::remove_dir_all(dir.join("etcd"));
+                Ok(())
+            },
+            &format!("{name}'s etcd to be healthy"),
+            Duration::from_secs(60),
+            || async {
+                let (code, body) = http_get(health.get(), "/health").await?;
+                Ok((code == 200 && body.contains("true")).then_some(()))
+            },
+        )
+        .await?;
+        let etcd_url = format!("http://{}", health.get());
+
+        // kube-apiserver, with a static admin token (group system:masters).
+        let token = format!("e2e-admin-{}-{}", name, std::process::id());
+        std::fs::write(
+            dir.join("tokens.csv"),
+            format!("{token},e2e-admin,e2e-admin,\"system:masters\"\n"),
+        )?;
+        let port = free_port()?;
+        let apiserver_args = vec![
+            format!("--etcd-servers={etcd_url}"),
+            "--bind-address=127.0.0.1".to_owned(),
+            "--advertise-address=127.0.0.1".to_owned(),
+            // The `kubernetes` Service's endpoints would be 127.0.0.1, which the reconciler
+            // refuses (loopback): the Service keeps none, as nothing here needs them.
+            "--endpoint-reconciler-type=none".to_owned(),
+            format!("--secure-port={port}"),
+            format!("--tls-cert-file={}", pki.serving_cert.display()),
+            format!("--tls-private-key-file={}", pki.serving_key.display()),
+            format!("--client-ca-file={}", pki.ca.display()),
+            format!("--token-auth-file={}", dir.join("tokens.csv").display()),
+            "--authorization-mode=Node,RBAC".to_owned(),
+            format!("--service-account-issuer=https://kubernetes.default.svc"),
+            format!("--service-account-key-file={}", pki.sa_public.display()),
+            format!(
+                "--service-account-signing-key-file={}",
+                pki.sa_private.display()
+            ),
+            "--service-cluster-ip-range=10.96.0.0/16".to_owned(),
+            "--allow-privileged=true".to_owned(),
+            format!("--cert-dir={}", dir.join("certs").display()),
+            "--profiling=false".to_owned(),
+        ];
+        let mut apiserver = Supervised::new(
+            &format!("{name} kube-apiserver"),
+            tools.binary(&module, "kube-apiserver"),
+            apiserver_args,
+            dir,
+        );
+        let kubeconfig = dir.join("admin.kubeconfig");
+        let write_kubeconfig = |port: u16| -> anyhow::Result<String> {
+            let server = format!("https://127.0.0.1:{port}");
+            let config = serde_json::json!({
+                "apiVersion": "v1", "kind": "Config",
+                "clusters": [{"name": name, "cluster": {
+                    "server": server,
+                    "certificate-authority": pki.ca.display().to_string(),
+                }}],
+                "users": [{"name": "e2e-admin", "user": {"token": token}}],
+                "contexts": [{"name": name, "context": {"cluster": name, "user": "e2e-admin"}}],
+                "current-context": name,
+            });
+            std::fs::write(&kubeconfig, serde_json::to_vec_pretty(&config)?)?;
+            Ok(server)
+        };
+        let server = std::cell::RefCell::new(write_kubeconfig(port)?);
+        let client = std::cell::RefCell::new(crate::kubeconfig_client(&kubeconfig).await?);
+        // The clients of one attempt, re-made when the port changes.
+        let repicked = std::cell::Cell::new(false);
+        start_until_ready(
+            &mut apiserver,
+            |apiserver| {
+                let port = free_port()?;
+                set_flag(&mut apiserver.args, "secure-port", &port.to_string());
+                *server.borrow_mut() = write_kubeconfig(port)?;
+                repicked.set(true);
+                Ok(())
+            },
+            &format!("{name}'s kube-apiserver to be ready (/readyz)"),
+            Duration::from_secs(120),
+            || async {
+                if repicked.replace(false) {
+                    let fresh = crate::kubeconfig_client(&kubeconfig).await?;
+                    *client.borrow_mut() = fresh;
+                }
+                let current = client.borrow().clone();
+                readyz(&current).await
+            },
+        )
+        .await?;
+        let client = client.into_inner();
+        let server = server.into_inner();
+
+        // The controller manager, the scheduler and kwok, all with the admin kubeconfig.
+        let kubeconfig_flag = format!("--kubeconfig={}", kubeconfig.display());
+        let mut controllers = vec![
+            Supervised::new(
+                &format!("{name} kube-controller-manager"),
+                tools.binary(&module, "kube-controller-manager"),
+                vec![
+                    kubeconfig_flag.clone(),
+                    "--secure-port=0".to_owned(),
+                    "--leader-elect=false".to_owned(),
+                    format!(
+                        "--service-account-private-key-file={}",
+                        pki.sa_private.display()
+                    ),
+                    format!("--root-ca-file={}", pki.ca.display()),
+                    "--service-cluster-ip-range=10.96.0.0/16".to_owned(),
+                    "--use-service-account-credentials=true".to_owned(),
+                ],
+                dir,
+            ),
+            Supervised::new(
+                &format!("{name} kube-scheduler"),
+                tools.binary(&module, "kube-scheduler"),
+                vec![
+                    kubeconfig_flag.clone(),
+                    "--secure-port=0".to_owned(),
+                    "--leader-elect=false".to_owned(),
+                ],
+                dir,
+            ),
+            Supervised::new(
+                &format!("{name} kwok"),
+                tools.binary("kwok", "kwok"),
+                vec![
+                    kubeconfig_flag,
+                    format!("--config={}", tools.kwok_stages().display()),
+                    "--manage-all-nodes=false".to_owned(),
+                    "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake".to_owned(),
+                    "--cidr=10.244.0.0/16".to_owned(),
+                    "--node-ip=10.250.0.1".to_owned(),
+                ],
+                dir,
+            ),
+        ];
+        for process in &mut controllers {
+            process.start()?;
+        }
+        let mut cluster = Self {
+            name: name.to_owned(),
+            release,
+            kubeconfig,
+            server,
+            etcd,
+            apiserver: tokio::sync::Mutex::new(apiserver),
+            controllers,
+        };
+        cluster.node(&client).await?;
+        // Ready: the node is Ready (kwok), and the `default` ServiceAccount exists (the
+        // controller manager's ServiceAccount and token controllers run).
+        let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+        let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+            Api::namespaced(client.clone(), "default");
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        loop {
+            for process in &mut cluster.controllers {
+                process.ensure_running()?;
+            }
+            let node_ready = nodes.get_opt(NODE).await.ok().flatten().is_some_and(|n| {
+                n.status
+                    .and_then(|s| s.conditions)
+                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+            });
+            let account = accounts.get_opt("default").await.ok().flatten().is_some();
+            if node_ready && account {
+                break;
+            }
+            if std::time::Instant::now() > deadline {
+                let logs: Vec<String> = cluster
+                    .controllers
+                    .iter()
+                    .map(|p| format!("---- {} ({}) ----\n{}", p.name, p.log.display(), p.log_tail()))
+                    .collect();
+                bail!(
+                    "{name} did not become ready in 120 s (node {NODE} Ready: {node_ready}, \
+                     ServiceAccount default/default: {account}):\n{}",
+                    logs.join("\n")
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        println!(
+            "cluster {name}: Kubernetes {} at {} ready in {:.1?} (logs in {})",
+            cluster.version(&client).await?,
+            cluster.server,
+            started.elapsed(),
+            dir.display()
+        );
+        Ok(cluster)
+    }
+
+    /// The node of this cluster, as kwokctl makes one: kwok manages it (its annotation) and
+    /// reports it Ready; its allocatable resources are what the scheduler places pods by.
+    async fn node(&self, client: &kube::Client) -> anyhow::Result<()> {
+        let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+        let resources = serde_json::json!({"cpu": "32", "memory": "256Gi", "pods": "110"});
+        let node = serde_json::json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {
+                "name": NODE,
+                "annotations": {"kwok.x-k8s.io/node": "fake"},
+                "labels": {"kubernetes.io/hostname": NODE, "kubernetes.io/os": "linux",
+                           "type": "kwok"},
+            },
+            "status": {"allocatable": resources, "capacity": resources},
+        });
+        nodes
+            .patch(
+                NODE,
+                &PatchParams::apply(crate::MANAGER).force(),
+                &Patch::Apply(&node),
+            )
+            .await
+            .with_context(|| format!("cannot create node {NODE} in {}", self.name))?;
+        Ok(())
+    }
+
+    /// The API server's version (`v1.37.2`).
+    async fn version(&self, client: &kube::Client) -> anyhow::Result<String> {
+        Ok(client.apiserver_version().await?.git_version)
+    }
+
+    /// Stops the API server (SIGTERM, as a control-plane node going down); the rest of the
+    /// cluster goes on, retrying.
+    pub async fn stop_apiserver(&self) -> anyhow::Result<()> {
+        self.apiserver.lock().await.stop().await
+    }
+
+    /// Starts the API server again, with the same flags and port, and waits for `/readyz`.
+    pub async fn start_apiserver(&self) -> anyhow::Result<()> {
+        let mut apiserver = self.apiserver.lock().await;
+        let client = crate::kubeconfig_client(&self.kubeconfig).await?;
+        start_until_ready(
+            &mut apiserver,
+            |_| {
+                Err(anyhow!(
+                    "the API server's port was taken while it was stopped: its clients \
+                     cannot follow it to another"
+                ))
+            },
+            &format!("{}'s kube-apiserver to be ready again (/readyz)", self.name),
+            Duration::from_secs(120),
+            || readyz(&client),
+        )
+        .await
+    }
+
+    /// Restarts the API server.
+    pub async fn restart_apiserver(&self) -> anyhow::Result<()> {
+        self.stop_apiserver().await?;
+        self.start_apiserver().await
+    }
+
+    /// Fails, with the logs, when a process of the cluster exited.
+    pub async fn ensure_running(&mut self) -> anyhow::Result<()> {
+        self.etcd.ensure_running()?;
+        self.apiserver.lock().await.ensure_running()?;
+        for process in &mut self.controllers {
+            process.ensure_running()?;
+        }
+        Ok(())
+    }
+}
+
+/// `Some` when the API server's `/readyz` answers `ok`.
+async fn readyz(client: &kube::Client) -> anyhow::Result<Option<()>> {
+    let request = http::Request::get("/readyz").body(Vec::new())?;
+    let body = client.request_text(request).await?;
+    Ok((body.trim() == "ok").then_some(()))
+}
+
+/// The two clusters (east, the hub too, and west) of one release.
+#[derive(Debug)]
+pub struct LocalPair {
+    /// Cluster east (also the hub).
+    pub east: LocalCluster,
+    /// Cluster west.
+    pub west: LocalCluster,
+}
+
+/// The clusters started so far in this test process, by release: started once, on first use,
+/// shared by the scenarios (which run one at a time), stopped when the process exits.
+static STARTED: Mutex<BTreeMap<Release, Arc<LocalPair>>> = Mutex::new(BTreeMap::new());
+
+/// The clusters of `release`, started on first use.
+pub async fn clusters(release: Release) -> anyhow::Result<Arc<LocalPair>> {
+    if let Some(pair) = STARTED
+        .lock()
+        .map_err(|_| anyhow!("a test panicked while starting clusters"))?
+        .get(&release)
+    {
+        return Ok(Arc::clone(pair));
+    }
+    let tools = Tools::find(&["etcd", "kwok", &release.module()])?;
+    let root = runs_dir()?.join(format!("{}", std::process::id()));
+    let start = |name: &'static str| {
+        let dir = root.join(format!("{release}-{name}"));
+        let tools = tools.clone();
+        async move {
+            std::fs::create_dir_all(&dir)?;
+            LocalCluster::start(&tools, release, name, &dir).await
+        }
+    };
+    let east = start("east").await?;
+    let west = start("west").await?;
+    let pair = Arc::new(LocalPair { east, west });
+    STARTED
+        .lock()
+        .map_err(|_| anyhow!("a test panicked while starting clusters"))?
+        .insert(release, Arc::clone(&pair));
+    Ok(pair)
+}
+
+/// The directory of the clusters' files (`<temp>/clusterset-e2e/<pid>/`); the directories of
+/// earlier runs whose process is gone are removed.
+fn runs_dir() -> anyhow::Result<PathBuf> {
+    let dir = std::env::temp_dir().join("clusterset-e2e");
+    std::fs::create_dir_all(&dir)?;
+    for entry in std::fs::read_dir(&dir)?.flatten() {
+        let alive = entry
+            .file_name()
+            .to_str()
+            .and_then(|pid| pid.parse::<u32>().ok())
+            .is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
+        if !alive {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+    Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_are_read_and_replaced_by_name() {
+        let mut args = vec!["--secure-port=1".to_owned(), "--port-x=2".to_owned()];
+        set_flag(&mut args, "secure-port", "3");
+        assert_eq!(flag(&args, "secure-port"), Some("3"));
+        assert_eq!(flag(&args, "port-x"), Some("2"));
+        assert_eq!(flag(&args, "port"), None);
+    }
+}
