@@ -264,7 +264,10 @@ where
             if let Some(status) = process.exited() {
                 let log = process.log_tail();
                 if attempt < 5 && log.to_lowercase().contains("address already in use") {
-                    println!("{}: a port was taken ({status}); trying other ports", process.name);
+                    println!(
+                        "{}: a port was taken ({status}); trying other ports",
+                        process.name
+                    );
                     process.running = None;
                     repick(process)?;
                     break;
@@ -393,7 +396,9 @@ pub struct LocalCluster {
 
 impl std::fmt::Debug for Pki {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pki").field("ca", &self.ca).finish_non_exhaustive()
+        f.debug_struct("Pki")
+            .field("ca", &self.ca)
+            .finish_non_exhaustive()
     }
 }
 
@@ -619,7 +624,14 @@ impl LocalCluster {
                 let logs: Vec<String> = cluster
                     .controllers
                     .iter()
-                    .map(|p| format!("---- {} ({}) ----\n{}", p.name, p.log.display(), p.log_tail()))
+                    .map(|p| {
+                        format!(
+                            "---- {} ({}) ----\n{}",
+                            p.name,
+                            p.log.display(),
+                            p.log_tail()
+                        )
+                    })
                     .collect();
                 bail!(
                     "{name} did not become ready in 120 s (node {NODE} Ready: {node_ready}, \
