@@ -6,6 +6,7 @@
 #   etcd/                  etcd 3.6
 #   kwok/                  kwok (the nodes of the e2e suite's own clusters)
 #   helm/                  helm 4 (the charts' lint, template and install)
+#   mcs-conformance/       the upstream MCS conformance suite's test binary
 #
 #   bash tests/k8s-tools/build.sh            # builds into /var/cache/clusterset/k8s-tools/<module>/bin
 #   bash tests/k8s-tools/build.sh --check    # exit 1, naming what is missing or stale, if any is
@@ -16,14 +17,14 @@
 # this same script and the same Go; otherwise they are built again beside the old ones and
 # swapped in, so a failed build never leaves half a tool set behind. Everything comes from the Go
 # module proxy (GOPROXY as the machine sets it); nothing is downloaded from anywhere else.
-# Cold, the five modules take about 20 minutes on 2 cores and 6 GiB of disk (most of it Go's
+# Cold, the six modules take about 20 minutes on 2 cores and 6 GiB of disk (most of it Go's
 # build cache, which makes the next build of a changed module take a minute or two).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CACHE=${CLUSTERSET_K8S_TOOLS:-/var/cache/clusterset/k8s-tools}
 STAMP=.clusterset-k8s-tools
-MODULES=(etcd kwok helm k8s-1.35 k8s-1.37)
+MODULES=(etcd kwok helm mcs-conformance k8s-1.35 k8s-1.37)
 MIN_FREE_GIB=6
 
 say() { printf 'k8s-tools: %s\n' "$*"; }
@@ -84,8 +85,13 @@ build_module() {
   esac
   rm -rf "$new"
   mkdir -p "$new/bin"
-  # `tool`: every package of the module's tool directives.
-  (cd "$HERE/$module" && CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -trimpath -ldflags "$ldflags" -o "$new/bin/" tool)
+  if [ "$module" = mcs-conformance ]; then
+    # A suite of Go tests: its test binary, run by the e2e tests with ginkgo's flags.
+    (cd "$HERE/$module" && CGO_ENABLED=0 GOFLAGS=-mod=readonly go test -c -trimpath -ldflags "$ldflags" -o "$new/bin/mcs-conformance.test" sigs.k8s.io/mcs-api/conformance)
+  else
+    # `tool`: every package of the module's tool directives.
+    (cd "$HERE/$module" && CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -trimpath -ldflags "$ldflags" -o "$new/bin/" tool)
+  fi
   case "$module" in
     # A module path that ends in a major version names its binary after the element before it.
     etcd) mv "$new/bin/server" "$new/bin/etcd" ;;

@@ -15,6 +15,7 @@
 //!   test runs from; build it first with `cargo build -p clusterset-agent`).
 #![forbid(unsafe_code)]
 
+pub mod conformance;
 pub mod local;
 pub mod scenarios;
 
@@ -92,14 +93,27 @@ fn build_daemons(bin_dir: &Path) -> anyhow::Result<()> {
     static BUILT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let profile = bin_dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug");
+            let profile = bin_dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("debug");
             let target_dir = bin_dir.parent().unwrap_or(bin_dir);
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
             let started = Instant::now();
             let output = std::process::Command::new(&cargo)
                 .current_dir(repo_root())
-                .args(["build", "--locked", "-p", "clusterset-agent", "-p", "mcs-ceph-operator"])
-                .args(["--profile", if profile == "debug" { "dev" } else { profile }])
+                .args([
+                    "build",
+                    "--locked",
+                    "-p",
+                    "clusterset-agent",
+                    "-p",
+                    "mcs-ceph-operator",
+                ])
+                .args([
+                    "--profile",
+                    if profile == "debug" { "dev" } else { profile },
+                ])
                 .arg("--target-dir")
                 .arg(target_dir)
                 .output()
@@ -188,6 +202,11 @@ impl Cluster {
     pub async fn connect(id: &str, context: &str) -> anyhow::Result<Self> {
         let kubeconfig = Kubeconfig::read().context("cannot read the kubeconfig")?;
         Self::connect_with(id, kubeconfig, context).await
+    }
+
+    /// The kubeconfig it was reached through (its context is [`Cluster::context`]).
+    pub fn kubeconfig(&self) -> &Kubeconfig {
+        &self.kubeconfig
     }
 
     /// Connects to `context` of `kubeconfig`.

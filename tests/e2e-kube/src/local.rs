@@ -509,8 +509,9 @@ impl LocalCluster {
                     "server": server,
                     "certificate-authority": pki.ca.display().to_string(),
                 }}],
-                "users": [{"name": "e2e-admin", "user": {"token": token}}],
-                "contexts": [{"name": name, "context": {"cluster": name, "user": "e2e-admin"}}],
+                "users": [{"name": format!("{name}-admin"), "user": {"token": token}}],
+                "contexts": [{"name": name,
+                              "context": {"cluster": name, "user": format!("{name}-admin")}}],
                 "current-context": name,
             });
             std::fs::write(&kubeconfig, serde_json::to_vec_pretty(&config)?)?;

@@ -76,6 +76,14 @@ async fn a_member_can_speak_only_for_itself() -> anyhow::Result<()> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_mcs_conformance_suite() -> anyhow::Result<()> {
+    run("upstream_mcs_conformance_suite", |w| {
+        Box::pin(clusterset_e2e::conformance::upstream_mcs_conformance(w))
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_replicas_one_leads_all_serve_dns() -> anyhow::Result<()> {
     run("agent_replicas_one_leads_all_serve_dns", |w| {
         Box::pin(scenarios::agent_replicas_one_leads_all_serve_dns(w))
