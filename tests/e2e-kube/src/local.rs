@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
@@ -742,16 +742,15 @@ pub struct LocalPair {
 }
 
 /// The clusters started so far in this test process, by release: started once, on first use,
-/// shared by the scenarios (which run one at a time), stopped when the process exits.
-static STARTED: Mutex<BTreeMap<Release, Arc<LocalPair>>> = Mutex::new(BTreeMap::new());
+/// shared by the scenarios (which run one at a time), stopped when the process exits. The lock
+/// is held while a release's clusters start, so two tests asking at once get the same ones.
+static STARTED: tokio::sync::Mutex<BTreeMap<Release, Arc<LocalPair>>> =
+    tokio::sync::Mutex::const_new(BTreeMap::new());
 
 /// The clusters of `release`, started on first use.
 pub async fn clusters(release: Release) -> anyhow::Result<Arc<LocalPair>> {
-    if let Some(pair) = STARTED
-        .lock()
-        .map_err(|_| anyhow!("a test panicked while starting clusters"))?
-        .get(&release)
-    {
+    let mut started = STARTED.lock().await;
+    if let Some(pair) = started.get(&release) {
         return Ok(Arc::clone(pair));
     }
     let tools = Tools::find(&["etcd", "kwok", &release.module()])?;
@@ -767,10 +766,7 @@ pub async fn clusters(release: Release) -> anyhow::Result<Arc<LocalPair>> {
     let east = start("east").await?;
     let west = start("west").await?;
     let pair = Arc::new(LocalPair { east, west });
-    STARTED
-        .lock()
-        .map_err(|_| anyhow!("a test panicked while starting clusters"))?
-        .insert(release, Arc::clone(&pair));
+    started.insert(release, Arc::clone(&pair));
     Ok(pair)
 }
 
