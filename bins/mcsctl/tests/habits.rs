@@ -286,7 +286,10 @@ fn version_shows_client_server_and_components() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(
-        text.starts_with(&format!("{client}Server Version: v1.28.15\nCOMPONENT ")),
+        text.starts_with(&format!(
+            "{client}Server Version: {}\nCOMPONENT ",
+            kube_fake::api::SERVER_VERSION
+        )),
         "{text}"
     );
     let row = |pod: &str| -> Vec<String> {
@@ -319,7 +322,10 @@ fn version_shows_client_server_and_components() {
     let out = mcsctl(&["version", "--kubeconfig", &config, "-o", "json"]);
     let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(json["clientVersion"]["version"], env!("CARGO_PKG_VERSION"));
-    assert_eq!(json["serverVersion"]["gitVersion"], "v1.28.15");
+    assert_eq!(
+        json["serverVersion"]["gitVersion"],
+        kube_fake::api::SERVER_VERSION
+    );
     assert_eq!(json["components"][1]["name"], "mcs-ceph-operator");
     assert_eq!(json["components"][1]["ready"], true);
 

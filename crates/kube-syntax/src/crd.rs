@@ -540,9 +540,19 @@ fn is_rfc3339(text: &str) -> bool {
 /// Every problem of `value` at `field` against a CRD schema, with `metadata` at the root left to
 /// [`crate::object`] and fields the schema does not declare reported as unknown (what the API
 /// server refuses under strict field validation and silently drops otherwise).
+///
+/// The errors come in the order of the API server's validator (kube-openapi's, then the
+/// list-type invariants): per value its type (and its enum even when the type is wrong), the
+/// first of `maxLength`, `minLength` and `pattern`, its format, the range of its integer
+/// format and its bounds, the items of a list before `minItems` and `maxItems`, the enum, an
+/// object's fields before its `required` ones; the duplicates of `x-kubernetes-list-type` lists
+/// after all of these. The fields of one object are taken in their name order (a real server
+/// takes them in Go's map order, which differs from run to run).
 pub fn schema_errors(field: &str, value: &Value, schema: &Value) -> Vec<FieldError> {
     let mut errors = Vec::new();
-    check_schema(field, value, schema, true, &mut errors);
+    let mut duplicates = Vec::new();
+    check_schema(field, value, schema, true, &mut errors, &mut duplicates);
+    errors.extend(duplicates);
     errors
 }
 
@@ -568,19 +578,51 @@ fn join(field: &str, key: &str) -> String {
     }
 }
 
+/// `Unsupported value` when `value` is not one of the schema's `enum`.
+fn enum_error(shown: &str, value: &Value, schema: &Value) -> Option<FieldError> {
+    let options = schema.get("enum").and_then(Value::as_array)?;
+    if options.contains(value) {
+        return None;
+    }
+    // Strings are listed quoted (`"True"`), other values as JSON.
+    let supported: Vec<String> = options
+        .iter()
+        .map(|o| match o {
+            Value::String(text) => crate::error::go_quote(text),
+            other => crate::error::go_quote(&other.to_string()),
+        })
+        .collect();
+    let shown_value = match value {
+        Value::String(text) => crate::error::go_quote(text),
+        other => other.to_string(),
+    };
+    Some(FieldError {
+        field: shown.to_owned(),
+        kind: crate::error::ErrorKind::NotSupported(shown_value, supported),
+        detail: String::new(),
+    })
+}
+
+/// Whether `value` is a JSON number with no fraction (`2.0`), which kube-openapi takes as an
+/// integer.
+fn is_integral(value: &Value) -> bool {
+    value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|f| f.fract() == 0.0)
+}
+
 fn check_schema(
     field: &str,
     value: &Value,
     schema: &Value,
     root: bool,
     errors: &mut Vec<FieldError>,
+    duplicates: &mut Vec<FieldError>,
 ) {
     let shown = if field.is_empty() { "<root>" } else { field };
     let get = |key: &str| schema.get(key);
     let flag = |key: &str| get(key).and_then(Value::as_bool) == Some(true);
     if value.is_null() {
         if !flag("nullable") {
-            errors.push(FieldError::invalid(
+            errors.push(FieldError::type_invalid(
                 shown,
                 "null",
                 format!(
@@ -606,37 +648,30 @@ fn check_schema(
     }
     if let Some(expected) = get("type").and_then(Value::as_str) {
         let actual = type_name(value);
-        let fits = actual == expected || (expected == "number" && actual == "integer");
+        let fits = actual == expected
+            || (expected == "number" && actual == "integer")
+            || (expected == "integer" && actual == "number" && is_integral(value));
         if !fits {
-            errors.push(FieldError::invalid(
+            errors.push(FieldError::type_invalid(
                 shown,
                 actual,
                 format!("{shown} in body must be of type {expected}: {actual:?}"),
             ));
+            // The other validators of the value's schema do not apply to a value of another
+            // type; the enum's does.
+            errors.extend(enum_error(shown, value, schema));
             return;
         }
     }
-    if let Some(options) = get("enum").and_then(Value::as_array)
-        && !options.contains(value)
-    {
-        let supported: Vec<String> = options.iter().map(Value::to_string).collect();
-        let supported: Vec<&str> = supported.iter().map(String::as_str).collect();
-        let mut error = FieldError::not_supported(shown, "", &[]);
-        error.kind = crate::error::ErrorKind::NotSupported(
-            value.to_string(),
-            supported.iter().map(|s| (*s).to_owned()).collect(),
-        );
-        errors.push(error);
-    }
     match value {
         Value::String(text) => {
+            // kube-openapi's string validator reports the first of these only.
             let length = text.chars().count();
             if let Some(max) = get("maxLength").and_then(Value::as_u64)
                 && length as u64 > max
             {
                 errors.push(FieldError::too_long_max_length(shown, max as usize));
-            }
-            if let Some(min) = get("minLength").and_then(Value::as_u64)
+            } else if let Some(min) = get("minLength").and_then(Value::as_u64)
                 && (length as u64) < min
             {
                 errors.push(FieldError::invalid(
@@ -644,8 +679,7 @@ fn check_schema(
                     text,
                     format!("{shown} in body should be at least {min} chars long"),
                 ));
-            }
-            if let Some(pattern) = get("pattern").and_then(Value::as_str) {
+            } else if let Some(pattern) = get("pattern").and_then(Value::as_str) {
                 match regex::Regex::new(pattern) {
                     Ok(re) if re.is_match(text) => {}
                     Ok(_) => errors.push(FieldError::invalid(
@@ -661,7 +695,7 @@ fn check_schema(
                 }
             }
             match get("format").and_then(Value::as_str) {
-                Some("date-time") if !is_rfc3339(text) => errors.push(FieldError::invalid(
+                Some("date-time") if !is_rfc3339(text) => errors.push(FieldError::type_invalid(
                     shown,
                     text,
                     format!("{shown} in body must be of type date-time: {text:?}"),
@@ -671,6 +705,17 @@ fn check_schema(
         }
         Value::Number(number) => {
             let n = number.as_f64().unwrap_or(0.0);
+            // `IsValueValidAgainstRange`: a plain error, not a field's, which the API server
+            // reports at the nil path with an empty value.
+            let int32 = get("type").and_then(Value::as_str) == Some("integer")
+                && get("format").and_then(Value::as_str) == Some("int32");
+            if int32 && (n < f64::from(i32::MIN) || n > f64::from(i32::MAX)) {
+                errors.push(FieldError::invalid(
+                    "<nil>",
+                    "",
+                    format!("Checked value must be of type integer with format int32 in {shown}"),
+                ));
+            }
             if let Some(max) = get("maximum").and_then(Value::as_f64) {
                 let exclusive = flag("exclusiveMaximum");
                 if n > max || (exclusive && n >= max) {
@@ -697,23 +742,19 @@ fn check_schema(
                     ));
                 }
             }
-            let (low, high) = match get("format").and_then(Value::as_str) {
-                Some("int32") => (f64::from(i32::MIN), f64::from(i32::MAX)),
-                _ => (f64::MIN, f64::MAX),
-            };
-            if n < low || n > high {
-                errors.push(FieldError::invalid_json(
-                    shown,
-                    value,
-                    format!("{shown} in body must be of type int32"),
-                ));
-            }
         }
         Value::Array(items) => {
-            if let Some(max) = get("maxItems").and_then(Value::as_u64)
-                && items.len() as u64 > max
-            {
-                errors.push(FieldError::too_many(shown, items.len(), max as usize));
+            if let Some(item_schema) = get("items") {
+                for (i, item) in items.iter().enumerate() {
+                    check_schema(
+                        &format!("{field}[{i}]"),
+                        item,
+                        item_schema,
+                        false,
+                        errors,
+                        duplicates,
+                    );
+                }
             }
             if let Some(min) = get("minItems").and_then(Value::as_u64)
                 && (items.len() as u64) < min
@@ -724,6 +765,11 @@ fn check_schema(
                     format!("{shown} in body should have at least {min} items"),
                 ));
             }
+            if let Some(max) = get("maxItems").and_then(Value::as_u64)
+                && items.len() as u64 > max
+            {
+                errors.push(FieldError::too_many(shown, items.len(), max as usize));
+            }
             match get("x-kubernetes-list-type").and_then(Value::as_str) {
                 Some("set") => {
                     // The second appearance of each repeated item, once.
@@ -732,7 +778,7 @@ fn check_schema(
                         let count = seen.entry(item.to_string()).or_insert(0);
                         *count += 1;
                         if *count == 2 {
-                            errors.push(duplicate(&format!("{field}[{i}]"), item));
+                            duplicates.push(duplicate(&format!("{field}[{i}]"), item));
                         }
                     }
                 }
@@ -755,51 +801,46 @@ fn check_schema(
                         let count = seen.entry(shown_key.to_string()).or_insert(0);
                         *count += 1;
                         if *count == 2 {
-                            errors.push(duplicate(&format!("{field}[{i}]"), &shown_key));
+                            duplicates.push(duplicate(&format!("{field}[{i}]"), &shown_key));
                         }
                     }
                 }
                 _ => {}
             }
-            if let Some(item_schema) = get("items") {
-                for (i, item) in items.iter().enumerate() {
-                    check_schema(&format!("{field}[{i}]"), item, item_schema, false, errors);
+        }
+        Value::Object(_) | Value::Bool(_) | Value::Null => {}
+    }
+    errors.extend(enum_error(shown, value, schema));
+    if let Value::Object(map) = value {
+        let properties = get("properties").and_then(Value::as_object);
+        let preserve = flag("x-kubernetes-preserve-unknown-fields");
+        let embedded = flag("x-kubernetes-embedded-resource");
+        for (key, child) in map {
+            if (root || embedded) && matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
+                continue;
+            }
+            let path = join(field, key);
+            if let Some(child_schema) = properties.and_then(|p| p.get(key)) {
+                check_schema(&path, child, child_schema, false, errors, duplicates);
+            } else if let Some(additional) = get("additionalProperties") {
+                match additional {
+                    Value::Bool(false) => errors.push(FieldError::unknown(&path)),
+                    Value::Bool(true) => {}
+                    additional => {
+                        check_schema(&path, child, additional, false, errors, duplicates);
+                    }
+                }
+            } else if !preserve {
+                errors.push(FieldError::unknown(&path));
+            }
+        }
+        if let Some(required) = get("required").and_then(Value::as_array) {
+            for name in required.iter().filter_map(Value::as_str) {
+                if !map.contains_key(name) {
+                    errors.push(FieldError::required(&join(field, name), ""));
                 }
             }
         }
-        Value::Object(map) => {
-            let properties = get("properties").and_then(Value::as_object);
-            if let Some(required) = get("required").and_then(Value::as_array) {
-                for name in required.iter().filter_map(Value::as_str) {
-                    if !map.contains_key(name) {
-                        errors.push(FieldError::required(&join(field, name), ""));
-                    }
-                }
-            }
-            let preserve = flag("x-kubernetes-preserve-unknown-fields");
-            let embedded = flag("x-kubernetes-embedded-resource");
-            for (key, child) in map {
-                if root && matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
-                    continue;
-                }
-                if embedded && matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
-                    continue;
-                }
-                let path = join(field, key);
-                if let Some(child_schema) = properties.and_then(|p| p.get(key)) {
-                    check_schema(&path, child, child_schema, false, errors);
-                } else if let Some(additional) = get("additionalProperties") {
-                    match additional {
-                        Value::Bool(false) => errors.push(FieldError::unknown(&path)),
-                        Value::Bool(true) => {}
-                        additional => check_schema(&path, child, additional, false, errors),
-                    }
-                } else if !preserve {
-                    errors.push(FieldError::unknown(&path));
-                }
-            }
-        }
-        Value::Bool(_) | Value::Null => {}
     }
 }
 

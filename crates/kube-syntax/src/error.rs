@@ -158,14 +158,17 @@ pub enum ErrorKind {
     Required,
     /// `Invalid value: <value>`.
     Invalid(String),
+    /// `Invalid value: <value>` for a value of the wrong type (`field.TypeInvalid`: a CRD
+    /// schema's `type` or `format`, with the cause reason `FieldValueTypeInvalid`).
+    TypeInvalid(String),
     /// `Unsupported value: <value>: supported values: ...`.
     NotSupported(String, Vec<String>),
     /// `Duplicate value: <value>`.
     Duplicate(String),
-    /// `Too long: must have at most N bytes` (`field.TooLong`, the built-in kinds' limits).
+    /// `Too long: may not be more than N bytes` (`field.TooLong`, the built-in kinds' limits).
     TooLong(usize),
-    /// `Too long: may not be longer than N` (`field.TooLongMaxLength`, a CRD schema's
-    /// `maxLength`).
+    /// A CRD schema's `maxLength` (`field.TooLongMaxLength`, which now words it as
+    /// [`ErrorKind::TooLong`] does: `Too long: may not be more than N bytes`).
     TooLongMaxLength(usize),
     /// `Too many: N: must have at most M items`.
     TooMany(usize, usize),
@@ -181,6 +184,7 @@ impl ErrorKind {
         match self {
             ErrorKind::Required => "FieldValueRequired",
             ErrorKind::Invalid(_) => "FieldValueInvalid",
+            ErrorKind::TypeInvalid(_) => "FieldValueTypeInvalid",
             ErrorKind::NotSupported(..) => "FieldValueNotSupported",
             ErrorKind::Duplicate(_) => "FieldValueDuplicate",
             ErrorKind::TooLong(_) | ErrorKind::TooLongMaxLength(_) => "FieldValueTooLong",
@@ -221,6 +225,15 @@ impl FieldError {
         }
     }
 
+    /// `field: Invalid value: "value": detail` as a type error (`field.TypeInvalid`).
+    pub fn type_invalid(field: &str, value: &str, detail: impl Into<String>) -> Self {
+        Self {
+            field: field.to_owned(),
+            kind: ErrorKind::TypeInvalid(go_quote(value)),
+            detail: detail.into(),
+        }
+    }
+
     /// `field: Invalid value: <json>: detail`, for values that are not strings.
     pub fn invalid_json(field: &str, value: &serde_json::Value, detail: impl Into<String>) -> Self {
         Self {
@@ -251,7 +264,7 @@ impl FieldError {
         }
     }
 
-    /// `field: Too long: must have at most max bytes`.
+    /// `field: Too long: may not be more than max bytes`.
     pub fn too_long(field: &str, max: usize) -> Self {
         Self {
             field: field.to_owned(),
@@ -260,7 +273,7 @@ impl FieldError {
         }
     }
 
-    /// `field: Too long: may not be longer than max` (a CRD schema's `maxLength`).
+    /// `field: Too long: may not be more than max bytes` (a CRD schema's `maxLength`).
     pub fn too_long_max_length(field: &str, max: usize) -> Self {
         Self {
             field: field.to_owned(),
@@ -300,14 +313,23 @@ impl FieldError {
     pub fn message(&self) -> String {
         let body = match &self.kind {
             ErrorKind::Required => "Required value".to_owned(),
-            ErrorKind::Invalid(value) => format!("Invalid value: {value}"),
+            ErrorKind::Invalid(value) | ErrorKind::TypeInvalid(value) => {
+                format!("Invalid value: {value}")
+            }
             ErrorKind::NotSupported(value, supported) => format!(
                 "Unsupported value: {value}: supported values: {}",
                 supported.join(", ")
             ),
             ErrorKind::Duplicate(value) => format!("Duplicate value: {value}"),
-            ErrorKind::TooLong(max) => format!("Too long: must have at most {max} bytes"),
-            ErrorKind::TooLongMaxLength(max) => format!("Too long: may not be longer than {max}"),
+            ErrorKind::TooLong(1) | ErrorKind::TooLongMaxLength(1) => {
+                "Too long: may not be more than 1 byte".to_owned()
+            }
+            ErrorKind::TooLong(max) | ErrorKind::TooLongMaxLength(max) => {
+                format!("Too long: may not be more than {max} bytes")
+            }
+            ErrorKind::TooMany(actual, 1) => {
+                format!("Too many: {actual}: must have at most 1 item")
+            }
             ErrorKind::TooMany(actual, max) => {
                 format!("Too many: {actual}: must have at most {max} items")
             }

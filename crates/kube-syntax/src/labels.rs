@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use crate::error::{FieldError, Invalid, Rule};
-use crate::names::{is_qualified_name_part, max_len_msg, qualified_name_problems};
+use crate::names::{is_qualified_name_part, max_bytes_msg, qualified_name_problems};
 
 /// The longest label value.
 pub const MAX_LABEL_VALUE_LEN: usize = 63;
@@ -30,7 +30,7 @@ pub fn label_key(key: &str) -> Result<(), Invalid> {
 pub fn label_value_problems(value: &str) -> Vec<String> {
     let mut problems = Vec::new();
     if value.len() > MAX_LABEL_VALUE_LEN {
-        problems.push(max_len_msg(MAX_LABEL_VALUE_LEN));
+        problems.push(max_bytes_msg(MAX_LABEL_VALUE_LEN));
     }
     if !value.is_empty() && !is_qualified_name_part(value) {
         problems.push(LABEL_VALUE_MSG.to_owned());

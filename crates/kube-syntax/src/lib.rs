@@ -3,13 +3,14 @@
 //! Every rule here follows `k8s.io/apimachinery/pkg/util/validation` and the API server's
 //! validation of objects, with its limits and its wording, so that for the rules modelled here
 //! a value accepted is accepted by a real API server and a value refused is refused there with
-//! the same message (docs/kube-syntax.md lists what is not modelled). The target is one version: the rules and messages of Kubernetes 1.28 (the
-//! version the end-to-end tests run against); later versions word some messages differently
-//! (`Too long: may not be more than N bytes` where 1.28 says `must have at most N bytes`, for
-//! one). The modules:
+//! the same message (docs/kube-syntax.md lists what is not modelled). The target is one version:
+//! the rules and messages of Kubernetes 1.37, the newest release the end-to-end tests run (they
+//! also run 1.35, which differs in one rule: Service names, see [`names::object_name_rule`]),
+//! which compare the answers of the strict fake API servers built on this crate with a real
+//! server's. The modules:
 //!
 //! - [`names`]: DNS-1123 labels and subdomains, DNS-1035 labels, qualified names, and which rule
-//!   names an object of each kind (a Service's name is a DNS-1035 label, a ConfigMap's a DNS-1123
+//!   names an object of each kind (a Service's name is a DNS-1123 label, a ConfigMap's a DNS-1123
 //!   subdomain);
 //! - [`labels`]: label keys and values, annotation keys and the annotations' total size;
 //! - [`selector`]: label selectors (`=`, `==`, `!=`, `in`, `notin`, exists, `!` does not exist,

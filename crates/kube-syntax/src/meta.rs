@@ -32,7 +32,9 @@ fn field_manager_problems(manager: &str, apply: bool) -> Vec<String> {
         problems.push("is required for apply patch".to_owned());
     }
     if manager.len() > MAX_FIELD_MANAGER_LEN {
-        problems.push(format!("must have at most {MAX_FIELD_MANAGER_LEN} bytes"));
+        problems.push(format!(
+            "may not be more than {MAX_FIELD_MANAGER_LEN} bytes"
+        ));
     }
     for (i, c) in manager.char_indices() {
         if !is_printable(c) {
@@ -56,7 +58,7 @@ pub fn field_manager(manager: &str, apply: bool) -> Result<(), Invalid> {
 }
 
 /// The field errors of a field manager at `field` (`fieldManager`), as the API server lists
-/// them: `Required value: is required for apply patch`, `Too long: must have at most 128
+/// them: `Required value: is required for apply patch`, `Too long: may not be more than 128
 /// bytes`, `Invalid value: "...": invalid character U+0007 (at position 3)`.
 pub fn field_manager_errors(field: &str, manager: &str, apply: bool) -> Vec<FieldError> {
     let mut errors = Vec::new();

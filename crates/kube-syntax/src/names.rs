@@ -1,4 +1,5 @@
-//! DNS-style names and qualified names (`k8s.io/apimachinery/pkg/util/validation`), and the rule
+//! DNS-style names (`k8s.io/apimachinery/pkg/util/validation`) and qualified names
+//! (`k8s.io/apimachinery/pkg/api/validate/content`, which counts lengths in bytes), and the rule
 //! that names an object of each kind.
 //!
 //! ```
@@ -7,7 +8,7 @@
 //! assert!(dns1035_label("rook-ceph-mon-a").is_ok());
 //! assert!(dns1035_label("0-starts-with-a-digit").is_err());
 //! assert!(dns1123_subdomain("east.rook-ceph.rook-ceph-mon-a").is_ok());
-//! assert_eq!(object_name_rule("", "Service"), Rule::Dns1035Label);
+//! assert_eq!(object_name_rule("", "Service"), Rule::Dns1123Label);
 //! ```
 
 use crate::error::{Invalid, Rule};
@@ -24,9 +25,15 @@ const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist
 const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
 const QUALIFIED_NAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
 
-/// `must be no more than N characters`.
+/// `must be no more than N characters` (`validation.MaxLenError`: names).
 pub(crate) fn max_len_msg(max: usize) -> String {
     format!("must be no more than {max} characters")
+}
+
+/// `must be no more than N bytes` (`content.MaxLenError`: label keys and values, and the
+/// prefix of a qualified name).
+pub(crate) fn max_bytes_msg(max: usize) -> String {
+    format!("must be no more than {max} bytes")
 }
 
 fn lower_alnum(b: u8) -> bool {
@@ -150,17 +157,19 @@ pub fn qualified_name_problems(value: &str) -> Vec<String> {
             if prefix.is_empty() {
                 problems.push("prefix part must be non-empty".to_owned());
             } else {
-                problems.extend(
-                    dns1123_subdomain_problems(prefix)
-                        .into_iter()
-                        .map(|p| format!("prefix part {p}")),
-                );
+                // `content.IsDNS1123Subdomain`: its length in bytes.
+                if prefix.len() > MAX_SUBDOMAIN_LEN {
+                    problems.push(format!("prefix part {}", max_bytes_msg(MAX_SUBDOMAIN_LEN)));
+                }
+                if !is_subdomain_shape(prefix) {
+                    problems.push(format!("prefix part {DNS1123_SUBDOMAIN_MSG}"));
+                }
             }
             *name
         }
         _ => {
             problems.push(
-                "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+                "a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
                     .to_owned(),
             );
             return problems;
@@ -169,7 +178,10 @@ pub fn qualified_name_problems(value: &str) -> Vec<String> {
     if name.is_empty() {
         problems.push("name part must be non-empty".to_owned());
     } else if name.len() > MAX_QUALIFIED_NAME_LEN {
-        problems.push(format!("name part {}", max_len_msg(MAX_QUALIFIED_NAME_LEN)));
+        problems.push(format!(
+            "name part {}",
+            max_bytes_msg(MAX_QUALIFIED_NAME_LEN)
+        ));
     }
     if !is_qualified_name_part(name) {
         problems.push(QUALIFIED_NAME_MSG.to_owned());
@@ -221,14 +233,18 @@ pub fn iana_service_name(value: &str) -> Result<(), Invalid> {
 }
 
 /// The rule that an object's `metadata.name` follows, by API group and kind, as the API server
-/// validates it: Services are DNS-1035 labels, Namespaces DNS-1123 labels, everything else we
-/// know (ConfigMaps, Secrets, Deployments, EndpointSlices, Leases, Events, custom resources)
+/// validates it: Services and Namespaces are DNS-1123 labels, everything else we know
+/// (ConfigMaps, Secrets, Deployments, EndpointSlices, Leases, Events, custom resources)
 /// DNS-1123 subdomains. RBAC objects are held to DNS-1123 subdomains too, stricter than the
 /// server (which takes any path segment, such as `system:controller:x`).
+///
+/// Service names follow Kubernetes 1.37 (`RelaxedServiceNameValidation`, on by default since
+/// 1.36): a name that starts with a digit (`0web`) is accepted. Kubernetes 1.35 still holds
+/// them to DNS-1035 labels ([`dns1035_label`]), as the MCS API holds the names it exports:
+/// code that must run on both takes a DNS-1035 label.
 pub fn object_name_rule(group: &str, kind: &str) -> Rule {
     match (group, kind) {
-        ("", "Service") => Rule::Dns1035Label,
-        ("", "Namespace") => Rule::Dns1123Label,
+        ("", "Service") | ("", "Namespace") => Rule::Dns1123Label,
         _ => Rule::Dns1123Subdomain,
     }
 }
@@ -236,7 +252,6 @@ pub fn object_name_rule(group: &str, kind: &str) -> Rule {
 /// Problems of `name` as the name of an object of `kind` in `group` (none when valid).
 pub fn object_name_problems(group: &str, kind: &str, name: &str) -> Vec<String> {
     match object_name_rule(group, kind) {
-        Rule::Dns1035Label => dns1035_label_problems(name),
         Rule::Dns1123Label => dns1123_label_problems(name),
         _ => dns1123_subdomain_problems(name),
     }

@@ -500,8 +500,8 @@ pub const COMMON_SELECTABLE_FIELDS: [&str; 2] = ["metadata.name", "metadata.name
 /// `ConvertFieldLabel`), which decides which fields it accepts and how it refuses the others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FieldLabels {
-    /// A built-in kind without a conversion of its own (ConfigMap, Service, EndpointSlice,
-    /// Deployment, Lease, ... in 1.28): `DefaultMetaV1FieldSelectorConversion`, which accepts
+    /// A built-in kind without a conversion of its own (ConfigMap, EndpointSlice,
+    /// Deployment, Lease, ...): `DefaultMetaV1FieldSelectorConversion`, which accepts
     /// [`COMMON_SELECTABLE_FIELDS`] and refuses others with `"spec.type" is not a known field
     /// selector: only "metadata.name", "metadata.namespace"`.
     Default,
@@ -520,7 +520,7 @@ pub enum FieldLabels {
 
 impl FieldLabels {
     /// The conversion of the built-in `kind` of `group` (`""` for the core group), as
-    /// Kubernetes 1.28 registers them (`pkg/apis/*/v1/conversion.go`).
+    /// Kubernetes 1.37 (and 1.35) registers them (`pkg/apis/*/v1/conversion.go`).
     pub fn builtin(group: &str, kind: &str) -> Self {
         match (group, kind) {
             ("", "Pod") => Self::Listed(&[
@@ -556,6 +556,12 @@ impl FieldLabels {
                 "type",
                 "metadata.namespace",
                 "metadata.name",
+            ]),
+            ("", "Service") => Self::Listed(&[
+                "metadata.namespace",
+                "metadata.name",
+                "spec.clusterIP",
+                "spec.type",
             ]),
             ("", "Namespace") => Self::Listed(&["status.phase", "metadata.name"]),
             ("", "Secret") => Self::Listed(&["type", "metadata.namespace", "metadata.name"]),

@@ -55,8 +55,12 @@ impl Refusal {
 fn failure(code: u16, reason: &str, message: &str, details: Option<Value>) -> Refusal {
     let mut body = json!({
         "kind": "Status", "apiVersion": "v1", "metadata": {},
-        "status": "Failure", "message": message, "reason": reason, "code": code,
+        "status": "Failure", "message": message, "code": code,
     });
+    // `reason` is `omitempty`: an internal error has none.
+    if !reason.is_empty() {
+        body["reason"] = Value::from(reason);
+    }
     if let Some(details) = details {
         body["details"] = details;
     }
@@ -68,18 +72,72 @@ pub fn bad_request(message: &str) -> Refusal {
     failure(400, "BadRequest", message, None)
 }
 
-/// `404 NotFound` for `plural` `name` (`services "web" not found`).
-pub fn not_found(group: &str, plural: &str, name: &str) -> Refusal {
-    let resource = if group.is_empty() {
+/// A `StatusDetails` as Go writes it: `name` and `group` are `omitempty` (left out when empty:
+/// a core-group resource has no `group`, a create refused before it has a name no `name`).
+fn details(group: &str, kind: &str, name: &str) -> Value {
+    let mut details = serde_json::Map::new();
+    if !name.is_empty() {
+        details.insert("name".to_owned(), Value::from(name));
+    }
+    if !group.is_empty() {
+        details.insert("group".to_owned(), Value::from(group));
+    }
+    if !kind.is_empty() {
+        details.insert("kind".to_owned(), Value::from(kind));
+    }
+    Value::Object(details)
+}
+
+/// `plural` or `plural.group`, as `schema.GroupResource.String()` prints a resource.
+fn qualified(group: &str, plural: &str) -> String {
+    if group.is_empty() {
         plural.to_owned()
     } else {
         format!("{plural}.{group}")
-    };
+    }
+}
+
+/// `404 NotFound` for `plural` `name` (`services "web" not found`).
+pub fn not_found(group: &str, plural: &str, name: &str) -> Refusal {
     failure(
         404,
         "NotFound",
-        &format!("{resource} {} not found", go_quote(name)),
-        Some(json!({"name": name, "group": group, "kind": plural})),
+        &format!("{} {} not found", qualified(group, plural), go_quote(name)),
+        Some(details(group, plural, name)),
+    )
+}
+
+/// `409 AlreadyExists`: a create of `plural` `name` that exists (`services "web" already
+/// exists`).
+pub fn already_exists(group: &str, plural: &str, name: &str) -> Refusal {
+    failure(
+        409,
+        "AlreadyExists",
+        &format!(
+            "{} {} already exists",
+            qualified(group, plural),
+            go_quote(name)
+        ),
+        Some(details(group, plural, name)),
+    )
+}
+
+/// What storage says when a write names a `resourceVersion` that is no longer the object's.
+pub const OPTIMISTIC_LOCK: &str =
+    "the object has been modified; please apply your changes to the latest version and try again";
+
+/// `409 Conflict`: an update of `plural` `name` with a stale `resourceVersion` (`Operation
+/// cannot be fulfilled on services "web": the object has been modified; ...`).
+pub fn conflict(group: &str, plural: &str, name: &str) -> Refusal {
+    failure(
+        409,
+        "Conflict",
+        &format!(
+            "Operation cannot be fulfilled on {} {}: {OPTIMISTIC_LOCK}",
+            qualified(group, plural),
+            go_quote(name)
+        ),
+        Some(details(group, plural, name)),
     )
 }
 
@@ -120,12 +178,13 @@ pub struct Denied<'a> {
 ///     "exportrecords.clusterset.io \"east.shop.web\" is forbidden: User \"system:serviceaccount:broker:agent-west\" cannot delete resource \"exportrecords\" in API group \"clusterset.io\" in the namespace \"broker-east\""
 /// );
 /// ```
+///
+/// A subresource is named in `plural` as RBAC names it (`serviceexports/status`): the refusal
+/// is of the resource (`serviceexports.multicluster.x-k8s.io "web" is forbidden: ... cannot
+/// update resource "serviceexports/status" ...`).
 pub fn forbidden(denied: &Denied<'_>) -> Refusal {
-    let resource = if denied.group.is_empty() {
-        denied.plural.to_owned()
-    } else {
-        format!("{}.{}", denied.plural, denied.group)
-    };
+    let plural = denied.plural.split('/').next().unwrap_or(denied.plural);
+    let resource = qualified(denied.group, plural);
     let object = if denied.name.is_empty() {
         resource
     } else {
@@ -146,7 +205,25 @@ pub fn forbidden(denied: &Denied<'_>) -> Refusal {
             go_quote(denied.plural),
             go_quote(denied.group),
         ),
-        Some(json!({"name": denied.name, "group": denied.group, "kind": denied.plural})),
+        Some(details(denied.group, plural, denied.name)),
+    )
+}
+
+/// `422 Invalid` of an update without a `resourceVersion` of a resource whose updates must
+/// name one (custom resources, Leases, PodDisruptionBudgets, CRDs: see
+/// [`crate::object::Resource::allows_unconditional_update`]); the resource stands for the kind
+/// (`serviceexports.multicluster.x-k8s.io "web" is invalid: metadata.resourceVersion: Invalid
+/// value: 0: must be specified for an update`).
+pub fn resource_version_required(group: &str, plural: &str, name: &str) -> Refusal {
+    invalid(
+        group,
+        plural,
+        name,
+        &[FieldError::invalid_json(
+            "metadata.resourceVersion",
+            &Value::from(0),
+            "must be specified for an update",
+        )],
     )
 }
 
@@ -154,11 +231,6 @@ pub fn forbidden(denied: &Denied<'_>) -> Refusal {
 /// message (`EndpointSlice.discovery.k8s.io "web" is invalid: metadata.labels: Invalid value:
 /// ...`) and as the `causes` with their field paths.
 pub fn invalid(group: &str, kind: &str, name: &str, errors: &[FieldError]) -> Refusal {
-    let qualified = if group.is_empty() {
-        kind.to_owned()
-    } else {
-        format!("{kind}.{group}")
-    };
     // `errors.ToAggregate()` prints each distinct message once, in brackets when several.
     let mut messages: Vec<String> = Vec::new();
     for error in errors {
@@ -176,11 +248,17 @@ pub fn invalid(group: &str, kind: &str, name: &str, errors: &[FieldError]) -> Re
         .iter()
         .map(|e| json!({"reason": e.kind.cause_reason(), "message": e.message(), "field": e.field}))
         .collect();
+    let mut details = details(group, kind, name);
+    details["causes"] = Value::from(causes);
     failure(
         422,
         "Invalid",
-        &format!("{qualified} {} is invalid{listed}", go_quote(name)),
-        Some(json!({"name": name, "group": group, "kind": kind, "causes": causes})),
+        &format!(
+            "{} {} is invalid{listed}",
+            qualified(group, kind),
+            go_quote(name)
+        ),
+        Some(details),
     )
 }
 
@@ -310,8 +388,33 @@ impl Catalog {
     /// with a 500 whatever the parameter. A fake server that wants the code it serves never to
     /// send such fields can check as under `Strict`, or look at [`Catalog::unknown_fields`].
     pub fn check_request(&self, request: &Request<'_>) -> Result<(), Refusal> {
+        let Some(object) = self.decode_request(request)? else {
+            return Ok(());
+        };
+        let completeness = if request.method == "PATCH" {
+            Completeness::Patch
+        } else {
+            Completeness::Whole
+        };
         let Some(path) = parse_path(request.path) else {
             return Ok(());
+        };
+        match self.endpoint_refusal(&path, &object, completeness) {
+            Some(refusal) => Err(refusal),
+            None => Ok(()),
+        }
+    }
+
+    /// The checks of [`Catalog::check_request`] that a real server makes before admission and
+    /// validation (the query, the options, decoding the body: its type, name and namespace
+    /// against the URL, undeclared fields), in its order; `Ok` with the object the body of a
+    /// write decodes to (its `apiVersion`, `kind` and name filled in from the URL when it has
+    /// none), which the server then admits and validates ([`Catalog::refusal`]): a fake server
+    /// that keeps objects checks the namespace, the stored object and the resource version in
+    /// between, as a real one does.
+    pub fn decode_request(&self, request: &Request<'_>) -> Result<Option<Value>, Refusal> {
+        let Some(path) = parse_path(request.path) else {
+            return Ok(None);
         };
         if let Some(selector) = request.query.get("labelSelector") {
             LabelSelector::parse(selector).map_err(|e| bad_request(&e.message))?;
@@ -373,17 +476,10 @@ impl Catalog {
                 };
                 return Err(invalid("meta.k8s.io", options, "", &errors));
             }
-            if apply
-                && request
-                    .query
-                    .get("force")
-                    .is_some_and(|f| f != "true" && f != "false")
-            {
-                return Err(bad_request("force: must be true or false"));
-            }
+            // `force` is read as a boolean and anything but `true` is false: no refusal.
         }
         let Some(body) = request.body.filter(|_| writes) else {
-            return Ok(());
+            return Ok(None);
         };
         if !body.is_object() {
             return Err(bad_request("the body of the request is not a JSON object"));
@@ -391,61 +487,37 @@ impl Catalog {
         let kind = body.get("kind").and_then(Value::as_str);
         let api_version = body.get("apiVersion").and_then(Value::as_str);
         let merge_patch = request.method == "PATCH" && !apply;
-        if !merge_patch || kind.is_some() || api_version.is_some() {
-            let expected = if path.group.is_empty() {
-                path.version.clone()
-            } else {
-                format!("{}/{}", path.group, path.version)
-            };
-            match (api_version, kind) {
-                (None, _) if apply => {
-                    return Err(bad_request("apiVersion must be set in an apply patch"));
-                }
-                (_, None) if apply => {
-                    return Err(bad_request("kind must be set in an apply patch"));
-                }
-                (Some(have), _) if have != expected => {
-                    return Err(bad_request(&format!(
-                        "the API version in the data ({have}) does not match the expected API version ({expected})"
-                    )));
-                }
-                (_, Some(have)) if !resource.kind.is_empty() && have != resource.kind => {
-                    return Err(bad_request(&format!(
-                        "the kind in the data ({have}) does not match the expected kind ({})",
-                        resource.kind
-                    )));
-                }
-                _ => {}
+        let expected = if path.group.is_empty() {
+            path.version.clone()
+        } else {
+            format!("{}/{}", path.group, path.version)
+        };
+        if apply && !resource.kind.is_empty() {
+            // The field manager's version check: the applied object's type is the URL's, exactly.
+            let (group, version) = split_api_version(api_version.unwrap_or(""));
+            let kind = kind.unwrap_or("");
+            if (group, version, kind)
+                != (
+                    path.group.as_str(),
+                    path.version.as_str(),
+                    resource.kind.as_str(),
+                )
+            {
+                return Err(bad_request(&format!(
+                    "invalid object type: {group}/{version}, Kind={kind}"
+                )));
             }
-        }
-        let body_namespace = body.pointer("/metadata/namespace").and_then(Value::as_str);
-        if let (Some(have), Some(url)) = (body_namespace, path.namespace.as_deref())
-            && !have.is_empty()
-            && have != url
+        } else if (!merge_patch || kind.is_some() || api_version.is_some())
+            && self.by_plural(&path.group, &path.plural).is_some()
         {
-            return Err(bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request",
-            ));
-        }
-        let body_name = body.pointer("/metadata/name").and_then(Value::as_str);
-        if let (Some(have), Some(url)) = (body_name, path.name.as_deref())
-            && have != url
-        {
-            return Err(bad_request(&format!(
-                "the name of the object ({have}) does not match the name on the URL ({url})"
-            )));
+            self.decode_type(resource, &expected, api_version, kind)?;
         }
         let mut object = body.clone();
         if object.get("kind").is_none() {
             object["kind"] = Value::from(resource.kind.clone());
         }
         if object.get("apiVersion").is_none() {
-            let api_version = if path.group.is_empty() {
-                path.version.clone()
-            } else {
-                format!("{}/{}", path.group, path.version)
-            };
-            object["apiVersion"] = Value::from(api_version);
+            object["apiVersion"] = Value::from(expected.clone());
         }
         if let Some(name) = &path.name
             && object.pointer("/metadata/name").is_none()
@@ -455,11 +527,7 @@ impl Catalog {
             }
             object["metadata"]["name"] = Value::from(name.clone());
         }
-        let completeness = if request.method == "PATCH" {
-            Completeness::Patch
-        } else {
-            Completeness::Whole
-        };
+        // Decoding: fields the schema does not declare.
         let unknown = self.unknown_fields(&object);
         if !unknown.is_empty() {
             let directive = request
@@ -500,10 +568,125 @@ impl Catalog {
             // Warn (the default) and Ignore: the server prunes them and goes on
             // (`Catalog::prune` does the same to what a fake server stores).
         }
-        match self.refusal(&object, completeness) {
-            Some(refusal) => Err(refusal),
-            None => Ok(()),
+        let body_namespace = body.pointer("/metadata/namespace").and_then(Value::as_str);
+        if let (Some(have), Some(url)) = (body_namespace, path.namespace.as_deref())
+            && !have.is_empty()
+            && have != url
+        {
+            return Err(bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
         }
+        let body_name = body.pointer("/metadata/name").and_then(Value::as_str);
+        if let (Some(have), Some(url)) = (body_name, path.name.as_deref())
+            && have != url
+        {
+            return Err(bad_request(&format!(
+                "the name of the object ({have}) does not match the name on the URL ({url})"
+            )));
+        }
+        Ok(Some(object))
+    }
+
+    /// The refusal of the decoder when a create's or replace's body names another type than
+    /// its URL (`apiVersion` and `kind` default to the URL's). A built-in endpoint decodes
+    /// with the scheme of the built-in types: a type the scheme does not have is `no kind ...
+    /// is registered`, another kind fails its conversion to the endpoint's internal type, the
+    /// same kind of another group version is not accepted.
+    fn decode_type(
+        &self,
+        resource: &crate::object::Resource,
+        expected: &str,
+        api_version: Option<&str>,
+        kind: Option<&str>,
+    ) -> Result<(), Refusal> {
+        if resource.kind.is_empty() {
+            return Ok(());
+        }
+        let api_version = api_version.unwrap_or(expected);
+        let kind = kind.unwrap_or(&resource.kind);
+        let (group, version) = split_api_version(api_version);
+        let cannot = |why: String| {
+            Err(bad_request(&format!(
+                "{kind} in version {} cannot be handled as a {}: {why}",
+                go_quote(version),
+                resource.kind
+            )))
+        };
+        if resource.crd.is_none() {
+            if !crate::object::decodes_builtin(group, version, kind) {
+                return cannot(format!(
+                    "no kind {} is registered for version {} in scheme \"pkg/runtime/scheme.go:111\"",
+                    go_quote(kind),
+                    go_quote(api_version)
+                ));
+            }
+            if kind != resource.kind {
+                // The internal type's package: the group's first label (`core` for the core
+                // group and `events.k8s.io`, whose Event is the core one).
+                let internal = match resource.group.as_str() {
+                    "" | "events.k8s.io" => "core",
+                    other => other.split('.').next().unwrap_or(other),
+                };
+                return cannot(format!(
+                    "converting ({version}.{kind}) to ({internal}.{}): unknown conversion",
+                    resource.kind
+                ));
+            }
+        }
+        // A custom resource's endpoint decodes any kind: another kind is refused by its
+        // validation (`Catalog::endpoint_refusal`).
+        if api_version != expected {
+            return Err(bad_request(&format!(
+                "the API version in the data ({api_version}) does not match the expected API version ({expected})"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The `422 Invalid` a real server gives `object` sent to the endpoint at `path`: for a
+    /// custom resource's endpoint, the object's `kind` and `apiVersion` must be the endpoint's
+    /// (`ValidateTypeMeta`, whose errors are then the only ones: `ServiceImport.x "a" is invalid:
+    /// kind: Invalid value: "ServiceImport": must be ServiceExport`); otherwise
+    /// [`Catalog::refusal`].
+    pub fn endpoint_refusal(
+        &self,
+        path: &ResourcePath,
+        object: &Value,
+        completeness: Completeness,
+    ) -> Option<Refusal> {
+        if let Some(resource) = self
+            .by_plural(&path.group, &path.plural)
+            .filter(|r| r.crd.is_some())
+        {
+            let text = |key: &str| object.pointer(key).and_then(Value::as_str).unwrap_or("");
+            let expected = format!("{}/{}", path.group, path.version);
+            let mut errors = Vec::new();
+            if text("/kind") != resource.kind {
+                errors.push(FieldError::invalid(
+                    "kind",
+                    text("/kind"),
+                    format!("must be {}", resource.kind),
+                ));
+            }
+            if text("/apiVersion") != expected {
+                errors.push(FieldError::invalid(
+                    "apiVersion",
+                    text("/apiVersion"),
+                    format!("must be {expected}"),
+                ));
+            }
+            if !errors.is_empty() {
+                let (group, _) = split_api_version(text("/apiVersion"));
+                return Some(invalid(
+                    group,
+                    text("/kind"),
+                    text("/metadata/name"),
+                    &errors,
+                ));
+            }
+        }
+        self.refusal(object, completeness)
     }
 
     /// The `422 Invalid` a real server gives `object` (by its `apiVersion`, `kind` and name),
@@ -558,7 +741,7 @@ fn typed_patch_refusal(object: &Value, unknown: &[FieldError]) -> Refusal {
     let (group, version) = split_api_version(text("/apiVersion"));
     failure(
         500,
-        "Unknown",
+        "",
         &format!(
             "failed to create typed patch object ({}/{}; {group}/{version}, Kind={}): {listed}",
             text("/metadata/namespace"),

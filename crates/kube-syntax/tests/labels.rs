@@ -65,11 +65,11 @@ fn label_values_refused() {
     }
     assert_eq!(
         label_value(&"a".repeat(64)).unwrap_err().problems,
-        ["must be no more than 63 characters"]
+        ["must be no more than 63 bytes"]
     );
     assert_eq!(
         label_value_problems(&format!("{}/", "a".repeat(63))),
-        ["must be no more than 63 characters", LABEL_VALUE_MSG]
+        ["must be no more than 63 bytes", LABEL_VALUE_MSG]
     );
 }
 
@@ -166,7 +166,7 @@ fn labels_errors_lists_each_problem_of_each_label() {
     let long_and_bad = format!("{}-", "a".repeat(63));
     let errors = labels_errors("metadata.labels", &map(&[("k", &long_and_bad)]));
     assert_eq!(errors.len(), 2, "{errors:#?}");
-    assert_eq!(errors[0].detail, "must be no more than 63 characters");
+    assert_eq!(errors[0].detail, "must be no more than 63 bytes");
     assert_eq!(errors[1].detail, LABEL_VALUE_MSG);
 }
 
@@ -184,7 +184,7 @@ fn annotations_total_size_limit_is_256_kib_of_keys_and_values() {
     assert_eq!(errors[0].kind, ErrorKind::TooLong(262_144));
     assert_eq!(
         errors[0].to_string(),
-        "metadata.annotations: Too long: must have at most 262144 bytes"
+        "metadata.annotations: Too long: may not be more than 262144 bytes"
     );
 
     // Spread over many annotations, keys counted too.

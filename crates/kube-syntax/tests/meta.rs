@@ -16,7 +16,7 @@ fn field_manager_length_limit_is_128() {
         assert!(field_manager(&"m".repeat(128), apply).is_ok());
         let error = field_manager(&"m".repeat(129), apply).unwrap_err();
         assert_eq!(error.rule, Rule::FieldManager);
-        assert_eq!(error.problems, ["must have at most 128 bytes"]);
+        assert_eq!(error.problems, ["may not be more than 128 bytes"]);
     }
     // Bytes, not characters: 64 two-byte characters fit, 65 do not.
     assert!(field_manager(&"é".repeat(64), false).is_ok());
@@ -78,7 +78,7 @@ fn field_manager_errors_are_the_api_server_field_errors() {
     let long = field_manager_errors("fieldManager", &"m".repeat(129), false);
     assert_eq!(
         long[0].to_string(),
-        "fieldManager: Too long: must have at most 128 bytes"
+        "fieldManager: Too long: may not be more than 128 bytes"
     );
     let control = field_manager_errors("fieldManager", "a\u{1b}", false);
     assert_eq!(
@@ -244,14 +244,14 @@ fn bad_conditions_are_refused_field_by_field() {
     long_reason["reason"] = json!("R".repeat(1025));
     assert_eq!(
         shown(long_reason),
-        ["status.conditions[1].reason: Too long: must have at most 1024 bytes"]
+        ["status.conditions[1].reason: Too long: may not be more than 1024 bytes"]
     );
 
     let mut long_message = good_condition();
     long_message["message"] = json!("m".repeat(32769));
     assert_eq!(
         shown(long_message),
-        ["status.conditions[1].message: Too long: must have at most 32768 bytes"]
+        ["status.conditions[1].message: Too long: may not be more than 32768 bytes"]
     );
     let mut longest_message = good_condition();
     longest_message["message"] = json!("m".repeat(32768));

@@ -253,11 +253,11 @@ fn qualified_names_refused_with_each_problem() {
     );
     assert_eq!(
         qualified_name_problems(&"a".repeat(64)),
-        ["name part must be no more than 63 characters"]
+        ["name part must be no more than 63 bytes"]
     );
     assert_eq!(
         qualified_name_problems(&format!("example.com/{}", "a".repeat(64))),
-        ["name part must be no more than 63 characters"]
+        ["name part must be no more than 63 bytes"]
     );
     assert_eq!(
         qualified_name_problems("example.com/"),
@@ -275,7 +275,7 @@ fn qualified_names_refused_with_each_problem() {
     );
     assert_eq!(
         qualified_name_problems(&format!("{}/a", subdomain_of_len(254))),
-        ["prefix part must be no more than 253 characters"]
+        ["prefix part must be no more than 253 bytes"]
     );
     // Both parts wrong: prefix first.
     assert_eq!(
@@ -291,7 +291,7 @@ fn qualified_names_refused_with_each_problem() {
     let problems = qualified_name_problems("a/b/c");
     assert_eq!(problems.len(), 1);
     assert!(
-        problems[0].starts_with("a qualified name must consist of alphanumeric characters"),
+        problems[0].starts_with("a valid label key must consist of alphanumeric characters"),
         "{problems:?}"
     );
     assert!(
@@ -360,7 +360,7 @@ fn iana_port_names() {
 
 #[test]
 fn object_name_rule_per_kind() {
-    assert_eq!(object_name_rule("", "Service"), Rule::Dns1035Label);
+    assert_eq!(object_name_rule("", "Service"), Rule::Dns1123Label);
     assert_eq!(object_name_rule("", "Namespace"), Rule::Dns1123Label);
     for (group, kind) in [
         ("", "ConfigMap"),
@@ -384,13 +384,18 @@ fn object_name_rule_per_kind() {
         );
     }
 
-    // Service: DNS-1035.
+    // Service: a DNS-1123 label in Kubernetes 1.37 (RelaxedServiceNameValidation; 1.35 holds
+    // them to DNS-1035 labels and refuses `0web`).
     assert!(object_name("", "Service", "web").is_ok());
+    assert!(object_name("", "Service", "0web").is_ok());
     assert_eq!(
-        object_name("", "Service", "0web").unwrap_err().problems,
-        [DNS1035_REGEX_MSG]
+        object_name("", "Service", "web.east").unwrap_err().problems,
+        ["must not contain dots"]
     );
-    assert!(object_name("", "Service", "web.east").is_err());
+    assert_eq!(
+        object_name("", "Service", "Web").unwrap_err().problems,
+        [LABEL_REGEX_MSG]
+    );
     // Namespace: DNS-1123 label (digits first allowed, dots not).
     assert!(object_name("", "Namespace", "0ns").is_ok());
     assert_eq!(

@@ -154,7 +154,7 @@ proptest! {
     #[test]
     fn label_values_over_63_are_refused(value in "[a-z]{64,100}") {
         let error = label_value(&value).unwrap_err();
-        prop_assert_eq!(&error.problems, &["must be no more than 63 characters".to_owned()]);
+        prop_assert_eq!(&error.problems, &["must be no more than 63 bytes".to_owned()]);
     }
 
     #[test]

@@ -222,7 +222,7 @@ fn invalid_values_are_reported_as_upstream_prints_them() {
     // Two problems of one value are joined with "; ".
     let message = error(&format!("k={}-", "a".repeat(63)));
     assert!(
-        message.contains(": must be no more than 63 characters; a valid label must be"),
+        message.contains(": must be no more than 63 bytes; a valid label must be"),
         "{message}"
     );
 }
@@ -241,7 +241,7 @@ fn invalid_keys_are_reported_at_the_nil_path() {
     }
     assert!(
         error(&format!("{}=v", "k".repeat(64)))
-            .ends_with("name part must be no more than 63 characters")
+            .ends_with("name part must be no more than 63 bytes")
     );
 }
 
@@ -434,9 +434,8 @@ fn field_selectors_per_kind() {
         COMMON_SELECTABLE_FIELDS,
         ["metadata.name", "metadata.namespace"]
     );
-    // Kinds without a conversion of their own in 1.28: DefaultMetaV1FieldSelectorConversion.
+    // Kinds without a conversion of their own: DefaultMetaV1FieldSelectorConversion.
     for (group, kind) in [
-        ("", "Service"),
         ("", "ConfigMap"),
         ("discovery.k8s.io", "EndpointSlice"),
         ("apps", "Deployment"),
@@ -453,8 +452,12 @@ fn field_selectors_per_kind() {
             "\"spec.type\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
         );
     }
+    // Services select on their type and cluster IP.
+    assert!(FieldSelector::parse_for("", "Service", "spec.type=ClusterIP").is_ok());
+    assert!(FieldSelector::parse_for("", "Service", "spec.clusterIP!=None").is_ok());
     // Kinds with their own conversion: `field label not supported`.
     for (group, kind, field) in [
+        ("", "Service", "spec.ports"),
         ("", "Pod", "spec.containers"),
         ("", "Event", "message"),
         ("", "Secret", "data"),

@@ -2,28 +2,40 @@
 //! one object and lists (one namespace or all) with label and field selectors. It is strict as a
 //! real server is: a selector the server cannot parse is answered 400 BadRequest with the
 //! server's message (kube-syntax's rules), and it refuses to hold a recorded object that a real
-//! server would have refused. Resource types that no object has (and that were
-//! not declared served) answer 404, as an API server does for a CRD that is not installed.
-//! Shared by the unit tests (through a tower-test mock service, [`crate::mock`]) and the process
-//! tests (over HTTP on loopback, [`crate::http`]); they record every request.
+//! server would have refused. Resource types that no object has (and that were not declared
+//! served) answer 404 as an API server does: a built-in group's with a `Status`, any other
+//! group's (a CRD's that is not installed) with Go's plain-text `404 page not found`. Shared by
+//! the unit tests (through a tower-test mock service, [`crate::mock`]) and the process tests
+//! (over HTTP on loopback, [`crate::http`]); they record every request.
 //!
-//! It also answers `/version` (a Kubernetes 1.28 server's), and watches: a test changes an
-//! object with [`FakeApi::put`], which stores it with the next resource version and records an
-//! `ADDED` or `MODIFIED` event; [`FakeApi::watch_events`] gives the events after a resource
-//! version that a watch request (`?watch=true&resourceVersion=N`, the same path, namespace and
-//! selectors as its list) sees. Lists carry the current resource version, as a real server's
-//! do, so that kube's watcher starts its watch where its list ended. [`crate::http::ApiServer`]
-//! streams them on a watch's connection.
+//! Over HTTP it also takes writes ([`FakeApi::handle`]: create, replace, merge patch,
+//! server-side apply, delete), refused as a real server refuses them and in its order (the
+//! authorizer for [users without RBAC](FakeApi::user_without_rbac), the options, decoding the
+//! body, the namespace, the stored object and its resource version, the object's rules, an
+//! existing name); what passes is stored. The e2e test
+//! `the_fake_api_server_refuses_as_real_ones_do` (`tests/e2e-kube`) sends a corpus of refused
+//! requests to it and to real API servers of Kubernetes 1.35 and 1.37 and requires the same
+//! answers: the fake gives 1.37's.
+//!
+//! It also answers `/version` (a Kubernetes 1.37 server's), and watches: a test changes an
+//! object with [`FakeApi::put`] (or a write), which stores it with the next resource version and
+//! records an `ADDED`, `MODIFIED` or `DELETED` event; [`FakeApi::watch_events`] gives the events
+//! after a resource version that a watch request (`?watch=true&resourceVersion=N`, the same
+//! path, namespace and selectors as its list) sees. Lists carry the current resource version,
+//! as a real server's do, so that kube's watcher starts its watch where its list ended.
+//! [`crate::http::ApiServer`] streams them on a watch's connection.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use kube_syntax::object::{Catalog, Completeness};
 use kube_syntax::selector::{FieldSelector, LabelSelector};
-use kube_syntax::status::{Request, parse_path};
+use kube_syntax::status::{
+    self as refusals, APPLY_PATCH, Denied, Refusal, Request, ResourcePath, parse_path,
+};
 use serde_json::{Value, json};
 
 /// A request as the fake API server saw it, with its query decoded.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Seen {
     /// `GET`, ...
     pub method: String,
@@ -55,6 +67,20 @@ pub fn seen(method: &str, target: &str) -> Seen {
     }
 }
 
+/// A whole request as [`crate::http::ApiServer`] receives it: what [`Seen`] records, the
+/// headers the fake reads (`Content-Type`, the bearer token of `Authorization`) and the body.
+#[derive(Debug, Clone, Default)]
+pub struct Call {
+    /// Method, path and query.
+    pub seen: Seen,
+    /// The `Content-Type` header (empty when absent).
+    pub content_type: String,
+    /// The token of `Authorization: Bearer <token>`, if any.
+    pub token: Option<String>,
+    /// The body as sent.
+    pub body: Vec<u8>,
+}
+
 /// The objects of a recorded `kubectl get ... -o yaml` (a `kind: List`) or of several YAML
 /// documents.
 pub fn objects_of(yaml: &str) -> Vec<Value> {
@@ -80,6 +106,59 @@ fn type_path(object: &Value) -> String {
     format!("{prefix}/{}s", kind.to_lowercase())
 }
 
+/// [`type_path`], with the plural the catalog knows for the object's kind (`endpoints`, not
+/// `endpointss`).
+fn type_path_in(catalog: &Catalog, object: &Value) -> String {
+    let api_version = object["apiVersion"].as_str().unwrap_or("");
+    let kind = object["kind"].as_str().unwrap_or("");
+    let (group, _) = kube_syntax::object::split_api_version(api_version);
+    match catalog.by_kind(group, kind) {
+        Some(resource) if api_version == "v1" => format!("/api/v1/{}", resource.plural),
+        Some(resource) => format!("/apis/{api_version}/{}", resource.plural),
+        None => type_path(object),
+    }
+}
+
+/// The path prefix of the type a request names (`/api/v1/services`).
+fn wanted_path(parsed: &ResourcePath) -> String {
+    if parsed.group.is_empty() {
+        format!("/api/{}/{}", parsed.version, parsed.plural)
+    } else {
+        format!(
+            "/apis/{}/{}/{}",
+            parsed.group, parsed.version, parsed.plural
+        )
+    }
+}
+
+/// What a real API server answers a path it serves nothing at: a plain-text 404 (Go's
+/// `http.NotFound`), not a `Status`.
+pub const PAGE_NOT_FOUND: &str = "404 page not found\n";
+
+/// The answer of a refusal: its code and `Status` body.
+fn refused(refusal: &Refusal) -> Answer {
+    (refusal.code, serde_json::to_vec(&refusal.body).unwrap())
+}
+
+/// RFC 7386 JSON merge patch: `patch` merged into `target` (`null` removes a field).
+fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(fields) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = json!({});
+    }
+    let map = target.as_object_mut().unwrap();
+    for (key, value) in fields {
+        if value.is_null() {
+            map.remove(key);
+        } else {
+            merge_patch(map.entry(key.clone()).or_insert(Value::Null), value);
+        }
+    }
+}
+
 /// The API server's rules for the types of a member cluster: the built-in types, the MCS and
 /// About CRDs, and the operator's `CephClusterAddressing` (CephCluster has no CRD here: its
 /// objects get the rules every kind shares).
@@ -103,19 +182,23 @@ pub struct FakeApi {
     catalog: Catalog,
     /// The resource version of the last change (1 before any [`FakeApi::put`]).
     revision: u64,
-    /// What [`FakeApi::put`] changed: resource version, event type, object.
+    /// What [`FakeApi::put`] and the writes changed: resource version, event type, object.
     events: Vec<(u64, &'static str, Value)>,
+    /// Bearer tokens of users RBAC grants nothing ([`FakeApi::user_without_rbac`]).
+    users: BTreeMap<String, String>,
 }
 
 /// A status code and body: the answer to a request.
 pub type Answer = (u16, Vec<u8>);
 
-/// The `/version` of the fake server: a Kubernetes 1.28 server's.
-pub const SERVER_VERSION: &str = "v1.28.15";
+/// The `/version` of the fake server: a Kubernetes 1.37 server's, the release whose answers it
+/// gives (the e2e test `the_fake_api_server_refuses_as_real_ones_do` holds them to a real one's).
+pub const SERVER_VERSION: &str = "v1.37.2";
 
 /// What a request names: the type, the namespace, one object, the selectors.
 struct Target {
     wanted: String,
+    group: String,
     plural: String,
     namespace: Option<String>,
     name: Option<String>,
@@ -124,8 +207,8 @@ struct Target {
 }
 
 impl Target {
-    fn matches(&self, o: &Value) -> bool {
-        type_path(o) == self.wanted
+    fn matches(&self, catalog: &Catalog, o: &Value) -> bool {
+        type_path_in(catalog, o) == self.wanted
             && self
                 .namespace
                 .as_deref()
@@ -203,7 +286,7 @@ impl FakeApi {
         .into_iter()
         .map(str::to_owned)
         .collect();
-        served.extend(objects.iter().map(type_path));
+        served.extend(objects.iter().map(|o| type_path_in(&catalog, o)));
         Self {
             objects,
             served,
@@ -211,7 +294,407 @@ impl FakeApi {
             catalog,
             revision: 1,
             events: Vec::new(),
+            users: BTreeMap::new(),
         }
+    }
+
+    /// Also serves the custom resource of `crd` (a CustomResourceDefinition as JSON: its
+    /// schemas' rules and its type), as a server does once the CRD is installed.
+    pub fn with_crd(mut self, crd: &Value) -> Self {
+        self.catalog = std::mem::take(&mut self.catalog).with_crd(crd);
+        let group = crd["spec"]["group"].as_str().unwrap_or("");
+        let plural = crd["spec"]["names"]["plural"].as_str().unwrap_or("");
+        for version in crd["spec"]["versions"].as_array().into_iter().flatten() {
+            if version["served"] != Value::Bool(false)
+                && let Some(name) = version["name"].as_str()
+            {
+                self.served.insert(format!("/apis/{group}/{name}/{plural}"));
+            }
+        }
+        self
+    }
+
+    /// Requests whose `Authorization` is `Bearer <token>` come from `user`, whom RBAC grants
+    /// nothing (a ServiceAccount without bindings): every request on a resource is refused
+    /// with the 403 of the authorizer, before anything else is looked at, as a real server
+    /// does ([`kube_syntax::status::forbidden`]). Requests without a token, or with another,
+    /// are allowed everything (the fake's admin).
+    pub fn user_without_rbac(mut self, token: &str, user: &str) -> Self {
+        self.users.insert(token.to_owned(), user.to_owned());
+        self
+    }
+
+    /// The 403 a real server's authorizer gives `call` when it bears the token of a user RBAC
+    /// grants nothing; the verb, resource, name and namespace as the request info reads them.
+    pub fn authorize(&self, call: &Call) -> Result<(), Answer> {
+        let Some(user) = call.token.as_ref().and_then(|t| self.users.get(t)) else {
+            return Ok(());
+        };
+        let request = &call.seen;
+        let Some(parsed) = parse_path(&request.path) else {
+            return Ok(());
+        };
+        let verb = match (request.method.as_str(), parsed.name.is_some()) {
+            ("GET", _) if is_watch(request) => "watch",
+            ("GET", true) => "get",
+            ("GET", false) => "list",
+            ("POST", _) => "create",
+            ("PUT", _) => "update",
+            ("PATCH", _) => "patch",
+            ("DELETE", true) => "delete",
+            ("DELETE", false) => "deletecollection",
+            _ => "",
+        };
+        // A namespace is its own namespace (`/api/v1/namespaces/x` is in the namespace "x").
+        let namespace = match (
+            &parsed.namespace,
+            parsed.group.as_str(),
+            parsed.plural.as_str(),
+        ) {
+            (Some(namespace), _, _) => namespace.clone(),
+            (None, "", "namespaces") => parsed.name.clone().unwrap_or_default(),
+            (None, _, _) => String::new(),
+        };
+        let resource = match &parsed.subresource {
+            Some(sub) => format!("{}/{sub}", parsed.plural),
+            None => parsed.plural.clone(),
+        };
+        let refusal = refusals::forbidden(&Denied {
+            user,
+            verb,
+            group: &parsed.group,
+            plural: &resource,
+            name: parsed.name.as_deref().unwrap_or(""),
+            namespace: &namespace,
+        });
+        Err(refused(&refusal))
+    }
+
+    /// The answer to any request (not a watch: see [`FakeApi::watch_events`]): reads as
+    /// [`FakeApi::respond`] answers them, and writes (create, replace, merge patch, server-side
+    /// apply, delete) refused as a real server refuses them, in its order: the authorizer
+    /// (403), a path it serves nothing at (404), the query and options (400, 422), the body
+    /// decoded against the URL (400; undeclared fields under `Strict`), the namespace of a
+    /// create (404), the stored object (404 for a replace, patch or delete of a missing one;
+    /// 409 for a stale `resourceVersion`), the object's rules (422), a create of an existing
+    /// one (409 `AlreadyExists`). A write that passes is stored with a new resource version
+    /// (custom objects pruned of undeclared fields), and watches see it.
+    pub fn handle(&mut self, call: &Call) -> Answer {
+        if let Err(refusal) = self.authorize(call) {
+            return refusal;
+        }
+        let request = &call.seen;
+        if request.method == "GET" {
+            return self.respond(request);
+        }
+        let Some(parsed) = parse_path(&request.path) else {
+            return (404, PAGE_NOT_FOUND.as_bytes().to_vec());
+        };
+        if !self.served.contains(&wanted_path(&parsed)) {
+            return self.unserved(&parsed);
+        }
+        match request.method.as_str() {
+            "POST" | "PUT" | "PATCH" => self.write(call, &parsed),
+            "DELETE" => self.delete(&parsed),
+            other => (
+                405,
+                status(
+                    405,
+                    "MethodNotAllowed",
+                    &format!("{other} is not supported by the fake API server"),
+                ),
+            ),
+        }
+    }
+
+    /// The 404 of a resource type that is not served: a built-in group's API (the core group,
+    /// `apps`, ...) answers with a `Status`; a path of any other group (a CRD's, whose CRD may be
+    /// installed, or one nobody serves) is Go's plain-text 404.
+    fn unserved(&self, parsed: &ResourcePath) -> Answer {
+        if parsed.group.is_empty()
+            || self
+                .catalog
+                .by_group(&parsed.group)
+                .any(|r| r.crd.is_none())
+        {
+            let body = json!({
+                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "the server could not find the requested resource",
+                "reason": "NotFound", "details": {}, "code": 404
+            });
+            return (404, serde_json::to_vec(&body).unwrap());
+        }
+        (404, PAGE_NOT_FOUND.as_bytes().to_vec())
+    }
+
+    /// Whether namespace `name` exists (a `Namespace` object is held).
+    fn namespace_exists(&self, name: &str) -> bool {
+        self.objects.iter().any(|o| {
+            o["apiVersion"] == "v1" && o["kind"] == "Namespace" && o["metadata"]["name"] == name
+        })
+    }
+
+    /// The index of the stored object of the type at `parsed`, in its namespace, named `name`.
+    fn stored(&self, parsed: &ResourcePath, name: &str) -> Option<usize> {
+        let wanted = wanted_path(parsed);
+        self.objects.iter().position(|o| {
+            type_path_in(&self.catalog, o) == wanted
+                && o["metadata"]["name"] == name
+                && match &parsed.namespace {
+                    Some(namespace) => o["metadata"]["namespace"] == namespace.as_str(),
+                    None => o["metadata"]["namespace"].as_str().unwrap_or("").is_empty(),
+                }
+        })
+    }
+
+    /// Stores `object` (new, or in place of the one at `index`) with the next resource version
+    /// and records the watch event; the stored object.
+    fn store(&mut self, mut object: Value, index: Option<usize>) -> Value {
+        self.catalog.prune(&mut object);
+        self.revision += 1;
+        object["metadata"]["resourceVersion"] = Value::String(self.revision.to_string());
+        let event = match index {
+            Some(index) => {
+                let uid = self.objects[index]["metadata"]["uid"].clone();
+                if !uid.is_null() {
+                    object["metadata"]["uid"] = uid;
+                }
+                self.objects[index] = object.clone();
+                "MODIFIED"
+            }
+            None => {
+                if object["metadata"]["uid"].is_null() {
+                    object["metadata"]["uid"] =
+                        Value::String(format!("00000000-0000-4000-8000-{:012x}", self.revision));
+                }
+                self.objects.push(object.clone());
+                "ADDED"
+            }
+        };
+        self.events.push((self.revision, event, object.clone()));
+        object
+    }
+
+    /// A create, replace or patch.
+    fn write(&mut self, call: &Call, parsed: &ResourcePath) -> Answer {
+        let request = &call.seen;
+        let apply = request.method == "PATCH" && call.content_type == APPLY_PATCH;
+        let merge = request.method == "PATCH" && !apply;
+        if merge
+            && !matches!(
+                call.content_type.as_str(),
+                "application/merge-patch+json" | "application/strategic-merge-patch+json"
+            )
+        {
+            return (
+                415,
+                status(
+                    415,
+                    "UnsupportedMediaType",
+                    &format!(
+                        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (the fake API server does not apply {:?})",
+                        call.content_type
+                    ),
+                ),
+            );
+        }
+        let body: Value = if call.body.is_empty() {
+            Value::Null
+        } else if apply {
+            match serde_saphyr::from_slice(&call.body) {
+                Ok(body) => body,
+                Err(error) => {
+                    return refused(&refusals::bad_request(&format!(
+                        "error decoding YAML: {error}"
+                    )));
+                }
+            }
+        } else {
+            match serde_json::from_slice(&call.body) {
+                Ok(body) => body,
+                Err(error) => {
+                    return refused(&refusals::bad_request(&format!(
+                        "error decoding JSON: {error}"
+                    )));
+                }
+            }
+        };
+        let checked = |body: Option<&Value>| {
+            self.catalog.decode_request(&Request {
+                method: &request.method,
+                path: &request.path,
+                query: &request.query,
+                content_type: &call.content_type,
+                body,
+            })
+        };
+        // A merge patch is applied to the stored object before it is decoded: the options
+        // first, then the object must exist.
+        if merge {
+            if let Err(refusal) = checked(None) {
+                return refused(&refusal);
+            }
+            let name = parsed.name.clone().unwrap_or_default();
+            let Some(index) = self.stored(parsed, &name) else {
+                return refused(&refusals::not_found(&parsed.group, &parsed.plural, &name));
+            };
+            if let Err(refusal) = checked(Some(&body)) {
+                return refused(&refusal);
+            }
+            let mut object = self.objects[index].clone();
+            merge_patch(&mut object, &body);
+            return self.replace(parsed, object, index, false);
+        }
+        let object = match checked(Some(&body)) {
+            Ok(Some(object)) => object,
+            Ok(None) => return refused(&refusals::bad_request("the request has no body")),
+            Err(refusal) => return refused(&refusal),
+        };
+        let mut object = object;
+        if let Some(namespace) = &parsed.namespace {
+            object["metadata"]["namespace"] = Value::String(namespace.clone());
+        }
+        match (request.method.as_str(), &parsed.name) {
+            ("POST", None) => self.create(parsed, object),
+            ("PUT", Some(name)) => match self.stored(parsed, name) {
+                None => refused(&refusals::not_found(&parsed.group, &parsed.plural, name)),
+                Some(index) => self.replace(parsed, object, index, true),
+            },
+            ("PATCH", Some(name)) => match self.stored(parsed, name) {
+                None => self.create(parsed, object),
+                Some(index) => {
+                    let mut merged = self.objects[index].clone();
+                    merge_patch(&mut merged, &object);
+                    self.replace(parsed, merged, index, false)
+                }
+            },
+            (method, _) => (
+                405,
+                status(
+                    405,
+                    "MethodNotAllowed",
+                    &format!(
+                        "the server does not allow this method on the requested resource ({method})"
+                    ),
+                ),
+            ),
+        }
+    }
+
+    /// A create (a POST, or an apply of a missing object): the namespace must exist, the object
+    /// must pass the rules of its kind, and no object of its type and name may exist.
+    fn create(&mut self, parsed: &ResourcePath, mut object: Value) -> Answer {
+        if let Some(namespace) = &parsed.namespace
+            && !self.namespace_exists(namespace)
+        {
+            return refused(&refusals::not_found("", "namespaces", namespace));
+        }
+        // The name is generated before the object is validated, as `BeforeCreate` does (the
+        // generateName's first 58 bytes and five characters; a real server's are random).
+        if object["metadata"]["name"].as_str().unwrap_or("").is_empty()
+            && let Some(prefix) = object["metadata"]["generateName"].as_str()
+            && !prefix.is_empty()
+        {
+            let base: String = prefix
+                .chars()
+                .scan(0, |bytes, c| {
+                    *bytes += c.len_utf8();
+                    (*bytes <= 58).then_some(c)
+                })
+                .collect();
+            let suffix: String = format!("{:05}", self.revision + 1)
+                .bytes()
+                .rev()
+                .take(5)
+                .map(|d| char::from(b"bcdfghjklm"[usize::from(d - b'0')]))
+                .collect();
+            object["metadata"]["name"] = Value::String(format!("{base}{suffix}"));
+        }
+        if let Some(refusal) = self
+            .catalog
+            .endpoint_refusal(parsed, &object, Completeness::Whole)
+        {
+            return refused(&refusal);
+        }
+        let name = object["metadata"]["name"].as_str().unwrap_or("").to_owned();
+        if self.stored(parsed, &name).is_some() {
+            return refused(&refusals::already_exists(
+                &parsed.group,
+                &parsed.plural,
+                &name,
+            ));
+        }
+        (201, serde_json::to_vec(&self.store(object, None)).unwrap())
+    }
+
+    /// A replace (`check_version`: a PUT, whose `resourceVersion`, when it has one, must be
+    /// the stored object's) or the result of a patch, at `index`; the whole object must pass
+    /// the rules of its kind. The `status` subresource replaces the status only.
+    fn replace(
+        &mut self,
+        parsed: &ResourcePath,
+        object: Value,
+        index: usize,
+        check_version: bool,
+    ) -> Answer {
+        let stored = &self.objects[index];
+        let name = stored["metadata"]["name"].as_str().unwrap_or("").to_owned();
+        let version = object["metadata"]["resourceVersion"].as_str().unwrap_or("");
+        if check_version {
+            let unconditional = self
+                .catalog
+                .by_plural(&parsed.group, &parsed.plural)
+                .is_none_or(kube_syntax::object::Resource::allows_unconditional_update);
+            if version.is_empty() && !unconditional {
+                return refused(&refusals::resource_version_required(
+                    &parsed.group,
+                    &parsed.plural,
+                    &name,
+                ));
+            }
+            if !version.is_empty() && stored["metadata"]["resourceVersion"] != version {
+                return refused(&refusals::conflict(&parsed.group, &parsed.plural, &name));
+            }
+        }
+        let object = match parsed.subresource.as_deref() {
+            Some("status") => {
+                let mut updated = stored.clone();
+                updated["status"] = object["status"].clone();
+                updated
+            }
+            _ => object,
+        };
+        if let Some(refusal) = self
+            .catalog
+            .endpoint_refusal(parsed, &object, Completeness::Whole)
+        {
+            return refused(&refusal);
+        }
+        (
+            200,
+            serde_json::to_vec(&self.store(object, Some(index))).unwrap(),
+        )
+    }
+
+    /// A delete of one object (404 when it is not there); the answer is the deleted object.
+    fn delete(&mut self, parsed: &ResourcePath) -> Answer {
+        let Some(name) = &parsed.name else {
+            return (
+                405,
+                status(
+                    405,
+                    "MethodNotAllowed",
+                    "the fake API server does not delete collections",
+                ),
+            );
+        };
+        let Some(index) = self.stored(parsed, name) else {
+            return refused(&refusals::not_found(&parsed.group, &parsed.plural, name));
+        };
+        let object = self.objects.remove(index);
+        self.revision += 1;
+        self.events.push((self.revision, "DELETED", object.clone()));
+        (200, serde_json::to_vec(&object).unwrap())
     }
 
     /// Stores `object` (replacing the one of the same type, namespace and name) with the next
@@ -225,7 +708,7 @@ impl FakeApi {
         assert!(errors.is_empty(), "a real API server would refuse {object}");
         self.revision += 1;
         object["metadata"]["resourceVersion"] = Value::String(self.revision.to_string());
-        self.served.insert(type_path(&object));
+        self.served.insert(type_path_in(&self.catalog, &object));
         let event = match self.objects.iter_mut().find(|o| same_object(o, &object)) {
             Some(stored) => {
                 *stored = object.clone();
@@ -252,7 +735,9 @@ impl FakeApi {
         Ok(self
             .events
             .iter()
-            .filter(|(revision, _, object)| *revision > after && target.matches(object))
+            .filter(|(revision, _, object)| {
+                *revision > after && target.matches(&self.catalog, object)
+            })
             .map(|(revision, event, object)| {
                 let line = serde_json::to_vec(&json!({"type": event, "object": object})).unwrap();
                 (*revision, line)
@@ -289,7 +774,13 @@ impl FakeApi {
         let Some(parsed) = parse_path(&request.path) else {
             return Err(not_found());
         };
-        if parsed.subresource.is_some() || (parsed.namespace.is_none() && parsed.name.is_some()) {
+        let namespaced = self
+            .catalog
+            .by_plural(&parsed.group, &parsed.plural)
+            .is_none_or(|r| r.namespaced);
+        if parsed.subresource.is_some()
+            || (parsed.namespace.is_none() && parsed.name.is_some() && namespaced)
+        {
             return Err(not_found());
         }
         let prefix = if parsed.group.is_empty() {
@@ -313,7 +804,7 @@ impl FakeApi {
             ));
         }
         if !self.served.contains(&wanted) {
-            return Err(not_found());
+            return Err(self.unserved(&parsed));
         }
         // Both parse: check_request refused the request otherwise.
         let labels = LabelSelector::parse(
@@ -332,6 +823,7 @@ impl FakeApi {
         .unwrap();
         Ok(Target {
             wanted,
+            group: parsed.group,
             plural: parsed.plural,
             namespace: parsed.namespace,
             name: parsed.name,
@@ -356,14 +848,14 @@ impl FakeApi {
     /// body.
     pub fn respond(&self, request: &Seen) -> (u16, Vec<u8>) {
         if request.method == "GET" && request.path == "/version" {
-            let (major, minor) = ("1", "28");
+            let (major, minor) = ("1", "37");
             return (
                 200,
                 serde_json::to_vec(&json!({
                     "major": major, "minor": minor, "gitVersion": SERVER_VERSION,
                     "gitCommit": "0000000000000000000000000000000000000000",
-                    "gitTreeState": "clean", "buildDate": "2024-10-22T20:28:14Z",
-                    "goVersion": "go1.22.8", "compiler": "gc", "platform": "linux/amd64"
+                    "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z",
+                    "goVersion": "go1.26.8", "compiler": "gc", "platform": "linux/amd64"
                 }))
                 .unwrap(),
             );
@@ -375,20 +867,13 @@ impl FakeApi {
         let matching: Vec<Value> = self
             .objects
             .iter()
-            .filter(|o| target.matches(o))
+            .filter(|o| target.matches(&self.catalog, o))
             .cloned()
             .collect();
         match target.name {
             Some(name) => match matching.into_iter().next() {
                 Some(object) => (200, serde_json::to_vec(&object).unwrap()),
-                None => (
-                    404,
-                    status(
-                        404,
-                        "NotFound",
-                        &format!("{} \"{name}\" not found", target.plural),
-                    ),
-                ),
+                None => refused(&refusals::not_found(&target.group, &target.plural, &name)),
             },
             None => (
                 200,
@@ -433,13 +918,21 @@ mod strict_tests {
 
     #[test]
     fn an_unsupported_field_selector_is_answered_400() {
-        let (code, body) = get("/api/v1/services?fieldSelector=spec.type%3DClusterIP");
+        let (code, body) = get("/api/v1/configmaps?fieldSelector=data.a%3D1");
         assert_eq!(code, 400);
-        // Services have no field-label conversion of their own in 1.28.
+        // ConfigMaps have no field-label conversion of their own.
         assert_eq!(
             body["message"],
-            "\"spec.type\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+            "\"data.a\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
         );
+        // Services have theirs: their type and cluster IP, nothing else.
+        assert_eq!(
+            get("/api/v1/services?fieldSelector=spec.type%3DClusterIP").0,
+            200
+        );
+        let (code, body) = get("/api/v1/services?fieldSelector=spec.ports%3D80");
+        assert_eq!(code, 400);
+        assert_eq!(body["message"], "field label not supported: spec.ports");
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! [`FakeApi`] over HTTP/1.1 on loopback, for tests that run a binary against it.
 //!
-//! Every request has its own connection. A watch (`?watch=true`) is answered with a chunked
+//! Every request has its own connection. The server reads the request's `Content-Type`, its
+//! bearer token and its body ([`crate::api::Call`]), so that writes are answered
+//! ([`FakeApi::handle`]) and users without RBAC refused. A watch (`?watch=true`) is answered with a chunked
 //! stream of the events after its `resourceVersion` as they come ([`ApiServer::put`] changes an
 //! object while the binary runs), until its `timeoutSeconds`, the client going away or the
 //! server stopping.
@@ -13,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::api::{FakeApi, Seen, is_watch, seen};
+use crate::api::{Call, FakeApi, Seen, is_watch, seen};
 
 /// The API and a condition variable that [`ApiServer::put`] signals.
 type Shared = Arc<(Mutex<FakeApi>, Condvar)>;
@@ -31,10 +33,59 @@ pub struct ApiServer {
 fn reason(code: u16) -> &'static str {
     match code {
         200 => "OK",
+        201 => "Created",
+        400 => "Bad Request",
+        401 => "Unauthorized",
         403 => "Forbidden",
         404 => "Not Found",
+        405 => "Method Not Allowed",
+        409 => "Conflict",
+        415 => "Unsupported Media Type",
+        422 => "Unprocessable Entity",
+        500 => "Internal Server Error",
         _ => "Error",
     }
+}
+
+/// The head of an answer with `body`: a `Status` or object is JSON, anything else (the 404 of
+/// a path nothing is served at) plain text, as a real server sends them.
+fn head(code: u16, body: &[u8]) -> String {
+    let content_type = if body.first() == Some(&b'{') {
+        "application/json"
+    } else {
+        "text/plain; charset=utf-8"
+    };
+    format!(
+        "HTTP/1.1 {code} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        reason(code),
+        body.len()
+    )
+}
+
+/// Reads a body of `Content-Length` bytes, or chunked.
+fn read_body(
+    reader: &mut BufReader<TcpStream>,
+    length: Option<usize>,
+    chunked: bool,
+) -> Option<Vec<u8>> {
+    use std::io::Read;
+    if chunked {
+        let mut body = Vec::new();
+        loop {
+            let mut size = String::new();
+            reader.read_line(&mut size).ok()?;
+            let size = usize::from_str_radix(size.trim().split(';').next()?, 16).ok()?;
+            let mut chunk = vec![0; size + 2];
+            reader.read_exact(&mut chunk).ok()?;
+            if size == 0 {
+                return Some(body);
+            }
+            body.extend_from_slice(&chunk[..size]);
+        }
+    }
+    let mut body = vec![0; length.unwrap_or(0)];
+    reader.read_exact(&mut body).ok()?;
+    Some(body)
 }
 
 /// Streams the events `request` sees as chunks, from its `resourceVersion` on.
@@ -53,12 +104,7 @@ fn stream_watch(mut stream: TcpStream, request: &Seen, api: &Shared, stop: &Atom
     let (lock, changed) = &**api;
     let first = lock.lock().unwrap().watch_events(request, after);
     if let Err((code, body)) = first {
-        let head = format!(
-            "HTTP/1.1 {code} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            reason(code),
-            body.len()
-        );
-        let _ = stream.write_all(head.as_bytes());
+        let _ = stream.write_all(head(code, &body).as_bytes());
         let _ = stream.write_all(&body);
         return;
     }
@@ -101,6 +147,7 @@ fn answer(stream: TcpStream, api: &Shared, log: &Mutex<Vec<Seen>>, stop: &Atomic
     if reader.read_line(&mut request_line).is_err() {
         return;
     }
+    let (mut content_type, mut token, mut length, mut chunked) = (String::new(), None, None, false);
     loop {
         let mut header = String::new();
         match reader.read_line(&mut header) {
@@ -108,25 +155,53 @@ fn answer(stream: TcpStream, api: &Shared, log: &Mutex<Vec<Seen>>, stop: &Atomic
             Ok(_) if header == "\r\n" || header == "\n" => break,
             Ok(_) => {}
         }
+        let Some((name, value)) = header.split_once(':') else {
+            continue;
+        };
+        let value = value.trim();
+        match name.trim().to_ascii_lowercase().as_str() {
+            "content-type" => content_type = value.to_owned(),
+            "content-length" => length = value.parse().ok(),
+            "transfer-encoding" => chunked = value.eq_ignore_ascii_case("chunked"),
+            "authorization" => {
+                token = value.strip_prefix("Bearer ").map(|t| t.trim().to_owned());
+            }
+            _ => {}
+        }
     }
     let mut parts = request_line.split_whitespace();
     let (Some(method), Some(target)) = (parts.next(), parts.next()) else {
         return;
     };
-    let request = seen(method, target);
-    log.lock().unwrap().push(request.clone());
+    let Some(body) = read_body(&mut reader, length, chunked) else {
+        return;
+    };
+    let call = Call {
+        seen: seen(method, target),
+        content_type,
+        token,
+        body,
+    };
+    log.lock().unwrap().push(call.seen.clone());
     let mut stream = reader.into_inner();
-    if is_watch(&request) {
-        stream_watch(stream, &request, api, stop);
+    if is_watch(&call.seen) {
+        let refused = api.0.lock().unwrap().authorize(&call);
+        if let Err((code, body)) = refused {
+            let _ = stream.write_all(head(code, &body).as_bytes());
+            let _ = stream.write_all(&body);
+            return;
+        }
+        stream_watch(stream, &call.seen, api, stop);
         return;
     }
-    let (code, body) = api.0.lock().unwrap().respond(&request);
-    let head = format!(
-        "HTTP/1.1 {code} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        reason(code),
-        body.len()
-    );
-    let _ = stream.write_all(head.as_bytes());
+    let (code, body) = {
+        let (lock, changed) = &**api;
+        let answer = lock.lock().unwrap().handle(&call);
+        // A write is an event for the watches.
+        changed.notify_all();
+        answer
+    };
+    let _ = stream.write_all(head(code, &body).as_bytes());
     let _ = stream.write_all(&body);
     let _ = stream.flush();
 }

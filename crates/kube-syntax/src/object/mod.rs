@@ -130,9 +130,65 @@ const BUILTIN: &[(&str, &str, &str, &str, bool)] = &[
     ),
 ];
 
+/// The older versions of the built-in kinds above that the API server's scheme still decodes
+/// (and converts) although it serves only the newest: a body of one of them gets past the
+/// decoder, to be refused for its version (`the API version in the data (apps/v1beta1) does not
+/// match the expected API version (apps/v1)`); a version the scheme lacks is `no kind ... is
+/// registered`.
+const DECODED_VERSIONS: &[(&str, &str, &[&str])] = &[
+    ("apps", "v1beta1", &["Deployment"]),
+    ("apps", "v1beta2", &["Deployment"]),
+    ("discovery.k8s.io", "v1beta1", &["EndpointSlice"]),
+    ("coordination.k8s.io", "v1beta1", &["Lease"]),
+    (
+        "rbac.authorization.k8s.io",
+        "v1beta1",
+        &["Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"],
+    ),
+    (
+        "rbac.authorization.k8s.io",
+        "v1alpha1",
+        &["Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"],
+    ),
+    ("policy", "v1beta1", &["PodDisruptionBudget"]),
+    ("events.k8s.io", "v1beta1", &["Event"]),
+    (
+        "apiextensions.k8s.io",
+        "v1beta1",
+        &["CustomResourceDefinition"],
+    ),
+];
+
+/// Whether the API server's scheme decodes `kind` of `group`/`version`: a built-in kind of
+/// [`Catalog::builtin`] at its served version or one of the older ones it still knows.
+pub fn decodes_builtin(group: &str, version: &str, kind: &str) -> bool {
+    BUILTIN
+        .iter()
+        .any(|(g, v, k, _, _)| (*g, *v, *k) == (group, version, kind))
+        || DECODED_VERSIONS
+            .iter()
+            .any(|(g, v, kinds)| (*g, *v) == (group, version) && kinds.contains(&kind))
+}
+
 /// `("apps", "v1")` from `"apps/v1"`, `("", "v1")` from `"v1"`.
 pub fn split_api_version(api_version: &str) -> (&str, &str) {
     api_version.split_once('/').unwrap_or(("", api_version))
+}
+
+impl Resource {
+    /// Whether an update may leave out `metadata.resourceVersion` (the registry's
+    /// `AllowUnconditionalUpdate`): not for custom resources, CRDs, Leases and
+    /// PodDisruptionBudgets, whose updates without one are refused with
+    /// [`crate::status::resource_version_required`].
+    pub fn allows_unconditional_update(&self) -> bool {
+        self.crd.is_none()
+            && !matches!(
+                (self.group.as_str(), self.kind.as_str()),
+                ("coordination.k8s.io", "Lease")
+                    | ("policy", "PodDisruptionBudget")
+                    | ("apiextensions.k8s.io", "CustomResourceDefinition")
+            )
+    }
 }
 
 impl Catalog {
@@ -185,6 +241,11 @@ impl Catalog {
         self.resources
             .iter()
             .find(|r| r.group == group && r.plural == plural)
+    }
+
+    /// The resources of `group`.
+    pub fn by_group<'a>(&'a self, group: &'a str) -> impl Iterator<Item = &'a Resource> + 'a {
+        self.resources.iter().filter(move |r| r.group == group)
     }
 
     /// The resource of `kind` in `group`.
@@ -334,28 +395,34 @@ pub fn metadata_errors(
     let mut errors = Vec::new();
     let name = text(object, "/metadata/name");
     let generate_name = text(object, "/metadata/generateName");
-    match (name, generate_name) {
-        (Some(name), _) if !name.is_empty() => {
+    // `ValidateObjectMetaAccessor`: generateName when set (its trailing dash masked as
+    // `maskTrailingDash` masks it: the last two bytes become `a`), then the name; a name the
+    // server will generate from generateName is not required.
+    let prefix = generate_name.filter(|p| !p.is_empty());
+    if let Some(prefix) = prefix {
+        let masked = match prefix.as_bytes() {
+            [head @ .., _, b'-'] if prefix.len() > 1 => {
+                format!("{}a", String::from_utf8_lossy(head))
+            }
+            _ => prefix.to_owned(),
+        };
+        errors.extend(problems_error(
+            "metadata.generateName",
+            prefix,
+            object_name_problems(group, kind, &masked),
+        ));
+    }
+    match name {
+        Some(name) if !name.is_empty() => {
             errors.extend(problems_error(
                 "metadata.name",
                 name,
                 object_name_problems(group, kind, name),
             ));
         }
-        (_, Some(prefix)) if !prefix.is_empty() => {
-            let masked = prefix
-                .strip_suffix('-')
-                .map_or(prefix.to_owned(), |p| format!("{p}a"));
-            errors.extend(problems_error(
-                "metadata.generateName",
-                prefix,
-                object_name_problems(group, kind, &masked),
-            ));
-        }
-        _ if completeness == Completeness::Whole => errors.push(FieldError::required(
-            "metadata.name",
-            "name or generateName is required",
-        )),
+        _ if prefix.is_none() && completeness == Completeness::Whole => errors.push(
+            FieldError::required("metadata.name", "name or generateName is required"),
+        ),
         _ => {}
     }
     match text(object, "/metadata/namespace") {
