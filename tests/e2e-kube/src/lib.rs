@@ -18,6 +18,7 @@
 pub mod conformance;
 pub mod local;
 pub mod scenarios;
+pub mod strictness;
 
 use std::collections::BTreeMap;
 use std::future::Future;

@@ -91,3 +91,29 @@ async fn agent_replicas_one_leads_all_serve_dns() -> anyhow::Result<()> {
     .await
 }
 
+/// The strict fake API server (kube-fake) refuses the corpus of `src/strictness.rs` as the
+/// real API server of east of every target does: the same status code, reason, message and
+/// details. Runs on its own namespace `e2e-strictness-<seconds>` (no agents: no `World`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fake_api_server_refuses_as_real_ones_do() -> anyhow::Result<()> {
+    use clusterset_e2e::strictness;
+    let mut runs = std::collections::BTreeMap::new();
+    let mut failures = String::new();
+    for target in Target::all()? {
+        let (compared, release) = strictness::compare(&target).await?;
+        strictness::print(&target, release, &compared);
+        let report = strictness::mismatches(&compared, release);
+        if !report.is_empty() {
+            failures.push_str(&format!("---- {target} ----\n{report}"));
+        }
+        runs.insert(target.to_string(), compared);
+    }
+    for line in strictness::release_differences(&runs) {
+        println!("the releases answer differently: {line}");
+    }
+    assert!(
+        failures.is_empty(),
+        "the fake API server answered differently from the real one:\n{failures}"
+    );
+    Ok(())
+}
