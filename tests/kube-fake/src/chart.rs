@@ -350,6 +350,34 @@ pub fn documented_values(chart: &str) -> Vec<(String, Vec<String>)> {
     cases
 }
 
+/// `helm lint --strict` of `chart` (a chart directory, relative to the workspace) with every set
+/// of values of [`documented_values`], and the docs' examples rendered as release `release` in
+/// `namespace` with every object checked ([`problems`]): each failure, named by its case (empty
+/// when all pass).
+pub fn lint_documented(chart: &str, release: &str, namespace: &str) -> Vec<String> {
+    let helm = crate::helm::helm();
+    let path = std::path::Path::new(chart);
+    let mut failures = Vec::new();
+    for (what, args) in documented_values(chart) {
+        match helm.lint(path, namespace, &args) {
+            Ok(report) if report.contains("1 chart(s) linted, 0 chart(s) failed") => {}
+            Ok(report) => failures.push(format!("{what}: helm lint: {report}")),
+            Err(error) => failures.push(format!("{what}: {error}")),
+        }
+        if what.starts_with("docs/") {
+            match helm.template_with(path, release, namespace, &args) {
+                Ok(rendered) => failures.extend(
+                    problems(&rendered, &[namespace])
+                        .into_iter()
+                        .map(|problem| format!("{what}: {problem}")),
+                ),
+                Err(error) => failures.push(format!("{what}: {error}")),
+            }
+        }
+    }
+    failures
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
