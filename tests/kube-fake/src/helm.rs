@@ -6,8 +6,11 @@
 //! never skip.
 //!
 //! Every run is hermetic: no environment but `PATH`, a fresh home with Helm's configuration,
-//! cache and data directories in it, and no kubeconfig (nothing here talks to a cluster). Values
-//! are written to a file in that home and given with `-f`, as a user gives a values file.
+//! cache and data directories in it, and no kubeconfig: rendering and linting talk to no
+//! cluster. The commands that do ([`Helm::install`], [`Helm::uninstall`], [`Helm::status`],
+//! [`Helm::manifest`]: the end-to-end tests' installs into real API servers) are given the
+//! cluster as a [`Kube`], a kubeconfig file and its context, and see nothing else. Values are
+//! written to a file in that home and given with `-f`, as a user gives a values file.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -85,6 +88,16 @@ pub struct Helm {
     binary: PathBuf,
 }
 
+/// A cluster Helm talks to: a kubeconfig file (`KUBECONFIG` of the run) and the context in it
+/// (`--kube-context`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kube {
+    /// The kubeconfig file.
+    pub kubeconfig: PathBuf,
+    /// The context.
+    pub context: String,
+}
+
 impl Helm {
     /// The Helm of the k8s tools, if `build.sh --check helm` says it is current; otherwise what
     /// it said and the command that builds it.
@@ -128,29 +141,64 @@ impl Helm {
     /// `values` (if any) written to a file and given last with `-f`; Helm's standard output,
     /// or its failure.
     pub fn run(&self, args: &[&str], values: Option<&Value>) -> Result<String, Failure> {
-        let home = tempfile::tempdir().unwrap();
+        self.run_on(None, args, values)
+    }
+
+    /// [`Helm::run`] against the cluster `kube` (when given): `KUBECONFIG` is its kubeconfig
+    /// and `--kube-context` its context, given after `args`.
+    pub fn run_on(
+        &self,
+        kube: Option<&Kube>,
+        args: &[&str],
+        values: Option<&Value>,
+    ) -> Result<String, Failure> {
         let mut command_line: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        if let Some(kube) = kube {
+            command_line.extend(["--kube-context".to_owned(), kube.context.clone()]);
+        }
+        let setup = |message: String| Failure {
+            command: format!("helm {}", command_line.join(" ")),
+            message,
+        };
+        let home = tempfile::tempdir()
+            .map_err(|error| setup(format!("cannot make Helm's home directory: {error}")))?;
         if let Some(values) = values {
             let file = home.path().join("values.json");
-            std::fs::write(&file, serde_json::to_vec_pretty(values).unwrap()).unwrap();
+            serde_json::to_vec_pretty(values)
+                .map_err(|error| error.to_string())
+                .and_then(|json| std::fs::write(&file, json).map_err(|error| error.to_string()))
+                .map_err(|error| {
+                    setup(format!(
+                        "cannot write the values file {}: {error}",
+                        file.display()
+                    ))
+                })?;
             command_line.extend(["-f".to_owned(), file.to_string_lossy().into_owned()]);
         }
         let shown = format!("helm {}", command_line.join(" "));
-        let home_dir = |name: &str| {
+        let mut homes = Vec::new();
+        for name in ["config", "cache", "data"] {
             let dir = home.path().join(name);
-            std::fs::create_dir_all(&dir).unwrap();
-            dir
-        };
+            std::fs::create_dir_all(&dir).map_err(|error| Failure {
+                command: shown.clone(),
+                message: format!("cannot make {}: {error}", dir.display()),
+            })?;
+            homes.push(dir);
+        }
+        let kubeconfig = kube.map_or_else(
+            || home.path().join("no-kubeconfig"),
+            |kube| kube.kubeconfig.clone(),
+        );
         let output = Command::new(&self.binary)
             .args(&command_line)
             .current_dir(workspace_root())
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", home.path())
-            .env("HELM_CONFIG_HOME", home_dir("config"))
-            .env("HELM_CACHE_HOME", home_dir("cache"))
-            .env("HELM_DATA_HOME", home_dir("data"))
-            .env("KUBECONFIG", home.path().join("no-kubeconfig"))
+            .env("HELM_CONFIG_HOME", &homes[0])
+            .env("HELM_CACHE_HOME", &homes[1])
+            .env("HELM_DATA_HOME", &homes[2])
+            .env("KUBECONFIG", kubeconfig)
             .output()
             .map_err(|error| Failure {
                 command: shown.clone(),
@@ -267,6 +315,70 @@ impl Helm {
         serde_saphyr::from_str(&printed).map_err(|error| Failure {
             command: format!("helm {}", args.join(" ")),
             message: format!("its output is no YAML: {error}"),
+        })
+    }
+
+    /// `helm install RELEASE CHART --namespace NAMESPACE OPTIONS... -o json -f VALUES` into the
+    /// cluster `kube` (`options`: `--create-namespace`, `--wait`, `--take-ownership`...): the
+    /// release Helm printed (its `info.status`, `manifest`...), or the failure.
+    pub fn install(
+        &self,
+        kube: &Kube,
+        chart: &Path,
+        release: &str,
+        namespace: &str,
+        options: &[&str],
+        values: &Value,
+    ) -> Result<Value, Failure> {
+        let chart = chart.to_string_lossy();
+        let mut args = vec!["install", release, &chart, "--namespace", namespace];
+        args.extend(options);
+        args.extend(["-o", "json"]);
+        let printed = self.run_on(Some(kube), &args, Some(values))?;
+        serde_json::from_str(&printed).map_err(|error| Failure {
+            command: format!("helm {}", args.join(" ")),
+            message: format!("its output is no release JSON ({error}): {printed}"),
+        })
+    }
+
+    /// `helm uninstall RELEASE --namespace NAMESPACE OPTIONS...` in the cluster `kube`: what
+    /// Helm printed (`release "NAME" uninstalled`, and the resources it kept), or the failure.
+    pub fn uninstall(
+        &self,
+        kube: &Kube,
+        release: &str,
+        namespace: &str,
+        options: &[&str],
+    ) -> Result<String, Failure> {
+        let mut args = vec!["uninstall", release, "--namespace", namespace];
+        args.extend(options);
+        self.run_on(Some(kube), &args, None)
+    }
+
+    /// `helm status RELEASE --namespace NAMESPACE -o json` in the cluster `kube`: the release
+    /// (`info.status` is `deployed` once installed), or the failure (`release: not found`).
+    pub fn status(&self, kube: &Kube, release: &str, namespace: &str) -> Result<Value, Failure> {
+        let args = ["status", release, "--namespace", namespace, "-o", "json"];
+        let printed = self.run_on(Some(kube), &args, None)?;
+        serde_json::from_str(&printed).map_err(|error| Failure {
+            command: format!("helm {}", args.join(" ")),
+            message: format!("its output is no release JSON ({error}): {printed}"),
+        })
+    }
+
+    /// `helm get manifest RELEASE --namespace NAMESPACE` in the cluster `kube`: the objects
+    /// the release installed, as Helm stored them.
+    pub fn manifest(
+        &self,
+        kube: &Kube,
+        release: &str,
+        namespace: &str,
+    ) -> Result<Rendered, Failure> {
+        let args = ["get", "manifest", release, "--namespace", namespace];
+        let printed = self.run_on(Some(kube), &args, None)?;
+        Rendered::parse(&printed).map_err(|message| Failure {
+            command: format!("helm {}", args.join(" ")),
+            message,
         })
     }
 
