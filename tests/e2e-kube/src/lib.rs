@@ -15,6 +15,7 @@
 //!   test runs from; build it first with `cargo build -p clusterset-agent`).
 #![forbid(unsafe_code)]
 
+pub mod charts;
 pub mod conformance;
 pub mod local;
 pub mod scenarios;
@@ -330,6 +331,103 @@ impl Cluster {
     }
 }
 
+impl Cluster {
+    /// A kubeconfig file in `dir` with this cluster's admin credentials (the user's context, or
+    /// the suite's admin token), for tools that act as an administrator would (`helm install`);
+    /// its current context is [`Cluster::context`].
+    pub fn admin_kubeconfig(&self, dir: &Path) -> anyhow::Result<PathBuf> {
+        let mut kubeconfig = self.kubeconfig.clone();
+        kubeconfig.current_context = Some(self.context.clone());
+        let path = dir.join(format!("{}-admin.kubeconfig", self.id));
+        std::fs::write(&path, serde_json::to_vec_pretty(&kubeconfig)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(path)
+    }
+}
+
+/// Connects to `target`'s clusters (starting the suite's own on first use): east (also the
+/// hub), west, and how to stop and start their API servers.
+pub async fn connect(target: &Target) -> anyhow::Result<(Cluster, Cluster, Faults)> {
+    Ok(match target {
+        Target::Local(release) => {
+            let pair = local::clusters(*release).await?;
+            let connect = |cluster: &local::LocalCluster| {
+                let kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig);
+                let name = cluster.name.clone();
+                async move { Cluster::connect_with(&name, kubeconfig?, &name).await }
+            };
+            let (east, west) = (connect(&pair.east).await?, connect(&pair.west).await?);
+            (east, west, Faults::Local(pair))
+        }
+        Target::Contexts { east, west } => (
+            Cluster::connect("east", east).await?,
+            Cluster::connect("west", west).await?,
+            Faults::Hooks,
+        ),
+    })
+}
+
+/// Where the daemons log: `CLUSTERSET_E2E_LOG_DIR`, else `dir`; created.
+pub fn log_dir(dir: &Path) -> anyhow::Result<PathBuf> {
+    let logs =
+        std::env::var_os("CLUSTERSET_E2E_LOG_DIR").map_or_else(|| dir.to_path_buf(), PathBuf::from);
+    std::fs::create_dir_all(&logs)
+        .with_context(|| format!("cannot create the log directory {}", logs.display()))?;
+    Ok(logs)
+}
+
+/// Creates namespace `name` in each of `clusters` and waits until its `default` ServiceAccount
+/// exists there: pods (ours, and a Deployment's) are refused until the controller manager has
+/// made it, and after an API server restart that can take a while.
+pub async fn create_namespace(clusters: &[&Cluster], name: &str) -> anyhow::Result<()> {
+    for cluster in clusters {
+        cluster
+            .apply(&serde_json::json!({
+                "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}
+            }))
+            .await?;
+    }
+    for cluster in clusters {
+        let accounts: Api<ServiceAccount> = Api::namespaced(cluster.client.clone(), name);
+        wait_for(
+            &format!("the default ServiceAccount of {name} in {}", cluster.id),
+            Duration::from_secs(120),
+            || {
+                let accounts = accounts.clone();
+                async move { Ok(accounts.get_opt("default").await?.map(|_| ())) }
+            },
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// `<prefix>-<seconds since the epoch>`: a namespace name of this run.
+pub fn run_name(prefix: &str) -> anyhow::Result<String> {
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs();
+    Ok(format!("{prefix}-{seconds}"))
+}
+
+/// Deletes `names` in each of `clusters` (not waiting for them to go); kept with
+/// `CLUSTERSET_E2E_KEEP_NAMESPACES=true`, to look at after a failure.
+pub async fn delete_namespaces(clusters: &[&Cluster], names: &[String]) {
+    if std::env::var("CLUSTERSET_E2E_KEEP_NAMESPACES").is_ok_and(|v| v == "true") {
+        println!("kept the namespaces {names:?}");
+        return;
+    }
+    for cluster in clusters {
+        let namespaces: Api<k8s_openapi::api::core::v1::Namespace> =
+            Api::all(cluster.client.clone());
+        for name in names {
+            let _ = namespaces
+                .delete(name, &kube::api::DeleteParams::default())
+                .await;
+        }
+    }
+}
+
 /// Waits until `check` returns `Some`, trying every 100 ms, for at most `limit`; the error names
 /// `what` and the last state `check` saw.
 pub async fn wait_for<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> anyhow::Result<T>
@@ -470,6 +568,18 @@ impl Daemon {
         self.command.push(format!("{flag}=127.0.0.1:0"));
         self.listeners.push((flag.to_owned(), message.to_owned()));
         self
+    }
+
+    /// Also sets the environment variable `name` to `value`, as a pod's `env` does (a flag
+    /// the command line has wins over it, as the daemons read flags first).
+    pub fn env(mut self, name: &str, value: &str) -> Self {
+        self.env.insert(name.to_owned(), value.to_owned());
+        self
+    }
+
+    /// The daemon's log file.
+    pub fn log_path(&self) -> &Path {
+        &self.log
     }
 
     /// The address of listening flag `flag`, as the command line has it now (port 0 until the
@@ -810,6 +920,12 @@ impl Agent {
 /// The tests share two clusters and one agent per cluster id: they run one at a time.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+/// The suite's serial lock: while the guard lives no other scenario runs (no [`World`] starts
+/// its agents: two agents of one cluster id would fight over every object).
+pub async fn exclusive() -> tokio::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().await
+}
+
 /// The namespace of the hub's broker (deploy/clusterset-agent/hub.yaml).
 pub const BROKER_NAMESPACE: &str = "clusterset-broker";
 /// The agent's namespace on a member (deploy/clusterset-agent/member.yaml).
@@ -934,25 +1050,9 @@ impl World {
     /// Connects to `target`'s clusters (starting the suite's own on first use), installs
     /// everything and starts both agents (with ServiceAccount tokens).
     pub async fn start(target: &Target) -> anyhow::Result<Self> {
-        let serial = SERIAL.lock().await;
+        let serial = exclusive().await;
         let settings = Settings::from_env()?;
-        let (east, west, faults) = match target {
-            Target::Local(release) => {
-                let pair = local::clusters(*release).await?;
-                let connect = |cluster: &local::LocalCluster| {
-                    let kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig);
-                    let name = cluster.name.clone();
-                    async move { Cluster::connect_with(&name, kubeconfig?, &name).await }
-                };
-                let (east, west) = (connect(&pair.east).await?, connect(&pair.west).await?);
-                (east, west, Faults::Local(pair))
-            }
-            Target::Contexts { east, west } => (
-                Cluster::connect("east", east).await?,
-                Cluster::connect("west", west).await?,
-                Faults::Hooks,
-            ),
-        };
+        let (east, west, faults) = connect(target).await?;
         let started = Instant::now();
         install(&east, &west).await?;
         println!(
@@ -960,9 +1060,7 @@ impl World {
             started.elapsed()
         );
         let dir = tempfile::tempdir()?;
-        let logs = std::env::var_os("CLUSTERSET_E2E_LOG_DIR")
-            .map_or_else(|| dir.path().to_path_buf(), PathBuf::from);
-        std::fs::create_dir_all(&logs)?;
+        let logs = log_dir(dir.path())?;
         for member in [&east, &west] {
             no_other_agent(&east, &member.id).await?;
         }
@@ -1003,33 +1101,9 @@ impl World {
     /// A new namespace `<prefix>-<seconds>` in both clusters (MCS namespace sameness), deleted
     /// by [`World::stop`].
     pub async fn namespace(&mut self, prefix: &str) -> anyhow::Result<String> {
-        let seconds = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)?
-            .as_secs();
-        let name = format!("{prefix}-{seconds}");
-        for cluster in [&self.east, &self.west] {
-            cluster
-                .apply(&serde_json::json!({
-                    "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}
-                }))
-                .await?;
-        }
+        let name = run_name(prefix)?;
         self.namespaces.push(name.clone());
-        // Pods (ours, and a Deployment's) are refused until the controller manager has made the
-        // namespace's `default` ServiceAccount; after an API server restart that can take a
-        // while.
-        for cluster in [&self.east, &self.west] {
-            let accounts: Api<ServiceAccount> = Api::namespaced(cluster.client.clone(), &name);
-            wait_for(
-                &format!("the default ServiceAccount of {name} in {}", cluster.id),
-                Duration::from_secs(120),
-                || {
-                    let accounts = accounts.clone();
-                    async move { Ok(accounts.get_opt("default").await?.map(|_| ())) }
-                },
-            )
-            .await?;
-        }
+        create_namespace(&[&self.east, &self.west], &name).await?;
         Ok(name)
     }
 
@@ -1051,19 +1125,7 @@ impl World {
         for agent in &mut self.agents {
             agent.daemon.terminate().await?;
         }
-        if std::env::var("CLUSTERSET_E2E_KEEP_NAMESPACES").is_ok_and(|v| v == "true") {
-            println!("kept the namespaces {:?}", self.namespaces);
-            return Ok(());
-        }
-        for cluster in [&self.east, &self.west] {
-            let namespaces: Api<k8s_openapi::api::core::v1::Namespace> =
-                Api::all(cluster.client.clone());
-            for name in &self.namespaces {
-                let _ = namespaces
-                    .delete(name, &kube::api::DeleteParams::default())
-                    .await;
-            }
-        }
+        delete_namespaces(&[&self.east, &self.west], &self.namespaces).await;
         Ok(())
     }
 }
@@ -1111,7 +1173,7 @@ async fn no_other_agent(hub: &Cluster, id: &str) -> anyhow::Result<()> {
 /// Installs the CRDs and deploy/'s RBAC: the hub on east (hub.yaml: a records namespace,
 /// ServiceAccount, RBAC and heartbeat Lease per member), the agent's ClusterRole and
 /// ServiceAccount on each member, the operator's on east.
-async fn install(east: &Cluster, west: &Cluster) -> anyhow::Result<()> {
+pub async fn install(east: &Cluster, west: &Cluster) -> anyhow::Result<()> {
     for cluster in [east, west] {
         for crd in mcs_types::crd::mcs_crds()?
             .into_iter()

@@ -34,9 +34,9 @@ pub fn export(namespace: &str) -> serde_json::Value {
     })
 }
 
-/// A pod behind the Service. On API servers without nodes (`CLUSTERSET_E2E_MARK_PODS_READY`)
-/// the kubelet stand-in the scenario runs binds it to its node and marks it Running and Ready.
-async fn backend(cluster: &Cluster, namespace: &str) -> anyhow::Result<()> {
+/// A pod behind the Service, scheduled to a node whose kubelet (kwok's, in the suite's own
+/// clusters) reports it Running and Ready with an IP.
+pub(crate) async fn backend(cluster: &Cluster, namespace: &str) -> anyhow::Result<()> {
     cluster
         .apply(&json!({
             "apiVersion": "v1", "kind": "Pod",
@@ -330,7 +330,7 @@ async fn scenario(
 
 /// A stand-in for Rook's CephCluster CRD (Rook's own is large; the operator reads only a few
 /// fields): applied only where no CephCluster CRD exists, so a cluster with Rook keeps Rook's.
-async fn ensure_ceph_cluster_crd(cluster: &Cluster) -> anyhow::Result<()> {
+pub(crate) async fn ensure_ceph_cluster_crd(cluster: &Cluster) -> anyhow::Result<()> {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     let crds: Api<CustomResourceDefinition> = Api::all(cluster.client.clone());
     if crds.get_opt("cephclusters.ceph.rook.io").await?.is_none() {
@@ -370,7 +370,11 @@ async fn ensure_ceph_cluster_crd(cluster: &Cluster) -> anyhow::Result<()> {
 /// (Services and `rook-ceph-mon-endpoints`) and `osds` OSD Deployments on their pod IPs,
 /// labelled as Rook labels them. The OSD container runs `pause` (no Ceph is needed for the
 /// addresses; `/pause` ignores Ceph's arguments).
-async fn rook_layout(cluster: &Cluster, namespace: &str, osds: u32) -> anyhow::Result<()> {
+pub(crate) async fn rook_layout(
+    cluster: &Cluster,
+    namespace: &str,
+    osds: u32,
+) -> anyhow::Result<()> {
     cluster
         .apply(&json!({
             "apiVersion": "ceph.rook.io/v1", "kind": "CephCluster",
@@ -523,6 +527,61 @@ async fn versions(cluster: &Cluster, namespace: &str) -> anyhow::Result<BTreeMap
     Ok(all)
 }
 
+/// Waits until each of the `osds` OSD Deployments of [`rook_layout`] in `namespace` of `east`
+/// advertises a global IP of east (`--public-addr=242.1.…`, the operator's work with both
+/// agents'), then until west's agent (DNS on `west_dns`) answers
+/// `east.rook-ceph-osd-<id>.<ns>.svc.clusterset.local` with that IP; prints the time since
+/// `started` and every answer; the IPs by OSD id.
+pub(crate) async fn osds_at_global_ips(
+    east: &Cluster,
+    namespace: &str,
+    osds: u32,
+    west_dns: std::net::SocketAddr,
+    started: Instant,
+) -> anyhow::Result<BTreeMap<u32, String>> {
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(east.client.clone(), namespace);
+    let addresses = wait_for(
+        "every OSD Deployment to advertise a global IP",
+        Duration::from_secs(180),
+        || {
+            let deployments = deployments.clone();
+            async move {
+                let mut found = BTreeMap::new();
+                for id in 0..osds {
+                    let deployment = deployments.get(&format!("rook-ceph-osd-{id}")).await?;
+                    match public_addr(&deployment) {
+                        Some(ip) if ip.starts_with("242.1.") => {
+                            found.insert(id, ip);
+                        }
+                        _ => return Ok(None),
+                    }
+                }
+                Ok(Some(found))
+            }
+        },
+    )
+    .await?;
+    println!(
+        "operator + agents: {osds} OSD Deployments at their global IPs in {:?}: {addresses:?}",
+        started.elapsed()
+    );
+    for (id, ip) in &addresses {
+        let name = format!("east.rook-ceph-osd-{id}.{namespace}.svc.clusterset.local");
+        let want = vec![ip.clone()];
+        let answers = wait_for(&format!("{name} in west"), LONG, || {
+            let (name, want) = (name.clone(), want.clone());
+            async move {
+                let answers = crate::dig(west_dns, &name, "A").await?;
+                Ok((answers == want).then_some(answers))
+            }
+        })
+        .await?;
+        println!("dig @{west_dns} (west) {name} -> {answers:?}");
+    }
+    Ok(addresses)
+}
+
 /// The operator (with deploy/'s ServiceAccount and RBAC, leader election on) on a Rook-layout
 /// namespace in east, with both agents running: every OSD Deployment comes to
 /// `--public-addr=<its global IP>`, the name `east.rook-ceph-osd-<id>.<ns>.svc.clusterset.local`
@@ -561,45 +620,7 @@ pub async fn operator_brings_osds_to_global_ips(world: &mut World) -> anyhow::Re
     let result = async {
         let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
             Api::namespaced(east.client.clone(), &namespace);
-        let addresses = wait_for(
-            "every OSD Deployment to advertise a global IP",
-            Duration::from_secs(180),
-            || {
-                let deployments = deployments.clone();
-                async move {
-                    let mut found = BTreeMap::new();
-                    for id in 0..OSDS {
-                        let deployment = deployments.get(&format!("rook-ceph-osd-{id}")).await?;
-                        match public_addr(&deployment) {
-                            Some(ip) if ip.starts_with("242.1.") => {
-                                found.insert(id, ip);
-                            }
-                            _ => return Ok(None),
-                        }
-                    }
-                    Ok(Some(found))
-                }
-            },
-        )
-        .await?;
-        println!(
-            "operator + agents: {OSDS} OSD Deployments at their global IPs in {:?}: {addresses:?}",
-            started.elapsed()
-        );
-        let west_dns = world.agents[1].dns;
-        for (id, ip) in &addresses {
-            let name = format!("east.rook-ceph-osd-{id}.{namespace}.svc.clusterset.local");
-            let want = vec![ip.clone()];
-            let answers = wait_for(&format!("{name} in west"), LONG, || {
-                let (name, want) = (name.clone(), want.clone());
-                async move {
-                    let answers = crate::dig(west_dns, &name, "A").await?;
-                    Ok((answers == want).then_some(answers))
-                }
-            })
-            .await?;
-            println!("dig @{west_dns} (west) {name} -> {answers:?}");
-        }
+        osds_at_global_ips(&east, &namespace, OSDS, world.agents[1].dns, started).await?;
         // Converged: every OSD rolled out with its new arguments and counted ready.
         wait_for("the OSD rollouts and the status to converge", LONG, || {
             let (deployments, east, namespace) =
@@ -718,7 +739,7 @@ async fn export_service(
 
 /// Waits for `cluster`'s ServiceImport `name` with an IP and its imported slices from every
 /// cluster of `sources`; its IPs and its slices' addresses by source cluster.
-async fn imported(
+pub(crate) async fn imported(
     cluster: &Cluster,
     namespace: &str,
     name: &str,

@@ -8,7 +8,7 @@
 //! `bash tests/k8s-tools/build.sh && cargo build -p clusterset-agent -p mcs-ceph-operator &&
 //! cargo test -p clusterset-e2e` (the README's test command runs it too).
 
-use clusterset_e2e::{Target, World, scenarios};
+use clusterset_e2e::{Target, World, charts, scenarios};
 use futures::FutureExt;
 
 /// Runs scenario `name` on a fresh [`World`] of every target (each selected release, or the
@@ -89,6 +89,30 @@ async fn agent_replicas_one_leads_all_serve_dns() -> anyhow::Result<()> {
         Box::pin(scenarios::agent_replicas_one_leads_all_serve_dns(w))
     })
     .await
+}
+
+/// Both Helm charts installed into the real API servers (every object accepted), their
+/// daemons run with the charts' ServiceAccounts, RBAC and settings: an export -> import, the
+/// operator on a Rook layout, then `helm uninstall` (the operator's CRD kept). Holds the
+/// suite's serial lock itself (no `World`: its agents are the charts').
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn charts_install_and_their_daemons_work() -> anyhow::Result<()> {
+    const NAME: &str = "charts_install_and_their_daemons_work";
+    for target in Target::all()? {
+        let started = std::time::Instant::now();
+        match charts::charts_install_and_their_daemons_work(&target).await {
+            Ok(took) => println!("scenario {NAME} on {target}: passed in {took:.1?}"),
+            Err(error) => {
+                // Counted from the call: the set-up may be what failed.
+                println!(
+                    "scenario {NAME} on {target}: FAILED in {:.1?}",
+                    started.elapsed()
+                );
+                return Err(error);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The strict fake API server (kube-fake) refuses the corpus of `src/strictness.rs` as the
