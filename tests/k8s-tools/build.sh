@@ -135,12 +135,14 @@ if $check_only; then
 fi
 
 mkdir -p "$CACHE"
-free_gib=$(df --output=avail -B1G "$CACHE" | tail -1 | tr -d ' ')
-gocache_free_gib=$(df --output=avail -B1G "$(dirname "$(go env GOCACHE)")" 2>/dev/null | tail -1 | tr -d ' ' || echo "$free_gib")
+free_mib() { df --output=avail -BM "$1" 2>/dev/null | tail -1 | tr -dc '0-9'; }
+gocache_dir=$(dirname "$(go env GOCACHE)")
+mkdir -p "$gocache_dir"
 for module in "${MODULES[@]}"; do
   if ! is_current "$module"; then
-    if [ "$free_gib" -lt "$MIN_FREE_GIB" ] || [ "$gocache_free_gib" -lt "$MIN_FREE_GIB" ]; then
-      fail "only ${free_gib} GiB free for $CACHE and ${gocache_free_gib} GiB for Go's build cache ($(go env GOCACHE)); building the tools needs ${MIN_FREE_GIB} GiB: free disk (go clean -cache, cargo clean in other checkouts) and run again"
+    cache_free=$(free_mib "$CACHE") go_free=$(free_mib "$gocache_dir")
+    if [ "$cache_free" -lt $((MIN_FREE_GIB * 1024)) ] || [ "$go_free" -lt $((MIN_FREE_GIB * 1024)) ]; then
+      fail "only ${cache_free} MiB free for $CACHE and ${go_free} MiB for Go's build cache ($(go env GOCACHE)); building the tools needs ${MIN_FREE_GIB} GiB: free disk (go clean -cache, cargo clean in other checkouts) and run again"
     fi
     break
   fi
