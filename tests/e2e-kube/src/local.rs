@@ -585,6 +585,11 @@ impl LocalCluster {
                     "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake".to_owned(),
                     "--cidr=10.244.0.0/16".to_owned(),
                     "--node-ip=10.250.0.1".to_owned(),
+                    // The node's Lease, renewed every quarter of it as a kubelet does. Without
+                    // this flag kwok renews none, the node's only heartbeat is its 10-minute
+                    // status stage, and the node lifecycle controller marks it NotReady every
+                    // 50 s (and its pods NotReady, which kwok's stages never turn back).
+                    "--node-lease-duration-seconds=40".to_owned(),
                 ],
                 dir,
             ),
@@ -602,11 +607,14 @@ impl LocalCluster {
             controllers,
         };
         cluster.node(&client).await?;
-        // Ready: the node is Ready (kwok), and the `default` ServiceAccount exists (the
-        // controller manager's ServiceAccount and token controllers run).
+        // Ready: the node is Ready and its Lease renewed (kwok), and the `default`
+        // ServiceAccount exists (the controller manager's ServiceAccount and token controllers
+        // run).
         let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
         let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
             Api::namespaced(client.clone(), "default");
+        let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+            Api::namespaced(client.clone(), "kube-node-lease");
         let deadline = std::time::Instant::now() + Duration::from_secs(120);
         loop {
             for process in &mut cluster.controllers {
@@ -618,7 +626,13 @@ impl LocalCluster {
                     .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
             });
             let account = accounts.get_opt("default").await.ok().flatten().is_some();
-            if node_ready && account {
+            let lease = leases
+                .get_opt(NODE)
+                .await
+                .ok()
+                .flatten()
+                .is_some_and(|l| l.spec.and_then(|s| s.renew_time).is_some());
+            if node_ready && account && lease {
                 break;
             }
             if std::time::Instant::now() > deadline {
@@ -636,7 +650,7 @@ impl LocalCluster {
                     .collect();
                 bail!(
                     "{name} did not become ready in 120 s (node {NODE} Ready: {node_ready}, \
-                     ServiceAccount default/default: {account}):\n{}",
+                     its Lease renewed: {lease}, ServiceAccount default/default: {account}):\n{}",
                     logs.join("\n")
                 );
             }
