@@ -117,10 +117,14 @@ async fn charts_install_and_their_daemons_work() -> anyhow::Result<()> {
 
 /// The strict fake API server (kube-fake) refuses the corpus of `src/strictness.rs` as the
 /// real API server of east of every target does: the same status code, reason, message and
-/// details. Runs on its own namespace `e2e-strictness-<seconds>` (no agents: no `World`).
+/// details. Runs on its own namespace `e2e-strictness-<seconds>`, with the suite's serial lock:
+/// no agent runs meanwhile (an agent would write the status of the corpus's ServiceExport, and
+/// the real server would then answer a stale resourceVersion's 409 where the fake, seeded with
+/// the object as it was, checks the body).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fake_api_server_refuses_as_real_ones_do() -> anyhow::Result<()> {
     use clusterset_e2e::strictness;
+    let _no_agents = clusterset_e2e::exclusive().await;
     let mut runs = std::collections::BTreeMap::new();
     let mut failures = String::new();
     for target in Target::all()? {
