@@ -585,10 +585,7 @@ impl Daemon {
     /// The address of listening flag `flag`, as the command line has it now (port 0 until the
     /// first start).
     pub fn address(&self, flag: &str) -> anyhow::Result<SocketAddr> {
-        let prefix = format!("{flag}=");
-        self.command
-            .iter()
-            .find_map(|a| a.strip_prefix(&prefix))
+        local::flag(&self.command, flag.trim_start_matches("--"))
             .with_context(|| format!("{} has no {flag}", self.name))?
             .parse()
             .with_context(|| format!("{flag} of {}", self.name))
@@ -625,12 +622,7 @@ impl Daemon {
                         .flatten()
                 })
                 .await?;
-            let prefix = format!("{flag}=");
-            for arg in &mut self.command {
-                if arg.starts_with(&prefix) {
-                    *arg = format!("{prefix}{address}");
-                }
-            }
+            local::set_flag(&mut self.command, flag.trim_start_matches("--"), &address);
         }
         self.http = self.address(&self.listeners[0].0)?;
         let http = self.http;
@@ -781,7 +773,7 @@ impl Daemon {
 }
 
 /// The log file `path` from byte `from` on (empty if it cannot be read).
-fn read_from(path: &Path, from: u64) -> String {
+pub(crate) fn read_from(path: &Path, from: u64) -> String {
     use std::io::Read;
     let mut text = String::new();
     if let Ok(mut file) = std::fs::File::open(path) {

@@ -9,7 +9,6 @@
 //! the supervisor stops its process. Nothing is left running after a run.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::Arc;
@@ -190,11 +189,7 @@ impl Supervised {
     /// The log since the current start, shortened: its error lines (klog's `E` and `F`
     /// levels, or lines that say error; the first 20), then its last 30 lines.
     fn log_tail(&self) -> String {
-        let mut text = String::new();
-        if let Ok(mut file) = std::fs::File::open(&self.log) {
-            let _ = file.seek(SeekFrom::Start(self.log_start));
-            let _ = file.read_to_string(&mut text);
-        }
+        let text = crate::read_from(&self.log, self.log_start);
         let lines: Vec<&str> = text.lines().collect();
         let is_error = |line: &&&str| {
             let klog = line.len() > 5
@@ -302,7 +297,7 @@ where
 }
 
 /// Replaces the value of flag `--name=` in `args`.
-fn set_flag(args: &mut [String], name: &str, value: &str) {
+pub(crate) fn set_flag(args: &mut [String], name: &str, value: &str) {
     let prefix = format!("--{name}=");
     for arg in args.iter_mut() {
         if arg.starts_with(&prefix) {
@@ -312,7 +307,7 @@ fn set_flag(args: &mut [String], name: &str, value: &str) {
 }
 
 /// The value of flag `--name=` in `args`.
-fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+pub(crate) fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
     let prefix = format!("--{name}=");
     args.iter().find_map(|a| a.strip_prefix(&prefix))
 }
