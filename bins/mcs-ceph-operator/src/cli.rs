@@ -91,10 +91,10 @@ pub struct RunArgs {
     #[arg(long, env = "MCS_CEPH_DNS_ATTEMPTS", default_value_t = 3)]
     pub dns_attempts: u32,
     /// Seconds before a failed lookup is tried again (doubling per failure).
-    #[arg(long, env = "MCS_CEPH_LOOKUP_RETRY_SECONDS", default_value_t = 5)]
+    #[arg(long, env = "MCS_CEPH_LOOKUP_RETRY_SECONDS", default_value_t = 1)]
     pub lookup_retry_seconds: u64,
     /// Longest wait between retries of a failed lookup, in seconds.
-    #[arg(long, env = "MCS_CEPH_LOOKUP_RETRY_MAX_SECONDS", default_value_t = 300)]
+    #[arg(long, env = "MCS_CEPH_LOOKUP_RETRY_MAX_SECONDS", default_value_t = 60)]
     pub lookup_retry_max_seconds: u64,
     /// Seconds an OSD's Deployment must have been gone before the Service and ServiceExport
     /// the operator made for that OSD are deleted.

@@ -149,10 +149,16 @@ pub struct ResolverSettings {
     pub max_backoff: Duration,
     /// Names kept in the TTL cache.
     pub cache_size: u64,
+    /// Longest time a negative answer (NXDOMAIN, NODATA) is kept in the cache; `None` keeps
+    /// it for the zone's SOA minimum. A controller that retries a name on its own schedule
+    /// (a name that does not exist *yet*: an export not imported, an endpoint not ready) wants
+    /// every retry to ask the server, so the default keeps none.
+    pub negative_cache_max: Option<Duration>,
 }
 
 impl Default for ResolverSettings {
-    /// 1 s per attempt, 4 attempts, backoff 100 ms doubling up to 1 s, 1,024 cached names.
+    /// 1 s per attempt, 4 attempts, backoff 100 ms doubling up to 1 s, 1,024 cached names,
+    /// negative answers not cached.
     fn default() -> Self {
         Self {
             nameserver: None,
@@ -161,6 +167,7 @@ impl Default for ResolverSettings {
             backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(1),
             cache_size: 1024,
+            negative_cache_max: Some(Duration::ZERO),
         }
     }
 }
@@ -178,8 +185,9 @@ pub fn backoff_delay(settings: &ResolverSettings, attempt: u32) -> Duration {
         .min(settings.max_backoff)
 }
 
-/// A [`ClustersetResolver`] on hickory-resolver. Its cache keeps answers for their TTL
-/// (negative answers for the SOA minimum), so asking again within the TTL sends no query.
+/// A [`ClustersetResolver`] on hickory-resolver. Its cache keeps answers for their TTL, so
+/// asking again within the TTL sends no query; negative answers are kept for at most
+/// [`ResolverSettings::negative_cache_max`] (by default not at all).
 #[derive(Debug, Clone)]
 pub struct HickoryClustersetResolver {
     resolver: TokioResolver,
@@ -212,6 +220,10 @@ impl HickoryClustersetResolver {
         options.timeout = settings.timeout;
         options.attempts = 0; // our own loop retries, with backoff
         options.cache_size = settings.cache_size;
+        if let Some(max) = settings.negative_cache_max {
+            options.negative_min_ttl = Some(Duration::ZERO);
+            options.negative_max_ttl = Some(max);
+        }
         options.ip_strategy = LookupIpStrategy::Ipv4AndIpv6;
         options.ndots = 0;
         let resolver = builder

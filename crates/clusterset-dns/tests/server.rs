@@ -219,6 +219,53 @@ async fn answers_are_cached_for_their_ttl() {
     server.shutdown().await;
 }
 
+/// A name that does not exist yet (an export not imported): by default the NXDOMAIN is not
+/// cached, so the next lookup sees the name as soon as the server has it; with
+/// `negative_cache_max: None` the answer is kept for the zone's SOA minimum (its TTL, 300 s).
+#[tokio::test]
+async fn negative_answers_are_not_cached_unless_asked() {
+    let config = ZoneConfig {
+        ttl: 300,
+        ..ZoneConfig::default()
+    };
+    let store = Arc::new(ZoneStore::new(config));
+    store.mark_synced();
+    let server = serve(Arc::clone(&store)).await;
+    let fresh = resolver(server.local_addr());
+    let caching = HickoryClustersetResolver::new(ResolverSettings {
+        nameserver: Some(server.local_addr()),
+        timeout: Duration::from_millis(500),
+        negative_cache_max: None,
+        ..ResolverSettings::default()
+    })
+    .unwrap();
+    let name = name("web.shop.svc.clusterset.local");
+    let missing = ResolveError::NxDomain {
+        name: "web.shop.svc.clusterset.local".into(),
+    };
+    assert_eq!(fresh.resolve(&name).await.unwrap_err(), missing);
+    assert_eq!(caching.resolve(&name).await.unwrap_err(), missing);
+
+    let web = import(
+        "shop",
+        "web",
+        "ClusterSetIP",
+        &["242.1.0.1"],
+        &[("http", "TCP", 80)],
+    );
+    store.upsert_service_import(&web).unwrap();
+    assert_eq!(
+        fresh.resolve(&name).await.unwrap().addresses,
+        ips(&["242.1.0.1"])
+    );
+    assert_eq!(
+        caching.resolve(&name).await.unwrap_err(),
+        missing,
+        "the SOA minimum (300 s) keeps the NXDOMAIN"
+    );
+    server.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_silent_server_times_out_after_bounded_retries() {
     // A UDP socket that never answers (and no TCP listener behind it).

@@ -29,11 +29,13 @@ pub struct RetryPolicy {
 }
 
 impl Default for RetryPolicy {
-    /// 5 s, doubling up to 5 min.
+    /// 1 s, doubling up to 1 min: a name is usually missing only until the MCS implementation
+    /// has imported the export and its endpoints are ready (seconds), and a lookup is one DNS
+    /// query.
     fn default() -> Self {
         Self {
-            first: Duration::from_secs(5),
-            max: Duration::from_secs(300),
+            first: Duration::from_secs(1),
+            max: Duration::from_secs(60),
         }
     }
 }
@@ -96,7 +98,7 @@ mod tests {
             .iter()
             .map(|f| policy.delay(*f).as_secs())
             .collect();
-        assert_eq!(secs, [5, 10, 20, 300, 300, 300]);
-        assert_eq!(policy.delay(0).as_secs(), 5);
+        assert_eq!(secs, [1, 2, 4, 60, 60, 60]);
+        assert_eq!(policy.delay(0).as_secs(), 1);
     }
 }

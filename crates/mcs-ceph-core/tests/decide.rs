@@ -11,7 +11,7 @@ use ceph_address_plan::Daemon;
 use k8s_openapi::jiff::Timestamp;
 use mcs_ceph_api::{AddressingStatus, Phase, RemovedOsd};
 use mcs_ceph_core::decide::{EventType, LookupRequest, Outcome, Write, prepare};
-use mcs_ceph_core::{Config, GlobalIpSource, McsApi, McsVersion, Snapshot};
+use mcs_ceph_core::{Config, GlobalIpSource, McsApi, McsVersion, RetryPolicy, Snapshot};
 use mcs_ceph_fixtures::*;
 
 /// One reconcile: the writes and lookups it asked for and its outcome. `answer` plays DNS.
@@ -388,8 +388,15 @@ fn exports_pending_valid_and_conflicting_show_in_the_status() {
 
 #[test]
 fn a_failed_lookup_is_retried_with_backoff_and_recovers() {
+    let config = Config {
+        retry: RetryPolicy {
+            first: Duration::from_secs(5),
+            max: Duration::from_secs(300),
+        },
+        ..Config::default()
+    };
     let mut snapshot = rook_cluster(2);
-    step(&mut snapshot, at(0), no_dns);
+    step_answering(&mut snapshot, &config, at(0), no_dns);
     set_export_conditions(&mut snapshot, &exported_conditions());
     let servfail = |d: &Daemon| {
         match d {
@@ -397,7 +404,7 @@ fn a_failed_lookup_is_retried_with_backoff_and_recovers() {
         other => dns_ok(other),
     }
     };
-    let r = step(&mut snapshot, at(10), servfail);
+    let r = step_answering(&mut snapshot, &config, at(10), servfail);
     assert_eq!(r.lookups.len(), 2);
     assert_eq!(r.outcome.requeue_after, Some(Duration::from_secs(5)));
     let s = status(&snapshot);
@@ -414,7 +421,7 @@ fn a_failed_lookup_is_retried_with_backoff_and_recovers() {
     assert_eq!(r.outcome.events[0].reason, "LookupFailed");
 
     // Before the retry time nothing is looked up and nothing written.
-    let r = step(&mut snapshot, at(12), no_dns);
+    let r = step_answering(&mut snapshot, &config, at(12), no_dns);
     assert!(r.lookups.is_empty());
     assert!(
         r.writes.iter().all(|w| w.kind() == "apply_osd_args"),
@@ -425,7 +432,7 @@ fn a_failed_lookup_is_retried_with_backoff_and_recovers() {
     assert_eq!(r.outcome.requeue_after, Some(Duration::from_secs(3)));
 
     // Due: only osd.1 is asked again; it fails again, the wait doubles.
-    let r = step(&mut snapshot, at(15), servfail);
+    let r = step_answering(&mut snapshot, &config, at(15), servfail);
     assert_eq!(r.lookups.len(), 1);
     assert_eq!(r.lookups[0].daemon, Daemon::Osd(1));
     let lookup = status(&snapshot).daemons[4].lookup.clone().unwrap();
@@ -436,7 +443,7 @@ fn a_failed_lookup_is_retried_with_backoff_and_recovers() {
     );
 
     // Recovery.
-    let r = step(&mut snapshot, at(25), dns_ok);
+    let r = step_answering(&mut snapshot, &config, at(25), dns_ok);
     assert_eq!(r.lookups.len(), 1);
     let s = status(&snapshot);
     assert_eq!(s.daemons[4].global_ip.as_deref(), Some("242.1.0.21"));
