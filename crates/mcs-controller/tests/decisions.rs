@@ -969,3 +969,86 @@ fn a_leader_that_steps_down_keeps_serving_the_zone_writes_nothing_and_leads_agai
     assert!(again.problems.is_empty(), "{:?}", again.problems);
     assert_eq!(core.stats().published_records, 1);
 }
+
+/// The `Ready` condition of the export status write of `key` among `writes`, if there is one.
+fn written_ready(
+    writes: &[Write],
+    key: &ServiceKey,
+) -> Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
+    writes.iter().find_map(|w| match w {
+        Write::ApplyServiceExportStatus { key: k, status } if k == key => status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Ready")
+            .cloned(),
+        _ => None,
+    })
+}
+
+/// Under load the watch of the ServiceExports runs behind the agent's own status writes: the
+/// echo of an older write arrives after a newer one went out. The agent must not rebuild the
+/// conditions from that older status and stamp `Ready` with a new `lastTransitionTime` when
+/// its status has not changed (Kubernetes' condition convention): at most it sends the same
+/// status again, and once the newest echo arrives it writes nothing.
+#[test]
+fn a_lagging_export_cache_does_not_restamp_the_ready_condition() {
+    let web = ServiceKey::new("shop", "web");
+    let (mut core, writes) = started();
+    let Some(Write::PublishRecord(published)) = find(&writes, "publish_record", &web) else {
+        panic!("{writes:?}")
+    };
+    let Some(Write::ApplyServiceExportStatus {
+        status: pending, ..
+    }) = find(&writes, "apply_service_export_status", &web)
+    else {
+        panic!("{writes:?}")
+    };
+    let ready = written_ready(&writes, &web).unwrap();
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("Unknown", "Pending")
+    );
+
+    // The record is stored on the hub: the export turns Ready, stamped at that moment.
+    let mut stored = *published;
+    stored.metadata.resource_version = Some("21".into());
+    core.handle(Input::Record(Event::Apply(stored)));
+    let out = core.process(after(100));
+    let Some(Write::ApplyServiceExportStatus {
+        status: exported, ..
+    }) = find(&out.writes, "apply_service_export_status", &web)
+    else {
+        panic!("{:?}", out.writes)
+    };
+    let ready = written_ready(&out.writes, &web).unwrap();
+    assert_eq!(ready.status, "True");
+    assert_eq!(ready.last_transition_time, Time(after(100)));
+
+    // Seconds later the watch delivers the echo of the first write only (Ready=Unknown).
+    let mut lagging = sim::service_export(&web, now());
+    lagging.metadata.resource_version = Some("30".into());
+    lagging.status = Some(pending);
+    core.handle(Input::ServiceExport(Event::Apply(lagging)));
+    let out = core.process(after(5000));
+    if let Some(ready) = written_ready(&out.writes, &web) {
+        assert_eq!(ready.status, "True");
+        assert_eq!(
+            ready.last_transition_time,
+            Time(after(100)),
+            "Ready was True since the record was stored: its lastTransitionTime stays"
+        );
+    }
+
+    // Then the echo of the newest write: nothing to write.
+    let mut current = sim::service_export(&web, now());
+    current.metadata.resource_version = Some("31".into());
+    current.status = Some(exported);
+    core.handle(Input::ServiceExport(Event::Apply(current)));
+    let out = core.process(after(6000));
+    assert_eq!(
+        find(&out.writes, "apply_service_export_status", &web),
+        None,
+        "{:?}",
+        out.writes
+    );
+}

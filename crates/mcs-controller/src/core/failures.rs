@@ -84,6 +84,7 @@ impl AgentCore {
     /// reconciled, and its service is reconciled now (so a ServiceExport shows the failure).
     pub fn write_skipped(&mut self, write: &Write) {
         self.pending.remove(&write.target());
+        self.forget_written(write);
         self.dirty.insert(write.service());
     }
 
@@ -116,6 +117,7 @@ impl AgentCore {
     ) {
         let target = write.target();
         self.pending.remove(&target);
+        self.forget_written(write);
         let key = write.service();
         let failure = self.failures.entry(key.clone()).or_default();
         let backoff_of = failure.targets.entry(target).or_insert(Backoff {
@@ -133,6 +135,14 @@ impl AgentCore {
         }
         // Reconcile now so the ServiceExport shows the failure; writes wait for the retry time.
         self.dirty.insert(key);
+    }
+
+    /// An export status write that did not go through is no longer the newest state of the
+    /// export's conditions: the stored status is.
+    fn forget_written(&mut self, write: &Write) {
+        if let Write::ApplyServiceExportStatus { key, .. } = write {
+            self.export_conditions_written.remove(key);
+        }
     }
 
     /// Reports that a write succeeded (clears its failure, if it had one); its API server

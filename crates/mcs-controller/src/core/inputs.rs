@@ -186,6 +186,9 @@ impl AgentCore {
         let (Some(old), Some(new)) = (&change.old, &change.new) else {
             self.pending
                 .remove(&Target::ExportStatus(change.id.clone()));
+            if change.new.is_none() {
+                self.export_conditions_written.remove(&key_of(&change.id));
+            }
             return true;
         };
         let user_change = old.spec != new.spec

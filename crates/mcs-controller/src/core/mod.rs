@@ -224,6 +224,10 @@ pub struct AgentCore {
     lease_observations: HashMap<ObjectId, kube_lease::Observed<Timestamp>>,
     lease_state: LeaseState,
     pending: HashMap<Target, Write>,
+    /// The export conditions this agent last sent for each export: the base of its next
+    /// status while the watch has not delivered that write yet (see
+    /// [`WrittenConditions`]).
+    export_conditions_written: HashMap<ServiceKey, WrittenConditions>,
     failures: HashMap<ServiceKey, Failure>,
     accounted: HashMap<ServiceKey, Timestamp>,
     zone_out: Vec<ZoneChange>,
@@ -236,6 +240,17 @@ pub struct AgentCore {
     /// Whether this core decides and writes (the leader of the agent's replicas), or only keeps
     /// its caches warm and its DNS sources current (a follower).
     leading: bool,
+}
+
+/// The conditions of the last status write this agent sent for one ServiceExport, and the uid
+/// of the export it was for. Under load the export's watch runs behind the agent's own writes;
+/// the next status is built on these conditions rather than on the older ones the cache still
+/// holds, so that a condition whose status has not changed keeps its `lastTransitionTime`. A
+/// write that failed is forgotten (the stored status is then the base again).
+#[derive(Debug, Clone, PartialEq)]
+struct WrittenConditions {
+    uid: Option<String>,
+    conditions: Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>,
 }
 
 fn key_of(id: &ObjectId) -> ServiceKey {
@@ -291,6 +306,7 @@ impl AgentCore {
             lease_observations: HashMap::new(),
             lease_state: LeaseState::NotHeld,
             pending: HashMap::new(),
+            export_conditions_written: HashMap::new(),
             failures: HashMap::new(),
             accounted: HashMap::new(),
             zone_out: Vec::new(),
@@ -384,6 +400,7 @@ impl AgentCore {
             lease_observations,
             lease_state: _,
             pending: _,
+            export_conditions_written: _,
             failures: _,
             accounted: _,
             zone_out,

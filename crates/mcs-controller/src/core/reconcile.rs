@@ -13,7 +13,8 @@ use mcs_types::{ServiceExportStatus, ServiceImportType, ServiceKey};
 use super::{
     AgentCore, ClusterHealth, EXPORT_CONDITIONS, FRESH_REASON, IMPORT_CONDITIONS, LeaseState,
     Output, PoolKind, RecordCopies, STALE_CLUSTERS_CONDITION, STALE_REASON, Side,
-    export_status_matches, import_spec_matches, import_status_matches, is_live, slice_matches,
+    WrittenConditions, export_status_matches, import_spec_matches, import_status_matches, is_live,
+    slice_matches,
 };
 use crate::broker::{BrokerRecord, RecordHome};
 use crate::cache::ObjectId;
@@ -265,6 +266,14 @@ impl AgentCore {
                         .collect()
                 })
                 .unwrap_or_default();
+            let uid = export.metadata.uid.clone();
+            if let Some(written) = self
+                .export_conditions_written
+                .get(key)
+                .filter(|w| w.uid == uid)
+            {
+                overlay_written(&mut list, &written.conditions);
+            }
             for remove in &conditions.remove {
                 mcs_types::conditions::remove_condition(&mut list, remove.as_str());
             }
@@ -283,7 +292,14 @@ impl AgentCore {
                         .filter(|c| EXPORT_CONDITIONS.contains(&c.type_.as_str()))
                         .all(|c| c.observed_generation == generation)
                 });
-            if !stored_matches {
+            if !stored_matches && !holding_status {
+                self.export_conditions_written.insert(
+                    key.clone(),
+                    WrittenConditions {
+                        uid,
+                        conditions: status.conditions.clone(),
+                    },
+                );
                 self.emit(
                     out,
                     Write::ApplyServiceExportStatus {
@@ -442,6 +458,19 @@ impl AgentCore {
         }
         if self.imports.get(id).is_some() {
             self.emit(out, Write::DeleteServiceImport(key.clone()), holding);
+        }
+    }
+}
+
+/// Lays the conditions this agent last wrote over those of the cached export: where the cache
+/// holds a condition type with another status than the one written, or none, the written one
+/// (with its `lastTransitionTime`) is the newer state.
+fn overlay_written(list: &mut Vec<Condition>, written: &[Condition]) {
+    for condition in written {
+        match list.iter_mut().find(|c| c.type_ == condition.type_) {
+            Some(cached) if cached.status == condition.status => {}
+            Some(cached) => *cached = condition.clone(),
+            None => list.push(condition.clone()),
         }
     }
 }
