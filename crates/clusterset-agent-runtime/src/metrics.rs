@@ -128,6 +128,9 @@ pub struct Metrics {
     pub local_errors: Family<OperationLabels, Counter>,
     /// Writes carried out, by operation.
     pub writes: Family<OperationLabels, Counter>,
+    /// Writes to the member cluster dropped because their object or its namespace was gone
+    /// (404), by operation.
+    pub writes_dropped: Family<OperationLabels, Counter>,
     /// 1 while this replica holds the leader Lease (and so runs the control loop), else 0.
     pub leader: Gauge,
     /// DNS queries answered, by protocol and response code (see [`Metrics::set_dns_query_source`]).
@@ -158,6 +161,7 @@ impl Metrics {
             broker_sync_errors: Family::default(),
             local_errors: Family::default(),
             writes: Family::default(),
+            writes_dropped: Family::default(),
             leader: Gauge::default(),
             dns_queries: Arc::default(),
         };
@@ -213,6 +217,11 @@ impl Metrics {
             metrics.local_errors.clone(),
         );
         registry.register("writes", "Writes carried out", metrics.writes.clone());
+        registry.register(
+            "writes_dropped",
+            "Writes to the member cluster dropped because their object or its namespace was gone (404)",
+            metrics.writes_dropped.clone(),
+        );
         registry.register_collector(Box::new(Arc::clone(&metrics.dns_queries)));
         Self {
             registry: root,

@@ -347,9 +347,23 @@ impl Runtime {
                 .into_iter()
                 .map(move |(write, result)| (span.clone(), write, result))
         });
+        let mut dropped: Vec<String> = Vec::new();
         for (span, write, result) in outcomes {
             let _entered = span.enter();
             match result {
+                Some(Err(WriteError::Refused { code: 404, .. })) if !write.is_broker() => {
+                    // The object (a ServiceExport whose status waited) or its namespace is gone:
+                    // retrying cannot succeed, and the watch's delete event settles the rest.
+                    self.metrics
+                        .writes_dropped
+                        .get_or_create(&crate::metrics::OperationLabels {
+                            operation: write.kind().to_owned(),
+                        })
+                        .inc();
+                    tracing::debug!(write = write.kind(), service = %write.service(), "write dropped: its object or namespace is gone (404)");
+                    dropped.push(write.service().to_string());
+                    self.core.write_gone(&write);
+                }
                 None => {
                     tracing::debug!(write = write.kind(), service = %write.service(), "write not attempted: an earlier write of this service failed");
                     self.core.write_skipped(&write);
@@ -375,6 +389,14 @@ impl Runtime {
                     }
                 }
             }
+        }
+        // One line for the lot: deleting a namespace of 1,000 exports drops 1,000 writes.
+        if let Some(first) = dropped.first() {
+            tracing::info!(
+                count = dropped.len(),
+                first = %first,
+                "dropped writes whose object or namespace is gone (404); counted in clusterset_agent_writes_dropped_total"
+            );
         }
     }
 }
@@ -686,6 +708,92 @@ mod tests {
             (2..=4).contains(&attempts),
             "the refused status write was attempted {attempts} times in 3.5 s"
         );
+    }
+
+    /// An export deleted while its status write waited (under load the watch runs behind):
+    /// the write's 404 drops it, counted once, and however often the service is reconciled
+    /// meanwhile the status is not written again until the watch delivers the export again.
+    #[tokio::test]
+    async fn a_status_write_for_an_export_that_is_gone_is_dropped_not_retried() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+
+        let config = sim::cluster_config(0, None).unwrap();
+        let key = ServiceKey::new("shop", "web");
+        let gone = Arc::new(AtomicBool::new(true));
+        let attempts: Arc<Mutex<usize>> = Arc::default();
+        let mut writer = MockAgentWriter::new();
+        let (recorded, export_gone) = (Arc::clone(&attempts), Arc::clone(&gone));
+        writer.expect_write().returning(move |write| {
+            if matches!(write, Write::ApplyServiceExportStatus { .. }) {
+                *recorded.lock().unwrap() += 1;
+                if export_gone.load(Ordering::SeqCst) {
+                    return Err(WriteError::Refused {
+                        code: 404,
+                        message: "serviceexports.multicluster.x-k8s.io \"web\" not found".into(),
+                    });
+                }
+            }
+            Ok(())
+        });
+        writer.expect_heartbeat().returning(|heartbeat| {
+            let mut lease = match heartbeat {
+                Heartbeat::Create(lease) | Heartbeat::Replace(lease) => (**lease).clone(),
+                Heartbeat::Blocked { .. } => return Ok(None),
+            };
+            lease.metadata.resource_version = Some("7".into());
+            Ok(Some(lease))
+        });
+        let metrics = Arc::new(Metrics::new());
+        let mut runtime = bare_runtime(config, writer, Duration::from_secs(10));
+        runtime.metrics = Arc::clone(&metrics);
+        let (events, stop, task) = start(runtime);
+        let mut all = listed_shop(&key);
+        all.extend(listed(Vec::new(), Input::Record));
+        all.extend(listed(Vec::new(), Input::Lease));
+        for f in all {
+            events.unbounded_send(f).unwrap();
+        }
+        wait_for("the status write's 404", || *attempts.lock().unwrap() == 1).await;
+        // The Service changes ten times (each a reconcile of the export) before the watch
+        // delivers the export's deletion.
+        for port in 81..91 {
+            events
+                .unbounded_send(feed(Input::Service(Event::Apply(sim::service(
+                    &key,
+                    "10.96.0.1",
+                    &[port],
+                )))))
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let dropped =
+            "clusterset_agent_writes_dropped_total{operation=\"apply_service_export_status\"} 1";
+        wait_for("the dropped write's count", || {
+            metrics.encode().contains(dropped)
+        })
+        .await;
+        assert_eq!(
+            *attempts.lock().unwrap(),
+            1,
+            "the dropped write was retried"
+        );
+        assert!(
+            !metrics.encode().contains(
+                "clusterset_agent_local_errors_total{operation=\"apply_service_export_status\"}"
+            ),
+            "a write for an object that is gone is not an error"
+        );
+
+        // A new export of the same name: its status is written again.
+        gone.store(false, Ordering::SeqCst);
+        events
+            .unbounded_send(feed(Input::ServiceExport(Event::Apply(
+                sim::service_export(&key, k8s_openapi::jiff::Timestamp::now()),
+            ))))
+            .unwrap();
+        wait_for("the new export's status", || *attempts.lock().unwrap() == 2).await;
+        stop.send(()).unwrap();
+        task.await.unwrap();
     }
 
     #[tokio::test]

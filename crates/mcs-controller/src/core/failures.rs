@@ -137,6 +137,27 @@ impl AgentCore {
         self.dirty.insert(key);
     }
 
+    /// Reports that a write to the member cluster found its object or its namespace gone (a
+    /// 404: the ServiceExport deleted while its status write waited, the namespace deleted):
+    /// the write is dropped, not retried; the watch's delete event settles the rest. No status
+    /// is written for that export until the watch delivers it again (its deletion, or a new
+    /// export of the same name). The API server answered ([`answered`](Self::answered)).
+    pub fn write_gone(&mut self, write: &Write) {
+        self.answered(write.target().side());
+        self.pending.remove(&write.target());
+        self.forget_written(write);
+        let key = write.service();
+        if let Write::ApplyServiceExportStatus { key, .. } = write {
+            self.exports_gone.insert(key.clone());
+        }
+        if let Some(failure) = self.failures.get_mut(&key) {
+            failure.targets.remove(&write.target());
+            if failure.targets.is_empty() && failure.publish_error.is_none() {
+                self.failures.remove(&key);
+            }
+        }
+    }
+
     /// An export status write that did not go through is no longer the newest state of the
     /// export's conditions: the stored status is.
     fn forget_written(&mut self, write: &Write) {

@@ -183,6 +183,7 @@ impl AgentCore {
     }
 
     pub(super) fn export_change_matters(&mut self, change: &Change<ServiceExport>) -> bool {
+        self.exports_gone.remove(&key_of(&change.id));
         let (Some(old), Some(new)) = (&change.old, &change.new) else {
             self.pending
                 .remove(&Target::ExportStatus(change.id.clone()));

@@ -228,6 +228,9 @@ pub struct AgentCore {
     /// status while the watch has not delivered that write yet (see
     /// [`WrittenConditions`]).
     export_conditions_written: HashMap<ServiceKey, WrittenConditions>,
+    /// ServiceExports whose status write found them gone (404) and of which the watch has
+    /// delivered nothing since: no status is written for them until it does.
+    exports_gone: BTreeSet<ServiceKey>,
     failures: HashMap<ServiceKey, Failure>,
     accounted: HashMap<ServiceKey, Timestamp>,
     zone_out: Vec<ZoneChange>,
@@ -307,6 +310,7 @@ impl AgentCore {
             lease_state: LeaseState::NotHeld,
             pending: HashMap::new(),
             export_conditions_written: HashMap::new(),
+            exports_gone: BTreeSet::new(),
             failures: HashMap::new(),
             accounted: HashMap::new(),
             zone_out: Vec::new(),
@@ -401,6 +405,7 @@ impl AgentCore {
             lease_state: _,
             pending: _,
             export_conditions_written: _,
+            exports_gone: _,
             failures: _,
             accounted: _,
             zone_out,

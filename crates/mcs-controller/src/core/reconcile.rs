@@ -248,8 +248,8 @@ impl AgentCore {
             self.accounted.remove(key);
         }
 
-        // 5. Export conditions.
-        if let Some(export) = &export {
+        // 5. Export conditions (none for an export found gone that the watch still holds).
+        if let Some(export) = export.as_ref().filter(|_| !self.exports_gone.contains(key)) {
             let in_merge = merged
                 .as_ref()
                 .filter(|m| m.records.iter().any(|r| r.cluster_id == me));
