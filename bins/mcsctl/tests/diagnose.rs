@@ -76,7 +76,10 @@ struct Setup {
 
 fn setup() -> Setup {
     let dir = tempfile::tempdir().unwrap();
-    let api = ApiServer::start(FakeApi::new(fixture()));
+    let api = ApiServer::start(FakeApi::with_crds(
+        mcs_ceph_api::member_crds().unwrap(),
+        fixture(),
+    ));
     let config = kubeconfig(dir.path(), &api.url)
         .to_str()
         .unwrap()

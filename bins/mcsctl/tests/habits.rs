@@ -53,7 +53,10 @@ fn global_flags_go_anywhere_on_the_line() {
         &["-n", "shop", "--kubeconfig", "K", "status"][..],
         &["--kubeconfig", "K", "-o", "json", "-n", "shop", "status"][..],
     ] {
-        let (_dir, server, config) = setup(FakeApi::new(fixture()));
+        let (_dir, server, config) = setup(FakeApi::with_crds(
+            mcs_ceph_api::member_crds().unwrap(),
+            fixture(),
+        ));
         let args: Vec<&str> = args
             .iter()
             .map(|a| if *a == "K" { config.as_str() } else { a })
@@ -75,7 +78,10 @@ fn global_flags_go_anywhere_on_the_line() {
 
 #[test]
 fn output_formats_wide_name_and_no_headers() {
-    let (_dir, _server, config) = setup(FakeApi::new(fixture()));
+    let (_dir, _server, config) = setup(FakeApi::with_crds(
+        mcs_ceph_api::member_crds().unwrap(),
+        fixture(),
+    ));
     let status = |extra: &[&str]| {
         let out = mcsctl(&[&["status", "--kubeconfig", &config, "-A"][..], extra].concat());
         assert_eq!(out.status.code(), Some(1), "{extra:?}: {}", stderr(&out));
@@ -172,7 +178,10 @@ fn output_formats_wide_name_and_no_headers() {
 
 #[test]
 fn jsonpath_templates_as_kubectls_and_a_clear_refusal_of_the_rest() {
-    let (_dir, _server, config) = setup(FakeApi::new(fixture()));
+    let (_dir, _server, config) = setup(FakeApi::with_crds(
+        mcs_ceph_api::member_crds().unwrap(),
+        fixture(),
+    ));
     let out = mcsctl(&[
         "status",
         "--kubeconfig",
@@ -281,7 +290,10 @@ fn version_shows_client_server_and_components() {
         "mcs-ceph-operator-5c4b-x",
         "mcs-ceph-operator",
     ));
-    let (_dir, server, config) = setup(FakeApi::new(objects));
+    let (_dir, server, config) = setup(FakeApi::with_crds(
+        mcs_ceph_api::member_crds().unwrap(),
+        objects,
+    ));
     let out = mcsctl(&["version", "--kubeconfig", &config]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
@@ -358,7 +370,10 @@ fn version_shows_client_server_and_components() {
 
 #[test]
 fn status_watch_prints_a_new_report_when_an_object_changes_and_ctrl_c_ends_it() {
-    let (_dir, server, config) = setup(FakeApi::new(fixture()));
+    let (_dir, server, config) = setup(FakeApi::with_crds(
+        mcs_ceph_api::member_crds().unwrap(),
+        fixture(),
+    ));
     let mut child = Command::new(env!("CARGO_BIN_EXE_mcsctl"))
         .args(["status", "--watch", "--kubeconfig", &config, "-n", "shop"])
         .env_remove("KUBECONFIG")
@@ -482,7 +497,10 @@ fn dynamic_completion_offers_contexts_namespaces_and_services() {
     for name in ["rook-ceph", "shop"] {
         objects.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}));
     }
-    let (_api_dir, _server, cluster) = setup(FakeApi::new(objects));
+    let (_api_dir, _server, cluster) = setup(FakeApi::with_crds(
+        mcs_ceph_api::member_crds().unwrap(),
+        objects,
+    ));
     assert_eq!(
         complete(
             &["mcsctl", "--kubeconfig", &cluster, "status", "-n", ""],

@@ -13,7 +13,10 @@ use kube_fake::http::ApiServer;
 
 fn setup() -> (tempfile::TempDir, ApiServer, String) {
     let dir = tempfile::tempdir().unwrap();
-    let server = ApiServer::start(FakeApi::new(fixture()));
+    let server = ApiServer::start(FakeApi::with_crds(
+        mcs_ceph_api::member_crds().unwrap(),
+        fixture(),
+    ));
     let config = kubeconfig(dir.path(), &server.url);
     (dir, server, config.to_str().unwrap().to_owned())
 }

@@ -126,7 +126,10 @@ mod tests {
 
     #[tokio::test]
     async fn gather_reads_the_service_its_mcs_objects_and_its_daemon() {
-        let (client, requests) = mock_client(FakeApi::new(fixture()));
+        let (client, requests) = mock_client(FakeApi::with_crds(
+            mcs_ceph_api::member_crds().unwrap(),
+            fixture(),
+        ));
         let reader = KubeReader::new(client, "test");
         let mon = gather(&reader, "rook-ceph", "rook-ceph-mon-a")
             .await

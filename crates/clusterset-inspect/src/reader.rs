@@ -380,7 +380,10 @@ mod tests {
 
     #[tokio::test]
     async fn status_reads_these_paths_in_one_namespace() {
-        let (reader, requests) = reader(FakeApi::new(fixture()));
+        let (reader, requests) = reader(FakeApi::with_crds(
+            mcs_ceph_api::member_crds().unwrap(),
+            fixture(),
+        ));
         let scope = Scope::Namespace("rook-ceph".to_owned());
         let fetched = crate::status::fetch(&reader, &scope).await.unwrap();
         assert_eq!(
@@ -420,7 +423,10 @@ mod tests {
 
     #[tokio::test]
     async fn all_namespaces_lists_across_namespaces_then_reads_each_ceph_namespace() {
-        let (reader, requests) = reader(FakeApi::new(fixture()));
+        let (reader, requests) = reader(FakeApi::with_crds(
+            mcs_ceph_api::member_crds().unwrap(),
+            fixture(),
+        ));
         let fetched = crate::status::fetch(&reader, &Scope::All).await.unwrap();
         let seen = lines(&requests);
         for expected in [
@@ -458,7 +464,10 @@ mod tests {
                 o
             })
             .collect();
-        let (reader, requests) = reader(FakeApi::new(objects));
+        let (reader, requests) = reader(FakeApi::with_crds(
+            mcs_ceph_api::member_crds().unwrap(),
+            objects,
+        ));
         let scope = Scope::Namespace("shop".to_owned());
         assert_eq!(reader.ceph_clusters(&scope).await.unwrap(), None);
         assert_eq!(reader.addressings(&scope).await.unwrap(), None);
@@ -484,13 +493,18 @@ mod tests {
     }
 
     fn reader_without_mcs() -> (KubeReader, Requests) {
-        reader(FakeApi::new(Vec::new()))
+        reader(FakeApi::with_crds(
+            mcs_ceph_api::member_crds().unwrap(),
+            Vec::new(),
+        ))
     }
 
     #[tokio::test]
     async fn refusals_say_what_was_read_where_and_what_to_do() {
-        let (reader, _) =
-            reader(FakeApi::new(fixture()).forbid("/apis/discovery.k8s.io/v1/endpointslices"));
+        let (reader, _) = reader(
+            FakeApi::with_crds(mcs_ceph_api::member_crds().unwrap(), fixture())
+                .forbid("/apis/discovery.k8s.io/v1/endpointslices"),
+        );
         let scope = Scope::Namespace("shop".to_owned());
         let error = reader
             .endpoint_slices(&scope, "multicluster.kubernetes.io/service-name=web")

@@ -184,7 +184,10 @@ mod tests {
 
     #[tokio::test]
     async fn status_watches_what_it_reads_in_the_versions_served() {
-        let (client, _) = mock_client(FakeApi::new(fixture()));
+        let (client, _) = mock_client(FakeApi::with_crds(
+            mcs_ceph_api::member_crds().unwrap(),
+            fixture(),
+        ));
         let reader = KubeReader::new(client, "test");
         let scope = Scope::Namespace("rook-ceph".to_owned());
         let fetched = crate::status::fetch(&reader, &scope).await.unwrap();

@@ -428,6 +428,26 @@ pub fn crd() -> Result<CustomResourceDefinition, CrdError> {
     }))
 }
 
+/// The CRDs of a member cluster where the operator runs: the MCS API's (ServiceExport,
+/// ServiceImport), the About API's (ClusterProperty) and [`crd`] (CephClusterAddressing).
+/// Rook's CephCluster is not among them: Rook installs its own.
+///
+/// ```
+/// let names: Vec<String> = mcs_ceph_api::member_crds()?
+///     .into_iter()
+///     .filter_map(|crd| crd.metadata.name)
+///     .collect();
+/// assert!(names.contains(&"serviceexports.multicluster.x-k8s.io".to_owned()));
+/// assert!(names.contains(&"cephclusteraddressings.clusterset.io".to_owned()));
+/// # Ok::<(), mcs_types::crd::CrdError>(())
+/// ```
+pub fn member_crds() -> Result<Vec<CustomResourceDefinition>, CrdError> {
+    let mut crds = mcs_types::crd::mcs_crds()?;
+    crds.extend(mcs_types::crd::about_crds()?);
+    crds.push(crd()?);
+    Ok(crds)
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

@@ -1404,7 +1404,8 @@ async fn compare_in(
     let (seeded, token, objects) = seed(admin, namespace).await?;
     let nobody = client(config, Some(&token))?;
     let user = format!("system:serviceaccount:{namespace}:{NOBODY}");
-    let mut api = kube_fake::FakeApi::new(objects).user_without_rbac(&token, &user);
+    let mut api = kube_fake::FakeApi::with_crds(mcs_ceph_api::member_crds()?, objects)
+        .user_without_rbac(&token, &user);
     for crd in crds {
         api = api.with_crd(crd);
     }

@@ -159,16 +159,13 @@ fn merge_patch(target: &mut Value, patch: &Value) {
     }
 }
 
-/// The API server's rules for the types of a member cluster: the built-in types, the MCS and
-/// About CRDs, and the operator's `CephClusterAddressing` (CephCluster has no CRD here: its
-/// objects get the rules every kind shares).
-pub fn catalog() -> Catalog {
-    let crds = mcs_types::crd::mcs_crds()
-        .unwrap()
-        .into_iter()
-        .chain(mcs_types::crd::about_crds().unwrap())
-        .chain([mcs_ceph_api::crd().unwrap()]);
-    crds.fold(Catalog::builtin(), |catalog, crd| {
+/// The API server's rules for its built-in types and for `crds` (CustomResourceDefinitions,
+/// typed or as JSON), as if they were installed.
+///
+/// # Panics
+/// When a CRD cannot be serialized (a test's bug).
+pub fn catalog<C: serde::Serialize>(crds: impl IntoIterator<Item = C>) -> Catalog {
+    crds.into_iter().fold(Catalog::builtin(), |catalog, crd| {
         catalog.with_crd(&serde_json::to_value(crd).unwrap())
     })
 }
@@ -255,14 +252,26 @@ fn status(code: u16, reason: &str, message: &str) -> Vec<u8> {
 }
 
 impl FakeApi {
-    /// Serves `objects`; core types (Services, ConfigMaps, EndpointSlices, Deployments) are
-    /// always served, custom types only when an object has them (or [`FakeApi::serve`]).
+    /// Serves `objects` of the built-in types; see [`FakeApi::with_crds`].
+    ///
+    /// # Panics
+    /// As [`FakeApi::with_crds`].
+    pub fn new(objects: Vec<Value>) -> Self {
+        Self::with_crds(Vec::<Value>::new(), objects)
+    }
+
+    /// Serves `objects`, with `crds` installed (a member cluster's: `mcs_ceph_api::member_crds`);
+    /// core types (Services, ConfigMaps, EndpointSlices, Deployments) are always served, custom
+    /// types only when an object has them (or [`FakeApi::serve`]).
     ///
     /// # Panics
     /// When an object breaks the API server's rules: a real server never stores one, so a
     /// fixture holding one would let the code under test see what no cluster can show it.
-    pub fn new(objects: Vec<Value>) -> Self {
-        let catalog = catalog();
+    pub fn with_crds<C: serde::Serialize>(
+        crds: impl IntoIterator<Item = C>,
+        objects: Vec<Value>,
+    ) -> Self {
+        let catalog = catalog(crds);
         for object in &objects {
             let errors = catalog.object_errors(object, Completeness::Whole);
             assert!(

@@ -39,12 +39,24 @@ fn answer(api: &mut FakeApi, call: &Call) -> (u16, Value) {
     (code, body)
 }
 
+/// The upstream ServiceExport CRD (sigs.k8s.io/mcs-api), installed as a user would.
+fn service_export_crd() -> Value {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../fixtures/upstream/mcs-api/multicluster.x-k8s.io_serviceexports.yaml"
+    );
+    serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
 fn api() -> FakeApi {
-    FakeApi::new(vec![
-        namespace(),
-        config_map("settings", Some("7")),
-        export("web"),
-    ])
+    FakeApi::with_crds(
+        [service_export_crd()],
+        vec![
+            namespace(),
+            config_map("settings", Some("7")),
+            export("web"),
+        ],
+    )
 }
 
 #[test]
