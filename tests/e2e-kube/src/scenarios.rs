@@ -643,6 +643,10 @@ pub async fn operator_brings_osds_to_global_ips(world: &mut World) -> anyhow::Re
             }
         })
         .await?;
+        println!(
+            "every OSD rolled out and counted ready {:?} after the operator started",
+            started.elapsed()
+        );
         // A second pass: poke the CephCluster and wait for the operator to reconcile it (once
         // to see the converged state, once more to compare); nothing it writes may change.
         let operator_ref = &operator;
@@ -679,6 +683,10 @@ pub async fn operator_brings_osds_to_global_ips(world: &mut World) -> anyhow::Re
         poke(1).await?;
         let before = versions(&east, &namespace).await?;
         poke(2).await?;
+        println!(
+            "two pokes reconciled {:?} after the operator started",
+            started.elapsed()
+        );
         let after = versions(&east, &namespace).await?;
         let changed: Vec<&String> = before
             .iter()
