@@ -648,6 +648,27 @@ pub(crate) fn slice_fact(slice: &EndpointSlice) -> Result<(SliceKey, SliceFact),
         slice.metadata.namespace.as_deref(),
         slice.metadata.name.as_deref(),
     )?;
+    let (service, cluster_id) = slice_labels(&fault, slice)?;
+    let family_v6 = address_family_v6(&fault, slice)?;
+    let ports = slice_ports(&fault, slice)?;
+    let ready = ready_addresses(&fault, slice, family_v6)?;
+    Ok((
+        SliceKey::new(namespace, name),
+        SliceFact {
+            service: service.to_owned(),
+            cluster_id: cluster_id.to_owned(),
+            ports,
+            ready,
+        },
+    ))
+}
+
+/// The service name and the source cluster id an MCS EndpointSlice's labels give, both
+/// present and DNS labels.
+fn slice_labels<'a>(
+    fault: &Fault<'_>,
+    slice: &'a EndpointSlice,
+) -> Result<(&'a str, &'a str), ObjectError> {
     let label = |key: &str| {
         slice
             .metadata
@@ -681,16 +702,24 @@ pub(crate) fn slice_fact(slice: &EndpointSlice) -> Result<(SliceKey, SliceFact),
             format!("cluster id {cluster_id:?} {problem}"),
         ));
     }
-    let family_v6 = match slice.address_type.as_str() {
-        "IPv4" => false,
-        "IPv6" => true,
-        other => {
-            return Err(fault.at(
-                "addressType",
-                format!("{other:?} is not served in clusterset DNS: use IPv4 or IPv6"),
-            ));
-        }
-    };
+    Ok((service, cluster_id))
+}
+
+/// Whether the slice holds IPv6 addresses (`addressType` IPv6) rather than IPv4 ones; other
+/// address types are not served.
+fn address_family_v6(fault: &Fault<'_>, slice: &EndpointSlice) -> Result<bool, ObjectError> {
+    match slice.address_type.as_str() {
+        "IPv4" => Ok(false),
+        "IPv6" => Ok(true),
+        other => Err(fault.at(
+            "addressType",
+            format!("{other:?} is not served in clusterset DNS: use IPv4 or IPv6"),
+        )),
+    }
+}
+
+/// The slice's ports with a number, validated.
+fn slice_ports(fault: &Fault<'_>, slice: &EndpointSlice) -> Result<Vec<PortFact>, ObjectError> {
     let mut ports = Vec::new();
     for (i, p) in slice.ports.iter().flatten().enumerate() {
         let EndpointPort {
@@ -702,16 +731,27 @@ pub(crate) fn slice_fact(slice: &EndpointSlice) -> Result<(SliceKey, SliceFact),
         // A port without a number means "all ports": nothing for SRV.
         let Some(port) = port else { continue };
         ports.push(PortFact {
-            name: port_name(&fault, &format_args!("ports[{i}].name"), name.as_deref())?
+            name: port_name(fault, &format_args!("ports[{i}].name"), name.as_deref())?
                 .map(str::to_owned),
             protocol: protocol(
-                &fault,
+                fault,
                 &format_args!("ports[{i}].protocol"),
                 proto.as_deref(),
             )?,
-            port: port_number(&fault, &format_args!("ports[{i}].port"), *port)?,
+            port: port_number(fault, &format_args!("ports[{i}].port"), *port)?,
         });
     }
+    Ok(ports)
+}
+
+/// The addresses of the slice's ready endpoints (an endpoint without a `ready` condition is
+/// ready), each with its hostname or its dashed IP; every endpoint's hostname and addresses
+/// are validated, the addresses of the slice's family (`family_v6`).
+fn ready_addresses(
+    fault: &Fault<'_>,
+    slice: &EndpointSlice,
+    family_v6: bool,
+) -> Result<Vec<ReadyAddress>, ObjectError> {
     let mut ready = Vec::new();
     for (i, endpoint) in slice.endpoints.iter().enumerate() {
         let is_ready = endpoint
@@ -749,15 +789,7 @@ pub(crate) fn slice_fact(slice: &EndpointSlice) -> Result<(SliceKey, SliceFact),
             }
         }
     }
-    Ok((
-        SliceKey::new(namespace, name),
-        SliceFact {
-            service: service.to_owned(),
-            cluster_id: cluster_id.to_owned(),
-            ports,
-            ready,
-        },
-    ))
+    Ok(ready)
 }
 
 #[cfg(test)]

@@ -302,6 +302,16 @@ pub(crate) fn zone_names(config: &ZoneConfig) -> Vec<(String, NameRecords)> {
     ]
 }
 
+/// A service's names with their records.
+type ServiceNames = BTreeMap<String, NameRecords>;
+
+/// The PTR targets of a service's addresses, per address.
+type ServicePtrs = BTreeMap<IpAddr, BTreeSet<String>>;
+
+/// A service's SRV records per name they belong to (the bare service name and each named
+/// port's), possibly empty.
+type SrvSets = BTreeMap<String, Vec<SrvData>>;
+
 /// The records of a service's names (all below `<svc>.<ns>.svc.<zone>`), and its PTR targets
 /// per address: the pure heart of the zone. (`<ns>.svc.<zone>` exists while the service does;
 /// the zone index keeps it.)
@@ -310,12 +320,9 @@ pub(crate) fn service_records(
     key: &ServiceKey,
     import: &ImportFact,
     slices: &BTreeMap<String, Arc<SliceFact>>,
-) -> (
-    BTreeMap<String, NameRecords>,
-    BTreeMap<IpAddr, BTreeSet<String>>,
-) {
-    let mut out: BTreeMap<String, NameRecords> = BTreeMap::new();
-    let mut reverse: BTreeMap<IpAddr, BTreeSet<String>> = BTreeMap::new();
+) -> (ServiceNames, ServicePtrs) {
+    let mut out: ServiceNames = BTreeMap::new();
+    let mut reverse: ServicePtrs = BTreeMap::new();
     // Validated on the way in; a failure here would be a bug, and then the service has no names.
     let Ok(service) = ClustersetName::service(&key.namespace, &key.name)
         .and_then(|n| n.in_zone(config.zone.clone()))
@@ -327,10 +334,42 @@ pub(crate) fn service_records(
         .values()
         .flat_map(|s| s.ready.iter().map(move |a| (&**s, a)))
         .collect();
+    let endpoint_names = endpoint_records(&service, &ready, &mut out, &mut reverse);
+    if config.lighthouse_cluster_names {
+        lighthouse_records(&service, &ready, &mut out);
+    }
+    let srv_sets = match import.type_ {
+        ServiceImportType::ClusterSetIP => {
+            clusterset_ip_records(&service, &service_name, import, &mut out, &mut reverse)
+        }
+        ServiceImportType::Headless => headless_records(
+            &service,
+            &service_name,
+            &ready,
+            &endpoint_names,
+            slices,
+            &mut out,
+        ),
+    };
+    for (name, srv) in srv_sets {
+        if !srv.is_empty() {
+            out.entry(name).or_default().srv = srv;
+        }
+    }
+    (out, reverse)
+}
 
-    // Endpoint names <hostname>.<clusterid>.<svc>... (spec for headless; CoreDNS for both).
+/// The endpoint names `<hostname>.<clusterid>.<svc>...` of the `ready` addresses (the spec's
+/// for headless services; CoreDNS has them for both types) with their addresses and PTR
+/// targets; returns each endpoint's name by (cluster id, hostname).
+fn endpoint_records(
+    service: &ClustersetName,
+    ready: &[(&SliceFact, &ReadyAddress)],
+    out: &mut ServiceNames,
+    reverse: &mut ServicePtrs,
+) -> BTreeMap<(String, String), String> {
     let mut endpoint_names: BTreeMap<(String, String), String> = BTreeMap::new();
-    for (slice, address) in &ready {
+    for (slice, address) in ready {
         let Ok(name) = service
             .clone()
             .endpoint(&address.hostname, &slice.cluster_id)
@@ -342,93 +381,117 @@ pub(crate) fn service_records(
         reverse.entry(address.ip).or_default().insert(name.clone());
         endpoint_names.insert((slice.cluster_id.clone(), address.hostname.clone()), name);
     }
-    if config.lighthouse_cluster_names {
-        for (slice, address) in &ready {
-            if let Ok(name) = service.clone().cluster_service(&slice.cluster_id) {
-                out.entry(name.to_string()).or_default().add_ip(address.ip);
-            }
-        }
-    }
+    endpoint_names
+}
 
-    // (port filter name, entries) for the bare service name and each named port.
-    let mut srv_sets: BTreeMap<String, Vec<SrvData>> = BTreeMap::new();
-    match import.type_ {
-        ServiceImportType::ClusterSetIP => {
-            out.entry(service_name.clone()).or_default();
-            for ip in &import.ips {
-                out.entry(service_name.clone()).or_default().add_ip(*ip);
-                reverse.entry(*ip).or_default().insert(service_name.clone());
-            }
-            if !import.ips.is_empty() {
-                let entries = |ports: &mut dyn Iterator<Item = &PortFact>| {
-                    let mut list = Vec::new();
-                    for port in ports {
-                        for _ in &import.ips {
-                            list.push((service_name.clone(), port.port));
-                        }
-                    }
-                    list
-                };
-                srv_sets.insert(
-                    service_name.clone(),
-                    srv_records(&entries(&mut import.ports.iter())),
-                );
-                for (port_name, protocol) in named_ports(import.ports.iter()) {
-                    let Ok(name) = service.clone().srv(&port_name, protocol) else {
-                        continue;
-                    };
-                    let mut matching = import.ports.iter().filter(|p| {
-                        p.name.as_deref() == Some(&port_name) && p.protocol == protocol
-                    });
-                    srv_sets.insert(name.to_string(), srv_records(&entries(&mut matching)));
-                }
-            }
+/// Lighthouse's per-cluster names `<clusterid>.<svc>...` with the `ready` addresses of each
+/// cluster.
+fn lighthouse_records(
+    service: &ClustersetName,
+    ready: &[(&SliceFact, &ReadyAddress)],
+    out: &mut ServiceNames,
+) {
+    for (slice, address) in ready {
+        if let Ok(name) = service.clone().cluster_service(&slice.cluster_id) {
+            out.entry(name.to_string()).or_default().add_ip(address.ip);
         }
-        ServiceImportType::Headless => {
-            if !ready.is_empty() {
-                let records = out.entry(service_name.clone()).or_default();
-                for (_, address) in &ready {
-                    records.add_ip(address.ip);
+    }
+}
+
+/// A ClusterSetIP service's name with the import's IPs and their PTR targets; returns its SRV
+/// records (the service name as the target, one entry per port and IP), none without IPs.
+fn clusterset_ip_records(
+    service: &ClustersetName,
+    service_name: &str,
+    import: &ImportFact,
+    out: &mut ServiceNames,
+    reverse: &mut ServicePtrs,
+) -> SrvSets {
+    let mut srv_sets: SrvSets = BTreeMap::new();
+    out.entry(service_name.to_owned()).or_default();
+    for ip in &import.ips {
+        out.entry(service_name.to_owned()).or_default().add_ip(*ip);
+        reverse
+            .entry(*ip)
+            .or_default()
+            .insert(service_name.to_owned());
+    }
+    if !import.ips.is_empty() {
+        let entries = |ports: &mut dyn Iterator<Item = &PortFact>| {
+            let mut list = Vec::new();
+            for port in ports {
+                for _ in &import.ips {
+                    list.push((service_name.to_owned(), port.port));
                 }
             }
-            let entries = |filter: &dyn Fn(&PortFact) -> bool| {
-                let mut list = Vec::new();
-                for (slice, address) in &ready {
-                    let Some(target) =
-                        endpoint_names.get(&(slice.cluster_id.clone(), address.hostname.clone()))
-                    else {
-                        continue;
-                    };
-                    for port in slice.ports.iter().filter(|p| filter(p)) {
-                        list.push((target.clone(), port.port));
-                    }
-                }
-                list
+            list
+        };
+        srv_sets.insert(
+            service_name.to_owned(),
+            srv_records(&entries(&mut import.ports.iter())),
+        );
+        for (port_name, protocol) in named_ports(import.ports.iter()) {
+            let Ok(name) = service.clone().srv(&port_name, protocol) else {
+                continue;
             };
-            let bare = srv_records(&entries(&|_| true));
-            if !bare.is_empty() {
-                srv_sets.insert(service_name.clone(), bare);
-            }
-            let all_ports = slices.values().flat_map(|s| s.ports.iter());
-            for (port_name, protocol) in named_ports(all_ports) {
-                let Ok(name) = service.clone().srv(&port_name, protocol) else {
-                    continue;
-                };
-                let list = srv_records(&entries(&|p: &PortFact| {
-                    p.name.as_deref() == Some(&port_name) && p.protocol == protocol
-                }));
-                if !list.is_empty() {
-                    srv_sets.insert(name.to_string(), list);
-                }
-            }
+            let mut matching = import
+                .ports
+                .iter()
+                .filter(|p| p.name.as_deref() == Some(&port_name) && p.protocol == protocol);
+            srv_sets.insert(name.to_string(), srv_records(&entries(&mut matching)));
         }
     }
-    for (name, srv) in srv_sets {
-        if !srv.is_empty() {
-            out.entry(name).or_default().srv = srv;
+    srv_sets
+}
+
+/// A headless service's name with the `ready` addresses; returns its SRV records (the
+/// endpoint names as the targets, one entry per ready address and port of its slice).
+fn headless_records(
+    service: &ClustersetName,
+    service_name: &str,
+    ready: &[(&SliceFact, &ReadyAddress)],
+    endpoint_names: &BTreeMap<(String, String), String>,
+    slices: &BTreeMap<String, Arc<SliceFact>>,
+    out: &mut ServiceNames,
+) -> SrvSets {
+    let mut srv_sets: SrvSets = BTreeMap::new();
+    if !ready.is_empty() {
+        let records = out.entry(service_name.to_owned()).or_default();
+        for (_, address) in ready {
+            records.add_ip(address.ip);
         }
     }
-    (out, reverse)
+    let entries = |filter: &dyn Fn(&PortFact) -> bool| {
+        let mut list = Vec::new();
+        for (slice, address) in ready {
+            let Some(target) =
+                endpoint_names.get(&(slice.cluster_id.clone(), address.hostname.clone()))
+            else {
+                continue;
+            };
+            for port in slice.ports.iter().filter(|p| filter(p)) {
+                list.push((target.clone(), port.port));
+            }
+        }
+        list
+    };
+    let bare = srv_records(&entries(&|_| true));
+    if !bare.is_empty() {
+        srv_sets.insert(service_name.to_owned(), bare);
+    }
+    let all_ports = slices.values().flat_map(|s| s.ports.iter());
+    for (port_name, protocol) in named_ports(all_ports) {
+        let Ok(name) = service.clone().srv(&port_name, protocol) else {
+            continue;
+        };
+        let list = srv_records(&entries(&|p: &PortFact| {
+            p.name.as_deref() == Some(&port_name) && p.protocol == protocol
+        }));
+        if !list.is_empty() {
+            srv_sets.insert(name.to_string(), list);
+        }
+    }
+    srv_sets
 }
 
 /// Distinct (name, protocol) of the named ports.

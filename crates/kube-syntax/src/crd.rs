@@ -110,6 +110,26 @@ pub fn crd_errors(crd: &Value) -> Vec<FieldError> {
             "must be spec.names.plural+\".\"+spec.group",
         ));
     }
+    group_errors(group, &mut errors);
+    errors.extend(approval_errors(
+        group,
+        &string_map(crd.pointer("/metadata/annotations")),
+    ));
+    names_errors(crd, plural, &mut errors);
+    match text(crd, "/spec/scope") {
+        "Cluster" | "Namespaced" => {}
+        scope => errors.push(FieldError::not_supported(
+            "spec.scope",
+            scope,
+            &["Cluster", "Namespaced"],
+        )),
+    }
+    versions_errors(crd, &mut errors);
+    errors
+}
+
+/// The problems of `spec.group`: required, a DNS subdomain, and with at least one dot.
+fn group_errors(group: &str, errors: &mut Vec<FieldError>) {
     if group.is_empty() {
         errors.push(FieldError::required("spec.group", ""));
     } else {
@@ -124,27 +144,50 @@ pub fn crd_errors(crd: &Value) -> Vec<FieldError> {
             ));
         }
     }
-    errors.extend(approval_errors(
-        group,
-        &string_map(crd.pointer("/metadata/annotations")),
-    ));
-    // `ValidateCustomResourceDefinitionNames`: problems joined with ",".
-    let dns1035 = |field: &str, value: &str, errors: &mut Vec<FieldError>| {
-        let problems = dns1035_label_problems(value);
-        if !problems.is_empty() {
-            errors.push(FieldError::invalid(field, value, problems.join(",")));
-        }
-    };
+}
+
+/// `Invalid` at `field` when `value` is not a DNS-1035 label, its problems joined with ",".
+fn dns1035_errors(field: &str, value: &str, errors: &mut Vec<FieldError>) {
+    let problems = dns1035_label_problems(value);
+    if !problems.is_empty() {
+        errors.push(FieldError::invalid(field, value, problems.join(",")));
+    }
+}
+
+/// The problems of `spec.names` (`ValidateCustomResourceDefinitionNames`): the plural, the
+/// singular, the kind and list kind, then the short names and categories.
+fn names_errors(crd: &Value, plural: &str, errors: &mut Vec<FieldError>) {
     if plural.is_empty() {
         errors.push(FieldError::required("spec.names.plural", ""));
     } else {
-        dns1035("spec.names.plural", plural, &mut errors);
+        dns1035_errors("spec.names.plural", plural, errors);
     }
     // Singular and listKind are defaulted from the kind when missing.
     let singular = text(crd, "/spec/names/singular");
     if !singular.is_empty() {
-        dns1035("spec.names.singular", singular, &mut errors);
+        dns1035_errors("spec.names.singular", singular, errors);
     }
+    kind_errors(crd, errors);
+    for key in ["shortNames", "categories"] {
+        for (i, item) in crd
+            .pointer(&format!("/spec/names/{key}"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            dns1035_errors(
+                &format!("spec.names.{key}[{i}]"),
+                item.as_str().unwrap_or(""),
+                errors,
+            );
+        }
+    }
+}
+
+/// The problems of `spec.names.kind` and `spec.names.listKind`: each a DNS-1035 label but for
+/// its case, the kind required, and the two not the same.
+fn kind_errors(crd: &Value, errors: &mut Vec<FieldError>) {
     for key in ["kind", "listKind"] {
         let value = text(crd, &format!("/spec/names/{key}"));
         if value.is_empty() {
@@ -173,29 +216,11 @@ pub fn crd_errors(crd: &Value) -> Vec<FieldError> {
             "kind and listKind may not be the same",
         ));
     }
-    for key in ["shortNames", "categories"] {
-        for (i, item) in crd
-            .pointer(&format!("/spec/names/{key}"))
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            dns1035(
-                &format!("spec.names.{key}[{i}]"),
-                item.as_str().unwrap_or(""),
-                &mut errors,
-            );
-        }
-    }
-    match text(crd, "/spec/scope") {
-        "Cluster" | "Namespaced" => {}
-        scope => errors.push(FieldError::not_supported(
-            "spec.scope",
-            scope,
-            &["Cluster", "Namespaced"],
-        )),
-    }
+}
+
+/// The problems of `spec.versions`: each version's name and schema, then unique names and
+/// exactly one storage version.
+fn versions_errors(crd: &Value, errors: &mut Vec<FieldError>) {
     let versions = crd
         .pointer("/spec/versions")
         .and_then(Value::as_array)
@@ -246,7 +271,6 @@ pub fn crd_errors(crd: &Value) -> Vec<FieldError> {
             "must have exactly one version marked as storage version",
         ));
     }
-    errors
 }
 
 /// Keys a CRD schema may not use anywhere.
@@ -316,6 +340,8 @@ pub fn structural_errors(field: &str, schema: &Value) -> Vec<FieldError> {
     errors
 }
 
+/// Every way `schema` at `field` and the schemas nested in it are not structural, `in_junctor`
+/// when `schema` is inside `allOf`, `anyOf`, `oneOf` or `not`.
 fn walk_structural(field: &str, schema: &Value, in_junctor: bool, errors: &mut Vec<FieldError>) {
     let Some(object) = schema.as_object() else {
         errors.push(FieldError::invalid_json(
@@ -325,6 +351,22 @@ fn walk_structural(field: &str, schema: &Value, in_junctor: bool, errors: &mut V
         ));
         return;
     };
+    forbidden_key_errors(field, object, errors);
+    if in_junctor {
+        junctor_key_errors(field, object, errors);
+    } else {
+        type_errors(field, object, errors);
+    }
+    walk_nested(field, object, in_junctor, errors);
+    walk_junctors(field, object, errors);
+}
+
+/// `Forbidden` for each of the [`FORBIDDEN_KEYS`] in `object`, then for `uniqueItems: true`.
+fn forbidden_key_errors(
+    field: &str,
+    object: &serde_json::Map<String, Value>,
+    errors: &mut Vec<FieldError>,
+) {
     for key in FORBIDDEN_KEYS {
         if object.contains_key(key) {
             errors.push(FieldError::forbidden(
@@ -339,79 +381,100 @@ fn walk_structural(field: &str, schema: &Value, in_junctor: bool, errors: &mut V
             "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
         ));
     }
-    if in_junctor {
-        for key in NOT_IN_JUNCTORS {
-            if object.contains_key(key) {
-                errors.push(FieldError::forbidden(
-                    &format!("{field}.{key}"),
-                    "must not be specified inside allOf, anyOf, oneOf or not",
-                ));
-            }
-        }
-    } else {
-        let flag = |key: &str| object.get(key).and_then(Value::as_bool) == Some(true);
-        let typed = object
-            .get("type")
-            .and_then(Value::as_str)
-            .is_some_and(|t| !t.is_empty());
-        if !typed
-            && !flag("x-kubernetes-int-or-string")
-            && !flag("x-kubernetes-preserve-unknown-fields")
-        {
-            errors.push(FieldError::required(
-                &format!("{field}.type"),
-                "must not be empty for specified object fields",
-            ));
-        }
-        if let Some(kind) = object.get("type").and_then(Value::as_str)
-            && !["object", "array", "string", "integer", "number", "boolean"].contains(&kind)
-        {
-            errors.push(FieldError::not_supported(
-                &format!("{field}.type"),
-                kind,
-                &["array", "boolean", "integer", "number", "object", "string"],
-            ));
-        }
-        // `additionalProperties: true` beside properties is allowed; false or a schema is not.
-        if object
-            .get("properties")
-            .and_then(Value::as_object)
-            .is_some_and(|p| !p.is_empty())
-            && object
-                .get("additionalProperties")
-                .is_some_and(|a| a.is_object() || *a == Value::Bool(false))
-        {
+}
+
+/// `Forbidden` for each of the [`NOT_IN_JUNCTORS`] in `object`, a schema inside a junctor.
+fn junctor_key_errors(
+    field: &str,
+    object: &serde_json::Map<String, Value>,
+    errors: &mut Vec<FieldError>,
+) {
+    for key in NOT_IN_JUNCTORS {
+        if object.contains_key(key) {
             errors.push(FieldError::forbidden(
-                &format!("{field}.additionalProperties"),
-                "additionalProperties and properties are mutual exclusive",
-            ));
-        }
-        if flag("x-kubernetes-int-or-string") && typed {
-            errors.push(FieldError::forbidden(
-                &format!("{field}.type"),
-                "must be empty if x-kubernetes-int-or-string is true",
-            ));
-        }
-        if object.get("type").and_then(Value::as_str) == Some("array")
-            && !object.contains_key("items")
-        {
-            errors.push(FieldError::required(
-                &format!("{field}.items"),
-                "must be specified",
-            ));
-        }
-        if object.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map")
-            && object
-                .get("x-kubernetes-list-map-keys")
-                .and_then(Value::as_array)
-                .is_none_or(Vec::is_empty)
-        {
-            errors.push(FieldError::required(
-                &format!("{field}.x-kubernetes-list-map-keys"),
-                "must not be empty if x-kubernetes-list-type is map",
+                &format!("{field}.{key}"),
+                "must not be specified inside allOf, anyOf, oneOf or not",
             ));
         }
     }
+}
+
+/// The problems of `object`'s type outside a junctor: a type given (unless int-or-string or
+/// preserving unknown fields) and supported, properties without a closed
+/// `additionalProperties`, no type beside int-or-string, an array's items and a map list's
+/// keys.
+fn type_errors(field: &str, object: &serde_json::Map<String, Value>, errors: &mut Vec<FieldError>) {
+    let flag = |key: &str| object.get(key).and_then(Value::as_bool) == Some(true);
+    let typed = object
+        .get("type")
+        .and_then(Value::as_str)
+        .is_some_and(|t| !t.is_empty());
+    if !typed
+        && !flag("x-kubernetes-int-or-string")
+        && !flag("x-kubernetes-preserve-unknown-fields")
+    {
+        errors.push(FieldError::required(
+            &format!("{field}.type"),
+            "must not be empty for specified object fields",
+        ));
+    }
+    if let Some(kind) = object.get("type").and_then(Value::as_str)
+        && !["object", "array", "string", "integer", "number", "boolean"].contains(&kind)
+    {
+        errors.push(FieldError::not_supported(
+            &format!("{field}.type"),
+            kind,
+            &["array", "boolean", "integer", "number", "object", "string"],
+        ));
+    }
+    // `additionalProperties: true` beside properties is allowed; false or a schema is not.
+    if object
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|p| !p.is_empty())
+        && object
+            .get("additionalProperties")
+            .is_some_and(|a| a.is_object() || *a == Value::Bool(false))
+    {
+        errors.push(FieldError::forbidden(
+            &format!("{field}.additionalProperties"),
+            "additionalProperties and properties are mutual exclusive",
+        ));
+    }
+    if flag("x-kubernetes-int-or-string") && typed {
+        errors.push(FieldError::forbidden(
+            &format!("{field}.type"),
+            "must be empty if x-kubernetes-int-or-string is true",
+        ));
+    }
+    if object.get("type").and_then(Value::as_str) == Some("array") && !object.contains_key("items")
+    {
+        errors.push(FieldError::required(
+            &format!("{field}.items"),
+            "must be specified",
+        ));
+    }
+    if object.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map")
+        && object
+            .get("x-kubernetes-list-map-keys")
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty)
+    {
+        errors.push(FieldError::required(
+            &format!("{field}.x-kubernetes-list-map-keys"),
+            "must not be empty if x-kubernetes-list-type is map",
+        ));
+    }
+}
+
+/// Walks the schemas of `object`'s properties, its `additionalProperties` (when a schema) and
+/// its `items`.
+fn walk_nested(
+    field: &str,
+    object: &serde_json::Map<String, Value>,
+    in_junctor: bool,
+    errors: &mut Vec<FieldError>,
+) {
     if let Some(properties) = object.get("properties").and_then(Value::as_object) {
         for (name, child) in properties {
             walk_structural(
@@ -435,6 +498,14 @@ fn walk_structural(field: &str, schema: &Value, in_junctor: bool, errors: &mut V
     if let Some(child) = object.get("items") {
         walk_structural(&format!("{field}.items"), child, in_junctor, errors);
     }
+}
+
+/// Walks the schemas of `object`'s `allOf`, `anyOf`, `oneOf` and `not`, each inside a junctor.
+fn walk_junctors(
+    field: &str,
+    object: &serde_json::Map<String, Value>,
+    errors: &mut Vec<FieldError>,
+) {
     // The int-or-string patterns are allowed: `anyOf: [{type: integer}, {type: string}]`, or
     // the same as the `anyOf` of the first `allOf`.
     let int_or_string = object
@@ -609,6 +680,14 @@ fn is_integral(value: &Value) -> bool {
     value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|f| f.fract() == 0.0)
 }
 
+/// Whether `schema` sets `key` to `true`.
+fn schema_flag(schema: &Value, key: &str) -> bool {
+    schema.get(key).and_then(Value::as_bool) == Some(true)
+}
+
+/// Every problem of `value` at `field` against `schema` and the schemas below it (`root` when
+/// `value` is the whole object), in the order of [`schema_errors`]; the duplicates of
+/// `x-kubernetes-list-type` lists go to `duplicates`.
 fn check_schema(
     field: &str,
     value: &Value,
@@ -618,22 +697,48 @@ fn check_schema(
     duplicates: &mut Vec<FieldError>,
 ) {
     let shown = if field.is_empty() { "<root>" } else { field };
-    let get = |key: &str| schema.get(key);
-    let flag = |key: &str| get(key).and_then(Value::as_bool) == Some(true);
+    if !check_type(shown, value, schema, errors) {
+        return;
+    }
+    match value {
+        Value::String(text) => check_string(shown, text, schema, errors),
+        Value::Number(number) => {
+            check_number(shown, value, number.as_f64().unwrap_or(0.0), schema, errors);
+        }
+        Value::Array(items) => {
+            check_items(field, items, schema, errors, duplicates);
+            item_count_errors(shown, value, items.len(), schema, errors);
+            list_duplicates(field, items, schema, duplicates);
+        }
+        Value::Object(_) | Value::Bool(_) | Value::Null => {}
+    }
+    errors.extend(enum_error(shown, value, schema));
+    if let Value::Object(map) = value {
+        check_fields(field, map, schema, root, errors, duplicates);
+    }
+}
+
+/// The problems of `value`'s type at `shown` against `schema`: null where not nullable, neither
+/// integer nor string where int-or-string, or another type than the schema's (then with the
+/// enum's problem). Returns whether the schema's other validators apply to `value`.
+fn check_type(shown: &str, value: &Value, schema: &Value, errors: &mut Vec<FieldError>) -> bool {
     if value.is_null() {
-        if !flag("nullable") {
+        if !schema_flag(schema, "nullable") {
             errors.push(FieldError::type_invalid(
                 shown,
                 "null",
                 format!(
                     "{shown} in body must be of type {}: \"null\"",
-                    get("type").and_then(Value::as_str).unwrap_or("object")
+                    schema
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("object")
                 ),
             ));
         }
-        return;
+        return false;
     }
-    if flag("x-kubernetes-int-or-string") {
+    if schema_flag(schema, "x-kubernetes-int-or-string") {
         if !(value.is_string() || value.is_i64() || value.is_u64()) {
             errors.push(FieldError::invalid(
                 shown,
@@ -644,9 +749,9 @@ fn check_schema(
                 ),
             ));
         }
-        return;
+        return false;
     }
-    if let Some(expected) = get("type").and_then(Value::as_str) {
+    if let Some(expected) = schema.get("type").and_then(Value::as_str) {
         let actual = type_name(value);
         let fits = actual == expected
             || (expected == "number" && actual == "integer")
@@ -660,185 +765,228 @@ fn check_schema(
             // The other validators of the value's schema do not apply to a value of another
             // type; the enum's does.
             errors.extend(enum_error(shown, value, schema));
-            return;
+            return false;
         }
     }
-    match value {
-        Value::String(text) => {
-            // kube-openapi's string validator reports the first of these only.
-            let length = text.chars().count();
-            if let Some(max) = get("maxLength").and_then(Value::as_u64)
-                && length as u64 > max
-            {
-                errors.push(FieldError::too_long_max_length(shown, max as usize));
-            } else if let Some(min) = get("minLength").and_then(Value::as_u64)
-                && (length as u64) < min
-            {
-                errors.push(FieldError::invalid(
-                    shown,
-                    text,
-                    format!("{shown} in body should be at least {min} chars long"),
-                ));
-            } else if let Some(pattern) = get("pattern").and_then(Value::as_str) {
-                match regex::Regex::new(pattern) {
-                    Ok(re) if re.is_match(text) => {}
-                    Ok(_) => errors.push(FieldError::invalid(
-                        shown,
-                        text,
-                        format!("{shown} in body should match '{pattern}'"),
-                    )),
-                    Err(error) => errors.push(FieldError::invalid(
-                        shown,
-                        pattern,
-                        format!("the schema's pattern does not compile: {error}"),
-                    )),
-                }
-            }
-            match get("format").and_then(Value::as_str) {
-                Some("date-time") if !is_rfc3339(text) => errors.push(FieldError::type_invalid(
-                    shown,
-                    text,
-                    format!("{shown} in body must be of type date-time: {text:?}"),
-                )),
-                _ => {}
-            }
+    true
+}
+
+/// The problems of the string `text` at `shown`: the first of its length and pattern, then its
+/// format.
+fn check_string(shown: &str, text: &str, schema: &Value, errors: &mut Vec<FieldError>) {
+    let get = |key: &str| schema.get(key);
+    // kube-openapi's string validator reports the first of these only.
+    let length = text.chars().count();
+    if let Some(max) = get("maxLength").and_then(Value::as_u64)
+        && length as u64 > max
+    {
+        errors.push(FieldError::too_long_max_length(shown, max as usize));
+    } else if let Some(min) = get("minLength").and_then(Value::as_u64)
+        && (length as u64) < min
+    {
+        errors.push(FieldError::invalid(
+            shown,
+            text,
+            format!("{shown} in body should be at least {min} chars long"),
+        ));
+    } else if let Some(pattern) = get("pattern").and_then(Value::as_str) {
+        match regex::Regex::new(pattern) {
+            Ok(re) if re.is_match(text) => {}
+            Ok(_) => errors.push(FieldError::invalid(
+                shown,
+                text,
+                format!("{shown} in body should match '{pattern}'"),
+            )),
+            Err(error) => errors.push(FieldError::invalid(
+                shown,
+                pattern,
+                format!("the schema's pattern does not compile: {error}"),
+            )),
         }
-        Value::Number(number) => {
-            let n = number.as_f64().unwrap_or(0.0);
-            // `IsValueValidAgainstRange`: a plain error, not a field's, which the API server
-            // reports at the nil path with an empty value.
-            let int32 = get("type").and_then(Value::as_str) == Some("integer")
-                && get("format").and_then(Value::as_str) == Some("int32");
-            if int32 && (n < f64::from(i32::MIN) || n > f64::from(i32::MAX)) {
-                errors.push(FieldError::invalid(
-                    "<nil>",
-                    "",
-                    format!("Checked value must be of type integer with format int32 in {shown}"),
-                ));
-            }
-            if let Some(max) = get("maximum").and_then(Value::as_f64) {
-                let exclusive = flag("exclusiveMaximum");
-                if n > max || (exclusive && n >= max) {
-                    errors.push(FieldError::invalid_json(
-                        shown,
-                        value,
-                        format!(
-                            "{shown} in body should be less than {}{max}",
-                            if exclusive { "" } else { "or equal to " }
-                        ),
-                    ));
-                }
-            }
-            if let Some(min) = get("minimum").and_then(Value::as_f64) {
-                let exclusive = flag("exclusiveMinimum");
-                if n < min || (exclusive && n <= min) {
-                    errors.push(FieldError::invalid_json(
-                        shown,
-                        value,
-                        format!(
-                            "{shown} in body should be greater than {}{min}",
-                            if exclusive { "" } else { "or equal to " }
-                        ),
-                    ));
-                }
-            }
-        }
-        Value::Array(items) => {
-            if let Some(item_schema) = get("items") {
-                for (i, item) in items.iter().enumerate() {
-                    check_schema(
-                        &format!("{field}[{i}]"),
-                        item,
-                        item_schema,
-                        false,
-                        errors,
-                        duplicates,
-                    );
-                }
-            }
-            if let Some(min) = get("minItems").and_then(Value::as_u64)
-                && (items.len() as u64) < min
-            {
-                errors.push(FieldError::invalid_json(
-                    shown,
-                    value,
-                    format!("{shown} in body should have at least {min} items"),
-                ));
-            }
-            if let Some(max) = get("maxItems").and_then(Value::as_u64)
-                && items.len() as u64 > max
-            {
-                errors.push(FieldError::too_many(shown, items.len(), max as usize));
-            }
-            match get("x-kubernetes-list-type").and_then(Value::as_str) {
-                Some("set") => {
-                    // The second appearance of each repeated item, once.
-                    let mut seen = BTreeMap::new();
-                    for (i, item) in items.iter().enumerate() {
-                        let count = seen.entry(item.to_string()).or_insert(0);
-                        *count += 1;
-                        if *count == 2 {
-                            duplicates.push(duplicate(&format!("{field}[{i}]"), item));
-                        }
-                    }
-                }
-                Some("map") => {
-                    let keys: Vec<&str> = get("x-kubernetes-list-map-keys")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                        .filter_map(Value::as_str)
-                        .collect();
-                    // The second appearance of each repeated key, once, shown as the keys'
-                    // object (`{"type":"Ready"}`).
-                    let mut seen = BTreeMap::new();
-                    for (i, item) in items.iter().enumerate() {
-                        let shown_key: serde_json::Map<String, Value> = keys
-                            .iter()
-                            .filter_map(|k| item.get(*k).map(|v| ((*k).to_owned(), v.clone())))
-                            .collect();
-                        let shown_key = Value::Object(shown_key);
-                        let count = seen.entry(shown_key.to_string()).or_insert(0);
-                        *count += 1;
-                        if *count == 2 {
-                            duplicates.push(duplicate(&format!("{field}[{i}]"), &shown_key));
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-        Value::Object(_) | Value::Bool(_) | Value::Null => {}
     }
-    errors.extend(enum_error(shown, value, schema));
-    if let Value::Object(map) = value {
-        let properties = get("properties").and_then(Value::as_object);
-        let preserve = flag("x-kubernetes-preserve-unknown-fields");
-        let embedded = flag("x-kubernetes-embedded-resource");
-        for (key, child) in map {
-            if (root || embedded) && matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
-                continue;
-            }
-            let path = join(field, key);
-            if let Some(child_schema) = properties.and_then(|p| p.get(key)) {
-                check_schema(&path, child, child_schema, false, errors, duplicates);
-            } else if let Some(additional) = get("additionalProperties") {
-                match additional {
-                    Value::Bool(false) => errors.push(FieldError::unknown(&path)),
-                    Value::Bool(true) => {}
-                    additional => {
-                        check_schema(&path, child, additional, false, errors, duplicates);
-                    }
-                }
-            } else if !preserve {
-                errors.push(FieldError::unknown(&path));
-            }
+    match get("format").and_then(Value::as_str) {
+        Some("date-time") if !is_rfc3339(text) => errors.push(FieldError::type_invalid(
+            shown,
+            text,
+            format!("{shown} in body must be of type date-time: {text:?}"),
+        )),
+        _ => {}
+    }
+}
+
+/// The problems of the number `value` (`n`) at `shown`: the range of an `int32`, then its
+/// maximum and minimum.
+fn check_number(shown: &str, value: &Value, n: f64, schema: &Value, errors: &mut Vec<FieldError>) {
+    let get = |key: &str| schema.get(key);
+    // `IsValueValidAgainstRange`: a plain error, not a field's, which the API server
+    // reports at the nil path with an empty value.
+    let int32 = get("type").and_then(Value::as_str) == Some("integer")
+        && get("format").and_then(Value::as_str) == Some("int32");
+    if int32 && (n < f64::from(i32::MIN) || n > f64::from(i32::MAX)) {
+        errors.push(FieldError::invalid(
+            "<nil>",
+            "",
+            format!("Checked value must be of type integer with format int32 in {shown}"),
+        ));
+    }
+    if let Some(max) = get("maximum").and_then(Value::as_f64) {
+        let exclusive = schema_flag(schema, "exclusiveMaximum");
+        if n > max || (exclusive && n >= max) {
+            errors.push(FieldError::invalid_json(
+                shown,
+                value,
+                format!(
+                    "{shown} in body should be less than {}{max}",
+                    if exclusive { "" } else { "or equal to " }
+                ),
+            ));
         }
-        if let Some(required) = get("required").and_then(Value::as_array) {
-            for name in required.iter().filter_map(Value::as_str) {
-                if !map.contains_key(name) {
-                    errors.push(FieldError::required(&join(field, name), ""));
+    }
+    if let Some(min) = get("minimum").and_then(Value::as_f64) {
+        let exclusive = schema_flag(schema, "exclusiveMinimum");
+        if n < min || (exclusive && n <= min) {
+            errors.push(FieldError::invalid_json(
+                shown,
+                value,
+                format!(
+                    "{shown} in body should be greater than {}{min}",
+                    if exclusive { "" } else { "or equal to " }
+                ),
+            ));
+        }
+    }
+}
+
+/// Checks each of the list `items` at `field` against the schema's `items`.
+fn check_items(
+    field: &str,
+    items: &[Value],
+    schema: &Value,
+    errors: &mut Vec<FieldError>,
+    duplicates: &mut Vec<FieldError>,
+) {
+    if let Some(item_schema) = schema.get("items") {
+        for (i, item) in items.iter().enumerate() {
+            check_schema(
+                &format!("{field}[{i}]"),
+                item,
+                item_schema,
+                false,
+                errors,
+                duplicates,
+            );
+        }
+    }
+}
+
+/// The problems of the list `value` of `count` items at `shown`: `minItems`, then `maxItems`.
+fn item_count_errors(
+    shown: &str,
+    value: &Value,
+    count: usize,
+    schema: &Value,
+    errors: &mut Vec<FieldError>,
+) {
+    if let Some(min) = schema.get("minItems").and_then(Value::as_u64)
+        && (count as u64) < min
+    {
+        errors.push(FieldError::invalid_json(
+            shown,
+            value,
+            format!("{shown} in body should have at least {min} items"),
+        ));
+    }
+    if let Some(max) = schema.get("maxItems").and_then(Value::as_u64)
+        && count as u64 > max
+    {
+        errors.push(FieldError::too_many(shown, count, max as usize));
+    }
+}
+
+/// The duplicates of the list `items` at `field` its `x-kubernetes-list-type` forbids (`set`
+/// or `map`).
+fn list_duplicates(field: &str, items: &[Value], schema: &Value, duplicates: &mut Vec<FieldError>) {
+    match schema.get("x-kubernetes-list-type").and_then(Value::as_str) {
+        Some("set") => set_duplicates(field, items, duplicates),
+        Some("map") => map_duplicates(field, items, schema, duplicates),
+        _ => {}
+    }
+}
+
+/// The second appearance of each repeated item of a `set` list, once.
+fn set_duplicates(field: &str, items: &[Value], duplicates: &mut Vec<FieldError>) {
+    let mut seen = BTreeMap::new();
+    for (i, item) in items.iter().enumerate() {
+        let count = seen.entry(item.to_string()).or_insert(0);
+        *count += 1;
+        if *count == 2 {
+            duplicates.push(duplicate(&format!("{field}[{i}]"), item));
+        }
+    }
+}
+
+/// The second appearance of each repeated key of a `map` list, once, shown as the keys' object
+/// (`{"type":"Ready"}`).
+fn map_duplicates(field: &str, items: &[Value], schema: &Value, duplicates: &mut Vec<FieldError>) {
+    let keys: Vec<&str> = schema
+        .get("x-kubernetes-list-map-keys")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let mut seen = BTreeMap::new();
+    for (i, item) in items.iter().enumerate() {
+        let shown_key: serde_json::Map<String, Value> = keys
+            .iter()
+            .filter_map(|k| item.get(*k).map(|v| ((*k).to_owned(), v.clone())))
+            .collect();
+        let shown_key = Value::Object(shown_key);
+        let count = seen.entry(shown_key.to_string()).or_insert(0);
+        *count += 1;
+        if *count == 2 {
+            duplicates.push(duplicate(&format!("{field}[{i}]"), &shown_key));
+        }
+    }
+}
+
+/// Checks the fields of the object `map` at `field` against the schema's properties (or its
+/// `additionalProperties`), reporting those it does not declare, then its `required` fields;
+/// `apiVersion`, `kind` and `metadata` are skipped at the root and in embedded resources.
+fn check_fields(
+    field: &str,
+    map: &serde_json::Map<String, Value>,
+    schema: &Value,
+    root: bool,
+    errors: &mut Vec<FieldError>,
+    duplicates: &mut Vec<FieldError>,
+) {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let preserve = schema_flag(schema, "x-kubernetes-preserve-unknown-fields");
+    let embedded = schema_flag(schema, "x-kubernetes-embedded-resource");
+    for (key, child) in map {
+        if (root || embedded) && matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
+            continue;
+        }
+        let path = join(field, key);
+        if let Some(child_schema) = properties.and_then(|p| p.get(key)) {
+            check_schema(&path, child, child_schema, false, errors, duplicates);
+        } else if let Some(additional) = schema.get("additionalProperties") {
+            match additional {
+                Value::Bool(false) => errors.push(FieldError::unknown(&path)),
+                Value::Bool(true) => {}
+                additional => {
+                    check_schema(&path, child, additional, false, errors, duplicates);
                 }
+            }
+        } else if !preserve {
+            errors.push(FieldError::unknown(&path));
+        }
+    }
+    if let Some(required) = schema.get("required").and_then(Value::as_array) {
+        for name in required.iter().filter_map(Value::as_str) {
+            if !map.contains_key(name) {
+                errors.push(FieldError::required(&join(field, name), ""));
             }
         }
     }

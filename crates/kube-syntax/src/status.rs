@@ -425,58 +425,15 @@ impl Catalog {
         let resource = match self.by_plural(&path.group, &path.plural) {
             Some(resource) => resource,
             None => {
-                unknown = crate::object::Resource {
-                    group: path.group.clone(),
-                    versions: vec![path.version.clone()],
-                    kind: request
-                        .body
-                        .and_then(|b| b.get("kind"))
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_owned(),
-                    plural: path.plural.clone(),
-                    namespaced: path.namespace.is_some(),
-                    crd: None,
-                };
+                unknown = unknown_resource(&path, request.body);
                 &unknown
             }
         };
-        if let Some(selector) = request.query.get("fieldSelector") {
-            let labels = if resource.crd.is_some() {
-                FieldLabels::CustomResource {
-                    namespaced: resource.namespaced,
-                }
-            } else {
-                FieldLabels::builtin(&resource.group, &resource.kind)
-            };
-            FieldSelector::parse_with(labels, selector).map_err(|e| bad_request(&e.message))?;
-        }
+        check_field_selector(request, resource)?;
         let apply = request.method == "PATCH" && request.content_type == APPLY_PATCH;
         let writes = matches!(request.method, "POST" | "PUT" | "PATCH");
         if writes {
-            let manager = request.query.get("fieldManager").map_or("", String::as_str);
-            let mut errors = field_manager_errors("fieldManager", manager, apply);
-            // `ValidateFieldValidation`: empty (Warn), Ignore, Warn or Strict.
-            let directive = request
-                .query
-                .get("fieldValidation")
-                .map_or("", String::as_str);
-            if !FIELD_VALIDATIONS.contains(&directive) {
-                errors.push(FieldError::not_supported(
-                    "fieldValidation",
-                    directive,
-                    &FIELD_VALIDATIONS,
-                ));
-            }
-            if !errors.is_empty() {
-                let options = match request.method {
-                    "POST" => "CreateOptions",
-                    "PUT" => "UpdateOptions",
-                    _ => "PatchOptions",
-                };
-                return Err(invalid("meta.k8s.io", options, "", &errors));
-            }
-            // `force` is read as a boolean and anything but `true` is false: no refusal.
+            check_write_options(request, apply)?;
         }
         let Some(body) = request.body.filter(|_| writes) else {
             return Ok(None);
@@ -484,14 +441,33 @@ impl Catalog {
         if !body.is_object() {
             return Err(bad_request("the body of the request is not a JSON object"));
         }
-        let kind = body.get("kind").and_then(Value::as_str);
-        let api_version = body.get("apiVersion").and_then(Value::as_str);
         let merge_patch = request.method == "PATCH" && !apply;
         let expected = if path.group.is_empty() {
             path.version.clone()
         } else {
             format!("{}/{}", path.group, path.version)
         };
+        self.check_body_type(&path, resource, body, &expected, apply, merge_patch)?;
+        let object = completed_object(body, resource, &expected, &path);
+        self.check_unknown_fields(request, resource, body, &object, apply, merge_patch)?;
+        check_body_names(&path, body)?;
+        Ok(Some(object))
+    }
+
+    /// The refusal when the type a write's `body` names is not its URL's: for a server-side
+    /// apply, the field manager's exact check; otherwise the decoder's ([`Catalog::decode_type`],
+    /// for a known type, unless a merge patch names no type).
+    fn check_body_type(
+        &self,
+        path: &ResourcePath,
+        resource: &crate::object::Resource,
+        body: &Value,
+        expected: &str,
+        apply: bool,
+        merge_patch: bool,
+    ) -> Result<(), Refusal> {
+        let kind = body.get("kind").and_then(Value::as_str);
+        let api_version = body.get("apiVersion").and_then(Value::as_str);
         if apply && !resource.kind.is_empty() {
             // The field manager's version check: the applied object's type is the URL's, exactly.
             let (group, version) = split_api_version(api_version.unwrap_or(""));
@@ -510,32 +486,31 @@ impl Catalog {
         } else if (!merge_patch || kind.is_some() || api_version.is_some())
             && self.by_plural(&path.group, &path.plural).is_some()
         {
-            self.decode_type(resource, &expected, api_version, kind)?;
+            self.decode_type(resource, expected, api_version, kind)?;
         }
-        let mut object = body.clone();
-        if object.get("kind").is_none() {
-            object["kind"] = Value::from(resource.kind.clone());
-        }
-        if object.get("apiVersion").is_none() {
-            object["apiVersion"] = Value::from(expected.clone());
-        }
-        if let Some(name) = &path.name
-            && object.pointer("/metadata/name").is_none()
-        {
-            if !object.get("metadata").is_some_and(Value::is_object) {
-                object["metadata"] = json!({});
-            }
-            object["metadata"]["name"] = Value::from(name.clone());
-        }
-        // Decoding: fields the schema does not declare.
-        let unknown = self.unknown_fields(&object);
+        Ok(())
+    }
+
+    /// The refusal of decoding `object` (the write's `body` completed) when it has fields the
+    /// schema does not declare: a server-side apply's 500, or under `fieldValidation=Strict` a
+    /// merge patch's 422 on `patch` or another write's 400; none under `Warn` and `Ignore`.
+    fn check_unknown_fields(
+        &self,
+        request: &Request<'_>,
+        resource: &crate::object::Resource,
+        body: &Value,
+        object: &Value,
+        apply: bool,
+        merge_patch: bool,
+    ) -> Result<(), Refusal> {
+        let unknown = self.unknown_fields(object);
         if !unknown.is_empty() {
             let directive = request
                 .query
                 .get("fieldValidation")
                 .map_or("", String::as_str);
             if apply {
-                return Err(typed_patch_refusal(&object, &unknown));
+                return Err(typed_patch_refusal(object, &unknown));
             }
             if directive == "Strict" {
                 let listed: Vec<String> = unknown
@@ -568,24 +543,7 @@ impl Catalog {
             // Warn (the default) and Ignore: the server prunes them and goes on
             // (`Catalog::prune` does the same to what a fake server stores).
         }
-        let body_namespace = body.pointer("/metadata/namespace").and_then(Value::as_str);
-        if let (Some(have), Some(url)) = (body_namespace, path.namespace.as_deref())
-            && !have.is_empty()
-            && have != url
-        {
-            return Err(bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request",
-            ));
-        }
-        let body_name = body.pointer("/metadata/name").and_then(Value::as_str);
-        if let (Some(have), Some(url)) = (body_name, path.name.as_deref())
-            && have != url
-        {
-            return Err(bad_request(&format!(
-                "the name of the object ({have}) does not match the name on the URL ({url})"
-            )));
-        }
-        Ok(Some(object))
+        Ok(())
     }
 
     /// The refusal of the decoder when a create's or replace's body names another type than
@@ -711,6 +669,118 @@ impl Catalog {
             &errors,
         ))
     }
+}
+
+/// The resource at `path` for a type the catalog does not know, its kind the request body's
+/// (empty without one).
+fn unknown_resource(path: &ResourcePath, body: Option<&Value>) -> crate::object::Resource {
+    crate::object::Resource {
+        group: path.group.clone(),
+        versions: vec![path.version.clone()],
+        kind: body
+            .and_then(|b| b.get("kind"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+        plural: path.plural.clone(),
+        namespaced: path.namespace.is_some(),
+        crd: None,
+    }
+}
+
+/// The refusal of the request's `fieldSelector`, parsed with the field labels of `resource`.
+fn check_field_selector(
+    request: &Request<'_>,
+    resource: &crate::object::Resource,
+) -> Result<(), Refusal> {
+    if let Some(selector) = request.query.get("fieldSelector") {
+        let labels = if resource.crd.is_some() {
+            FieldLabels::CustomResource {
+                namespaced: resource.namespaced,
+            }
+        } else {
+            FieldLabels::builtin(&resource.group, &resource.kind)
+        };
+        FieldSelector::parse_with(labels, selector).map_err(|e| bad_request(&e.message))?;
+    }
+    Ok(())
+}
+
+/// The refusal of a write's options (`fieldManager`, `fieldValidation`): a `422 Invalid` of
+/// `CreateOptions`, `UpdateOptions` or `PatchOptions`.
+fn check_write_options(request: &Request<'_>, apply: bool) -> Result<(), Refusal> {
+    let manager = request.query.get("fieldManager").map_or("", String::as_str);
+    let mut errors = field_manager_errors("fieldManager", manager, apply);
+    // `ValidateFieldValidation`: empty (Warn), Ignore, Warn or Strict.
+    let directive = request
+        .query
+        .get("fieldValidation")
+        .map_or("", String::as_str);
+    if !FIELD_VALIDATIONS.contains(&directive) {
+        errors.push(FieldError::not_supported(
+            "fieldValidation",
+            directive,
+            &FIELD_VALIDATIONS,
+        ));
+    }
+    if !errors.is_empty() {
+        let options = match request.method {
+            "POST" => "CreateOptions",
+            "PUT" => "UpdateOptions",
+            _ => "PatchOptions",
+        };
+        return Err(invalid("meta.k8s.io", options, "", &errors));
+    }
+    // `force` is read as a boolean and anything but `true` is false: no refusal.
+    Ok(())
+}
+
+/// The object a write's `body` decodes to: its `kind`, `apiVersion` (`expected`) and name
+/// filled in from the URL at `path` when it has none.
+fn completed_object(
+    body: &Value,
+    resource: &crate::object::Resource,
+    expected: &str,
+    path: &ResourcePath,
+) -> Value {
+    let mut object = body.clone();
+    if object.get("kind").is_none() {
+        object["kind"] = Value::from(resource.kind.clone());
+    }
+    if object.get("apiVersion").is_none() {
+        object["apiVersion"] = Value::from(expected.to_owned());
+    }
+    if let Some(name) = &path.name
+        && object.pointer("/metadata/name").is_none()
+    {
+        if !object.get("metadata").is_some_and(Value::is_object) {
+            object["metadata"] = json!({});
+        }
+        object["metadata"]["name"] = Value::from(name.clone());
+    }
+    object
+}
+
+/// The refusal when the namespace or the name in a write's `body` is not the URL's.
+fn check_body_names(path: &ResourcePath, body: &Value) -> Result<(), Refusal> {
+    let body_namespace = body.pointer("/metadata/namespace").and_then(Value::as_str);
+    if let (Some(have), Some(url)) = (body_namespace, path.namespace.as_deref())
+        && !have.is_empty()
+        && have != url
+    {
+        return Err(bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
+    let body_name = body.pointer("/metadata/name").and_then(Value::as_str);
+    if let (Some(have), Some(url)) = (body_name, path.name.as_deref())
+        && have != url
+    {
+        return Err(bad_request(&format!(
+            "the name of the object ({have}) does not match the name on the URL ({url})"
+        )));
+    }
+    Ok(())
 }
 
 /// The values `fieldValidation` may take, sorted as `allowedFieldValidationValues.List()`.

@@ -3,11 +3,13 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use ceph_address_plan::{Daemon, args, rook};
+use ceph_address_plan::{Daemon, MonId, args, rook};
 use mcs_types::ServiceImportType;
 use mon_failover::MonMap;
 
-use super::{Check, DnsAnswer, DnsFailure, DnsFailureKind, Facts, Hop, ips_text, same_set};
+use super::{
+    CephFacts, Check, DnsAnswer, DnsFailure, DnsFailureKind, Facts, Hop, ips_text, same_set,
+};
 use crate::view::{mon_endpoints, slice_addresses, slice_clusters};
 
 /// A failed lookup's likely cause and fix.
@@ -72,11 +74,40 @@ pub(super) fn dns_check(facts: &Facts, answer: Option<&DnsAnswer>, checks: &mut 
     });
 }
 
+/// The checks of the Ceph daemon behind a Rook Service: its global IP, the per-cluster name's
+/// answer (`per_cluster`, when asked), and what the mon or the OSD advertises.
 pub(super) fn ceph_checks(facts: &Facts, per_cluster: Option<&DnsAnswer>, checks: &mut Vec<Check>) {
     let Some(ceph) = &facts.ceph else {
         return;
     };
-    let daemon = &ceph.daemon;
+    let Some(global_ips) = global_ips_check(facts, &ceph.daemon, checks) else {
+        return;
+    };
+    if let Some(answer) = per_cluster {
+        checks.push(per_cluster_dns_check(answer, &global_ips));
+    }
+    let ns = &facts.namespace;
+    match &ceph.daemon {
+        Daemon::Mon(id) => {
+            checks.push(mon_endpoints_entry_check(ceph, id, &global_ips, ns));
+            checks.push(monmap_check(
+                ceph.monmap.as_ref(),
+                id.as_str(),
+                &global_ips,
+                ns,
+            ));
+        }
+        Daemon::Osd(id) => checks.push(osd_public_addr_check(ceph, *id, &global_ips, ns)),
+    }
+}
+
+/// Whether `daemon` has a global IP (an address in this cluster's EndpointSlice of the
+/// service): its global IPs, or `None` (the check skipped or failed).
+fn global_ips_check(
+    facts: &Facts,
+    daemon: &Daemon,
+    checks: &mut Vec<Check>,
+) -> Option<Vec<IpAddr>> {
     let ns = &facts.namespace;
     let global = format!("{daemon} has a global IP");
     let Some(cluster_id) = facts.cluster_id() else {
@@ -87,7 +118,7 @@ pub(super) fn ceph_checks(facts: &Facts, per_cluster: Option<&DnsAnswer>, checks
                 "no CephCluster in {ns} with spec.network.multiClusterService enabled and a clusterID: {daemon} uses its cluster IP"
             ),
         ));
-        return;
+        return None;
     };
     let global_ips = slice_addresses(&facts.slices, ns, &facts.name, Some(&cluster_id));
     if global_ips.is_empty() {
@@ -103,7 +134,7 @@ pub(super) fn ceph_checks(facts: &Facts, per_cluster: Option<&DnsAnswer>, checks
             "the MCS agent has not published this cluster's endpoint: no global IP allocated yet, or the export is not Ready",
             "check the ServiceExport's Ready message and clusterset-agent's --global-cidr",
         ));
-        return;
+        return None;
     }
     checks.push(Check::pass(
         Hop::Ceph,
@@ -113,91 +144,103 @@ pub(super) fn ceph_checks(facts: &Facts, per_cluster: Option<&DnsAnswer>, checks
             ips_text(&global_ips)
         ),
     ));
-    if let Some(answer) = per_cluster {
-        let check = format!("{} answers the global IP", answer.name);
-        checks.push(match &answer.answer {
-            Ok(found) if same_set(found, &global_ips) => {
-                Check::pass(Hop::Ceph, check, ips_text(found))
-            }
-            Ok(found) => Check::fail(
-                Hop::Ceph,
-                check,
-                format!("answers {}, the global IP is {}", ips_text(found), ips_text(&global_ips)),
-                "the DNS data differ from this cluster's EndpointSlice: a stale answer, or a server fed from another cluster",
-                "make sure --nameserver is this cluster's clusterset DNS server, and ask again after the records' TTL",
+    Some(global_ips)
+}
+
+/// Whether the per-cluster name's `answer` is the daemon's `global_ips`.
+fn per_cluster_dns_check(answer: &DnsAnswer, global_ips: &[IpAddr]) -> Check {
+    let check = format!("{} answers the global IP", answer.name);
+    match &answer.answer {
+        Ok(found) if same_set(found, global_ips) => Check::pass(Hop::Ceph, check, ips_text(found)),
+        Ok(found) => Check::fail(
+            Hop::Ceph,
+            check,
+            format!(
+                "answers {}, the global IP is {}",
+                ips_text(found),
+                ips_text(global_ips)
             ),
-            Err(failure) if failure.kind == DnsFailureKind::NxDomain => Check::fail(
-                Hop::Ceph,
-                check,
-                failure.to_string(),
-                "the DNS server does not answer per-cluster names (Rook resolves them; the MCS DNS specification leaves them out)",
-                "run the clusterset DNS server with Lighthouse names: clusterset-agent --lighthouse-names (or mcsctl dns serve --lighthouse)",
-            ),
-            Err(error) => {
-                let (cause, fix) = dns_failure(error, true);
-                Check::fail(Hop::Ceph, check, error.to_string(), cause, fix)
-            }
-        });
+            "the DNS data differ from this cluster's EndpointSlice: a stale answer, or a server fed from another cluster",
+            "make sure --nameserver is this cluster's clusterset DNS server, and ask again after the records' TTL",
+        ),
+        Err(failure) if failure.kind == DnsFailureKind::NxDomain => Check::fail(
+            Hop::Ceph,
+            check,
+            failure.to_string(),
+            "the DNS server does not answer per-cluster names (Rook resolves them; the MCS DNS specification leaves them out)",
+            "run the clusterset DNS server with Lighthouse names: clusterset-agent --lighthouse-names (or mcsctl dns serve --lighthouse)",
+        ),
+        Err(error) => {
+            let (cause, fix) = dns_failure(error, true);
+            Check::fail(Hop::Ceph, check, error.to_string(), cause, fix)
+        }
     }
-    match daemon {
-        Daemon::Mon(id) => {
-            let check = format!(
-                "{} has mon {id} at the global IP",
-                rook::MON_ENDPOINTS_CONFIG_MAP
-            );
-            let entry = ceph
-                .mon_endpoints
-                .as_ref()
-                .map(|config_map| mon_endpoints(config_map).remove(id.as_str()));
-            checks.push(match entry {
-                None => Check::fail(
-                    Hop::Ceph,
-                    check,
-                    format!("no ConfigMap {ns}/{}", rook::MON_ENDPOINTS_CONFIG_MAP),
-                    "Rook has not created the cluster's mons in this namespace",
-                    "check the CephCluster's status and the Rook operator's logs",
-                ),
-                Some(entry) => mon_endpoints_check(check, id.as_str(), entry, &global_ips, ns),
-            });
-            checks.push(monmap_check(
-                ceph.monmap.as_ref(),
-                id.as_str(),
-                &global_ips,
-                ns,
-            ));
+}
+
+/// Whether `rook-ceph-mon-endpoints` has mon `id` at one of its `global_ips`.
+fn mon_endpoints_entry_check(
+    ceph: &CephFacts,
+    id: &MonId,
+    global_ips: &[IpAddr],
+    ns: &str,
+) -> Check {
+    let check = format!(
+        "{} has mon {id} at the global IP",
+        rook::MON_ENDPOINTS_CONFIG_MAP
+    );
+    let entry = ceph
+        .mon_endpoints
+        .as_ref()
+        .map(|config_map| mon_endpoints(config_map).remove(id.as_str()));
+    match entry {
+        None => Check::fail(
+            Hop::Ceph,
+            check,
+            format!("no ConfigMap {ns}/{}", rook::MON_ENDPOINTS_CONFIG_MAP),
+            "Rook has not created the cluster's mons in this namespace",
+            "check the CephCluster's status and the Rook operator's logs",
+        ),
+        Some(entry) => mon_endpoints_check(check, id.as_str(), entry, global_ips, ns),
+    }
+}
+
+/// Whether OSD `id` advertises one of its `global_ips` (its Deployment's `--public-addr`).
+fn osd_public_addr_check(ceph: &CephFacts, id: u32, global_ips: &[IpAddr], ns: &str) -> Check {
+    let check = format!("osd.{id} advertises the global IP (--public-addr)");
+    let Some(deployment) = &ceph.osd_deployment else {
+        return Check::fail(
+            Hop::Ceph,
+            check,
+            format!("no Deployment {}{id} in {ns}", rook::OSD_NAME_PREFIX),
+            "Rook has not created the OSD",
+            "check the CephCluster's status and the Rook operator's logs",
+        );
+    };
+    match args::osd_public_addr(deployment) {
+        Some(address) if address.parse().is_ok_and(|ip| global_ips.contains(&ip)) => {
+            Check::pass(Hop::Ceph, check, format!("--public-addr={address}"))
         }
-        Daemon::Osd(id) => {
-            let check = format!("osd.{id} advertises the global IP (--public-addr)");
-            let Some(deployment) = &ceph.osd_deployment else {
-                checks.push(Check::fail(
-                    Hop::Ceph,
-                    check,
-                    format!("no Deployment {}{id} in {ns}", rook::OSD_NAME_PREFIX),
-                    "Rook has not created the OSD",
-                    "check the CephCluster's status and the Rook operator's logs",
-                ));
-                return;
-            };
-            checks.push(match args::osd_public_addr(deployment) {
-                Some(address) if address.parse().is_ok_and(|ip| global_ips.contains(&ip)) => {
-                    Check::pass(Hop::Ceph, check, format!("--public-addr={address}"))
-                }
-                Some(address) => Check::fail(
-                    Hop::Ceph,
-                    check,
-                    format!("--public-addr={address}, the global IP is {}", ips_text(&global_ips)),
-                    "the OSD's arguments are not updated to its global IP yet",
-                    format!("the operator updates the OSD Deployments; follow it with mcsctl status -n {ns}"),
-                ),
-                None => Check::fail(
-                    Hop::Ceph,
-                    check,
-                    "no --public-addr: it advertises its pod IP",
-                    "the OSD's arguments are not updated to its global IP yet; its pod IP is not reachable from other clusters",
-                    format!("the operator updates the OSD Deployments; follow it with mcsctl status -n {ns}"),
-                ),
-            });
-        }
+        Some(address) => Check::fail(
+            Hop::Ceph,
+            check,
+            format!(
+                "--public-addr={address}, the global IP is {}",
+                ips_text(global_ips)
+            ),
+            "the OSD's arguments are not updated to its global IP yet",
+            format!(
+                "the operator updates the OSD Deployments; follow it with mcsctl status -n {ns}"
+            ),
+        ),
+        None => Check::fail(
+            Hop::Ceph,
+            check,
+            "no --public-addr: it advertises its pod IP",
+            "the OSD's arguments are not updated to its global IP yet; its pod IP is not reachable from other clusters",
+            format!(
+                "the operator updates the OSD Deployments; follow it with mcsctl status -n {ns}"
+            ),
+        ),
     }
 }
 

@@ -1,64 +1,27 @@
 //! The checks of the hops in this cluster's API: the Service, its ServiceExport, the
 //! ServiceImport.
 
+use k8s_openapi::api::core::v1::ServicePort;
 use mcs_types::ServiceImportType;
+use mcs_types::v1beta1::{ServiceExport, ServiceImport};
 
 use super::{AGENT_HINT, Check, Facts, Hop};
 use crate::view::{ExportView, ImportView, port_text};
 
-/// The Service checks; whether the service is exported from this cluster at all.
-pub(super) fn service_checks(facts: &Facts, checks: &mut Vec<Check>) -> bool {
-    let (ns, name) = (&facts.namespace, &facts.name);
-    let exists = "Service exists";
-    let exportable = "Service is exportable";
-    let Some(service) = &facts.service else {
-        if facts.export().is_some() {
-            checks.push(Check::fail(
-                Hop::Service,
-                exists,
-                format!("no Service {ns}/{name}, but a ServiceExport of that name"),
-                "the ServiceExport exports a Service that does not exist (its Valid condition says NoService)",
-                format!("create the Service {ns}/{name}, or delete the ServiceExport"),
-            ));
-            checks.push(Check::skip(Hop::Service, exportable, "no Service"));
-            return true;
-        }
-        if let Some(import) = facts.import() {
-            let clusters = ImportView::of(import).clusters;
-            let detail = format!(
-                "no Service or ServiceExport {ns}/{name} here: the service is imported from {}",
-                if clusters.is_empty() {
-                    "other clusters".to_owned()
-                } else {
-                    format!("cluster(s) {}", clusters.join(", "))
-                }
-            );
-            checks.push(Check::skip(Hop::Service, exists, detail));
-            checks.push(Check::skip(
-                Hop::Service,
-                exportable,
-                "not exported from this cluster",
-            ));
-            return false;
-        }
-        checks.push(Check::fail(
-            Hop::Service,
-            exists,
-            format!("no Service {ns}/{name}, and no ServiceExport or ServiceImport of that name"),
-            "the name or the namespace is wrong, or the Service was never created",
-            format!(
-                "check the name and namespace (kubectl get services -A | grep {name}) and pass -n NAMESPACE"
-            ),
-        ));
-        checks.push(Check::skip(Hop::Service, exportable, "no Service"));
-        return true;
-    };
-    let spec = service.spec.clone().unwrap_or_default();
-    let type_ = spec.type_.clone().unwrap_or_else(|| "ClusterIP".to_owned());
-    let headless = spec.cluster_ip.as_deref() == Some("None");
-    let ports: Vec<String> = spec
-        .ports
-        .iter()
+const SERVICE_EXISTS: &str = "Service exists";
+const SERVICE_EXPORTABLE: &str = "Service is exportable";
+const EXPORT_EXISTS: &str = "ServiceExport exists";
+const EXPORT_VALID: &str = "ServiceExport is Valid";
+const EXPORT_NO_CONFLICT: &str = "ServiceExport has no Conflict";
+const EXPORT_READY: &str = "ServiceExport is Ready";
+const IMPORT_EXISTS: &str = "ServiceImport exists";
+const IMPORT_ADDRESSES: &str = "ServiceImport has IPs and ports";
+const IMPORT_READY: &str = "ServiceImport is Ready";
+
+/// A Service's ports as [`port_text`] shows them (`name:port/protocol`).
+fn port_texts(ports: Option<&[ServicePort]>) -> Vec<String> {
+    ports
+        .into_iter()
         .flatten()
         .map(|p| {
             port_text(
@@ -67,10 +30,21 @@ pub(super) fn service_checks(facts: &Facts, checks: &mut Vec<Check>) -> bool {
                 p.protocol.as_deref().unwrap_or("TCP"),
             )
         })
-        .collect();
+        .collect()
+}
+
+/// The Service checks; whether the service is exported from this cluster at all.
+pub(super) fn service_checks(facts: &Facts, checks: &mut Vec<Check>) -> bool {
+    let Some(service) = &facts.service else {
+        return missing_service_checks(facts, checks);
+    };
+    let spec = service.spec.clone().unwrap_or_default();
+    let type_ = spec.type_.clone().unwrap_or_else(|| "ClusterIP".to_owned());
+    let headless = spec.cluster_ip.as_deref() == Some("None");
+    let ports = port_texts(spec.ports.as_deref());
     checks.push(Check::pass(
         Hop::Service,
-        exists,
+        SERVICE_EXISTS,
         format!(
             "{type_}{}, ports {}",
             if headless {
@@ -91,7 +65,7 @@ pub(super) fn service_checks(facts: &Facts, checks: &mut Vec<Check>) -> bool {
     if type_ == "ExternalName" {
         checks.push(Check::fail(
             Hop::Service,
-            exportable,
+            SERVICE_EXPORTABLE,
             "type ExternalName",
             "ExternalName Services cannot be exported (KEP-1645)",
             "export a ClusterIP or headless Service instead",
@@ -99,7 +73,7 @@ pub(super) fn service_checks(facts: &Facts, checks: &mut Vec<Check>) -> bool {
     } else {
         checks.push(Check::pass(
             Hop::Service,
-            exportable,
+            SERVICE_EXPORTABLE,
             if headless {
                 "headless: imported as Headless"
             } else {
@@ -110,38 +84,95 @@ pub(super) fn service_checks(facts: &Facts, checks: &mut Vec<Check>) -> bool {
     true
 }
 
-pub(super) fn export_checks(facts: &Facts, exported_here: bool, checks: &mut Vec<Check>) {
+/// The Service checks when there is no Service: a ServiceExport without one, a service only
+/// imported here, or nothing of that name; whether the service is exported from this cluster.
+fn missing_service_checks(facts: &Facts, checks: &mut Vec<Check>) -> bool {
     let (ns, name) = (&facts.namespace, &facts.name);
-    let exists = "ServiceExport exists";
-    let titles = [
-        "ServiceExport is Valid",
-        "ServiceExport has no Conflict",
-        "ServiceExport is Ready",
-    ];
+    if facts.export().is_some() {
+        checks.push(Check::fail(
+            Hop::Service,
+            SERVICE_EXISTS,
+            format!("no Service {ns}/{name}, but a ServiceExport of that name"),
+            "the ServiceExport exports a Service that does not exist (its Valid condition says NoService)",
+            format!("create the Service {ns}/{name}, or delete the ServiceExport"),
+        ));
+        checks.push(Check::skip(Hop::Service, SERVICE_EXPORTABLE, "no Service"));
+        return true;
+    }
+    if let Some(import) = facts.import() {
+        let clusters = ImportView::of(import).clusters;
+        let detail = format!(
+            "no Service or ServiceExport {ns}/{name} here: the service is imported from {}",
+            if clusters.is_empty() {
+                "other clusters".to_owned()
+            } else {
+                format!("cluster(s) {}", clusters.join(", "))
+            }
+        );
+        checks.push(Check::skip(Hop::Service, SERVICE_EXISTS, detail));
+        checks.push(Check::skip(
+            Hop::Service,
+            SERVICE_EXPORTABLE,
+            "not exported from this cluster",
+        ));
+        return false;
+    }
+    checks.push(Check::fail(
+        Hop::Service,
+        SERVICE_EXISTS,
+        format!("no Service {ns}/{name}, and no ServiceExport or ServiceImport of that name"),
+        "the name or the namespace is wrong, or the Service was never created",
+        format!(
+            "check the name and namespace (kubectl get services -A | grep {name}) and pass -n NAMESPACE"
+        ),
+    ));
+    checks.push(Check::skip(Hop::Service, SERVICE_EXPORTABLE, "no Service"));
+    true
+}
+
+/// The ServiceExport checks: it exists, is Valid, has no Conflict and is Ready.
+pub(super) fn export_checks(facts: &Facts, exported_here: bool, checks: &mut Vec<Check>) {
+    let Some(export) = found_export(facts, exported_here, checks) else {
+        return;
+    };
+    let view = ExportView::of(export);
+    checks.push(export_valid_check(facts, &view));
+    checks.push(export_conflict_check(&view));
+    checks.push(export_ready_check(&view));
+}
+
+/// The ServiceExport, its existence checked: `None` when there is none (or no MCS CRDs, or the
+/// service is not exported from here), the checks of its conditions skipped.
+fn found_export<'a>(
+    facts: &'a Facts,
+    exported_here: bool,
+    checks: &mut Vec<Check>,
+) -> Option<&'a ServiceExport> {
+    let (ns, name) = (&facts.namespace, &facts.name);
     let skip_rest = |checks: &mut Vec<Check>, why: &str| {
-        for title in titles {
+        for title in [EXPORT_VALID, EXPORT_NO_CONFLICT, EXPORT_READY] {
             checks.push(Check::skip(Hop::Export, title, why));
         }
     };
     if !exported_here {
         checks.push(Check::skip(
             Hop::Export,
-            exists,
+            EXPORT_EXISTS,
             "not exported from this cluster",
         ));
         skip_rest(checks, "not exported from this cluster");
-        return;
+        return None;
     }
     let Some(exports) = &facts.exports else {
         checks.push(Check::fail(
             Hop::Export,
-            exists,
+            EXPORT_EXISTS,
             "the API server does not serve serviceexports.multicluster.x-k8s.io",
             "the MCS CRDs are not installed in this cluster",
             "mcsctl crds | kubectl apply --server-side -f -",
         ));
         skip_rest(checks, "no MCS CRDs");
-        return;
+        return None;
     };
     let Some(export) = exports.first() else {
         let fix = if facts.ceph.is_some() {
@@ -153,55 +184,69 @@ pub(super) fn export_checks(facts: &Facts, exported_here: bool, checks: &mut Vec
         };
         checks.push(Check::fail(
             Hop::Export,
-            exists,
+            EXPORT_EXISTS,
             format!("no ServiceExport {ns}/{name}"),
             "the Service is not exported, so no other cluster sees it",
             fix,
         ));
         skip_rest(checks, "no ServiceExport");
-        return;
+        return None;
     };
-    checks.push(Check::pass(Hop::Export, exists, format!("{ns}/{name}")));
-    let view = ExportView::of(export);
-    let absent = |title: &str, condition: &str| {
-        Check::fail(
-            Hop::Export,
-            title,
-            format!("no {condition} condition"),
-            "no MCS controller has processed the export",
-            AGENT_HINT,
-        )
-    };
-    let [valid, conflict, ready] = titles;
-    checks.push(match (view.valid.status.as_str(), view.valid.reason.as_str()) {
-        ("True", _) => Check::pass(Hop::Export, valid, view.valid.describe()),
-        ("-", _) => absent(valid, "Valid"),
+    checks.push(Check::pass(
+        Hop::Export,
+        EXPORT_EXISTS,
+        format!("{ns}/{name}"),
+    ));
+    Some(export)
+}
+
+/// The failed check `title` of an export without the `condition` no MCS controller wrote.
+fn no_export_condition(title: &str, condition: &str) -> Check {
+    Check::fail(
+        Hop::Export,
+        title,
+        format!("no {condition} condition"),
+        "no MCS controller has processed the export",
+        AGENT_HINT,
+    )
+}
+
+/// Whether the ServiceExport is Valid, and if not, why by its reason.
+fn export_valid_check(facts: &Facts, view: &ExportView) -> Check {
+    let (ns, name) = (&facts.namespace, &facts.name);
+    match (view.valid.status.as_str(), view.valid.reason.as_str()) {
+        ("True", _) => Check::pass(Hop::Export, EXPORT_VALID, view.valid.describe()),
+        ("-", _) => no_export_condition(EXPORT_VALID, "Valid"),
         (_, "NoService") => Check::fail(
             Hop::Export,
-            valid,
+            EXPORT_VALID,
             view.valid.describe(),
             "the export names a Service that does not exist",
             format!("create the Service {ns}/{name} (same name and namespace as the export)"),
         ),
         (_, "InvalidServiceType") => Check::fail(
             Hop::Export,
-            valid,
+            EXPORT_VALID,
             view.valid.describe(),
             "the Service's type cannot be exported (ExternalName)",
             "export a ClusterIP or headless Service instead",
         ),
         _ => Check::fail(
             Hop::Export,
-            valid,
+            EXPORT_VALID,
             view.valid.describe(),
             "the MCS controller finds the export invalid (the message says why)",
             "fix what the message names, then watch the condition: kubectl get serviceexport -n NAMESPACE NAME -o yaml",
         ),
-    });
-    checks.push(if view.conflict.is_true() {
+    }
+}
+
+/// Whether the ServiceExport has no Conflict condition that is true.
+fn export_conflict_check(view: &ExportView) -> Check {
+    if view.conflict.is_true() {
         Check::fail(
             Hop::Export,
-            conflict,
+            EXPORT_NO_CONFLICT,
             view.conflict.describe(),
             "another cluster exports a service of this name with different properties; the oldest export's properties win",
             "make the properties the reason names (ports, type, session affinity, ...) the same in every exporting cluster",
@@ -209,52 +254,76 @@ pub(super) fn export_checks(facts: &Facts, exported_here: bool, checks: &mut Vec
     } else {
         Check::pass(
             Hop::Export,
-            conflict,
+            EXPORT_NO_CONFLICT,
             if view.conflict.is_present() {
                 view.conflict.describe()
             } else {
                 "no Conflict condition".to_owned()
             },
         )
-    });
-    checks.push(
-        match (view.ready.status.as_str(), view.ready.reason.as_str()) {
-            ("True", _) => Check::pass(Hop::Export, ready, view.ready.describe()),
-            ("-", _) => absent(ready, "Ready"),
-            (_, "Pending") => Check::fail(
-                Hop::Export,
-                ready,
-                view.ready.describe(),
-                "the export has not reached the other clusters yet (the broker)",
-                "wait a few seconds; if it stays Pending, check the agent's connection to the hub (its logs, --broker-kubeconfig)",
-            ),
-            _ => Check::fail(
-                Hop::Export,
-                ready,
-                view.ready.describe(),
-                "exporting failed; the message says why",
-                "fix what the message names (for example a free address in --global-cidr of clusterset-agent)",
-            ),
-        },
-    );
+    }
 }
 
+/// Whether the ServiceExport is Ready, and if not, why by its reason.
+fn export_ready_check(view: &ExportView) -> Check {
+    match (view.ready.status.as_str(), view.ready.reason.as_str()) {
+        ("True", _) => Check::pass(Hop::Export, EXPORT_READY, view.ready.describe()),
+        ("-", _) => no_export_condition(EXPORT_READY, "Ready"),
+        (_, "Pending") => Check::fail(
+            Hop::Export,
+            EXPORT_READY,
+            view.ready.describe(),
+            "the export has not reached the other clusters yet (the broker)",
+            "wait a few seconds; if it stays Pending, check the agent's connection to the hub (its logs, --broker-kubeconfig)",
+        ),
+        _ => Check::fail(
+            Hop::Export,
+            EXPORT_READY,
+            view.ready.describe(),
+            "exporting failed; the message says why",
+            "fix what the message names (for example a free address in --global-cidr of clusterset-agent)",
+        ),
+    }
+}
+
+/// The ServiceImport checks: it exists, has IPs and ports, and is Ready.
 pub(super) fn import_checks(facts: &Facts, checks: &mut Vec<Check>) {
+    let Some(import) = found_import(facts, checks) else {
+        return;
+    };
+    let view = ImportView::of(import);
+    checks.push(Check::pass(
+        Hop::Import,
+        IMPORT_EXISTS,
+        format!(
+            "{}, from cluster(s) {}",
+            view.type_,
+            if view.clusters.is_empty() {
+                "-".to_owned()
+            } else {
+                view.clusters.join(", ")
+            }
+        ),
+    ));
+    checks.push(import_addresses_check(facts, import, &view));
+    checks.push(import_ready_check(&view));
+}
+
+/// The ServiceImport: `None` when there is none (or no MCS CRDs), its existence check failed and
+/// the others skipped.
+fn found_import<'a>(facts: &'a Facts, checks: &mut Vec<Check>) -> Option<&'a ServiceImport> {
     let (ns, name) = (&facts.namespace, &facts.name);
-    let exists = "ServiceImport exists";
-    let addresses = "ServiceImport has IPs and ports";
-    let ready = "ServiceImport is Ready";
     let Some(imports) = &facts.imports else {
         checks.push(Check::fail(
             Hop::Import,
-            exists,
+            IMPORT_EXISTS,
             "the API server does not serve serviceimports.multicluster.x-k8s.io",
             "the MCS CRDs are not installed in this cluster",
             "mcsctl crds | kubectl apply --server-side -f -",
         ));
-        checks.push(Check::skip(Hop::Import, addresses, "no MCS CRDs"));
-        checks.push(Check::skip(Hop::Import, ready, "no MCS CRDs"));
-        return;
+        checks.push(Check::skip(Hop::Import, IMPORT_ADDRESSES, "no MCS CRDs"));
+        checks.push(Check::skip(Hop::Import, IMPORT_READY, "no MCS CRDs"));
+        return None;
     };
     let Some(import) = imports.first() else {
         let export_ready = facts
@@ -267,29 +336,25 @@ pub(super) fn import_checks(facts: &Facts, checks: &mut Vec<Check>) {
         };
         checks.push(Check::fail(
             Hop::Import,
-            exists,
+            IMPORT_EXISTS,
             format!("no ServiceImport {ns}/{name}"),
             cause,
             AGENT_HINT,
         ));
-        checks.push(Check::skip(Hop::Import, addresses, "no ServiceImport"));
-        checks.push(Check::skip(Hop::Import, ready, "no ServiceImport"));
-        return;
+        checks.push(Check::skip(
+            Hop::Import,
+            IMPORT_ADDRESSES,
+            "no ServiceImport",
+        ));
+        checks.push(Check::skip(Hop::Import, IMPORT_READY, "no ServiceImport"));
+        return None;
     };
-    let view = ImportView::of(import);
-    checks.push(Check::pass(
-        Hop::Import,
-        exists,
-        format!(
-            "{}, from cluster(s) {}",
-            view.type_,
-            if view.clusters.is_empty() {
-                "-".to_owned()
-            } else {
-                view.clusters.join(", ")
-            }
-        ),
-    ));
+    Some(import)
+}
+
+/// Whether the ServiceImport has valid IPs (a clusterset IP for a ClusterSetIP import) and
+/// ports, among them every port of the Service.
+fn import_addresses_check(facts: &Facts, import: &ServiceImport, view: &ImportView) -> Check {
     let detail = format!(
         "IPs {}, ports {}",
         if view.ips.is_empty() {
@@ -303,33 +368,22 @@ pub(super) fn import_checks(facts: &Facts, checks: &mut Vec<Check>) {
             view.ports.join(", ")
         }
     );
-    let service_ports: Vec<String> = facts
-        .service
-        .as_ref()
-        .and_then(|s| s.spec.as_ref())
-        .and_then(|s| s.ports.as_ref())
-        .map(|ports| {
-            ports
-                .iter()
-                .map(|p| {
-                    port_text(
-                        p.name.as_deref(),
-                        p.port,
-                        p.protocol.as_deref().unwrap_or("TCP"),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let service_ports = port_texts(
+        facts
+            .service
+            .as_ref()
+            .and_then(|s| s.spec.as_ref())
+            .and_then(|s| s.ports.as_deref()),
+    );
     let missing: Vec<&String> = service_ports
         .iter()
         .filter(|p| !view.ports.contains(p))
         .collect();
     let clusterset_ip = import.spec.type_ == ServiceImportType::ClusterSetIP;
-    checks.push(if let Err(e) = import.spec.parsed_ips() {
+    if let Err(e) = import.spec.parsed_ips() {
         Check::fail(
             Hop::Import,
-            addresses,
+            IMPORT_ADDRESSES,
             detail,
             e.to_string(),
             "fix the MCS controller that wrote it",
@@ -337,7 +391,7 @@ pub(super) fn import_checks(facts: &Facts, checks: &mut Vec<Check>) {
     } else if clusterset_ip && import.spec.ips.is_empty() {
         Check::fail(
             Hop::Import,
-            addresses,
+            IMPORT_ADDRESSES,
             detail,
             "no clusterset IP allocated: the MCS controller has not written one, or has no free address",
             "check clusterset-agent's --clusterset-cidr and its logs",
@@ -345,7 +399,7 @@ pub(super) fn import_checks(facts: &Facts, checks: &mut Vec<Check>) {
     } else if view.ports.is_empty() {
         Check::fail(
             Hop::Import,
-            addresses,
+            IMPORT_ADDRESSES,
             detail,
             "the import has no ports",
             "give the Service ports, the same in every exporting cluster",
@@ -353,7 +407,7 @@ pub(super) fn import_checks(facts: &Facts, checks: &mut Vec<Check>) {
     } else if !missing.is_empty() {
         Check::fail(
             Hop::Import,
-            addresses,
+            IMPORT_ADDRESSES,
             format!(
                 "{detail}; the Service's {} missing",
                 missing
@@ -367,12 +421,17 @@ pub(super) fn import_checks(facts: &Facts, checks: &mut Vec<Check>) {
             "make the Service's ports the same in every exporting cluster",
         )
     } else {
-        Check::pass(Hop::Import, addresses, detail)
-    });
-    checks.push(if view.ready.is_true() || !view.ready.is_present() {
+        Check::pass(Hop::Import, IMPORT_ADDRESSES, detail)
+    }
+}
+
+/// Whether the ServiceImport is Ready (or has no Ready condition, which not every MCS
+/// implementation writes).
+fn import_ready_check(view: &ImportView) -> Check {
+    if view.ready.is_true() || !view.ready.is_present() {
         Check::pass(
             Hop::Import,
-            ready,
+            IMPORT_READY,
             if view.ready.is_present() {
                 view.ready.describe()
             } else {
@@ -382,10 +441,10 @@ pub(super) fn import_checks(facts: &Facts, checks: &mut Vec<Check>) {
     } else {
         Check::fail(
             Hop::Import,
-            ready,
+            IMPORT_READY,
             view.ready.describe(),
             "the MCS controller says the import is not usable in this cluster",
             "fix what the message names (for example an IP family this cluster does not have)",
         )
-    });
+    }
 }

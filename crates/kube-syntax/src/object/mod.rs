@@ -392,12 +392,36 @@ pub fn metadata_errors(
     namespaced: bool,
     completeness: Completeness,
 ) -> Vec<FieldError> {
+    let mut errors = name_errors(group, kind, object, completeness);
+    errors.extend(namespace_errors(object, namespaced));
+    errors.extend(string_map_errors(
+        "metadata.labels",
+        object.pointer("/metadata/labels"),
+        labels_errors,
+    ));
+    errors.extend(string_map_errors(
+        "metadata.annotations",
+        object.pointer("/metadata/annotations"),
+        annotations_errors,
+    ));
+    errors.extend(finalizers_errors(object));
+    errors.extend(owner_references_errors(object));
+    errors
+}
+
+/// The problems of `metadata.generateName` and `metadata.name` of an object of `kind` in
+/// `group` (`ValidateObjectMetaAccessor`): generateName when set (its trailing dash masked as
+/// `maskTrailingDash` masks it: the last two bytes become `a`), then the name; a name the
+/// server will generate from generateName is not required.
+fn name_errors(
+    group: &str,
+    kind: &str,
+    object: &Value,
+    completeness: Completeness,
+) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let name = text(object, "/metadata/name");
     let generate_name = text(object, "/metadata/generateName");
-    // `ValidateObjectMetaAccessor`: generateName when set (its trailing dash masked as
-    // `maskTrailingDash` masks it: the last two bytes become `a`), then the name; a name the
-    // server will generate from generateName is not required.
     let prefix = generate_name.filter(|p| !p.is_empty());
     if let Some(prefix) = prefix {
         let masked = match prefix.as_bytes() {
@@ -425,54 +449,60 @@ pub fn metadata_errors(
         ),
         _ => {}
     }
+    errors
+}
+
+/// The problems of `metadata.namespace`: forbidden on a type that is not `namespaced`, a DNS
+/// label on one that is.
+fn namespace_errors(object: &Value, namespaced: bool) -> Vec<FieldError> {
     match text(object, "/metadata/namespace") {
         Some(namespace) if !namespace.is_empty() => {
             if !namespaced {
-                errors.push(FieldError::forbidden(
+                vec![FieldError::forbidden(
                     "metadata.namespace",
                     "not allowed on this type",
-                ));
+                )]
             } else {
-                errors.extend(problems_error(
+                problems_error(
                     "metadata.namespace",
                     namespace,
                     dns1123_label_problems(namespace),
-                ));
+                )
             }
         }
-        _ => {}
+        _ => Vec::new(),
     }
-    if let Some(labels) = object.pointer("/metadata/labels") {
-        if labels
-            .as_object()
-            .is_some_and(|m| m.values().all(Value::is_string))
-        {
-            errors.extend(labels_errors("metadata.labels", &string_map(Some(labels))));
-        } else if !labels.is_null() {
-            errors.push(FieldError::invalid_json(
-                "metadata.labels",
-                labels,
-                "must be a map of strings",
-            ));
-        }
+}
+
+/// The problems of the labels or annotations `value` at `field`: those `check` finds in a map
+/// of strings, or `Invalid` when it is another value than null.
+fn string_map_errors(
+    field: &str,
+    value: Option<&Value>,
+    check: fn(&str, &BTreeMap<String, String>) -> Vec<FieldError>,
+) -> Vec<FieldError> {
+    let Some(map) = value else {
+        return Vec::new();
+    };
+    if map
+        .as_object()
+        .is_some_and(|m| m.values().all(Value::is_string))
+    {
+        check(field, &string_map(Some(map)))
+    } else if !map.is_null() {
+        vec![FieldError::invalid_json(
+            field,
+            map,
+            "must be a map of strings",
+        )]
+    } else {
+        Vec::new()
     }
-    if let Some(annotations) = object.pointer("/metadata/annotations") {
-        if annotations
-            .as_object()
-            .is_some_and(|m| m.values().all(Value::is_string))
-        {
-            errors.extend(annotations_errors(
-                "metadata.annotations",
-                &string_map(Some(annotations)),
-            ));
-        } else if !annotations.is_null() {
-            errors.push(FieldError::invalid_json(
-                "metadata.annotations",
-                annotations,
-                "must be a map of strings",
-            ));
-        }
-    }
+}
+
+/// The problems of `metadata.finalizers`, each a qualified name.
+fn finalizers_errors(object: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
     for finalizer in items(object, "/metadata/finalizers") {
         // `ValidateFinalizers` reports at `metadata.finalizers`, without the index.
         let finalizer = finalizer.as_str().unwrap_or("");
@@ -482,6 +512,12 @@ pub fn metadata_errors(
             qualified_name_problems(finalizer),
         ));
     }
+    errors
+}
+
+/// The problems of `metadata.ownerReferences`: each with a version, a kind, a name and a uid.
+fn owner_references_errors(object: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
     // `validateOwnerReference` reports at `metadata.ownerReferences`, without the index. (Not
     // modelled: the banned owner `v1 Event` and the one-controller rule, whose messages print
     // Go structs.)
