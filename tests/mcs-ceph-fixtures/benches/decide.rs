@@ -1,6 +1,6 @@
 //! CPU time of the operator's decision for one cluster of 1,000 OSDs (three mons), without IO:
 //! the first enable (plan, 2,000 objects to apply) and the steady state (everything compared,
-//! nothing to do). `cargo bench -p mcs-ceph-core --bench decide`.
+//! nothing to do). `cargo bench -p mcs-ceph-fixtures --bench decide`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::hint::black_box;

@@ -2,7 +2,7 @@
 //! in-memory API servers and broker (`clusterset_sim`).
 //!
 //! ```text
-//! cargo bench -p mcs-controller --bench propagation -- --clusters 10 --services 10000 --changes 200
+//! cargo bench -p clusterset-sim --bench propagation -- --clusters 10 --services 10000 --changes 200
 //! ```
 //!
 //! Measures (single thread, the clusters processed one after another, zero API latency):
