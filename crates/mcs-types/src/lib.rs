@@ -75,7 +75,7 @@ pub mod v1beta1 {
     crate::resources::mcs_version!("v1beta1", other: v1alpha1);
 }
 
-/// `multicluster.x-k8s.io/v1alpha1`, still served; same schema as [`v1beta1`](crate::v1beta1).
+/// `multicluster.x-k8s.io/v1alpha1`, still served; same schema as [`v1beta1`].
 pub mod v1alpha1 {
     crate::resources::mcs_version!("v1alpha1", other: v1beta1);
 }

@@ -12,34 +12,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use clusterset_architecture::{architecture_doc, documented_list, metadata, workspace_root};
 
 /// What a pure crate may not depend on.
 const FORBIDDEN: [&str; 3] = ["kube-client", "tokio", "hyper"];
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .unwrap()
-        .to_owned()
-}
-
-/// `cargo metadata` of the workspace, with the lock file as it is.
-fn metadata() -> serde_json::Value {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = std::process::Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--locked"])
-        .current_dir(workspace_root())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "cargo metadata failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
 
 /// The resolved graph: package id -> (name, ids of its normal and build dependencies).
 fn graph(metadata: &serde_json::Value) -> BTreeMap<String, (String, Vec<String>)> {
@@ -105,39 +83,11 @@ fn forbidden_chain(
     None
 }
 
-fn architecture_doc() -> String {
-    std::fs::read_to_string(workspace_root().join("docs/architecture.md")).unwrap()
-}
-
-/// The crates of docs/architecture.md's "Pure crates ...:" line (the names in backticks after
-/// its colon).
-fn documented_pure_crates(doc: &str) -> Vec<String> {
-    // The paragraph that starts with "Pure crates", its lines joined.
-    let paragraph: Vec<&str> = doc
-        .lines()
-        .skip_while(|l| !l.starts_with("Pure crates"))
-        .take_while(|l| !l.trim().is_empty())
-        .collect();
-    assert!(
-        !paragraph.is_empty(),
-        "docs/architecture.md has a paragraph starting with \"Pure crates\""
-    );
-    let paragraph = paragraph.join(" ");
-    let (_, list) = paragraph
-        .split_once(':')
-        .expect("the \"Pure crates\" paragraph lists them after a colon");
-    list.split('`')
-        .skip(1)
-        .step_by(2)
-        .map(str::to_owned)
-        .collect()
-}
-
 #[test]
 fn pure_crates_depend_on_no_kube_client_tokio_or_hyper() {
     let metadata = metadata();
     let graph = graph(&metadata);
-    let pure = documented_pure_crates(&architecture_doc());
+    let pure = documented_list(&architecture_doc(), "Pure crates");
     assert!(pure.len() >= 5, "the doc lists the pure crates: {pure:?}");
     let members: BTreeMap<String, String> = metadata["workspace_members"]
         .as_array()

@@ -35,7 +35,7 @@ pub enum Address {
     Waiting(WaitFor),
     /// A running mon whose address is wrong for the settings keeps this one until a new mon
     /// replaces it: a mon's identity is its address, so it cannot move (see
-    /// [`Plan::mon_replacements`]).
+    /// [`Plan::mon_replacements`](crate::Plan::mon_replacements)).
     Retiring(IpAddr),
 }
 
@@ -209,7 +209,7 @@ pub fn osd_ports(require_msgr2: bool) -> Vec<NamedPort> {
 pub enum ServiceRole {
     /// Rook's `rook-ceph-mon-<id>` / `rook-ceph-osd-<id>`.
     Rook,
-    /// `<clusterID>-rook-ceph-...`, exported in the [`DnsNameForm::UniqueServiceName`] form.
+    /// `<clusterID>-rook-ceph-...`, exported in the [`DnsNameForm::UniqueServiceName`](crate::DnsNameForm::UniqueServiceName) form.
     Export,
 }
 
