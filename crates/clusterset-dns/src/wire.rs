@@ -11,7 +11,7 @@
 use hickory_proto::serialize::binary::{BinEncodable, BinEncoder};
 
 use crate::index::{Found, ZoneIndex};
-use crate::prepared::PreparedName;
+use crate::prepared::{PreparedAnswer, PreparedName};
 use crate::zone::ClustersetZone;
 
 /// The wire form of a name: defined with the other name functions, and named here too, where
@@ -451,31 +451,7 @@ pub fn answer(
     let req = match parse(request, &mut key) {
         Parsed::Ok(req) => req,
         Parsed::Error(rcode, question_end, edns) => {
-            let badvers = edns.is_some_and(|e| e.version != 0);
-            write_header(
-                out,
-                request,
-                &Header {
-                    rcode,
-                    authoritative: false,
-                    truncated: false,
-                    questions: u16::from(question_end.is_some()),
-                    answers: 0,
-                    authorities: 0,
-                    additionals: u16::from(edns.is_some()),
-                },
-            );
-            if let Some(end) = question_end {
-                out.extend_from_slice(&request[12..end]);
-            }
-            if edns.is_some() {
-                write_opt(out, if badvers { EXTENDED_BADVERS } else { 0 });
-            }
-            return Some(if badvers {
-                Rcode::Other
-            } else {
-                Rcode::from_header(rcode)
-            });
+            return Some(write_unparsed(out, request, rcode, question_end, edns));
         }
     };
     let limit = match transport {
@@ -484,34 +460,17 @@ pub fn answer(
             e.payload.clamp(CLASSIC_UDP_PAYLOAD, MAX_UDP_PAYLOAD)
         })),
     };
-    let question = &request[12..req.question_end];
-    let opt_count = u16::from(req.edns.is_some());
+    let reply = Reply {
+        request,
+        question: &request[12..req.question_end],
+        edns: req.edns.is_some(),
+    };
     let key = key.as_slice();
     let zone_offset = snapshot.index.zone_offset(key);
     let in_zone = zone_offset.is_some();
 
-    let simple = |out: &mut Vec<u8>, rcode: u8, authoritative: bool| {
-        write_header(
-            out,
-            request,
-            &Header {
-                rcode,
-                authoritative,
-                truncated: false,
-                questions: 1,
-                answers: 0,
-                authorities: 0,
-                additionals: opt_count,
-            },
-        );
-        out.extend_from_slice(question);
-        if req.edns.is_some() {
-            write_opt(out, 0);
-        }
-    };
-
     if req.qclass != CLASS_IN || req.qtype == TYPE_AXFR || req.qtype == TYPE_IXFR {
-        simple(out, RCODE_REFUSED, false);
+        reply.write_simple(out, RCODE_REFUSED);
         return Some(Rcode::Refused);
     }
     if !snapshot.synced {
@@ -520,35 +479,20 @@ pub fn answer(
         } else {
             RCODE_REFUSED
         };
-        simple(out, rcode, false);
+        reply.write_simple(out, rcode);
         return Some(Rcode::from_header(rcode));
     }
     let entry = snapshot.find(key, zone_offset);
     let positive = entry.and_then(|e| e.ok()).and_then(|e| e.answer(req.qtype));
     let entry_in_zone = entry.map(|e| e.map_or_else(|in_zone| in_zone, |p| p.view.in_zone));
+    let opt_count = u16::from(reply.edns);
     match (entry_in_zone, positive) {
-        (_, Some(prepared)) => {
-            write_header(
-                out,
-                request,
-                &Header {
-                    rcode: RCODE_NOERROR,
-                    authoritative: true,
-                    truncated: false,
-                    questions: 1,
-                    answers: prepared.answer_count,
-                    authorities: 0,
-                    additionals: prepared.additional_count + opt_count,
-                },
-            );
-            out.extend_from_slice(question);
-            out.extend_from_slice(&prepared.tail);
-        }
+        (_, Some(prepared)) => reply.write_prepared(out, prepared),
         (Some(entry_in_zone), None) => {
             negative(
                 out,
                 request,
-                question,
+                reply.question,
                 snapshot,
                 RCODE_NOERROR,
                 entry_in_zone.then_some(zone_offset).flatten(),
@@ -559,7 +503,7 @@ pub fn answer(
             negative(
                 out,
                 request,
-                question,
+                reply.question,
                 snapshot,
                 RCODE_NXDOMAIN,
                 zone_offset,
@@ -567,35 +511,119 @@ pub fn answer(
             );
         }
         (None, None) => {
-            simple(out, RCODE_REFUSED, false);
+            reply.write_simple(out, RCODE_REFUSED);
             return Some(Rcode::Refused);
         }
     }
-    if req.edns.is_some() {
+    if reply.edns {
         write_opt(out, 0);
     }
     if out.len() > limit {
-        out.clear();
-        write_header(
-            out,
-            request,
-            &Header {
-                rcode: RCODE_NOERROR,
-                authoritative: true,
-                truncated: true,
-                questions: 1,
-                answers: 0,
-                authorities: 0,
-                additionals: opt_count,
-            },
-        );
-        out.extend_from_slice(question);
-        if req.edns.is_some() {
-            write_opt(out, 0);
-        }
+        reply.write_truncated(out);
     }
     // What was written: NOERROR or NXDOMAIN (TC answers are NOERROR).
     Some(Rcode::from_header(out.get(3).copied().unwrap_or(0)))
+}
+
+/// The answer to a request that did not parse: `rcode` (or BADVERS for an EDNS version other
+/// than 0), the question echoed when it was read whole, an OPT record when the request had one.
+fn write_unparsed(
+    out: &mut Vec<u8>,
+    request: &[u8],
+    rcode: u8,
+    question_end: Option<usize>,
+    edns: Option<Edns>,
+) -> Rcode {
+    let badvers = edns.is_some_and(|e| e.version != 0);
+    write_header(
+        out,
+        request,
+        &Header {
+            rcode,
+            authoritative: false,
+            truncated: false,
+            questions: u16::from(question_end.is_some()),
+            answers: 0,
+            authorities: 0,
+            additionals: u16::from(edns.is_some()),
+        },
+    );
+    if let Some(end) = question_end {
+        out.extend_from_slice(&request[12..end]);
+    }
+    if edns.is_some() {
+        write_opt(out, if badvers { EXTENDED_BADVERS } else { 0 });
+    }
+    if badvers {
+        Rcode::Other
+    } else {
+        Rcode::from_header(rcode)
+    }
+}
+
+/// What every answer to a parsed request repeats: the request (its id and flags), its
+/// question, and whether it carried EDNS (then so does the answer).
+struct Reply<'a> {
+    request: &'a [u8],
+    question: &'a [u8],
+    edns: bool,
+}
+
+impl Reply<'_> {
+    /// An answer with no records: `rcode`, not authoritative.
+    #[inline]
+    fn write_simple(&self, out: &mut Vec<u8>, rcode: u8) {
+        self.write_empty(out, rcode, false, false);
+    }
+
+    /// An authoritative NOERROR with TC set and no records: the answer did not fit.
+    #[inline]
+    fn write_truncated(&self, out: &mut Vec<u8>) {
+        out.clear();
+        self.write_empty(out, RCODE_NOERROR, true, true);
+    }
+
+    #[inline]
+    fn write_empty(&self, out: &mut Vec<u8>, rcode: u8, authoritative: bool, truncated: bool) {
+        write_header(
+            out,
+            self.request,
+            &Header {
+                rcode,
+                authoritative,
+                truncated,
+                questions: 1,
+                answers: 0,
+                authorities: 0,
+                additionals: u16::from(self.edns),
+            },
+        );
+        out.extend_from_slice(self.question);
+        if self.edns {
+            write_opt(out, 0);
+        }
+    }
+
+    /// A positive answer: the header, the question and the prepared records (without the
+    /// OPT record, which the caller adds).
+    #[inline]
+    fn write_prepared(&self, out: &mut Vec<u8>, prepared: &PreparedAnswer) {
+        write_header(
+            out,
+            self.request,
+            &Header {
+                rcode: RCODE_NOERROR,
+                authoritative: true,
+                truncated: false,
+                questions: 1,
+                answers: prepared.answer_count,
+                authorities: 0,
+                additionals: prepared.additional_count + u16::from(self.edns),
+            },
+        );
+        out.extend_from_slice(self.question);
+        out.extend_from_slice(&prepared.tail);
+    }
 }
 
 /// NODATA or NXDOMAIN, with the SOA (owner: a pointer to the zone inside the question) when the

@@ -391,8 +391,39 @@ fn cluster_status(
             "{who}: multiClusterService is enabled without a clusterID: set spec.network.multiClusterService.clusterID to this cluster's id in the clusterset"
         ));
     }
+    let (rook_services, stand_ins) = daemon_services(objects);
+    let addresses = Advertised::of(objects);
+    let context = DaemonContext {
+        who: &who,
+        namespace,
+        mcs,
+        cluster_id: cluster_id.as_deref(),
+        exports,
+        slices,
+        stand_ins: &stand_ins,
+        addresses: &addresses,
+    };
+    let daemons: Vec<DaemonStatus> = rook_services
+        .into_iter()
+        .map(|(daemon, service)| context.daemon_status(daemon, service, problems))
+        .collect();
+    let migration = migration_counts(&daemons);
+    CephClusterStatus {
+        namespace: namespace.clone(),
+        name: view.name.clone(),
+        multi_cluster_service: mcs,
+        cluster_id,
+        settings_error,
+        daemons,
+        migration,
+    }
+}
 
-    // Rook's Services by daemon, and the unique-name export Services standing in for them.
+/// Rook's Services by daemon, and the unique-name export Services standing in for them (by
+/// the name of the Rook Service they stand in for).
+fn daemon_services(
+    objects: &CephNamespace,
+) -> (BTreeMap<Daemon, &Service>, BTreeMap<String, String>) {
     let mut rook_services: BTreeMap<Daemon, &Service> = BTreeMap::new();
     let mut stand_ins: BTreeMap<String, String> = BTreeMap::new();
     for service in &objects.services {
@@ -404,53 +435,94 @@ fn cluster_status(
             rook_services.insert(daemon, service);
         }
     }
-    let advertised_mons = objects
-        .mon_endpoints
-        .as_ref()
-        .map(mon_endpoints)
-        .unwrap_or_default();
-    let osd_args: BTreeMap<String, Option<String>> = objects
-        .osd_deployments
-        .iter()
-        .map(|d| {
-            (
-                d.metadata.name.clone().unwrap_or_default(),
-                args::osd_public_addr(d).map(str::to_owned),
-            )
-        })
-        .collect();
+    (rook_services, stand_ins)
+}
 
-    let mut daemons = Vec::new();
-    for (daemon, service) in rook_services {
+/// The addresses the daemons advertise: the mons' in `rook-ceph-mon-endpoints` (or the text
+/// that is no address), the OSDs' `--public-addr` by Deployment name.
+struct Advertised {
+    mons: BTreeMap<String, Result<SocketAddr, String>>,
+    osds: BTreeMap<String, Option<String>>,
+}
+
+impl Advertised {
+    fn of(objects: &CephNamespace) -> Self {
+        let mons = objects
+            .mon_endpoints
+            .as_ref()
+            .map(mon_endpoints)
+            .unwrap_or_default();
+        let osds = objects
+            .osd_deployments
+            .iter()
+            .map(|d| {
+                (
+                    d.metadata.name.clone().unwrap_or_default(),
+                    args::osd_public_addr(d).map(str::to_owned),
+                )
+            })
+            .collect();
+        Self { mons, osds }
+    }
+
+    fn of_daemon(&self, daemon: &Daemon, service_name: &str) -> Option<String> {
+        match daemon {
+            Daemon::Mon(id) => self.mons.get(id.as_str()).map(|a| match a {
+                Ok(address) => address.to_string(),
+                Err(text) => text.clone(),
+            }),
+            Daemon::Osd(_) => self.osds.get(service_name).cloned().flatten(),
+        }
+    }
+}
+
+/// What every daemon's status of one CephCluster is computed from.
+struct DaemonContext<'a> {
+    who: &'a str,
+    namespace: &'a String,
+    mcs: bool,
+    cluster_id: Option<&'a str>,
+    exports: &'a BTreeMap<(String, String), &'a ServiceExport>,
+    slices: &'a [EndpointSlice],
+    stand_ins: &'a BTreeMap<String, String>,
+    addresses: &'a Advertised,
+}
+
+impl DaemonContext<'_> {
+    /// One daemon's Service, export, global IPs and advertised address; a missing export
+    /// under MCS is a problem.
+    fn daemon_status(
+        &self,
+        daemon: Daemon,
+        service: &Service,
+        problems: &mut Vec<String>,
+    ) -> DaemonStatus {
+        let (who, namespace) = (self.who, self.namespace);
         let service_name = daemon.service_name();
-        let export_service = stand_ins
+        let export_service = self
+            .stand_ins
             .get(&service_name)
             .cloned()
             .unwrap_or_else(|| service_name.clone());
-        let export = exports
+        let export = self
+            .exports
             .get(&(namespace.clone(), export_service.clone()))
             .map(|e| ExportView::of(e));
-        if mcs && export.is_none() {
+        if self.mcs && export.is_none() {
             problems.push(format!(
                 "{who}: {daemon} has no ServiceExport {namespace}/{export_service}: the operator exports every mon and OSD Service when MCS is enabled"
             ));
         }
-        let global_ips = cluster_id
-            .as_deref()
-            .map(|id| slice_addresses(slices, namespace, &export_service, Some(id)))
+        let global_ips = self
+            .cluster_id
+            .map(|id| slice_addresses(self.slices, namespace, &export_service, Some(id)))
             .unwrap_or_default();
-        let advertised = match &daemon {
-            Daemon::Mon(id) => advertised_mons.get(id.as_str()).map(|a| match a {
-                Ok(address) => address.to_string(),
-                Err(text) => text.clone(),
-            }),
-            Daemon::Osd(_) => osd_args.get(&service_name).cloned().flatten(),
-        };
+        let advertised = self.addresses.of_daemon(&daemon, &service_name);
         let on_global_ip = match (advertised.as_deref().and_then(ip_of), global_ips.is_empty()) {
             (Some(ip), false) => Some(global_ips.contains(&ip)),
             _ => None,
         };
-        daemons.push(DaemonStatus {
+        DaemonStatus {
             daemon: daemon.to_string(),
             service: service_name,
             cluster_ip: service.spec.as_ref().and_then(|s| s.cluster_ip.clone()),
@@ -459,29 +531,24 @@ fn cluster_status(
             global_ips: global_ips.iter().map(ToString::to_string).collect(),
             advertised,
             on_global_ip,
-        });
+        }
     }
+}
+
+/// How many mons and OSDs there are, and how many advertise a global IP.
+fn migration_counts(daemons: &[DaemonStatus]) -> Migration {
     let count = |prefix: &str, on: bool| {
         daemons
             .iter()
             .filter(|d| d.daemon.starts_with(prefix) && (!on || d.on_global_ip == Some(true)))
             .count()
     };
-    let migration = Migration {
+    Migration {
         mons_on_global_ips: count("mon.", true),
         mons: count("mon.", false),
         osds_on_global_ips: count("osd.", true),
         osds: count("osd.", false),
         operator: None,
         operator_not_reported: None,
-    };
-    CephClusterStatus {
-        namespace: namespace.clone(),
-        name: view.name.clone(),
-        multi_cluster_service: mcs,
-        cluster_id,
-        settings_error,
-        daemons,
-        migration,
     }
 }
