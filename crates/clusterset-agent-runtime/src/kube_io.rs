@@ -291,7 +291,7 @@ pub fn broker_watches(client: &Client, namespace: &str) -> Vec<BoxStream<'static
 pub type WriteError = clusterset_daemon::ApiError;
 
 /// Carries out the core's writes.
-#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[cfg_attr(test, mockall::automock)]
 #[async_trait]
 pub trait AgentWriter: Send + Sync {
     /// One write to the member cluster or the broker.

@@ -30,7 +30,6 @@ pub const MCS_GROUP: &str = "multicluster.x-k8s.io";
 pub use clusterset_daemon::ApiError;
 
 /// What the reconciler does to the cluster: writes and Events.
-#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait ClusterApi: Send + Sync {
     /// Carries out one write.
