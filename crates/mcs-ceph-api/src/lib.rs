@@ -39,7 +39,7 @@ pub use daemon_state::{DaemonState, EXPORT_VALID_READY, UnknownDaemonState};
 pub type UnknownFields = BTreeMap<String, Value>;
 
 /// API group of [`CephClusterAddressing`].
-pub const GROUP: &str = "clusterset.io";
+pub const GROUP: &str = mcs_types::CLUSTERSET_GROUP;
 /// API version of [`CephClusterAddressing`].
 pub const VERSION: &str = "v1alpha1";
 /// Kind of [`CephClusterAddressing`].

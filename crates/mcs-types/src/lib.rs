@@ -70,6 +70,11 @@ pub use service_import::{
     ServiceImportType, ServicePort,
 };
 
+/// The API group of clusterset's own resources: the broker's `ExportRecord`
+/// (`mcs-controller`) and the operator's `CephClusterAddressing`. Not an MCS API group; kept
+/// here, the crate both depend on, so that it is written once.
+pub const CLUSTERSET_GROUP: &str = "clusterset.io";
+
 /// `multicluster.x-k8s.io/v1beta1`, the storage version.
 pub mod v1beta1 {
     crate::resources::mcs_version!("v1beta1", other: v1alpha1);

@@ -29,7 +29,7 @@ pub use lease::{
 };
 
 /// API group of the broker resources.
-pub const GROUP: &str = "clusterset.io";
+pub const GROUP: &str = mcs_types::CLUSTERSET_GROUP;
 /// API version of [`BrokerRecord`].
 pub const VERSION: &str = "v1alpha1";
 /// Kind of [`BrokerRecord`].
