@@ -6,12 +6,12 @@ use std::collections::BTreeMap;
 
 use ceph_address_plan::{Daemon, Plan, Readiness, export_problem};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use mcs_ceph_api::{AddressingStatus, DaemonEntry, DaemonState, LookupRecord, Phase, RemovedOsd};
 use mcs_types::conditions::{ConditionStatus, DesiredCondition, remove_condition, set_condition};
 
 use super::exports::ExportView;
 use super::lookups::{LookupResult, fold_results};
+use super::removed::removal_due;
 use super::writes::Paced;
 use super::{Active, Context};
 use crate::guards::GuardFailure;
@@ -405,12 +405,6 @@ fn phase_and_message(conditions: &[Condition], count: usize) -> (Phase, String) 
             format!("all {count} daemons advertise their planned addresses"),
         )
     }
-}
-
-/// When the objects of removed OSDs are deleted.
-pub(super) fn removal_due(context: &Context, removed: &RemovedOsd) -> Option<Timestamp> {
-    let grace = SignedDuration::try_from(context.config.removed_osd_grace).ok()?;
-    removed.since.0.checked_add(grace).ok()
 }
 
 /// `"OSDs without a Deployment: osd.7 (its Service and ServiceExport are deleted at …)"`.
