@@ -144,7 +144,53 @@ pub fn mon_deployment(
     address: IpAddr,
     port: u16,
 ) -> Result<Deployment, ShapeError> {
-    let old = template
+    let old = template_mon_id(template)?;
+    let mut spec = template
+        .spec
+        .clone()
+        .ok_or_else(|| ShapeError("the template mon Deployment has no spec".to_owned()))?;
+    let pod = spec
+        .template
+        .spec
+        .as_mut()
+        .ok_or_else(|| ShapeError("the template mon Deployment has no pod spec".to_owned()))?;
+    replace_claim(pod, &old, mon)?;
+    let input = MonInput::new(mon.clone());
+    let labels = mon_labels(settings, &input);
+    let new_args = DaemonArgs {
+        public_addr: address,
+        msgr1_off: port == rook::MON_MSGR2_PORT,
+        public_bind_addr: Some(format::mon_bind_addr(port, settings.ip_family)),
+        cluster_addr: None,
+    }
+    .to_args();
+    rename_container_args(pod, &old, mon, &new_args);
+    rename_host_paths(pod, &old, mon);
+    spec.replicas = Some(1);
+    spec.selector.match_labels = Some(mon_selector(settings, &input));
+    let pod_meta = spec.template.metadata.get_or_insert_with(Default::default);
+    pod_meta.labels = Some(labels.clone());
+    let mut deployment_labels = labels;
+    deployment_labels.insert(
+        DO_NOT_RECONCILE_LABEL.to_owned(),
+        DO_NOT_RECONCILE_VALUE.to_owned(),
+    );
+    Ok(Deployment {
+        metadata: ObjectMeta {
+            name: Some(mon_deployment_name(mon)),
+            namespace: Some(settings.namespace.clone()),
+            labels: Some(deployment_labels),
+            owner_references: template.metadata.owner_references.clone(),
+            ..ObjectMeta::default()
+        },
+        spec: Some(spec),
+        status: None,
+    })
+}
+
+/// The id of the mon whose Deployment `template` is: its `mon` label.
+fn template_mon_id(template: &Deployment) -> Result<String, ShapeError> {
+    template
         .metadata
         .labels
         .as_ref()
@@ -156,20 +202,16 @@ pub fn mon_deployment(
                 template.metadata.name.as_deref().unwrap_or_default(),
                 label::MON
             ))
-        })?;
-    let mut spec = template
-        .spec
-        .clone()
-        .ok_or_else(|| ShapeError("the template mon Deployment has no spec".to_owned()))?;
-    let pod = spec
-        .template
-        .spec
-        .as_mut()
-        .ok_or_else(|| ShapeError("the template mon Deployment has no pod spec".to_owned()))?;
+        })
+}
+
+/// Replaces the claim of mon `old` the pod mounts by the claim of `mon`; refuses any other
+/// claim.
+fn replace_claim(pod: &mut PodSpec, old: &str, mon: &MonId) -> Result<(), ShapeError> {
     // A PVC-backed mon (Rook's `spec.mon.volumeClaimTemplate`) keeps its store on the claim
     // `rook-ceph-mon-<id>`: the new mon gets its own ([`mon_claim`]). Any other claim in a
     // mon's pod is not Rook's layout, and sharing it would give two mons one store.
-    let old_claim = mon_claim_name(&old);
+    let old_claim = mon_claim_name(old);
     for volume in pod.volumes.iter_mut().flatten() {
         if let Some(claim) = volume.persistent_volume_claim.as_mut() {
             if claim.claim_name != old_claim {
@@ -181,15 +223,13 @@ pub fn mon_deployment(
             claim.claim_name = mon_claim_name(mon.as_str());
         }
     }
-    let input = MonInput::new(mon.clone());
-    let labels = mon_labels(settings, &input);
-    let new_args = DaemonArgs {
-        public_addr: address,
-        msgr1_off: port == rook::MON_MSGR2_PORT,
-        public_bind_addr: Some(format::mon_bind_addr(port, settings.ip_family)),
-        cluster_addr: None,
-    }
-    .to_args();
+    Ok(())
+}
+
+/// Gives the arguments of every container (and init container) of the pod the new id and
+/// the new mon's data paths in place of mon `old`'s, and `new_args` in place of the address
+/// arguments of those that advertise one.
+fn rename_container_args(pod: &mut PodSpec, old: &str, mon: &MonId, new_args: &[String]) {
     let rename = |text: &str| {
         text.replace(&format!("ceph-{old}/"), &format!("ceph-{mon}/"))
             .replace(&format!("mon-{old}/"), &format!("mon-{mon}/"))
@@ -216,7 +256,7 @@ pub fn mon_deployment(
         // The containers that advertise an address (the mon and `init-mon-fs`) get the plan's
         // address arguments in place of the old mon's, in either form.
         let planned: &[String] = if args::public_addr(&current).is_some() {
-            &new_args
+            new_args
         } else {
             &[]
         };
@@ -226,6 +266,10 @@ pub fn mon_deployment(
             planned,
         ));
     }
+}
+
+/// Renames mon `old`'s host paths of the pod's volumes to `mon`'s.
+fn rename_host_paths(pod: &mut PodSpec, old: &str, mon: &MonId) {
     for volume in pod.volumes.iter_mut().flatten() {
         if let Some(host_path) = volume.host_path.as_mut() {
             host_path.path = host_path
@@ -234,26 +278,6 @@ pub fn mon_deployment(
                 .replace(&format!("/mon-{old}"), &format!("/mon-{mon}"));
         }
     }
-    spec.replicas = Some(1);
-    spec.selector.match_labels = Some(mon_selector(settings, &input));
-    let pod_meta = spec.template.metadata.get_or_insert_with(Default::default);
-    pod_meta.labels = Some(labels.clone());
-    let mut deployment_labels = labels;
-    deployment_labels.insert(
-        DO_NOT_RECONCILE_LABEL.to_owned(),
-        DO_NOT_RECONCILE_VALUE.to_owned(),
-    );
-    Ok(Deployment {
-        metadata: ObjectMeta {
-            name: Some(mon_deployment_name(mon)),
-            namespace: Some(settings.namespace.clone()),
-            labels: Some(deployment_labels),
-            owner_references: template.metadata.owner_references.clone(),
-            ..ObjectMeta::default()
-        },
-        spec: Some(spec),
-        status: None,
-    })
 }
 
 /// The new mon's PersistentVolumeClaim in `namespace`, derived from the claim of the mon it

@@ -7,7 +7,7 @@
 //! for), so that how it is shown (a terminal's spinner, a log) is the caller's.
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,7 +24,9 @@ use mon_failover::{
     Addressing, AdminError, CephMonAdmin, Command, CommandOutcome, Config, ConfigError, Machine,
     MonRuntime, RuntimeError,
 };
-use mon_failover_io::{Driver, DriverError, FileStateStore, RunOptions, Tick};
+use mon_failover_io::{
+    CephCli, Driver, DriverError, FileStateStore, QuorumRecord, RunOptions, RunReport, Tick,
+};
 
 use crate::{
     CEPH_TOOLS, EndpointSource, EndpointTable, LocalCluster, LocalMonRuntime, MonEndpoint,
@@ -136,22 +138,10 @@ pub async fn run(
     narrator: &dyn Narrator,
 ) -> Result<DemoReport, DemoError> {
     let started = Instant::now();
-    let say = |line: String| narrator.say(&line);
-    let net = settings.net;
-    let (_temp, dir) = match &settings.dir {
-        Some(dir) => (None, dir.clone()),
-        None => {
-            let temp = tempfile::tempdir().map_err(DemoError::TempDir)?;
-            let dir = temp.path().to_path_buf();
-            (Some(temp), dir)
-        }
-    };
-    let abc: Vec<(MonId, IpAddr)> = (0..3)
-        .zip(11..)
-        .map(|(index, host)| (MonId::from_index(index), ip(net, host)))
-        .collect();
+    let (_temp, dir) = working_dir(settings)?;
+    let abc = first_mons(settings.net);
 
-    say("Step 1/4: a Ceph cluster with three mons on cluster IPs (MCS off)".to_owned());
+    narrator.say("Step 1/4: a Ceph cluster with three mons on cluster IPs (MCS off)");
     let cluster = LocalCluster::create(
         dir.join("ceph"),
         "5e1f7c2a-6d0e-4c3b-9a8f-d3e0c0de0001",
@@ -160,7 +150,82 @@ pub async fn run(
     .await
     .map_err(DemoError::Create)?;
 
-    say("Step 2/4: the clusterset DNS server".to_owned());
+    narrator.say("Step 2/4: the clusterset DNS server");
+    let (store, server, resolver) = start_dns(narrator)?;
+    let endpoints = Arc::new(DnsEndpoints {
+        table: endpoint_table(settings.net, &abc),
+        store,
+        resolver,
+    });
+    let admin = Arc::new(cluster.admin(None).timeout(Duration::from_secs(10)));
+    let mon_runtime = Arc::new(LocalMonRuntime::new(
+        cluster.clone(),
+        endpoints,
+        cluster.admin(None).timeout(Duration::from_secs(10)),
+    ));
+    start_first_mons(&mon_runtime, &admin, &abc, narrator).await?;
+
+    let Migrated {
+        driver,
+        result,
+        record,
+    } = migrate(settings, &dir, &cluster, &admin, &mon_runtime, narrator).await?;
+    let report = match result {
+        Ok(report) => report,
+        Err(error) => {
+            narrator.waiting("stopping the mons");
+            mon_runtime.stop_all().await;
+            server.shutdown().await;
+            return Err(DemoError::Migration(error));
+        }
+    };
+
+    let quorum_kept = summarize(&admin, &record, &report, &driver, started, narrator).await?;
+    mon_runtime.stop_all().await;
+    server.shutdown().await;
+    if settings.dir.is_some() {
+        narrator.say(&format!("  the cluster's files are in {}", dir.display()));
+    }
+    Ok(DemoReport { quorum_kept })
+}
+
+/// The directory of the cluster's files: the one asked for, or a temporary one (removed when
+/// the returned [`tempfile::TempDir`] is dropped).
+fn working_dir(settings: &DemoSettings) -> Result<(Option<tempfile::TempDir>, PathBuf), DemoError> {
+    Ok(match &settings.dir {
+        Some(dir) => (None, dir.clone()),
+        None => {
+            let temp = tempfile::tempdir().map_err(DemoError::TempDir)?;
+            let dir = temp.path().to_path_buf();
+            (Some(temp), dir)
+        }
+    })
+}
+
+/// Mons a, b and c at their cluster IPs, 127.0.NET.11-13.
+fn first_mons(net: u8) -> Vec<(MonId, IpAddr)> {
+    (0..3)
+        .zip(11..)
+        .map(|(index, host)| (MonId::from_index(index), ip(net, host)))
+        .collect()
+}
+
+/// Where mons are: the first mons (`abc`) at their cluster IPs, and a pool of global IPs,
+/// 127.0.NET.21-29, for the mons that replace them.
+fn endpoint_table(net: u8, abc: &[(MonId, IpAddr)]) -> EndpointTable {
+    EndpointTable::new()
+        .with_mons_at(Addressing::ClusterLocal, abc)
+        .with_pool(
+            Addressing::Clusterset,
+            (21..30).map(|h| MonEndpoint::at(ip(net, h))),
+        )
+}
+
+/// Starts the clusterset DNS server on 127.0.0.1 with an empty zone: its store, the server,
+/// and a resolver that asks it.
+fn start_dns(
+    narrator: &dyn Narrator,
+) -> Result<(Arc<ZoneStore>, DnsServer, HickoryClustersetResolver), DemoError> {
     narrator.waiting("starting the clusterset DNS server");
     let store = Arc::new(ZoneStore::new(ZoneConfig::default()));
     store.mark_synced();
@@ -175,48 +240,57 @@ pub async fn run(
         attempts: 2,
         ..ResolverSettings::default()
     })?;
-    say(format!(
+    narrator.say(&format!(
         "  serving clusterset.local on {} (UDP and TCP)",
         server.local_addr()
     ));
+    Ok((store, server, resolver))
+}
 
-    let table = EndpointTable::new()
-        .with_mons_at(Addressing::ClusterLocal, &abc)
-        .with_pool(
-            Addressing::Clusterset,
-            (21..30).map(|h| MonEndpoint::at(ip(net, h))),
-        );
-    let endpoints = Arc::new(DnsEndpoints {
-        table,
-        store: Arc::clone(&store),
-        resolver,
-    });
-    let admin = Arc::new(cluster.admin(None).timeout(Duration::from_secs(10)));
-    let mon_runtime = Arc::new(LocalMonRuntime::new(
-        cluster.clone(),
-        endpoints,
-        cluster.admin(None).timeout(Duration::from_secs(10)),
-    ));
+/// Starts the first mons (`abc`) and waits for them to form a quorum.
+async fn start_first_mons(
+    mon_runtime: &LocalMonRuntime,
+    admin: &CephCli,
+    abc: &[(MonId, IpAddr)],
+    narrator: &dyn Narrator,
+) -> Result<(), DemoError> {
     narrator.waiting("starting mons a, b and c");
-    for (mon, address) in &abc {
+    for (mon, address) in abc {
         mon_runtime.start(mon, *address).await?;
-        say(format!("  started mon {mon} at {address}"));
+        narrator.say(&format!("  started mon {mon} at {address}"));
     }
     narrator.waiting("waiting for mons a, b and c to form a quorum");
     let formed = mon_runtime
-        .wait_for_quorum(admin.as_ref(), 3, Duration::from_secs(120))
+        .wait_for_quorum(admin, 3, Duration::from_secs(120))
         .await
         .map_err(DemoError::Quorum)?;
-    say(format!(
+    narrator.say(&format!(
         "  quorum a,b,c formed in {:.1} s",
         formed.as_secs_f64()
     ));
+    Ok(())
+}
 
-    say("Step 3/4: MCS enabled: each mon is replaced by one advertising its global IP".to_owned());
-    say(
-        "  (one at a time, only with every mon in quorum; the quorum is polled every second)"
-            .to_owned(),
-    );
+/// How the migration went: the driver, the result of its run, and the quorum polled meanwhile.
+struct Migrated {
+    driver: Driver,
+    result: Result<RunReport, DriverError>,
+    record: QuorumRecord,
+}
+
+/// Enables MCS: a driver replaces each mon by one advertising its global IP, one at a time,
+/// while the quorum is polled every second.
+async fn migrate(
+    settings: &DemoSettings,
+    dir: &Path,
+    cluster: &LocalCluster,
+    admin: &Arc<CephCli>,
+    mon_runtime: &Arc<LocalMonRuntime>,
+    narrator: &dyn Narrator,
+) -> Result<Migrated, DemoError> {
+    narrator.say("Step 3/4: MCS enabled: each mon is replaced by one advertising its global IP");
+    narrator
+        .say("  (one at a time, only with every mon in quorum; the quorum is polled every second)");
     let watch = cluster.quorum_watch(Duration::from_secs(1));
     let mut driver = Driver::resume(
         Machine::new(Config {
@@ -243,16 +317,24 @@ pub async fn run(
         .await;
     narrator.waiting("summing up");
     let record = watch.stop().await;
-    let report = match result {
-        Ok(report) => report,
-        Err(error) => {
-            narrator.waiting("stopping the mons");
-            mon_runtime.stop_all().await;
-            server.shutdown().await;
-            return Err(DemoError::Migration(error));
-        }
-    };
+    Ok(Migrated {
+        driver,
+        result,
+        record,
+    })
+}
 
+/// Tells the summary: the mons and their clusterset names, the quorum, whether it was kept
+/// throughout (the answer), and how long it all took.
+async fn summarize(
+    admin: &CephCli,
+    record: &QuorumRecord,
+    report: &RunReport,
+    driver: &Driver,
+    started: Instant,
+    narrator: &dyn Narrator,
+) -> Result<bool, DemoError> {
+    let say = |line: String| narrator.say(&line);
     say("Step 4/4: summary".to_owned());
     let status = admin.quorum_status().await?;
     for mon in &status.monmap.mons {
@@ -289,12 +371,7 @@ pub async fn run(
         report.waiting_on_ceph().as_secs_f64(),
         started.elapsed().as_secs_f64()
     ));
-    mon_runtime.stop_all().await;
-    server.shutdown().await;
-    if settings.dir.is_some() {
-        say(format!("  the cluster's files are in {}", dir.display()));
-    }
-    Ok(DemoReport { quorum_kept })
+    Ok(quorum_kept)
 }
 
 /// Tells what a tick did, as steps a person can follow, and what is awaited next.

@@ -325,10 +325,80 @@ pub async fn run_with_election(
     let mut shutdown = std::pin::pin!(shutdown);
     let metrics = Arc::new(Metrics::new());
     let readiness = Arc::new(Readiness::default());
-    let listener = tokio::net::TcpListener::bind(options.listen)
+    serve_http(options.listen, &metrics, &readiness).await?;
+    let mut leadership = match election {
+        Some(settings) => Leadership::spawn(
+            Elector::new(client.clone(), settings, Clock::system()),
+            metrics.leader.clone(),
+        ),
+        None => Leadership::always(&metrics.leader),
+    };
+    let mcs_api = discover_served_mcs_api(&client).await?;
+
+    let (trigger, triggers) = mpsc::unbounded();
+    let caches = Arc::new(start_watches(
+        &client,
+        trigger,
+        &metrics,
+        options.watch_namespace.clone(),
+        mcs_api,
+    ));
+    let clusters = caches.clusters.clone();
+    let started_with = caches.mcs_api.clone();
+
+    // Nothing is decided before every cache holds a complete list.
+    tracing::info!("waiting for the watch caches to sync");
+    caches
+        .wait_synced()
+        .await
+        .map_err(|_| RunError::NotSynced)?;
+    readiness.set_synced();
+    if !wait_for_lease(&mut leadership, shutdown.as_mut()).await {
+        leadership.stop().await;
+        return Ok(());
+    }
+    tracing::info!(
+        clusters = clusters.state().len(),
+        "caches synced; reconciling"
+    );
+
+    let reconcile_concurrency = options.reconcile_concurrency;
+    let rediscover_every = options.rediscover_every;
+    let context = reconcile_context(&client, options, caches, metrics);
+    let reconciling = reconcile_queued(context, clusters, triggers, reconcile_concurrency);
+    let rediscovery = async {
+        match rediscover_every {
+            Some(every) => watch_mcs_api(client.clone(), started_with.clone(), every).await,
+            None => future::pending().await,
+        }
+    };
+    // The applier is dropped when the select ends, before the Lease is handed back.
+    let ended = tokio::select! {
+        () = reconciling => {
+            tracing::warn!("the reconcile queue ended");
+            Ok(())
+        }
+        () = &mut shutdown => {
+            tracing::info!("shutting down");
+            Ok(())
+        }
+        after = rediscovery => Err(RunError::McsApiChanged { before: started_with, after }),
+        reason = leadership.lost() => return Err(RunError::LeadershipLost(reason)),
+    };
+    leadership.stop().await;
+    ended
+}
+
+/// Binds `listen` and serves `/metrics`, `/healthz` and `/readyz` there from a spawned task.
+async fn serve_http(
+    listen: SocketAddr,
+    metrics: &Arc<Metrics>,
+    readiness: &Arc<Readiness>,
+) -> Result<(), RunError> {
+    let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|source| RunError::Listen {
-            address: options.listen,
+            address: listen,
             source,
         })?;
     // With port 0 the address says which port the system gave.
@@ -337,39 +407,45 @@ pub async fn run_with_election(
     }
     tokio::spawn(http::serve(
         listener,
-        Arc::clone(&metrics),
-        Arc::clone(&readiness),
+        Arc::clone(metrics),
+        Arc::clone(readiness),
     ));
+    Ok(())
+}
 
-    let mut leadership = match election {
-        Some(settings) => Leadership::spawn(
-            Elector::new(client.clone(), settings, Clock::system()),
-            metrics.leader.clone(),
-        ),
-        None => Leadership::always(&metrics.leader),
-    };
-
-    let mcs_api = discover_mcs_api(&client)
+/// Asks which MCS API is served, and logs the answer.
+async fn discover_served_mcs_api(client: &Client) -> Result<McsApi, RunError> {
+    let mcs_api = discover_mcs_api(client)
         .await
         .map_err(RunError::Discovery)?;
-    let discovery_client = client.clone();
     match &mcs_api {
         McsApi::Served(version) => tracing::info!(version = version.as_str(), "MCS API served"),
         McsApi::Missing(detail) => tracing::warn!(
             "the MCS API is not served ({detail}): every MCS-enabled CephCluster is reported as blocked until it is installed (the operator restarts itself when it notices)"
         ),
     }
+    Ok(mcs_api)
+}
 
-    let (trigger, triggers) = mpsc::unbounded();
-    match &options.watch_namespace {
+/// Starts a watch of every kind the decision reads (the ServiceExports and ServiceImports in
+/// the version `mcs_api` says is served, none when it is missing) and returns their caches.
+/// Each watch queues the namespaces of the objects it sees on `trigger`.
+fn start_watches(
+    client: &Client,
+    trigger: Trigger,
+    metrics: &Arc<Metrics>,
+    namespace: Option<String>,
+    mcs_api: McsApi,
+) -> Caches {
+    match &namespace {
         Some(namespace) => tracing::info!(namespace, "watching one namespace"),
         None => tracing::info!("watching every namespace"),
     }
     let watches = Watches {
         client: client.clone(),
         trigger,
-        metrics: Arc::clone(&metrics),
-        namespace: options.watch_namespace.clone(),
+        metrics: Arc::clone(metrics),
+        namespace,
     };
     let all = watcher::Config::default();
     let clusters: Store<CephCluster> =
@@ -412,41 +488,44 @@ pub async fn run_with_election(
     };
     // The queue ends only when every watch has ended.
     drop(watches);
-    let started_with = mcs_api.clone();
-    let caches = Arc::new(Caches::new(
-        clusters.clone(),
+    Caches::new(
+        clusters,
         services,
         deployments,
         config_maps,
         addressings,
         mcs,
         mcs_api,
-    ));
+    )
+}
 
-    // Nothing is decided before every cache holds a complete list.
-    tracing::info!("waiting for the watch caches to sync");
-    caches
-        .wait_synced()
-        .await
-        .map_err(|_| RunError::NotSynced)?;
-    readiness.set_synced();
-    if !leadership.is_leading() {
-        tracing::info!("caches synced; waiting for the leader Lease before writing");
-        tokio::select! {
-            () = leadership.acquired() => {}
-            () = &mut shutdown => {
-                tracing::info!("shutting down");
-                leadership.stop().await;
-                return Ok(());
-            }
+/// Waits until this replica holds the leader Lease; `false` when `shutdown` completes first.
+async fn wait_for_lease(
+    leadership: &mut Leadership,
+    shutdown: std::pin::Pin<&mut impl Future<Output = ()>>,
+) -> bool {
+    if leadership.is_leading() {
+        return true;
+    }
+    tracing::info!("caches synced; waiting for the leader Lease before writing");
+    tokio::select! {
+        () = leadership.acquired() => true,
+        () = shutdown => {
+            tracing::info!("shutting down");
+            false
         }
     }
-    tracing::info!(
-        clusters = clusters.state().len(),
-        "caches synced; reconciling"
-    );
+}
 
-    let context = Arc::new(Context {
+/// What every reconcile shares: the options' clients and settings, the synced caches, and the
+/// mon migration when `--mon-migration` is on.
+fn reconcile_context(
+    client: &Client,
+    options: RunOptions,
+    caches: Arc<Caches>,
+    metrics: Arc<Metrics>,
+) -> Arc<Context> {
+    Arc::new(Context {
         api: options.api,
         resolver: options.resolver,
         caches,
@@ -457,10 +536,19 @@ pub async fn run_with_election(
         mon_migration: options
             .mon_migration
             .then(|| Arc::new(MonMigration::new(client.clone(), AdminSource::RookSecret))),
-    });
-    let controller_config =
-        controller::Config::default().concurrency(options.reconcile_concurrency);
-    let reconciling = applier(
+    })
+}
+
+/// The kube-runtime applier over the CephClusters of the namespaces `triggers` names: it ends
+/// when the queue does (every watch has ended).
+fn reconcile_queued(
+    context: Arc<Context>,
+    clusters: Store<CephCluster>,
+    triggers: mpsc::UnboundedReceiver<String>,
+    concurrency: u16,
+) -> impl Future<Output = ()> {
+    let controller_config = controller::Config::default().concurrency(concurrency);
+    applier(
         |cluster, context| Box::pin(reconciler::reconcile(cluster, context)),
         reconciler::error_policy,
         context,
@@ -473,26 +561,5 @@ pub async fn run_with_election(
             tracing::debug!(error = %ErrorChain(&error), "applier");
         }
         future::ready(())
-    });
-    let rediscovery = async {
-        match options.rediscover_every {
-            Some(every) => watch_mcs_api(discovery_client, started_with.clone(), every).await,
-            None => future::pending().await,
-        }
-    };
-    // The applier is dropped when the select ends, before the Lease is handed back.
-    let ended = tokio::select! {
-        () = reconciling => {
-            tracing::warn!("the reconcile queue ended");
-            Ok(())
-        }
-        () = &mut shutdown => {
-            tracing::info!("shutting down");
-            Ok(())
-        }
-        after = rediscovery => Err(RunError::McsApiChanged { before: started_with, after }),
-        reason = leadership.lost() => return Err(RunError::LeadershipLost(reason)),
-    };
-    leadership.stop().await;
-    ended
+    })
 }

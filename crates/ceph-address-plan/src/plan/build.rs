@@ -1,5 +1,6 @@
 //! The checks of a cluster's settings and names, and the plan of each daemon.
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 
 use mcs_types::names::{ClustersetName, Zone, dns_label_problem};
@@ -12,6 +13,7 @@ use crate::{MonId, rook::MIN_MCS_CEPH_VERSION};
 use super::MonOutputs;
 use super::types::{Address, DaemonStatus, MonEndpoints, MonHostConfig, MonPlan, OsdPlan, WaitFor};
 
+/// Checks the cluster-wide settings; the zone when it is valid, and whether clusterset names
 /// can be built (MCS on with a valid cluster id).
 pub(super) fn check_settings(
     settings: &ClusterSettings,
@@ -121,6 +123,132 @@ pub(super) fn check_family(
     })
 }
 
+/// Sorts the daemons of an inventory (mons and OSDs by id, external mons by name) and checks
+/// them: ids and names listed twice, external mon names, and the IP family of every address
+/// given (external mons' endpoints, mons' cluster and node addresses, global IPs).
+pub(super) fn check_inventory(
+    settings: &ClusterSettings,
+    mons: &mut [MonInput],
+    external_mons: &mut [ExternalMon],
+    osds: &mut [OsdInput],
+    global_ips: &BTreeMap<Daemon, IpAddr>,
+    rejections: &mut Vec<Rejection>,
+) {
+    for id in sort_and_find_duplicates(mons, |m| m.id.clone()) {
+        rejections.push(Rejection::DuplicateMon(id));
+    }
+    check_duplicate_osds(osds, rejections);
+    check_external_mons(settings, mons, external_mons, rejections);
+    check_mon_addresses(settings, mons, rejections);
+    for (daemon, ip) in global_ips {
+        rejections.extend(check_family(
+            settings,
+            || format!("global IP of {daemon}"),
+            *ip,
+        ));
+    }
+}
+
+/// Sorts OSDs by id and reports each id listed more than once.
+fn check_duplicate_osds(osds: &mut [OsdInput], rejections: &mut Vec<Rejection>) {
+    // OSD ids are plain numbers: sort without the clone-per-comparison of the generic helper.
+    osds.sort_unstable_by_key(|o| o.id);
+    let mut last_duplicate = None;
+    for pair in osds.windows(2) {
+        if pair[0].id == pair[1].id && last_duplicate != Some(pair[0].id) {
+            last_duplicate = Some(pair[0].id);
+            rejections.push(Rejection::DuplicateOsd(pair[0].id));
+        }
+    }
+}
+
+/// Sorts external mons by name and checks their names (valid, listed once, not a mon's id)
+/// and the IP family of their endpoints.
+fn check_external_mons(
+    settings: &ClusterSettings,
+    mons: &[MonInput],
+    external_mons: &mut [ExternalMon],
+    rejections: &mut Vec<Rejection>,
+) {
+    let mut external_duplicates = sort_and_find_duplicates(external_mons, |e| e.name.clone());
+    for external in external_mons.iter() {
+        if external.name.is_empty() || external.name.contains(['=', ',']) {
+            rejections.push(Rejection::InvalidExternalMonName(external.name.clone()));
+        }
+        if mons.iter().any(|m| m.id.as_str() == external.name) {
+            external_duplicates.push(external.name.clone());
+        }
+        rejections.extend(check_family(
+            settings,
+            || format!("endpoint of external mon {}", external.name),
+            external.endpoint.ip(),
+        ));
+    }
+    external_duplicates.sort();
+    external_duplicates.dedup();
+    rejections.extend(
+        external_duplicates
+            .into_iter()
+            .map(Rejection::DuplicateExternalMon),
+    );
+}
+
+/// Checks the IP family of the (sorted) mons' cluster IPs and, with host networking, that
+/// each mon has a node address of the right family.
+fn check_mon_addresses(
+    settings: &ClusterSettings,
+    mons: &[MonInput],
+    rejections: &mut Vec<Rejection>,
+) {
+    // Mons are sorted: check each id once even when it is listed twice.
+    let distinct_mons = mons
+        .iter()
+        .enumerate()
+        .filter(|(i, m)| *i == 0 || mons[i - 1].id != m.id)
+        .map(|(_, m)| m);
+    for mon in distinct_mons {
+        if let Some(ip) = mon.cluster_ip {
+            rejections.extend(check_family(
+                settings,
+                || format!("cluster IP of mon.{}", mon.id),
+                ip,
+            ));
+        }
+        let node_ip = mon.node.as_ref().and_then(|n| n.address);
+        match node_ip {
+            Some(ip) if settings.host_network => rejections.extend(check_family(
+                settings,
+                || format!("node address of mon.{}", mon.id),
+                ip,
+            )),
+            None if settings.host_network => {
+                rejections.push(Rejection::HostNetworkMonWithoutNodeAddress(mon.id.clone()));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Checks that the names of every mon and of the (sorted) OSDs' highest id can be built in
+/// `zone`: the longest OSD names are those of the highest id.
+pub(super) fn check_longest_names(
+    settings: &ClusterSettings,
+    zone: &Zone,
+    mons: &[MonInput],
+    osds: &[OsdInput],
+    rejections: &mut Vec<Rejection>,
+) {
+    let daemons = mons
+        .iter()
+        .map(|m| Daemon::Mon(m.id.clone()))
+        .chain(osds.last().map(|o| Daemon::Osd(o.id)));
+    for daemon in daemons {
+        if let Err(rejection) = check_names(settings, zone, &daemon) {
+            rejections.push(rejection);
+        }
+    }
+}
+
 /// Plans one mon (pure).
 pub(super) fn plan_mon(
     settings: &ClusterSettings,
@@ -205,6 +333,29 @@ pub(super) fn plan_osd(
         address,
         status,
     }
+}
+
+/// Plans the (sorted) OSDs, each with its global IP when known.
+pub(super) fn plan_osds(
+    settings: &ClusterSettings,
+    osds: Vec<OsdInput>,
+    global_ips: &BTreeMap<Daemon, IpAddr>,
+) -> BTreeMap<u32, OsdPlan> {
+    // Both are sorted by OSD id: walk them together instead of a map lookup per OSD.
+    let mut osd_ips = global_ips
+        .range(Daemon::Osd(0)..)
+        .filter_map(|(d, ip)| match d {
+            Daemon::Osd(id) => Some((*id, *ip)),
+            Daemon::Mon(_) => None,
+        })
+        .peekable();
+    osds.into_iter()
+        .map(|o| {
+            while osd_ips.next_if(|(id, _)| *id < o.id).is_some() {}
+            let global_ip = osd_ips.next_if(|(id, _)| *id == o.id).map(|(_, ip)| ip);
+            (o.id, plan_osd(settings, o, global_ip))
+        })
+        .collect()
 }
 
 /// The ConfigMap, Secret and peer-token outputs, from the mons (pure).

@@ -24,8 +24,8 @@ use crate::reject::{Rejection, Rejections};
 use crate::rook;
 
 use build::{
-    check_family, check_names, check_settings, exported_service_name, lookup_name, mon_outputs,
-    plan_mon, plan_osd, sort_and_find_duplicates,
+    check_family, check_inventory, check_longest_names, check_names, check_settings,
+    exported_service_name, lookup_name, mon_outputs, plan_mon, plan_osd, plan_osds,
 };
 use exports::conflict_of;
 pub use exports::export_problem;
@@ -82,7 +82,6 @@ pub struct Plan {
     mon_outputs: MonOutputs,
 }
 
-/// Checks the cluster-wide settings; the zone when it is valid, and whether clusterset names
 impl Plan {
     /// Plans everything from scratch. Every problem of the input is reported at once.
     pub fn new(input: PlanInput) -> Result<Self, Rejections> {
@@ -100,87 +99,16 @@ impl Plan {
         } = inventory;
         let mut rejections = Vec::new();
         let (zone, names_buildable) = check_settings(&settings, &mut rejections);
-
-        for id in sort_and_find_duplicates(&mut mons, |m| m.id.clone()) {
-            rejections.push(Rejection::DuplicateMon(id));
-        }
-        // OSD ids are plain numbers: sort without the clone-per-comparison of the generic helper.
-        osds.sort_unstable_by_key(|o| o.id);
-        let mut last_duplicate = None;
-        for pair in osds.windows(2) {
-            if pair[0].id == pair[1].id && last_duplicate != Some(pair[0].id) {
-                last_duplicate = Some(pair[0].id);
-                rejections.push(Rejection::DuplicateOsd(pair[0].id));
-            }
-        }
-        let mut external_duplicates =
-            sort_and_find_duplicates(&mut external_mons, |e| e.name.clone());
-        for external in &external_mons {
-            if external.name.is_empty() || external.name.contains(['=', ',']) {
-                rejections.push(Rejection::InvalidExternalMonName(external.name.clone()));
-            }
-            if mons.iter().any(|m| m.id.as_str() == external.name) {
-                external_duplicates.push(external.name.clone());
-            }
-            rejections.extend(check_family(
-                &settings,
-                || format!("endpoint of external mon {}", external.name),
-                external.endpoint.ip(),
-            ));
-        }
-        external_duplicates.sort();
-        external_duplicates.dedup();
-        rejections.extend(
-            external_duplicates
-                .into_iter()
-                .map(Rejection::DuplicateExternalMon),
+        check_inventory(
+            &settings,
+            &mut mons,
+            &mut external_mons,
+            &mut osds,
+            &global_ips,
+            &mut rejections,
         );
-
-        // Mons are sorted: check each id once even when it is listed twice.
-        let distinct_mons = mons
-            .iter()
-            .enumerate()
-            .filter(|(i, m)| *i == 0 || mons[i - 1].id != m.id)
-            .map(|(_, m)| m);
-        for mon in distinct_mons {
-            if let Some(ip) = mon.cluster_ip {
-                rejections.extend(check_family(
-                    &settings,
-                    || format!("cluster IP of mon.{}", mon.id),
-                    ip,
-                ));
-            }
-            let node_ip = mon.node.as_ref().and_then(|n| n.address);
-            match node_ip {
-                Some(ip) if settings.host_network => rejections.extend(check_family(
-                    &settings,
-                    || format!("node address of mon.{}", mon.id),
-                    ip,
-                )),
-                None if settings.host_network => {
-                    rejections.push(Rejection::HostNetworkMonWithoutNodeAddress(mon.id.clone()));
-                }
-                _ => {}
-            }
-        }
-        for (daemon, ip) in &global_ips {
-            rejections.extend(check_family(
-                &settings,
-                || format!("global IP of {daemon}"),
-                *ip,
-            ));
-        }
         if let Some(zone) = zone.as_ref().filter(|_| names_buildable) {
-            // The longest names are those of the highest OSD id; every mon is checked.
-            let daemons = mons
-                .iter()
-                .map(|m| Daemon::Mon(m.id.clone()))
-                .chain(osds.last().map(|o| Daemon::Osd(o.id)));
-            for daemon in daemons {
-                if let Err(rejection) = check_names(&settings, zone, &daemon) {
-                    rejections.push(rejection);
-                }
-            }
+            check_longest_names(&settings, zone, &mons, &osds, &mut rejections);
         }
         let Some(zone) = zone.filter(|_| rejections.is_empty()) else {
             return Err(Rejections(rejections));
@@ -194,22 +122,7 @@ impl Plan {
                 plan_mon(&settings, m, global_ip)
             })
             .collect();
-        // Both are sorted by OSD id: walk them together instead of a map lookup per OSD.
-        let mut osd_ips = global_ips
-            .range(Daemon::Osd(0)..)
-            .filter_map(|(d, ip)| match d {
-                Daemon::Osd(id) => Some((*id, *ip)),
-                Daemon::Mon(_) => None,
-            })
-            .peekable();
-        let osds: BTreeMap<u32, OsdPlan> = osds
-            .into_iter()
-            .map(|o| {
-                while osd_ips.next_if(|(id, _)| *id < o.id).is_some() {}
-                let global_ip = osd_ips.next_if(|(id, _)| *id == o.id).map(|(_, ip)| ip);
-                (o.id, plan_osd(&settings, o, global_ip))
-            })
-            .collect();
+        let osds = plan_osds(&settings, osds, &global_ips);
         let mon_outputs = mon_outputs(&settings, stored_max_mon_id, &mons, &external_mons);
         Ok(Self {
             settings,

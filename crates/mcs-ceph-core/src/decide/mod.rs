@@ -18,11 +18,13 @@
 //!
 //! Modules along the decision's concepts: `writes` (what is written and whether it must be),
 //! `lookups` (which names to resolve, and what their answers make of the records), `exports`
-//! (the observed ServiceExports), `status` (conditions, phase, daemons) and `events`.
+//! (the observed ServiceExports), `removed` (OSDs gone whose objects remain), `status`
+//! (conditions, phase, daemons) and `events`.
 
 mod events;
 mod exports;
 mod lookups;
+mod removed;
 mod status;
 mod writes;
 
@@ -49,8 +51,9 @@ use crate::snapshot::{self, McsApi, McsVersion, Snapshot};
 use events::events;
 use exports::ExportView;
 use lookups::{LookupPlan, plan_lookups};
-use status::{active_status, blocked_status, conditions_from_prior, disabled_status, removal_due};
-use writes::{Handback, by_name, handback, needs_apply, osd_args_writes, removed_osds};
+use removed::{removal_due, removed_osds};
+use status::{active_status, blocked_status, conditions_from_prior, disabled_status};
+use writes::{Handback, by_name, handback, needs_apply, osd_args_writes};
 
 /// What a reconcile ends with.
 #[derive(Debug, Clone, PartialEq)]

@@ -2,16 +2,16 @@
 //! `Ready`), the phase and its message, one entry per daemon, and the statuses of a blocked or
 //! disabled cluster.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
-use ceph_address_plan::{Daemon, export_problem};
+use ceph_address_plan::{Daemon, Plan, Readiness, export_problem};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use mcs_ceph_api::{AddressingStatus, DaemonEntry, DaemonState, Phase, RemovedOsd};
+use mcs_ceph_api::{AddressingStatus, DaemonEntry, DaemonState, LookupRecord, Phase, RemovedOsd};
 use mcs_types::conditions::{ConditionStatus, DesiredCondition, remove_condition, set_condition};
 
 use super::exports::ExportView;
 use super::lookups::{LookupResult, fold_results};
+use super::removed::removal_due;
 use super::writes::Paced;
 use super::{Active, Context};
 use crate::guards::GuardFailure;
@@ -126,13 +126,59 @@ pub(super) fn active_status(
     fold_results(context, &mut plan, &mut records, results);
 
     let readiness = plan.readiness();
+    let (entries, daemons) = daemon_entries(&plan, &records, &exports, &readiness);
+    let count = entries.len();
+    let up_to_date = daemons.iter().filter(|(_, ok)| *ok).count();
+
+    let mut conditions = conditions_from_prior(context);
+    for desired in [
+        accepted_condition(&plan),
+        exported_condition(&exports),
+        resolved_condition(&plan, &records, &exports),
+        ready_condition(&readiness, count, up_to_date),
+    ] {
+        set(context, &mut conditions, desired);
+    }
+
+    let (phase, message) = phase_and_message(&conditions, count);
+    let message = match removal_line(context, &removed_osds) {
+        Some(line) => format!("{message}; {line}"),
+        None => message,
+    };
+    let status = AddressingStatus {
+        observed_generation: context.generation,
+        phase,
+        message,
+        ready_daemons: u32::try_from(up_to_date).unwrap_or(u32::MAX),
+        daemon_count: u32::try_from(count).unwrap_or(u32::MAX),
+        conditions,
+        daemons: entries,
+        removed_osds,
+        mon_host,
+        mon_failover: None,
+        unknown_fields: context
+            .prior
+            .as_ref()
+            .map(|p| p.unknown_fields.clone())
+            .unwrap_or_default(),
+    };
+    (status, daemons)
+}
+
+/// One status entry per daemon of the plan, and per daemon its name and whether it advertises
+/// its planned address.
+fn daemon_entries(
+    plan: &Plan,
+    records: &BTreeMap<Daemon, LookupRecord>,
+    exports: &BTreeMap<Daemon, ExportView>,
+    readiness: &Readiness,
+) -> (Vec<DaemonEntry>, Vec<(String, bool)>) {
     let mut reasons: BTreeMap<String, String> = BTreeMap::new();
     for (daemon, reason) in readiness.by_daemon() {
         reasons
             .entry(daemon.to_string())
             .or_insert_with(|| reason.clone());
     }
-    let exported: BTreeSet<Daemon> = exports.keys().cloned().collect();
     let mut entries = Vec::new();
     let mut daemons = Vec::new();
     for (daemon, _address, status) in plan.daemons() {
@@ -141,19 +187,8 @@ pub(super) fn active_status(
         let global_ip = plan
             .global_ips()
             .get(&daemon)
-            .filter(|_| exported.contains(&daemon));
+            .filter(|_| exports.contains_key(&daemon));
         let record = records.get(&daemon).cloned();
-        let advertised = match &daemon {
-            Daemon::Mon(id) => plan
-                .mon(id)
-                .and_then(|m| m.input().advertised)
-                .map(|a| a.to_string()),
-            Daemon::Osd(id) => plan.osd(*id).map(|o| {
-                o.input()
-                    .advertised
-                    .map_or_else(|| "pod IP".to_owned(), |ip| ip.to_string())
-            }),
-        };
         let mut message = reasons.get(&name).cloned();
         if let Some(error) = record.as_ref().and_then(|r| r.error.as_ref())
             && global_ip.is_none()
@@ -167,50 +202,58 @@ pub(super) fn active_status(
             exported: view.is_some(),
             export: view.map(ExportView::describe),
             global_ip: global_ip.map(ToString::to_string),
-            advertised,
+            advertised: advertised(plan, &daemon),
             state: DaemonState::from(status).to_string(),
             message,
             lookup: record,
         });
     }
+    (entries, daemons)
+}
 
-    let mut conditions = conditions_from_prior(context);
+/// The address a daemon advertises now, as its status entry shows it (an OSD without one
+/// advertises its pod IP).
+fn advertised(plan: &Plan, daemon: &Daemon) -> Option<String> {
+    match daemon {
+        Daemon::Mon(id) => plan
+            .mon(id)
+            .and_then(|m| m.input().advertised)
+            .map(|a| a.to_string()),
+        Daemon::Osd(id) => plan.osd(*id).map(|o| {
+            o.input()
+                .advertised
+                .map_or_else(|| "pod IP".to_owned(), |ip| ip.to_string())
+        }),
+    }
+}
+
+/// `Accepted`, true: what the guards passed on.
+fn accepted_condition(plan: &Plan) -> DesiredCondition {
     let settings = plan.settings();
-    set(
-        context,
-        &mut conditions,
-        DesiredCondition::new(
-            ACCEPTED,
-            ConditionStatus::True,
-            "GuardsPassed",
-            format!(
-                "clusterID {}, Ceph {}, pod networking, MCS API served",
-                settings.multi_cluster_service.cluster_id,
-                settings
-                    .ceph_version
-                    .map_or_else(|| "unknown".to_owned(), |v| v.to_string())
-            ),
+    DesiredCondition::new(
+        ACCEPTED,
+        ConditionStatus::True,
+        "GuardsPassed",
+        format!(
+            "clusterID {}, Ceph {}, pod networking, MCS API served",
+            settings.multi_cluster_service.cluster_id,
+            settings
+                .ceph_version
+                .map_or_else(|| "unknown".to_owned(), |v| v.to_string())
         ),
-    );
+    )
+}
 
-    // Exported.
+/// `Exported`: false when an export is invalid or conflicts, unknown while one is pending,
+/// true when all are Valid and Ready.
+fn exported_condition(exports: &BTreeMap<Daemon, ExportView>) -> DesiredCondition {
     let total = exports.len();
-    let problems: Vec<String> = exports
-        .values()
-        .filter(|v| v.status().and_then(|s| export_problem(&s)).is_some() || v.observed.is_none())
-        .map(|v| format!("{}: {}", v.name, v.describe()))
-        .collect();
-    let invalid: Vec<String> = exports
-        .values()
-        .filter(|v| v.invalid())
-        .map(|v| format!("{}: {}", v.name, v.describe()))
-        .collect();
-    let conflicts: Vec<String> = exports
-        .values()
-        .filter(|v| v.conflict())
-        .map(|v| format!("{}: {}", v.name, v.describe()))
-        .collect();
-    let exported_condition = if !invalid.is_empty() {
+    let problems = described(exports, |v| {
+        v.status().and_then(|s| export_problem(&s)).is_some() || v.observed.is_none()
+    });
+    let invalid = described(exports, ExportView::invalid);
+    let conflicts = described(exports, ExportView::conflict);
+    if !invalid.is_empty() {
         DesiredCondition::new(
             EXPORTED,
             ConditionStatus::False,
@@ -250,12 +293,31 @@ pub(super) fn active_status(
                 listing(&problems)
             ),
         )
-    };
-    set(context, &mut conditions, exported_condition);
+    }
+}
 
-    // Resolved.
-    let missing: Vec<&Daemon> = exported
-        .iter()
+/// `"<name>: <description>"` of each export `keep` selects.
+fn described(
+    exports: &BTreeMap<Daemon, ExportView>,
+    keep: impl Fn(&ExportView) -> bool,
+) -> Vec<String> {
+    exports
+        .values()
+        .filter(|v| keep(v))
+        .map(|v| format!("{}: {}", v.name, v.describe()))
+        .collect()
+}
+
+/// `Resolved`: true when every exported daemon's global IP is known, false when a lookup
+/// failed, unknown while exports are not ready to be looked up.
+fn resolved_condition(
+    plan: &Plan,
+    records: &BTreeMap<Daemon, LookupRecord>,
+    exports: &BTreeMap<Daemon, ExportView>,
+) -> DesiredCondition {
+    let total = exports.len();
+    let missing: Vec<&Daemon> = exports
+        .keys()
         .filter(|d| !plan.global_ips().contains_key(*d))
         .collect();
     let failed: Vec<String> = missing
@@ -266,7 +328,7 @@ pub(super) fn active_status(
             Some(format!("{d}: {error}"))
         })
         .collect();
-    let resolved_condition = if missing.is_empty() {
+    if missing.is_empty() {
         DesiredCondition::new(
             RESOLVED,
             ConditionStatus::True,
@@ -294,13 +356,12 @@ pub(super) fn active_status(
                 missing.len()
             ),
         )
-    };
-    set(context, &mut conditions, resolved_condition);
+    }
+}
 
-    // Ready.
-    let count = entries.len();
-    let up_to_date = daemons.iter().filter(|(_, ok)| *ok).count();
-    let ready_condition = if readiness.ready {
+/// `Ready`: whether all `count` daemons advertise their planned addresses (`up_to_date` do).
+fn ready_condition(readiness: &Readiness, count: usize, up_to_date: usize) -> DesiredCondition {
+    if readiness.ready {
         DesiredCondition::new(
             READY,
             ConditionStatus::True,
@@ -318,12 +379,15 @@ pub(super) fn active_status(
                 listing(&readiness.reasons)
             ),
         )
-    };
-    set(context, &mut conditions, ready_condition);
+    }
+}
 
+/// The phase and its message: the first of `Exported`, `Resolved` and `Ready` that is not
+/// true says where the cluster is; all true is `Ready`.
+fn phase_and_message(conditions: &[Condition], count: usize) -> (Phase, String) {
     let condition = |type_: &str| conditions.iter().find(|c| c.type_ == type_);
     let not_true = |type_: &str| condition(type_).filter(|c| c.status != "True");
-    let (phase, message) = if let Some(c) = not_true(EXPORTED) {
+    if let Some(c) = not_true(EXPORTED) {
         (Phase::Exporting, c.message.clone())
     } else if let Some(c) = not_true(RESOLVED) {
         (Phase::Resolving, c.message.clone())
@@ -340,35 +404,7 @@ pub(super) fn active_status(
             Phase::Ready,
             format!("all {count} daemons advertise their planned addresses"),
         )
-    };
-    let message = match removal_line(context, &removed_osds) {
-        Some(line) => format!("{message}; {line}"),
-        None => message,
-    };
-    let status = AddressingStatus {
-        observed_generation: context.generation,
-        phase,
-        message,
-        ready_daemons: u32::try_from(up_to_date).unwrap_or(u32::MAX),
-        daemon_count: u32::try_from(count).unwrap_or(u32::MAX),
-        conditions,
-        daemons: entries,
-        removed_osds,
-        mon_host,
-        mon_failover: None,
-        unknown_fields: context
-            .prior
-            .as_ref()
-            .map(|p| p.unknown_fields.clone())
-            .unwrap_or_default(),
-    };
-    (status, daemons)
-}
-
-/// When the objects of removed OSDs are deleted.
-pub(super) fn removal_due(context: &Context, removed: &RemovedOsd) -> Option<Timestamp> {
-    let grace = SignedDuration::try_from(context.config.removed_osd_grace).ok()?;
-    removed.since.0.checked_add(grace).ok()
+    }
 }
 
 /// `"OSDs without a Deployment: osd.7 (its Service and ServiceExport are deleted at …)"`.

@@ -1,22 +1,20 @@
 //! The writes of a decision: what each is ([`Write`]), whether a desired object must be
 //! applied (missing, or ours and different: [`covers`] with a typed fast path), the OSD
-//! Deployments' address arguments and their hand-back paced one failure domain at a time, and
-//! the deletes of removed OSDs' objects.
+//! Deployments' address arguments and their hand-back paced one failure domain at a time.
+//! The deletes of removed OSDs' objects are `removed`'s.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use ceph_address_plan::rook_objects;
 use ceph_address_plan::{Daemon, Plan};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
-use mcs_ceph_api::{CephClusterAddressing, RemovedOsd};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use mcs_ceph_api::CephClusterAddressing;
 use mcs_types::v1beta1::ServiceExport;
 use serde_json::Value;
 
-use super::Context;
 use super::exports::ExportView;
-use super::status::removal_due;
 use crate::config::FIELD_MANAGER;
 use crate::snapshot::{McsVersion, Snapshot};
 
@@ -248,130 +246,6 @@ pub(super) fn by_name<T>(items: &[T], meta: impl Fn(&T) -> &ObjectMeta) -> BTree
         .collect()
 }
 
-pub(super) fn owned_by(meta: &ObjectMeta, owner: Option<&OwnerReference>) -> bool {
-    owner.is_some_and(|owner| {
-        meta.owner_references
-            .iter()
-            .flatten()
-            .any(|o| o.uid == owner.uid)
-    })
-}
-
-/// OSDs without a Deployment whose Service or ServiceExport the operator made (managed by its
-/// field manager, owned by this CephCluster) remain. Each is recorded with the time it was
-/// first seen gone, and once [`Config::removed_osd_grace`] has passed its ServiceExport, then
-/// its Services, are deleted by uid. An OSD whose Deployment comes back, or whose objects are
-/// all gone, leaves the list. The OSDs considered are those the operator knows of: its OSD
-/// Services, the previous status's daemons and removed OSDs. Nothing is deleted for an OSD
-/// that has any Deployment, parsed or not.
-pub(super) fn removed_osds(
-    snapshot: &Snapshot,
-    context: &Context,
-    plan: &Plan,
-    mcs_version: McsVersion,
-    writes: &mut Vec<Write>,
-) -> Vec<RemovedOsd> {
-    use ceph_address_plan::rook::label;
-    let owner = context.owner.as_ref();
-    let ours = |meta: &ObjectMeta| managed_by_us(meta) && owned_by(meta, owner);
-    let deployment_ids: BTreeSet<&str> = snapshot
-        .deployments
-        .iter()
-        .filter_map(|d| d.metadata.labels.as_ref()?.get(label::OSD_ID))
-        .map(String::as_str)
-        .collect();
-    let osd_id = |name: &str| {
-        name.strip_prefix("osd.")
-            .and_then(|id| id.parse::<u32>().ok())
-    };
-    let mut known: BTreeSet<u32> = snapshot
-        .services
-        .iter()
-        .filter(|s| ours(&s.metadata))
-        .filter_map(|s| {
-            let labels = s.metadata.labels.as_ref()?;
-            (labels.get(label::DAEMON_TYPE)? == "osd")
-                .then(|| labels.get(label::DAEMON_ID)?.parse::<u32>().ok())
-                .flatten()
-        })
-        .collect();
-    let prior = context.prior.as_ref();
-    known.extend(
-        prior
-            .iter()
-            .flat_map(|p| p.daemons.iter().map(|d| d.name.as_str()))
-            .chain(
-                prior
-                    .iter()
-                    .flat_map(|p| p.removed_osds.iter().map(|r| r.name.as_str())),
-            )
-            .filter_map(osd_id),
-    );
-    let since_before: BTreeMap<u32, &Time> = prior
-        .iter()
-        .flat_map(|p| p.removed_osds.iter())
-        .filter_map(|r| Some((osd_id(&r.name)?, &r.since)))
-        .collect();
-    let mut removed = Vec::new();
-    let (mut export_deletes, mut service_deletes) = (Vec::new(), Vec::new());
-    for id in known {
-        if deployment_ids.contains(id.to_string().as_str()) {
-            continue;
-        }
-        let daemon = Daemon::Osd(id);
-        let exported = plan.exported_service_name(&daemon);
-        let service_names = [daemon.service_name(), exported.clone()];
-        let services: Vec<&Service> = snapshot
-            .services
-            .iter()
-            .filter(|s| {
-                s.metadata
-                    .name
-                    .as_ref()
-                    .is_some_and(|n| service_names.contains(n))
-                    && ours(&s.metadata)
-            })
-            .collect();
-        let export = snapshot
-            .exports
-            .iter()
-            .find(|e| e.metadata.name.as_deref() == Some(exported.as_str()) && ours(&e.metadata));
-        if services.is_empty() && export.is_none() {
-            continue;
-        }
-        let entry = RemovedOsd {
-            name: daemon.to_string(),
-            since: since_before
-                .get(&id)
-                .map_or(Time(context.now), |t| (*t).clone()),
-        };
-        if removal_due(context, &entry).is_some_and(|at| at <= context.now) {
-            let namespace = context.namespace.clone();
-            export_deletes.extend(export.and_then(|e| {
-                Some(Write::DeleteServiceExport {
-                    namespace: namespace.clone(),
-                    name: exported.clone(),
-                    uid: e.metadata.uid.clone()?,
-                    version: mcs_version,
-                })
-            }));
-            service_deletes.extend(services.iter().filter_map(|s| {
-                Some(Write::DeleteService {
-                    namespace: namespace.clone(),
-                    name: s.metadata.name.clone()?,
-                    uid: s.metadata.uid.clone()?,
-                })
-            }));
-        }
-        removed.push(entry);
-    }
-    // The export goes first: an export without its Service is invalid, a Service without an
-    // export is merely unexported.
-    writes.extend(export_deletes);
-    writes.extend(service_deletes);
-    removed
-}
-
 /// The OSD Deployments of a snapshot: by OSD id (the first Deployment of an id is the OSD, as
 /// observe reads it), and the names of those still rolling out.
 pub(super) struct OsdDeployments<'a> {
@@ -509,6 +383,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use ceph_address_plan::{CephVersion, ClusterSettings, Inventory, OsdInput, PlanInput};
+    use std::collections::BTreeSet;
 
     /// Every leaf path of a JSON document, array indexes dropped.
     fn leaves(value: &Value, prefix: &str, out: &mut BTreeSet<String>) {

@@ -325,197 +325,233 @@ impl Stepper<'_> {
         Flow::Continue
     }
 
-    fn advance_migration(&mut self, mut m: Migration) -> Flow {
-        let now = self.now;
-        let addressing_changed =
-            (m.addressing != self.addressing).then_some(RollbackCause::AddressingChanged {
-                from: m.addressing,
-                to: self.addressing,
-            });
+    /// One transition of the migration in flight, by its phase.
+    fn advance_migration(&mut self, m: Migration) -> Flow {
         match m.phase.clone() {
-            Phase::ProvisioningAddress => {
-                if let Some(cause) = addressing_changed {
-                    return self.roll_back(m, cause);
-                }
-                if let Some(address) = self.address_ready(&m.new) {
-                    m.new_address = Some(address);
-                    self.enter(&mut m, Phase::Joining { started: false });
-                    return self.keep(m, Flow::Continue);
-                }
-                if m.phase_since.has_elapsed(self.config.address_timeout, now) {
-                    return self.roll_back(m, RollbackCause::AddressTimeout);
-                }
-                let command = Command::ProvisionAddress {
-                    mon: m.new.clone(),
-                    addressing: m.addressing,
-                };
-                let flow = self.emit(command);
+            Phase::ProvisioningAddress => self.provisioning_address(m),
+            Phase::Joining { started } => self.joining(m, started),
+            Phase::WaitingToRemoveOld => self.waiting_to_remove_old(m),
+            Phase::RemovingOld => self.removing_old(m),
+            Phase::DeletingOld => self.deleting_old(m),
+            Phase::RollingBack { cause, new_deleted } => self.rolling_back(m, cause, new_deleted),
+            Phase::AwaitingRetry => self.awaiting_retry(m),
+        }
+    }
+
+    /// The rollback cause when the addressing changed since the migration began.
+    fn addressing_change(&self, m: &Migration) -> Option<RollbackCause> {
+        (m.addressing != self.addressing).then_some(RollbackCause::AddressingChanged {
+            from: m.addressing,
+            to: self.addressing,
+        })
+    }
+
+    /// `ProvisioningAddress`: the new mon's address is asked for until it is ready (then the
+    /// new mon joins) or the address timeout passes (then the migration rolls back).
+    fn provisioning_address(&mut self, mut m: Migration) -> Flow {
+        if let Some(cause) = self.addressing_change(&m) {
+            return self.roll_back(m, cause);
+        }
+        if let Some(address) = self.address_ready(&m.new) {
+            m.new_address = Some(address);
+            self.enter(&mut m, Phase::Joining { started: false });
+            return self.keep(m, Flow::Continue);
+        }
+        if m.phase_since
+            .has_elapsed(self.config.address_timeout, self.now)
+        {
+            return self.roll_back(m, RollbackCause::AddressTimeout);
+        }
+        let command = Command::ProvisionAddress {
+            mon: m.new.clone(),
+            addressing: m.addressing,
+        };
+        let flow = self.emit(command);
+        self.keep(m, flow)
+    }
+
+    /// `Joining`: the new mon is started (once) and awaited in quorum at its planned address;
+    /// then the old mon is removed, unless it already was.
+    fn joining(&mut self, mut m: Migration, started: bool) -> Flow {
+        let Some(address) = m.new_address else {
+            // Only a hand-edited state lacks the address here: provision it again.
+            self.enter(&mut m, Phase::ProvisioningAddress);
+            return self.keep(m, Flow::Continue);
+        };
+        if let Some(cause) = self.addressing_change(&m) {
+            return self.roll_back(m, cause);
+        }
+        if self.view.in_quorum(&m.new) {
+            return self.joined(m, address);
+        }
+        if m.phase_since
+            .has_elapsed(self.config.join_timeout, self.now)
+        {
+            return self.roll_back(m, RollbackCause::JoinTimeout);
+        }
+        if started {
+            return self.keep(m, Flow::Stop);
+        }
+        self.start_new_mon(m, address)
+    }
+
+    /// The new mon is in quorum: at the wrong address it rolls back; else the migration
+    /// completes (the old mon already removed) or goes on to remove the old mon.
+    fn joined(&mut self, mut m: Migration, address: IpAddr) -> Flow {
+        if let Some(actual) = self.view.address(&m.new)
+            && actual != address
+        {
+            let cause = RollbackCause::WrongAddress {
+                expected: address,
+                actual,
+            };
+            return self.roll_back(m, cause);
+        }
+        if m.old_removed {
+            return self.complete(m);
+        }
+        self.enter(&mut m, Phase::WaitingToRemoveOld);
+        self.keep(m, Flow::Continue)
+    }
+
+    /// Starts the new mon at `address`, unless that is done already or its joining would lose
+    /// the majority.
+    fn start_new_mon(&mut self, mut m: Migration, address: IpAddr) -> Flow {
+        let command = Command::StartMon {
+            mon: m.new.clone(),
+            address,
+        };
+        if self.done(&command) {
+            m.phase = Phase::Joining { started: true };
+            return self.keep(m, Flow::Stop);
+        }
+        let size = self.monmap_size();
+        let in_quorum = self.view.quorum_size();
+        if !self.view.contains(&m.new) && !quorum::join_keeps_majority(size, in_quorum) {
+            let flow = self.block(Blocker::JoinWouldLoseQuorum {
+                monmap: size,
+                in_quorum,
+            });
+            return self.keep(m, flow);
+        }
+        let flow = self.emit(command);
+        self.keep(m, flow)
+    }
+
+    /// `WaitingToRemoveOld`: the old mon is removed once [`Stepper::removal_of_old_allowed`]
+    /// allows it; the migration rolls back when that takes longer than the removal wait timeout.
+    fn waiting_to_remove_old(&mut self, mut m: Migration) -> Flow {
+        if let Some(cause) = self.addressing_change(&m) {
+            return self.roll_back(m, cause);
+        }
+        match self.removal_of_old_allowed(&m) {
+            Ok(()) => {
+                self.enter(&mut m, Phase::RemovingOld);
+                self.keep(m, Flow::Continue)
+            }
+            Err(_)
+                if m.phase_since
+                    .has_elapsed(self.config.removal_wait_timeout, self.now) =>
+            {
+                self.roll_back(m, RollbackCause::RemovalWaitTimeout)
+            }
+            Err(blocker) => {
+                let flow = self.block(blocker);
                 self.keep(m, flow)
             }
-            Phase::Joining { started } => {
-                let Some(address) = m.new_address else {
-                    // Only a hand-edited state lacks the address here: provision it again.
-                    self.enter(&mut m, Phase::ProvisioningAddress);
-                    return self.keep(m, Flow::Continue);
-                };
-                if let Some(cause) = addressing_changed {
-                    return self.roll_back(m, cause);
-                }
-                if self.view.in_quorum(&m.new) {
-                    if let Some(actual) = self.view.address(&m.new)
-                        && actual != address
-                    {
-                        let cause = RollbackCause::WrongAddress {
-                            expected: address,
-                            actual,
-                        };
-                        return self.roll_back(m, cause);
-                    }
-                    if m.old_removed {
-                        return self.complete(m);
-                    }
-                    self.enter(&mut m, Phase::WaitingToRemoveOld);
-                    return self.keep(m, Flow::Continue);
-                }
-                if m.phase_since.has_elapsed(self.config.join_timeout, now) {
-                    return self.roll_back(m, RollbackCause::JoinTimeout);
-                }
-                if started {
-                    return self.keep(m, Flow::Stop);
-                }
-                let command = Command::StartMon {
-                    mon: m.new.clone(),
-                    address,
-                };
-                if self.done(&command) {
-                    m.phase = Phase::Joining { started: true };
-                    return self.keep(m, Flow::Stop);
-                }
-                let size = self.monmap_size();
-                let in_quorum = self.view.quorum_size();
-                if !self.view.contains(&m.new) && !quorum::join_keeps_majority(size, in_quorum) {
-                    let flow = self.block(Blocker::JoinWouldLoseQuorum {
-                        monmap: size,
-                        in_quorum,
-                    });
-                    return self.keep(m, flow);
-                }
-                let flow = self.emit(command);
+        }
+    }
+
+    /// `RemovingOld`: the old mon leaves the monmap; then its objects are deleted.
+    fn removing_old(&mut self, mut m: Migration) -> Flow {
+        let command = Command::RemoveFromMonmap { mon: m.old.clone() };
+        if !self.view.contains(&m.old) || self.done(&command) {
+            m.old_removed = true;
+            self.enter(&mut m, Phase::DeletingOld);
+            return self.keep(m, Flow::Continue);
+        }
+        // The policy guard (every other mon in quorum, for a move) let the migration in
+        // here; the removal may have happened since (its outcome lost in a crash), so
+        // the migration cannot go back, and re-issuing it needs only the majority guard.
+        // Waiting for a mon that never returns would deadlock: its failover must wait
+        // for this migration to end.
+        let flow = self.remove_from_monmap(command, &m.old);
+        self.keep(m, flow)
+    }
+
+    /// Emits the removal of `mon` from the monmap (`command`) when the majority survives it;
+    /// blocks otherwise.
+    fn remove_from_monmap(&mut self, command: Command, mon: &MonId) -> Flow {
+        let size = self.monmap_size();
+        let in_quorum = self.view.quorum_size();
+        if quorum::removal_keeps_majority(size, in_quorum, self.view.in_quorum(mon)) {
+            self.emit(command)
+        } else {
+            self.block(Blocker::RemovalWouldLoseQuorum {
+                mon: mon.clone(),
+                monmap: size,
+                in_quorum,
+            })
+        }
+    }
+
+    /// `DeletingOld`: the old mon's objects are deleted; then an add-first migration completes
+    /// and a remove-first one provisions the new mon's address.
+    fn deleting_old(&mut self, mut m: Migration) -> Flow {
+        let command = Command::DeleteMon { mon: m.old.clone() };
+        if !self.done(&command) {
+            let flow = self.emit(command);
+            return self.keep(m, flow);
+        }
+        match m.order {
+            Order::AddFirst => self.complete(m),
+            Order::RemoveFirst => {
+                m.addressing = self.addressing;
+                self.enter(&mut m, Phase::ProvisioningAddress);
+                self.keep(m, Flow::Continue)
+            }
+        }
+    }
+
+    /// `RollingBack`: the new mon leaves the monmap and its objects are deleted; then the
+    /// rollback is recorded.
+    fn rolling_back(&mut self, m: Migration, cause: RollbackCause, new_deleted: bool) -> Flow {
+        let remove = Command::RemoveFromMonmap { mon: m.new.clone() };
+        if self.view.contains(&m.new) && !self.done(&remove) {
+            let flow = self.remove_from_monmap(remove, &m.new);
+            return self.keep(m, flow);
+        }
+        if !new_deleted {
+            let delete = Command::DeleteMon { mon: m.new.clone() };
+            if !self.done(&delete) {
+                let flow = self.emit(delete);
+                return self.keep(m, flow);
+            }
+        }
+        self.finish_rollback(m, cause)
+    }
+
+    /// `AwaitingRetry` (the old mon is gone, the new one rolled back): once the backoff has
+    /// passed, a new attempt with a new id provisions its address.
+    fn awaiting_retry(&mut self, mut m: Migration) -> Flow {
+        if let Some(at) = self.state.next_attempt_at
+            && self.now < at
+        {
+            let flow = self.block(Blocker::Backoff { until: at });
+            return self.keep(m, flow);
+        }
+        match self.allocate_id() {
+            Ok(new) => {
+                m.new = new;
+                m.new_address = None;
+                m.addressing = self.addressing;
+                m.attempt = m.attempt.saturating_add(1);
+                self.enter(&mut m, Phase::ProvisioningAddress);
+                self.keep(m, Flow::Continue)
+            }
+            Err(blocker) => {
+                let flow = self.block(blocker);
                 self.keep(m, flow)
-            }
-            Phase::WaitingToRemoveOld => {
-                if let Some(cause) = addressing_changed {
-                    return self.roll_back(m, cause);
-                }
-                match self.removal_of_old_allowed(&m) {
-                    Ok(()) => {
-                        self.enter(&mut m, Phase::RemovingOld);
-                        self.keep(m, Flow::Continue)
-                    }
-                    Err(_)
-                        if m.phase_since
-                            .has_elapsed(self.config.removal_wait_timeout, now) =>
-                    {
-                        self.roll_back(m, RollbackCause::RemovalWaitTimeout)
-                    }
-                    Err(blocker) => {
-                        let flow = self.block(blocker);
-                        self.keep(m, flow)
-                    }
-                }
-            }
-            Phase::RemovingOld => {
-                let command = Command::RemoveFromMonmap { mon: m.old.clone() };
-                if !self.view.contains(&m.old) || self.done(&command) {
-                    m.old_removed = true;
-                    self.enter(&mut m, Phase::DeletingOld);
-                    return self.keep(m, Flow::Continue);
-                }
-                // The policy guard (every other mon in quorum, for a move) let the migration in
-                // here; the removal may have happened since (its outcome lost in a crash), so
-                // the migration cannot go back, and re-issuing it needs only the majority guard.
-                // Waiting for a mon that never returns would deadlock: its failover must wait
-                // for this migration to end.
-                let size = self.monmap_size();
-                let in_quorum = self.view.quorum_size();
-                let flow =
-                    if quorum::removal_keeps_majority(size, in_quorum, self.view.in_quorum(&m.old))
-                    {
-                        self.emit(command)
-                    } else {
-                        self.block(Blocker::RemovalWouldLoseQuorum {
-                            mon: m.old.clone(),
-                            monmap: size,
-                            in_quorum,
-                        })
-                    };
-                self.keep(m, flow)
-            }
-            Phase::DeletingOld => {
-                let command = Command::DeleteMon { mon: m.old.clone() };
-                if !self.done(&command) {
-                    let flow = self.emit(command);
-                    return self.keep(m, flow);
-                }
-                match m.order {
-                    Order::AddFirst => self.complete(m),
-                    Order::RemoveFirst => {
-                        m.addressing = self.addressing;
-                        self.enter(&mut m, Phase::ProvisioningAddress);
-                        self.keep(m, Flow::Continue)
-                    }
-                }
-            }
-            Phase::RollingBack { cause, new_deleted } => {
-                let remove = Command::RemoveFromMonmap { mon: m.new.clone() };
-                if self.view.contains(&m.new) && !self.done(&remove) {
-                    let size = self.monmap_size();
-                    let in_quorum = self.view.quorum_size();
-                    let flow = if quorum::removal_keeps_majority(
-                        size,
-                        in_quorum,
-                        self.view.in_quorum(&m.new),
-                    ) {
-                        self.emit(remove)
-                    } else {
-                        self.block(Blocker::RemovalWouldLoseQuorum {
-                            mon: m.new.clone(),
-                            monmap: size,
-                            in_quorum,
-                        })
-                    };
-                    return self.keep(m, flow);
-                }
-                if !new_deleted {
-                    let delete = Command::DeleteMon { mon: m.new.clone() };
-                    if !self.done(&delete) {
-                        let flow = self.emit(delete);
-                        return self.keep(m, flow);
-                    }
-                }
-                self.finish_rollback(m, cause)
-            }
-            Phase::AwaitingRetry => {
-                if let Some(at) = self.state.next_attempt_at
-                    && now < at
-                {
-                    let flow = self.block(Blocker::Backoff { until: at });
-                    return self.keep(m, flow);
-                }
-                match self.allocate_id() {
-                    Ok(new) => {
-                        m.new = new;
-                        m.new_address = None;
-                        m.addressing = self.addressing;
-                        m.attempt = m.attempt.saturating_add(1);
-                        self.enter(&mut m, Phase::ProvisioningAddress);
-                        self.keep(m, Flow::Continue)
-                    }
-                    Err(blocker) => {
-                        let flow = self.block(blocker);
-                        self.keep(m, flow)
-                    }
-                }
             }
         }
     }
