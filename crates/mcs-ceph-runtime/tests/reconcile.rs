@@ -672,8 +672,9 @@ async fn a_dns_failure_is_reported_retried_later_and_recovers() {
     take_back(&mut snapshot, &requests);
     set_export_conditions(&mut snapshot, &exported_conditions());
 
+    // The default retry policy: 1 s after the first failure.
     let (result, requests) = run(&snapshot, at(10), resolver(2, Some(1)), 0).await;
-    assert_eq!(result.unwrap(), Action::requeue(Duration::from_secs(5)));
+    assert_eq!(result.unwrap(), Action::requeue(Duration::from_secs(1)));
     assert_eq!(
         paths(&requests),
         [
@@ -692,15 +693,15 @@ async fn a_dns_failure_is_reported_retried_later_and_recovers() {
     let osd_1 = &status["status"]["daemons"][4];
     assert!(osd_1.get("globalIP").is_none());
     assert_eq!(osd_1["lookup"]["failures"], 1);
-    assert_eq!(osd_1["lookup"]["retryAt"], "2027-01-15T08:00:15Z");
+    assert_eq!(osd_1["lookup"]["retryAt"], "2027-01-15T08:00:11Z");
     assert_eq!(requests[1].body["type"], "Warning");
     assert_eq!(requests[1].body["reason"], "LookupFailed");
     take_back(&mut snapshot, &requests);
 
-    // Woken before the retry time (osd.0's new status): no lookup; osd.0, whose global IP
-    // is known, gets its arguments.
-    let (result, requests) = run(&snapshot, at(12), no_lookups(), 0).await;
-    assert_eq!(result.unwrap(), Action::requeue(Duration::from_secs(3)));
+    // Woken before the retry time (osd.0's new status, in the same second): no lookup; osd.0,
+    // whose global IP is known, gets its arguments.
+    let (result, requests) = run(&snapshot, at(10), no_lookups(), 0).await;
+    assert_eq!(result.unwrap(), Action::requeue(Duration::from_secs(1)));
     assert_eq!(
         paths(&requests),
         [format!("PATCH {DEPLOYMENTS_PATH}/rook-ceph-osd-0")]
@@ -708,7 +709,7 @@ async fn a_dns_failure_is_reported_retried_later_and_recovers() {
     take_back(&mut snapshot, &requests);
 
     // At the retry time only osd.1 is asked, and answers.
-    let (result, requests) = run(&snapshot, at(15), resolver(1, None), 0).await;
+    let (result, requests) = run(&snapshot, at(11), resolver(1, None), 0).await;
     assert_eq!(result.unwrap(), Action::await_change());
     let status = status_body(&requests);
     assert_eq!(condition(status, "Resolved")["status"], "True");
