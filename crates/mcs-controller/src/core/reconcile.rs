@@ -32,7 +32,7 @@ impl AgentCore {
         // While a write of this service waits for its retry time, write nothing else for it to
         // the same API server (conditions still show the failure: the ServiceExport's status
         // waits only if writing it is what failed).
-        let failure = self.failures.get(key);
+        let failure = self.decided.failures.get(key);
         let holding_broker = failure.is_some_and(|f| f.holds(Side::Broker, now));
         let holding = failure.is_some_and(|f| f.holds(Side::Member, now));
         let holding_status = holding
@@ -40,6 +40,7 @@ impl AgentCore {
 
         // 1. This cluster's export: validity, global IPs, the record to publish.
         let export = self
+            .observed
             .exports
             .get(&id)
             .filter(|e| is_live(&e.metadata))
@@ -50,6 +51,7 @@ impl AgentCore {
         let mut local_failure: Option<String> = None;
         if let Some(export) = &export {
             let service = self
+                .observed
                 .services
                 .get(&id)
                 .filter(|s| is_live(&s.metadata))
@@ -78,11 +80,12 @@ impl AgentCore {
                         ));
                     } else {
                         let slices: Vec<EndpointSlice> = self
+                            .observed
                             .local_slices_by_service
                             .get(key)
                             .into_iter()
                             .flatten()
-                            .filter_map(|sid| self.local_slices.get(sid).cloned())
+                            .filter_map(|sid| self.observed.local_slices.get(sid).cloned())
                             .collect();
                         let created = export
                             .metadata
@@ -119,6 +122,7 @@ impl AgentCore {
             RecordHome::Own
         };
         let my_copies: RecordCopies = self
+            .observed
             .records_by_service
             .get(key)
             .and_then(|m| m.get(&me))
@@ -126,7 +130,7 @@ impl AgentCore {
             .unwrap_or_default();
         let stored_own = my_copies
             .get(&publish_home)
-            .and_then(|rid| self.records.get(rid))
+            .and_then(|rid| self.observed.records.get(rid))
             .and_then(|r| r.checked_record().ok());
         let published = matches!((&desired_record, stored_own), (Some(d), Some(s)) if d == s);
         let has_stored_own = !my_copies.is_empty();
@@ -136,7 +140,7 @@ impl AgentCore {
         if published || (desired_record.is_none() && !has_stored_own) {
             self.broker_settled(key);
         }
-        let lease_state = self.lease_state.clone();
+        let lease_state = self.decided.lease_state.clone();
         if lease_state == LeaseState::Held {
             match (&desired_record, has_stored_own) {
                 (Some(record), _) if !published => {
@@ -145,7 +149,7 @@ impl AgentCore {
                     // The same record on its way (only its publication time would differ):
                     // wait for its echo instead of publishing it again.
                     let same_in_flight = matches!(
-                        self.pending.get(&write.target()),
+                        self.decided.pending.get(&write.target()),
                         Some(Write::PublishRecord(p)) if p.checked_record().ok() == Some(record)
                     );
                     if !same_in_flight {
@@ -168,6 +172,7 @@ impl AgentCore {
             }
         }
         let publish_error = self
+            .decided
             .failures
             .get(key)
             .and_then(|f| f.publish_error.clone())
@@ -184,20 +189,21 @@ impl AgentCore {
 
         // 3. Merge every cluster's records (stale clusters kept, dropped ones left out).
         let records: Vec<(ExportRecord, Option<Timestamp>)> = self
+            .observed
             .records_by_service
             .get(key)
             .into_iter()
             .flatten()
             .filter(|(cluster, _)| {
                 !matches!(
-                    self.health.get(*cluster),
+                    self.decided.health.get(*cluster),
                     Some(ClusterHealth::Dropped { .. })
                 )
             })
             .filter_map(|(_, copies)| {
                 // The copy in the cluster's own namespace, else the shared one.
                 let (_, rid) = copies.first_key_value()?;
-                let object = self.records.get(rid)?;
+                let object = self.observed.records.get(rid)?;
                 Some((object.checked_record().ok()?.clone(), object.published_at()))
             })
             .collect();
@@ -214,6 +220,7 @@ impl AgentCore {
 
         // 4. Import side.
         let namespace_live = self
+            .observed
             .namespaces
             .get(&ObjectId::new("", &key.namespace))
             .is_some_and(|n| is_live(&n.metadata));
@@ -236,20 +243,24 @@ impl AgentCore {
         if import_changed
             && let Some(published_at) = newest_publication
             && self
+                .decided
                 .accounted
                 .get(key)
                 .is_none_or(|seen| *seen < published_at)
         {
-            self.accounted.insert(key.clone(), published_at);
+            self.decided.accounted.insert(key.clone(), published_at);
             out.lags
                 .push((key.clone(), now.duration_since(published_at)));
         }
         if merged.is_none() {
-            self.accounted.remove(key);
+            self.decided.accounted.remove(key);
         }
 
         // 5. Export conditions (none for an export found gone that the watch still holds).
-        if let Some(export) = export.as_ref().filter(|_| !self.exports_gone.contains(key)) {
+        if let Some(export) = export
+            .as_ref()
+            .filter(|_| !self.decided.exports_gone.contains(key))
+        {
             let in_merge = merged
                 .as_ref()
                 .filter(|m| m.records.iter().any(|r| r.cluster_id == me));
@@ -268,6 +279,7 @@ impl AgentCore {
                 .unwrap_or_default();
             let uid = export.metadata.uid.clone();
             if let Some(written) = self
+                .decided
                 .export_conditions_written
                 .get(key)
                 .filter(|w| w.uid == uid)
@@ -293,7 +305,7 @@ impl AgentCore {
                         .all(|c| c.observed_generation == generation)
                 });
             if !stored_matches && !holding_status {
-                self.export_conditions_written.insert(
+                self.decided.export_conditions_written.insert(
                     key.clone(),
                     WrittenConditions {
                         uid,
@@ -316,7 +328,7 @@ impl AgentCore {
         let stale: Vec<String> = merged
             .cluster_ids()
             .into_iter()
-            .filter_map(|c| match self.health.get(c) {
+            .filter_map(|c| match self.decided.health.get(c) {
                 Some(ClusterHealth::Stale { since }) => Some(format!("{c} (since {since})")),
                 _ => None,
             })
@@ -361,7 +373,7 @@ impl AgentCore {
         };
         let ips = self.assign_ips(PoolKind::Clusterset, key, &families);
         let mut desired = desired_import(merged, &ips);
-        let observed = self.imports.get(id).cloned();
+        let observed = self.observed.imports.get(id).cloned();
         if observed
             .as_ref()
             .is_none_or(|o| !import_spec_matches(&desired, o))
@@ -405,6 +417,7 @@ impl AgentCore {
         for slice in slices {
             let name = slice.metadata.name.clone().unwrap_or_default();
             let stored = self
+                .observed
                 .imported_slices
                 .get(&ObjectId::new(&key.namespace, &name));
             if stored.is_none_or(|s| !slice_matches(&slice, s)) {
@@ -413,6 +426,7 @@ impl AgentCore {
             wanted.insert(name);
         }
         let extra: Vec<String> = self
+            .observed
             .imported_slices_by_service
             .get(key)
             .into_iter()
@@ -440,6 +454,7 @@ impl AgentCore {
         out: &mut Output,
     ) {
         let slices: Vec<String> = self
+            .observed
             .imported_slices_by_service
             .get(key)
             .into_iter()
@@ -456,7 +471,7 @@ impl AgentCore {
                 holding,
             );
         }
-        if self.imports.get(id).is_some() {
+        if self.observed.imports.get(id).is_some() {
             self.emit(out, Write::DeleteServiceImport(key.clone()), holding);
         }
     }
