@@ -99,6 +99,35 @@ pub fn merge_exports(records: &[ExportRecord]) -> Result<Option<MergedService>, 
     let Some(first) = records.first() else {
         return Ok(None);
     };
+    check_one_service_once_per_cluster(first, records)?;
+    let ordered = in_precedence_order(records);
+    let winner = &ordered[0];
+    let ports = merge_ports(&ordered);
+    let (conflicts, conflict_message) = conflict_verdict(winner, &ordered, &ports);
+    let w = &winner.service;
+    Ok(Some(MergedService {
+        key: winner.service_key.clone(),
+        winner: winner.cluster_id.clone(),
+        service_type: import_type(w.headless),
+        ports,
+        session_affinity: w.session_affinity.clone(),
+        session_affinity_config: w.session_affinity_config.clone(),
+        ip_families: w.ip_families.clone(),
+        internal_traffic_policy: w.internal_traffic_policy.clone(),
+        traffic_distribution: w.traffic_distribution.clone(),
+        exported_labels: winner.exported_labels.clone(),
+        exported_annotations: winner.exported_annotations.clone(),
+        conflicts,
+        conflict_message,
+        records: ordered,
+    }))
+}
+
+/// Checks that every record is of `first`'s service and that no cluster published two.
+fn check_one_service_once_per_cluster(
+    first: &ExportRecord,
+    records: &[ExportRecord],
+) -> Result<(), MergeError> {
     let mut seen = BTreeSet::new();
     for record in records {
         if record.service_key != first.service_key {
@@ -115,25 +144,58 @@ pub fn merge_exports(records: &[ExportRecord]) -> Result<Option<MergedService>, 
             });
         }
     }
+    Ok(())
+}
+
+/// The records oldest export first; creationTimestamp has one-second granularity, so ties are
+/// common and are broken by cluster id, the same way in every cluster.
+fn in_precedence_order(records: &[ExportRecord]) -> Vec<ExportRecord> {
     let mut ordered = records.to_vec();
-    // Oldest export first; creationTimestamp has one-second granularity, so ties are common and
-    // are broken by cluster id, the same way in every cluster.
     ordered.sort_by(|a, b| {
         (&a.export_created, &a.cluster_id).cmp(&(&b.export_created, &b.cluster_id))
     });
-    let winner = &ordered[0];
-    let ports = merge_ports(&ordered);
-    let merged_ports: BTreeSet<PortIdentity> = ports.iter().map(PortIdentity::of).collect();
+    ordered
+}
 
+/// The import type of a (non-)headless export.
+fn import_type(headless: bool) -> ServiceImportType {
+    if headless {
+        ServiceImportType::Headless
+    } else {
+        ServiceImportType::ClusterSetIP
+    }
+}
+
+/// The verdict every exporter gets: the conflict reasons raised by some export that differs
+/// from the `winner`'s (the oldest of `ordered`) or from the merged `ports`, and the `Conflict`
+/// condition's message, a sentence per reason in the spec's order.
+fn conflict_verdict(
+    winner: &ExportRecord,
+    ordered: &[ExportRecord],
+    ports: &[ServicePort],
+) -> (ConflictReasons, String) {
     let total = ordered.len();
-    let w = &winner.service;
-    let type_of = |headless: bool| {
-        if headless {
-            ServiceImportType::Headless
-        } else {
-            ServiceImportType::ClusterSetIP
+    let mut conflicts = ConflictReasons::new();
+    let mut messages = Vec::new();
+    for (reason, count, text) in conflict_checks(winner, ordered, ports) {
+        if count > 0 {
+            conflicts.insert(reason);
+            messages.push(format!("{text} {count}/{total} clusters disagree."));
         }
-    };
+    }
+    (conflicts, messages.join("\n"))
+}
+
+/// Every conflict reason in the spec's order, with how many of the `ordered` exports differ
+/// from the `winner` (or, for ports, from the merged `ports`) and the message's sentence naming
+/// the value that wins.
+fn conflict_checks(
+    winner: &ExportRecord,
+    ordered: &[ExportRecord],
+    ports: &[ServicePort],
+) -> [(ConflictReason, usize, String); 9] {
+    let merged_ports: BTreeSet<PortIdentity> = ports.iter().map(PortIdentity::of).collect();
+    let w = &winner.service;
     let disagree =
         |differs: &dyn Fn(&ExportRecord) -> bool| ordered.iter().filter(|r| differs(r)).count();
     let from_oldest = |what: &str, winning: String| {
@@ -142,11 +204,11 @@ pub fn merge_exports(records: &[ExportRecord]) -> Result<Option<MergedService>, 
             winner.cluster_id
         )
     };
-    let checks = [
+    [
         (
             ConflictReason::Type,
             disagree(&|r| r.service.headless != w.headless),
-            from_oldest("type", format!("\"{}\"", type_of(w.headless))),
+            from_oldest("type", format!("\"{}\"", import_type(w.headless))),
         ),
         (
             ConflictReason::Port,
@@ -206,32 +268,7 @@ pub fn merge_exports(records: &[ExportRecord]) -> Result<Option<MergedService>, 
             disagree(&|r| r.service.ip_families != w.ip_families),
             from_oldest("ipFamilies", format!("{:?}", w.ip_families)),
         ),
-    ];
-    let mut conflicts = ConflictReasons::new();
-    let mut messages = Vec::new();
-    for (reason, count, text) in checks {
-        if count > 0 {
-            conflicts.insert(reason);
-            messages.push(format!("{text} {count}/{total} clusters disagree."));
-        }
-    }
-
-    Ok(Some(MergedService {
-        key: winner.service_key.clone(),
-        winner: winner.cluster_id.clone(),
-        service_type: type_of(w.headless),
-        ports,
-        session_affinity: w.session_affinity.clone(),
-        session_affinity_config: w.session_affinity_config.clone(),
-        ip_families: w.ip_families.clone(),
-        internal_traffic_policy: w.internal_traffic_policy.clone(),
-        traffic_distribution: w.traffic_distribution.clone(),
-        exported_labels: winner.exported_labels.clone(),
-        exported_annotations: winner.exported_annotations.clone(),
-        conflicts,
-        conflict_message: messages.join("\n"),
-        records: ordered,
-    }))
+    ]
 }
 
 fn timeout_of(config: Option<&SessionAffinityConfig>) -> Option<i32> {

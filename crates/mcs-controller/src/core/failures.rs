@@ -51,7 +51,7 @@ impl AgentCore {
     /// again, the writes to it that failed without an answer are retried at once instead of
     /// waiting out their backoff.
     pub fn unreachable(&mut self, side: Side) {
-        self.unreachable.insert(side);
+        self.observed.unreachable.insert(side);
     }
 
     /// Reports that an API server answered: a watch event from it (every input counts; the
@@ -61,10 +61,10 @@ impl AgentCore {
     /// without an answer (connection error, timeout, 5xx) is retried now, its backoff started
     /// afresh. Writes it refused keep their backoff, and so do writes to the other API server.
     pub fn answered(&mut self, side: Side) {
-        if !self.unreachable.remove(&side) {
+        if !self.observed.unreachable.remove(&side) {
             return;
         }
-        for (key, failure) in &mut self.failures {
+        for (key, failure) in &mut self.decided.failures {
             let mut reset = false;
             for (target, backoff) in &mut failure.targets {
                 if target.side() == side && !backoff.answered {
@@ -74,7 +74,7 @@ impl AgentCore {
                 }
             }
             if reset {
-                self.dirty.insert(key.clone());
+                self.decided.dirty.insert(key.clone());
             }
         }
     }
@@ -83,9 +83,9 @@ impl AgentCore {
     /// (writes of one service go out in order): it is emitted again when the service is next
     /// reconciled, and its service is reconciled now (so a ServiceExport shows the failure).
     pub fn write_skipped(&mut self, write: &Write) {
-        self.pending.remove(&write.target());
+        self.decided.pending.remove(&write.target());
         self.forget_written(write);
-        self.dirty.insert(write.service());
+        self.decided.dirty.insert(write.service());
     }
 
     /// Reports that a write failed without an answer from its API server (a connection error,
@@ -116,10 +116,10 @@ impl AgentCore {
         now: Timestamp,
     ) {
         let target = write.target();
-        self.pending.remove(&target);
+        self.decided.pending.remove(&target);
         self.forget_written(write);
         let key = write.service();
-        let failure = self.failures.entry(key.clone()).or_default();
+        let failure = self.decided.failures.entry(key.clone()).or_default();
         let backoff_of = failure.targets.entry(target).or_insert(Backoff {
             attempts: 0,
             retry_at: None,
@@ -134,7 +134,7 @@ impl AgentCore {
             ));
         }
         // Reconcile now so the ServiceExport shows the failure; writes wait for the retry time.
-        self.dirty.insert(key);
+        self.decided.dirty.insert(key);
     }
 
     /// Reports that a write to the member cluster found its object or its namespace gone (a
@@ -144,16 +144,16 @@ impl AgentCore {
     /// export of the same name). The API server answered ([`answered`](Self::answered)).
     pub fn write_gone(&mut self, write: &Write) {
         self.answered(write.target().side());
-        self.pending.remove(&write.target());
+        self.decided.pending.remove(&write.target());
         self.forget_written(write);
         let key = write.service();
         if let Write::ApplyServiceExportStatus { key, .. } = write {
-            self.exports_gone.insert(key.clone());
+            self.decided.exports_gone.insert(key.clone());
         }
-        if let Some(failure) = self.failures.get_mut(&key) {
+        if let Some(failure) = self.decided.failures.get_mut(&key) {
             failure.targets.remove(&write.target());
             if failure.targets.is_empty() && failure.publish_error.is_none() {
-                self.failures.remove(&key);
+                self.decided.failures.remove(&key);
             }
         }
     }
@@ -162,7 +162,7 @@ impl AgentCore {
     /// export's conditions: the stored status is.
     fn forget_written(&mut self, write: &Write) {
         if let Write::ApplyServiceExportStatus { key, .. } = write {
-            self.export_conditions_written.remove(key);
+            self.decided.export_conditions_written.remove(key);
         }
     }
 
@@ -171,27 +171,27 @@ impl AgentCore {
     pub fn write_succeeded(&mut self, write: &Write) {
         self.answered(write.target().side());
         let key = write.service();
-        let Some(failure) = self.failures.get_mut(&key) else {
+        let Some(failure) = self.decided.failures.get_mut(&key) else {
             return;
         };
         failure.targets.remove(&write.target());
         if write.is_broker() && failure.publish_error.take().is_some() {
-            self.dirty.insert(key.clone());
+            self.decided.dirty.insert(key.clone());
         }
         if failure.targets.is_empty() {
-            self.failures.remove(&key);
+            self.decided.failures.remove(&key);
         }
     }
 
     /// Forgets the failed broker write of `key` (and the error it shows on the export).
     pub(super) fn broker_settled(&mut self, key: &ServiceKey) {
-        let Some(failure) = self.failures.get_mut(key) else {
+        let Some(failure) = self.decided.failures.get_mut(key) else {
             return;
         };
         failure.targets.retain(|t, _| t.side() != Side::Broker);
         failure.publish_error = None;
         if failure.targets.is_empty() {
-            self.failures.remove(key);
+            self.decided.failures.remove(key);
         }
     }
 }

@@ -40,7 +40,7 @@ impl AgentCore {
     /// another instance holds it. `None` until the broker's Leases have been listed, and in a
     /// follower.
     pub fn heartbeat(&self, now: Timestamp) -> Option<Heartbeat> {
-        if !self.leading || !self.leases.is_synced() {
+        if !self.leading || !self.observed.leases.is_synced() {
             return None;
         }
         let claim = broker::heartbeat_claim(
@@ -54,16 +54,17 @@ impl AgentCore {
         // this agent may not create), observed since the last pass saw the same record.
         let id = self.own_lease_id();
         let observed = self
+            .observed
             .leases
             .get(&id)
-            .map(|lease| observe(self.lease_observations.get(&id), lease, now));
+            .map(|lease| observe(self.observed.lease_observations.get(&id), lease, now));
         Some(broker::heartbeat(observed.as_ref(), &claim, now))
     }
 
     /// The Lease write at `now` that hands this cluster's heartbeat Lease back on a clean
     /// shutdown, if this agent holds it.
     pub fn release_heartbeat(&self, now: Timestamp) -> Option<Heartbeat> {
-        let stored = self.leases.get(&self.own_lease_id());
+        let stored = self.observed.leases.get(&self.own_lease_id());
         broker::release(stored, &self.config.identity, now).map(|l| Heartbeat::Replace(Box::new(l)))
     }
 
@@ -80,8 +81,8 @@ impl AgentCore {
     pub(super) fn observe_leases(&mut self, now: Timestamp) {
         // Every pass: only what changed is observed anew (an unchanged Lease keeps its
         // observation as `Observed::update` would, without copying the Lease again).
-        let leases = &self.leases;
-        let observations = &mut self.lease_observations;
+        let leases = &self.observed.leases;
+        let observations = &mut self.observed.lease_observations;
         observations.retain(|id, _| leases.get(id).is_some());
         for (id, lease) in leases.iter() {
             match observations.get_mut(id) {
@@ -95,8 +96,9 @@ impl AgentCore {
     }
 
     fn observed_lease_of(&self, cluster: &ClusterId) -> Option<&Observed<Timestamp>> {
-        self.lease_observations
-            .get(self.leases_by_cluster.get(cluster)?)
+        self.observed
+            .lease_observations
+            .get(self.observed.leases_by_cluster.get(cluster)?)
     }
 
     /// `event`, unless it carries a Lease older than the one stored (a late event, or a relist
@@ -104,7 +106,8 @@ impl AgentCore {
     /// `Apply` or `Delete` is dropped, and a relist keeps the stored Lease.
     pub(super) fn newest_lease(&self, event: Event<Lease>) -> Option<Event<Lease>> {
         let newer = |lease: &Lease| {
-            self.leases
+            self.observed
+                .leases
                 .get(&ObjectId::of(lease))
                 .filter(|stored| lease_is_older(lease, stored))
                 .cloned()
@@ -119,7 +122,7 @@ impl AgentCore {
     /// When the core next needs [`process`](Self::process) without a new event: a Lease running
     /// out, a stale cluster reaching its drop time, or a retry.
     pub fn next_wakeup(&self) -> Option<Timestamp> {
-        if self.started && !self.dirty.is_empty() {
+        if self.decided.started && !self.decided.dirty.is_empty() {
             // Work left over from the last pass: now.
             return Some(Timestamp::MIN);
         }
@@ -127,12 +130,17 @@ impl AgentCore {
         let mut consider = |t: Timestamp| {
             next = Some(next.map_or(t, |n| n.min(t)));
         };
-        for backoff in self.failures.values().flat_map(|f| f.targets.values()) {
+        for backoff in self
+            .decided
+            .failures
+            .values()
+            .flat_map(|f| f.targets.values())
+        {
             if let Some(t) = backoff.retry_at {
                 consider(t);
             }
         }
-        for (cluster, health) in &self.health {
+        for (cluster, health) in &self.decided.health {
             match health {
                 ClusterHealth::Fresh => {
                     if let Some(observed) = self.observed_lease_of(cluster) {
@@ -150,9 +158,9 @@ impl AgentCore {
         // This agent's own Lease: when it runs out, this agent stops holding it (or another
         // instance stops blocking it). Once it has run out there is nothing to wait for (an
         // expired Lease in the past would wake the runtime up at once, again and again).
-        match &self.lease_state {
+        match &self.decided.lease_state {
             LeaseState::Held => {
-                if let Some(own) = self.lease_observations.get(&self.own_lease_id()) {
+                if let Some(own) = self.observed.lease_observations.get(&self.own_lease_id()) {
                     consider(own.stale_at());
                 }
             }
@@ -172,7 +180,7 @@ impl AgentCore {
     /// identity wrote); another holder blocks it until this agent has seen the Lease unchanged
     /// for its duration (client-go's rule: the other holder's times never count).
     pub(super) fn compute_lease_state(&self, now: Timestamp) -> LeaseState {
-        let Some(observed) = self.lease_observations.get(&self.own_lease_id()) else {
+        let Some(observed) = self.observed.lease_observations.get(&self.own_lease_id()) else {
             return LeaseState::NotHeld;
         };
         match kube_lease::holder(observed.lease()) {
@@ -194,11 +202,15 @@ impl AgentCore {
     pub(super) fn compute_health(&mut self, cluster: &ClusterId, now: Timestamp) -> ClusterHealth {
         let since = match self.observed_lease_of(cluster) {
             Some(observed) if !observed.is_stale(now) => {
-                self.missing_since.remove(cluster);
+                self.decided.missing_since.remove(cluster);
                 return ClusterHealth::Fresh;
             }
             Some(observed) => observed.stale_at(),
-            None => *self.missing_since.entry(cluster.clone()).or_insert(now),
+            None => *self
+                .decided
+                .missing_since
+                .entry(cluster.clone())
+                .or_insert(now),
         };
         match self.drop_after() {
             Some(after) if now >= later(since, after) => ClusterHealth::Dropped { since },
@@ -209,6 +221,7 @@ impl AgentCore {
     pub(super) fn refresh_health(&mut self, now: Timestamp) {
         self.observe_leases(now);
         let clusters: Vec<ClusterId> = self
+            .observed
             .services_by_cluster
             .keys()
             .filter(|c| **c != self.config.cluster_id)
@@ -217,33 +230,35 @@ impl AgentCore {
         let mut seen = BTreeSet::new();
         for cluster in clusters {
             let health = self.compute_health(&cluster, now);
-            let previous = self.health.insert(cluster.clone(), health);
+            let previous = self.decided.health.insert(cluster.clone(), health);
             if previous != Some(health)
-                && let Some(keys) = self.services_by_cluster.get(&cluster)
+                && let Some(keys) = self.observed.services_by_cluster.get(&cluster)
             {
-                self.dirty.extend(keys.iter().cloned());
+                self.decided.dirty.extend(keys.iter().cloned());
             }
             seen.insert(cluster);
         }
-        self.health.retain(|c, _| seen.contains(c));
-        self.missing_since.retain(|c, _| seen.contains(c));
+        self.decided.health.retain(|c, _| seen.contains(c));
+        self.decided.missing_since.retain(|c, _| seen.contains(c));
 
         let lease_state = self.compute_lease_state(now);
-        if lease_state != self.lease_state {
-            self.lease_state = lease_state;
+        if lease_state != self.decided.lease_state {
+            self.decided.lease_state = lease_state;
             let mine: Vec<ServiceKey> = self
+                .observed
                 .exports
                 .values()
                 .map(|e| key_of(&ObjectId::of(e)))
                 .chain(
-                    self.services_by_cluster
+                    self.observed
+                        .services_by_cluster
                         .get(&self.config.cluster_id)
                         .into_iter()
                         .flatten()
                         .cloned(),
                 )
                 .collect();
-            self.dirty.extend(mine);
+            self.decided.dirty.extend(mine);
         }
     }
 }

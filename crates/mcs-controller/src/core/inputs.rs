@@ -2,6 +2,8 @@
 //! keeps the indexes (slices by service, records by service and cluster, Leases by cluster)
 //! and marks the services it touches dirty.
 
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Namespace, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use mcs_types::ServiceKey;
 use mcs_types::labels::{KUBERNETES_SERVICE_NAME_LABEL, SERVICE_NAME_LABEL};
@@ -13,6 +15,7 @@ use super::{
 };
 use crate::broker::{self, BrokerRecord};
 use crate::cache::{Change, ObjectId};
+use crate::watch::Event;
 use crate::write::{Target, Write};
 
 pub(super) fn label<'a>(
@@ -44,151 +47,203 @@ impl AgentCore {
             _ => Side::Member,
         });
         match input {
-            Input::Service(event) => {
-                for change in self.services.handle(event) {
-                    if self.exports.get(&change.id).is_some() {
-                        self.dirty.insert(key_of(&change.id));
+            Input::Service(event) => self.handle_service(event),
+            Input::ServiceExport(event) => self.handle_export(event),
+            Input::LocalEndpointSlice(event) => self.handle_local_slice(event),
+            Input::Namespace(event) => self.handle_namespace(event),
+            Input::ServiceImport(event) => self.handle_import(event),
+            Input::ImportedEndpointSlice(event) => self.handle_imported_slice(event),
+            Input::Record(event) => self.handle_record(event),
+            Input::Lease(event) => self.handle_lease(event),
+        }
+    }
+
+    /// A local Service changed: its service is dirty if exported.
+    fn handle_service(&mut self, event: Event<Service>) {
+        for change in self.observed.services.handle(event) {
+            if self.observed.exports.get(&change.id).is_some() {
+                self.decided.dirty.insert(key_of(&change.id));
+            }
+        }
+    }
+
+    /// A local ServiceExport changed: its service is dirty unless the change is only the echo of
+    /// our own status write.
+    fn handle_export(&mut self, event: Event<ServiceExport>) {
+        for change in self.observed.exports.handle(event) {
+            if self.export_change_matters(&change) {
+                self.decided.dirty.insert(key_of(&change.id));
+            }
+        }
+    }
+
+    /// A local EndpointSlice changed: it is indexed under its Service, and the exported
+    /// services it belonged to or belongs to are dirty.
+    fn handle_local_slice(&mut self, event: Event<EndpointSlice>) {
+        for change in self.observed.local_slices.handle(event) {
+            let old = change.old.as_ref().and_then(local_slice_service);
+            let new = change.new.as_ref().and_then(local_slice_service);
+            for key in old.iter().chain(new.iter()) {
+                if let Some(set) = self.observed.local_slices_by_service.get_mut(key) {
+                    set.remove(&change.id);
+                    if set.is_empty() {
+                        self.observed.local_slices_by_service.remove(key);
                     }
                 }
-            }
-            Input::ServiceExport(event) => {
-                for change in self.exports.handle(event) {
-                    if self.export_change_matters(&change) {
-                        self.dirty.insert(key_of(&change.id));
-                    }
+                if self
+                    .observed
+                    .exports
+                    .get(&ObjectId::new(&key.namespace, &key.name))
+                    .is_some()
+                {
+                    self.decided.dirty.insert(key.clone());
                 }
             }
-            Input::LocalEndpointSlice(event) => {
-                for change in self.local_slices.handle(event) {
-                    let old = change.old.as_ref().and_then(local_slice_service);
-                    let new = change.new.as_ref().and_then(local_slice_service);
-                    for key in old.iter().chain(new.iter()) {
-                        if let Some(set) = self.local_slices_by_service.get_mut(key) {
-                            set.remove(&change.id);
-                            if set.is_empty() {
-                                self.local_slices_by_service.remove(key);
-                            }
-                        }
-                        if self
-                            .exports
-                            .get(&ObjectId::new(&key.namespace, &key.name))
-                            .is_some()
-                        {
-                            self.dirty.insert(key.clone());
-                        }
-                    }
-                    if let Some(key) = new {
-                        self.local_slices_by_service
-                            .entry(key)
-                            .or_default()
-                            .insert(change.id.clone());
-                    }
-                }
+            if let Some(key) = new {
+                self.observed
+                    .local_slices_by_service
+                    .entry(key)
+                    .or_default()
+                    .insert(change.id.clone());
             }
-            Input::Namespace(event) => {
-                for change in self.namespaces.handle(event) {
-                    let was = change.old.as_ref().is_some_and(|n| is_live(&n.metadata));
-                    let is = change.new.as_ref().is_some_and(|n| is_live(&n.metadata));
-                    if was != is {
-                        self.dirty_namespace(&change.id.name);
-                    }
-                }
+        }
+    }
+
+    /// A Namespace came or went (its deletion beginning counts as going): the services of the
+    /// broker's records and the ServiceImports in it are dirty.
+    fn handle_namespace(&mut self, event: Event<Namespace>) {
+        for change in self.observed.namespaces.handle(event) {
+            let was = change.old.as_ref().is_some_and(|n| is_live(&n.metadata));
+            let is = change.new.as_ref().is_some_and(|n| is_live(&n.metadata));
+            if was != is {
+                self.dirty_namespace(&change.id.name);
             }
-            Input::ServiceImport(event) => {
-                for change in self.imports.handle(event) {
-                    self.zone_import_change(&change);
-                    let echo = self.settle_import(&change);
-                    if !echo {
-                        self.dirty.insert(key_of(&change.id));
-                    }
-                }
+        }
+    }
+
+    /// A ServiceImport changed: the DNS zone learns of it, and its service is dirty unless the
+    /// change is the echo of our own write.
+    fn handle_import(&mut self, event: Event<ServiceImport>) {
+        for change in self.observed.imports.handle(event) {
+            self.zone_import_change(&change);
+            let echo = self.settle_import(&change);
+            if !echo {
+                self.decided.dirty.insert(key_of(&change.id));
             }
-            Input::ImportedEndpointSlice(event) => {
-                for change in self.imported_slices.handle(event) {
-                    self.zone_slice_change(&change);
-                    let old = change.old.as_ref().and_then(imported_slice_service);
-                    let new = change.new.as_ref().and_then(imported_slice_service);
-                    if let Some(key) = &old
-                        && let Some(set) = self.imported_slices_by_service.get_mut(key)
-                    {
-                        set.remove(&change.id.name);
-                        if set.is_empty() {
-                            self.imported_slices_by_service.remove(key);
-                        }
-                    }
-                    if let Some(key) = &new {
-                        self.imported_slices_by_service
-                            .entry(key.clone())
-                            .or_default()
-                            .insert(change.id.name.clone());
-                    }
-                    if old.is_none() && new.is_none() {
-                        self.problems.push(format!(
-                            "EndpointSlice {}/{} is managed by clusterset but has no {SERVICE_NAME_LABEL} label: it is left alone; delete it if it is not needed",
-                            change.id.namespace, change.id.name
-                        ));
-                    }
-                    let echo = self.settle(
-                        &Target::Slice(change.id.clone()),
-                        change.new.as_ref(),
-                        |write, observed| match (write, observed) {
-                            (Write::ApplyEndpointSlice(d), Some(o)) => slice_matches(d, o),
-                            (Write::DeleteEndpointSlice { .. }, None) => true,
-                            _ => false,
-                        },
-                    );
-                    if !echo {
-                        for key in old.into_iter().chain(new) {
-                            self.dirty.insert(key);
-                        }
-                    }
-                }
-            }
-            Input::Record(event) => {
-                for change in self.records.handle(event) {
-                    self.pending.remove(&Target::Record(change.id.clone()));
-                    if let Some(old) = &change.old {
-                        self.unindex_record(&change.id, old);
-                    }
-                    if let Some(new) = &change.new {
-                        self.index_record(&change.id, new);
-                    }
-                }
-            }
-            Input::Lease(event) => {
-                let Some(event) = self.newest_lease(event) else {
-                    return;
-                };
-                for change in self.leases.handle(event) {
-                    self.foreign_leases.remove(&change.id);
-                    if let Some(Ok(Some(cluster))) =
-                        change.old.as_ref().map(broker::lease_writer_check)
-                        && self.leases_by_cluster.get(&cluster) == Some(&change.id)
-                    {
-                        self.leases_by_cluster.remove(&cluster);
-                    }
-                    match change.new.as_ref().map(broker::lease_writer_check) {
-                        Some(Ok(Some(cluster))) => {
-                            self.leases_by_cluster.insert(cluster, change.id.clone());
-                        }
-                        Some(Err(foreign)) => {
-                            self.problems.push(foreign.to_string());
-                            self.foreign_leases.insert(change.id.clone(), foreign);
-                        }
-                        Some(Ok(None)) | None => {}
-                    }
+        }
+    }
+
+    /// An imported EndpointSlice changed: the DNS zone learns of it, it is indexed under its
+    /// service, and that service is dirty unless the change is the echo of our own write.
+    fn handle_imported_slice(&mut self, event: Event<EndpointSlice>) {
+        for change in self.observed.imported_slices.handle(event) {
+            self.zone_slice_change(&change);
+            let (old, new) = self.index_imported_slice(&change);
+            let echo = self.settle(
+                &Target::Slice(change.id.clone()),
+                change.new.as_ref(),
+                |write, observed| match (write, observed) {
+                    (Write::ApplyEndpointSlice(d), Some(o)) => slice_matches(d, o),
+                    (Write::DeleteEndpointSlice { .. }, None) => true,
+                    _ => false,
+                },
+            );
+            if !echo {
+                for key in old.into_iter().chain(new) {
+                    self.decided.dirty.insert(key);
                 }
             }
         }
     }
 
+    /// Moves an imported EndpointSlice from the service it belonged to to the one it belongs to
+    /// (by its label; one without it is reported and left alone), and returns both services.
+    fn index_imported_slice(
+        &mut self,
+        change: &Change<EndpointSlice>,
+    ) -> (Option<ServiceKey>, Option<ServiceKey>) {
+        let old = change.old.as_ref().and_then(imported_slice_service);
+        let new = change.new.as_ref().and_then(imported_slice_service);
+        if let Some(key) = &old
+            && let Some(set) = self.observed.imported_slices_by_service.get_mut(key)
+        {
+            set.remove(&change.id.name);
+            if set.is_empty() {
+                self.observed.imported_slices_by_service.remove(key);
+            }
+        }
+        if let Some(key) = &new {
+            self.observed
+                .imported_slices_by_service
+                .entry(key.clone())
+                .or_default()
+                .insert(change.id.name.clone());
+        }
+        if old.is_none() && new.is_none() {
+            self.problems.push(format!(
+                "EndpointSlice {}/{} is managed by clusterset but has no {SERVICE_NAME_LABEL} label: it is left alone; delete it if it is not needed",
+                change.id.namespace, change.id.name
+            ));
+        }
+        (old, new)
+    }
+
+    /// A broker record changed: any write of it in flight is settled, and it is indexed anew
+    /// (which marks its service dirty).
+    fn handle_record(&mut self, event: Event<BrokerRecord>) {
+        for change in self.observed.records.handle(event) {
+            self.decided
+                .pending
+                .remove(&Target::Record(change.id.clone()));
+            if let Some(old) = &change.old {
+                self.unindex_record(&change.id, old);
+            }
+            if let Some(new) = &change.new {
+                self.index_record(&change.id, new);
+            }
+        }
+    }
+
+    /// A heartbeat Lease changed (an event older than the stored Lease is dropped): it is
+    /// indexed under the cluster it names, or set apart if its writer could not be that cluster.
+    fn handle_lease(&mut self, event: Event<Lease>) {
+        let Some(event) = self.newest_lease(event) else {
+            return;
+        };
+        for change in self.observed.leases.handle(event) {
+            self.observed.foreign_leases.remove(&change.id);
+            if let Some(Ok(Some(cluster))) = change.old.as_ref().map(broker::lease_writer_check)
+                && self.observed.leases_by_cluster.get(&cluster) == Some(&change.id)
+            {
+                self.observed.leases_by_cluster.remove(&cluster);
+            }
+            match change.new.as_ref().map(broker::lease_writer_check) {
+                Some(Ok(Some(cluster))) => {
+                    self.observed
+                        .leases_by_cluster
+                        .insert(cluster, change.id.clone());
+                }
+                Some(Err(foreign)) => {
+                    self.problems.push(foreign.to_string());
+                    self.observed
+                        .foreign_leases
+                        .insert(change.id.clone(), foreign);
+                }
+                Some(Ok(None)) | None => {}
+            }
+        }
+    }
+
     pub(super) fn export_change_matters(&mut self, change: &Change<ServiceExport>) -> bool {
-        self.exports_gone.remove(&key_of(&change.id));
+        self.decided.exports_gone.remove(&key_of(&change.id));
         let (Some(old), Some(new)) = (&change.old, &change.new) else {
-            self.pending
+            self.decided
+                .pending
                 .remove(&Target::ExportStatus(change.id.clone()));
             if change.new.is_none() {
-                self.export_conditions_written.remove(&key_of(&change.id));
+                self.decided
+                    .export_conditions_written
+                    .remove(&key_of(&change.id));
             }
             return true;
         };
@@ -218,7 +273,7 @@ impl AgentCore {
         observed: Option<&T>,
         matches: impl Fn(&Write, Option<&T>) -> bool,
     ) -> bool {
-        match self.pending.remove(target) {
+        match self.decided.pending.remove(target) {
             Some(write) => matches(&write, observed),
             None => false,
         }
@@ -233,27 +288,35 @@ impl AgentCore {
         let observed = change.new.as_ref();
         let spec_target = Target::ImportSpec(change.id.clone());
         let status_target = Target::ImportStatus(change.id.clone());
-        let spec_echo = self.pending.get(&spec_target).map(|write| match write {
-            Write::ApplyServiceImport(d) => observed.is_some_and(|o| import_spec_matches(d, o)),
-            Write::DeleteServiceImport(_) => observed.is_none(),
-            _ => false,
-        });
-        let status_echo = self.pending.get(&status_target).map(|write| match write {
-            Write::ApplyServiceImportStatus(d) => {
-                observed.is_some_and(|o| import_status_matches(d, o))
-            }
-            _ => false,
-        });
+        let spec_echo = self
+            .decided
+            .pending
+            .get(&spec_target)
+            .map(|write| match write {
+                Write::ApplyServiceImport(d) => observed.is_some_and(|o| import_spec_matches(d, o)),
+                Write::DeleteServiceImport(_) => observed.is_none(),
+                _ => false,
+            });
+        let status_echo = self
+            .decided
+            .pending
+            .get(&status_target)
+            .map(|write| match write {
+                Write::ApplyServiceImportStatus(d) => {
+                    observed.is_some_and(|o| import_status_matches(d, o))
+                }
+                _ => false,
+            });
         if spec_echo != Some(true) && status_echo != Some(true) {
-            self.pending.remove(&spec_target);
-            self.pending.remove(&status_target);
+            self.decided.pending.remove(&spec_target);
+            self.decided.pending.remove(&status_target);
             return false;
         }
         if spec_echo == Some(true) {
-            self.pending.remove(&spec_target);
+            self.decided.pending.remove(&spec_target);
         }
         if status_echo == Some(true) {
-            self.pending.remove(&status_target);
+            self.decided.pending.remove(&status_target);
         }
         true
     }
@@ -268,7 +331,9 @@ impl AgentCore {
             )
             .map(|home| (record, home))
             .map_err(|foreign| {
-                self.foreign_records.insert(id.clone(), foreign.clone());
+                self.observed
+                    .foreign_records
+                    .insert(id.clone(), foreign.clone());
                 foreign.to_string()
             })
         });
@@ -276,33 +341,35 @@ impl AgentCore {
             Ok((record, home)) => {
                 let key = record.service_key.clone();
                 let cluster = record.cluster_id.clone();
-                self.records_by_service
+                self.observed
+                    .records_by_service
                     .entry(key.clone())
                     .or_default()
                     .entry(cluster.clone())
                     .or_default()
                     .insert(home, id.clone());
-                self.services_by_cluster
+                self.observed
+                    .services_by_cluster
                     .entry(cluster)
                     .or_default()
                     .insert(key.clone());
-                self.dirty.insert(key);
+                self.decided.dirty.insert(key);
             }
             Err(problem) => {
                 self.problems.push(format!(
                     "broker record {}/{} is ignored: {problem}",
                     id.namespace, id.name
                 ));
-                if !self.foreign_records.contains_key(id) {
-                    self.unreadable_records.insert(id.clone(), problem);
+                if !self.observed.foreign_records.contains_key(id) {
+                    self.observed.unreadable_records.insert(id.clone(), problem);
                 }
             }
         }
     }
 
     pub(super) fn unindex_record(&mut self, id: &ObjectId, object: &BrokerRecord) {
-        self.unreadable_records.remove(id);
-        if self.foreign_records.remove(id).is_some() {
+        self.observed.unreadable_records.remove(id);
+        if self.observed.foreign_records.remove(id).is_some() {
             return;
         }
         let Ok(record) = object.checked_record() else {
@@ -311,7 +378,7 @@ impl AgentCore {
         let key = &record.service_key;
         let cluster = &record.cluster_id;
         let mut last_copy = true;
-        if let Some(by_cluster) = self.records_by_service.get_mut(key) {
+        if let Some(by_cluster) = self.observed.records_by_service.get_mut(key) {
             if let Some(copies) = by_cluster.get_mut(cluster) {
                 copies.retain(|_, stored| stored != id);
                 last_copy = copies.is_empty();
@@ -320,55 +387,57 @@ impl AgentCore {
                 }
             }
             if by_cluster.is_empty() {
-                self.records_by_service.remove(key);
+                self.observed.records_by_service.remove(key);
             }
         }
         if !last_copy {
-            self.dirty.insert(key.clone());
+            self.decided.dirty.insert(key.clone());
             return;
         }
-        if let Some(keys) = self.services_by_cluster.get_mut(cluster) {
+        if let Some(keys) = self.observed.services_by_cluster.get_mut(cluster) {
             keys.remove(key);
             if keys.is_empty() {
-                self.services_by_cluster.remove(cluster);
+                self.observed.services_by_cluster.remove(cluster);
             }
         }
-        self.dirty.insert(key.clone());
+        self.decided.dirty.insert(key.clone());
     }
 
     pub(super) fn dirty_namespace(&mut self, namespace: &str) {
         let from = ServiceKey::new(namespace, "");
         let keys: Vec<ServiceKey> = self
+            .observed
             .records_by_service
             .range(from..)
             .take_while(|(k, _)| k.namespace == namespace)
             .map(|(k, _)| k.clone())
             .collect();
-        self.dirty.extend(keys);
+        self.decided.dirty.extend(keys);
         let imported: Vec<ServiceKey> = self
+            .observed
             .imports
             .values()
             .filter(|i| i.metadata.namespace.as_deref() == Some(namespace))
             .map(|i| key_of(&ObjectId::of(i)))
             .collect();
-        self.dirty.extend(imported);
+        self.decided.dirty.extend(imported);
     }
 
     pub(super) fn zone_import_change(&mut self, change: &Change<ServiceImport>) {
-        if !self.zone_synced {
+        if !self.observed.zone_synced {
             return;
         }
-        self.zone_out.push(match &change.new {
+        self.observed.zone_out.push(match &change.new {
             Some(import) => ZoneChange::ServiceImport(Box::new(import.clone())),
             None => ZoneChange::ServiceImportDeleted(key_of(&change.id)),
         });
     }
 
     pub(super) fn zone_slice_change(&mut self, change: &Change<EndpointSlice>) {
-        if !self.zone_synced {
+        if !self.observed.zone_synced {
             return;
         }
-        self.zone_out.push(match &change.new {
+        self.observed.zone_out.push(match &change.new {
             Some(slice) => ZoneChange::EndpointSlice(Box::new(slice.clone())),
             None => ZoneChange::EndpointSliceDeleted(change.id.clone()),
         });

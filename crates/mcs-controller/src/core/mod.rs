@@ -196,6 +196,23 @@ type RecordCopies = BTreeMap<RecordHome, ObjectId>;
 #[derive(Debug)]
 pub struct AgentCore {
     config: AgentConfig,
+    /// What this agent has observed: kept when it steps down.
+    observed: Observations,
+    /// What this agent has decided: reset when it steps down.
+    decided: Decisions,
+    /// Problems worth a log line not yet handed out (kept when it steps down).
+    problems: Vec<String>,
+    /// Whether this core decides and writes (the leader of the agent's replicas), or only keeps
+    /// its caches warm and its DNS sources current (a follower).
+    leading: bool,
+}
+
+/// What an agent has observed of both API servers: the watch caches and their indexes, the
+/// records and Leases it ignores, the heartbeat Leases' observations, which API servers do not
+/// answer, and the DNS zone's sources not yet handed out. A replica that steps down keeps all
+/// of it (see [`AgentCore::step_down`]); a new field belongs here only if that is right for it.
+#[derive(Debug, Default)]
+struct Observations {
     services: Cache<Service>,
     exports: Cache<ServiceExport>,
     local_slices: Cache<EndpointSlice>,
@@ -212,17 +229,35 @@ pub struct AgentCore {
     foreign_records: BTreeMap<ObjectId, ForeignWriter>,
     foreign_leases: BTreeMap<ObjectId, ForeignWriter>,
     leases_by_cluster: HashMap<ClusterId, ObjectId>,
-    global_pools: Vec<IpPool<ServiceKey>>,
-    clusterset_pools: Vec<IpPool<ServiceKey>>,
-    dirty: BTreeSet<ServiceKey>,
-    started: bool,
-    zone_synced: bool,
-    health: HashMap<ClusterId, ClusterHealth>,
-    missing_since: HashMap<ClusterId, Timestamp>,
     /// Every heartbeat Lease as this agent observed it (kube-lease's rules: since when its
     /// record has been unchanged by this core's clock).
     lease_observations: HashMap<ObjectId, kube_lease::Observed<Timestamp>>,
-    lease_state: LeaseState,
+    /// The API servers that failed to answer (a watch or a heartbeat failed with a connection
+    /// error, a timeout or a 5xx) and have not answered since.
+    unreachable: BTreeSet<Side>,
+    /// Whether the DNS zone's sources have been listed completely (and handed out once).
+    zone_synced: bool,
+    /// Changes of the DNS zone's sources not yet handed out.
+    zone_out: Vec<ZoneChange>,
+}
+
+/// What a leading agent has decided: whether it started, the IP pools, the services to
+/// reconcile, the writes in flight and the export conditions they carry, the failed writes, the
+/// clusters' health and this agent's heartbeat state, and the propagation lags accounted for. A
+/// replica that steps down drops all of it (see [`AgentCore::step_down`]), so that if it leads
+/// again it starts afresh from what is stored.
+#[derive(Debug)]
+struct Decisions {
+    /// Whether both sides synced and the persisted IP assignments were restored.
+    started: bool,
+    global_pools: Vec<IpPool<ServiceKey>>,
+    clusterset_pools: Vec<IpPool<ServiceKey>>,
+    /// Services left short of an address by an exhausted pool.
+    waiting_for_address: BTreeSet<ServiceKey>,
+    /// Whether an address was released during this pass.
+    freed: bool,
+    /// Services waiting to be reconciled.
+    dirty: BTreeSet<ServiceKey>,
     pending: HashMap<Target, Write>,
     /// The export conditions this agent last sent for each export: the base of its next
     /// status while the watch has not delivered that write yet (see
@@ -232,17 +267,36 @@ pub struct AgentCore {
     /// delivered nothing since: no status is written for them until it does.
     exports_gone: BTreeSet<ServiceKey>,
     failures: HashMap<ServiceKey, Failure>,
+    health: HashMap<ClusterId, ClusterHealth>,
+    missing_since: HashMap<ClusterId, Timestamp>,
+    lease_state: LeaseState,
+    /// The newest record publication time whose propagation lag was reported, per service.
     accounted: HashMap<ServiceKey, Timestamp>,
-    zone_out: Vec<ZoneChange>,
-    problems: Vec<String>,
-    waiting_for_address: BTreeSet<ServiceKey>,
-    freed: bool,
-    /// The API servers that failed to answer (a watch or a heartbeat failed with a connection
-    /// error, a timeout or a 5xx) and have not answered since.
-    unreachable: BTreeSet<Side>,
-    /// Whether this core decides and writes (the leader of the agent's replicas), or only keeps
-    /// its caches warm and its DNS sources current (a follower).
-    leading: bool,
+}
+
+impl Decisions {
+    /// Nothing decided yet: empty IP pools of the configured ranges.
+    fn new(config: &AgentConfig) -> Self {
+        let pools = |cidrs: &[ipnet::IpNet]| -> Vec<IpPool<ServiceKey>> {
+            cidrs.iter().map(|c| IpPool::new(*c)).collect()
+        };
+        Self {
+            started: false,
+            global_pools: pools(&config.global_cidrs),
+            clusterset_pools: pools(&config.clusterset_cidrs),
+            waiting_for_address: BTreeSet::new(),
+            freed: false,
+            dirty: BTreeSet::new(),
+            pending: HashMap::new(),
+            export_conditions_written: HashMap::new(),
+            exports_gone: BTreeSet::new(),
+            failures: HashMap::new(),
+            health: HashMap::new(),
+            missing_since: HashMap::new(),
+            lease_state: LeaseState::NotHeld,
+            accounted: HashMap::new(),
+        }
+    }
 }
 
 /// The conditions of the last status write this agent sent for one ServiceExport, and the uid
@@ -271,53 +325,11 @@ fn later(at: Timestamp, by: SignedDuration) -> Timestamp {
 impl AgentCore {
     /// A core for `config` (which the caller has validated) with empty, unsynced caches.
     pub fn new(config: AgentConfig) -> Self {
-        let global_pools = config
-            .global_cidrs
-            .iter()
-            .map(|c| IpPool::new(*c))
-            .collect();
-        let clusterset_pools = config
-            .clusterset_cidrs
-            .iter()
-            .map(|c| IpPool::new(*c))
-            .collect();
         Self {
+            decided: Decisions::new(&config),
             config,
-            services: Cache::default(),
-            exports: Cache::default(),
-            local_slices: Cache::default(),
-            namespaces: Cache::default(),
-            imports: Cache::default(),
-            imported_slices: Cache::default(),
-            records: Cache::default(),
-            leases: Cache::default(),
-            local_slices_by_service: HashMap::new(),
-            imported_slices_by_service: HashMap::new(),
-            records_by_service: BTreeMap::new(),
-            services_by_cluster: HashMap::new(),
-            unreadable_records: BTreeMap::new(),
-            foreign_records: BTreeMap::new(),
-            foreign_leases: BTreeMap::new(),
-            leases_by_cluster: HashMap::new(),
-            global_pools,
-            clusterset_pools,
-            dirty: BTreeSet::new(),
-            started: false,
-            zone_synced: false,
-            health: HashMap::new(),
-            missing_since: HashMap::new(),
-            lease_observations: HashMap::new(),
-            lease_state: LeaseState::NotHeld,
-            pending: HashMap::new(),
-            export_conditions_written: HashMap::new(),
-            exports_gone: BTreeSet::new(),
-            failures: HashMap::new(),
-            accounted: HashMap::new(),
-            zone_out: Vec::new(),
+            observed: Observations::default(),
             problems: Vec::new(),
-            waiting_for_address: BTreeSet::new(),
-            freed: false,
-            unreachable: BTreeSet::new(),
             leading: true,
         }
     }
@@ -375,70 +387,19 @@ impl AgentCore {
     /// state), so that if it leads again it starts afresh from what is stored, as a new
     /// leader does. Call it only when no write is in flight.
     pub fn step_down(self) -> Self {
-        // Every field is named: a new one must be sorted into kept or reset here.
+        // Every field is named: a new one must be sorted into kept or reset here (one of
+        // `Observations` is kept, one of `Decisions` reset).
         let Self {
             config,
-            services,
-            exports,
-            local_slices,
-            namespaces,
-            imports,
-            imported_slices,
-            records,
-            leases,
-            local_slices_by_service,
-            imported_slices_by_service,
-            records_by_service,
-            services_by_cluster,
-            unreadable_records,
-            foreign_records,
-            foreign_leases,
-            leases_by_cluster,
-            global_pools: _,
-            clusterset_pools: _,
-            dirty: _,
-            started: _,
-            zone_synced,
-            health: _,
-            missing_since: _,
-            lease_observations,
-            lease_state: _,
-            pending: _,
-            export_conditions_written: _,
-            exports_gone: _,
-            failures: _,
-            accounted: _,
-            zone_out,
+            observed,
+            decided: _,
             problems,
-            waiting_for_address: _,
-            freed: _,
-            unreachable,
             leading: _,
         } = self;
-        let fresh = Self::follower(config);
         Self {
-            services,
-            exports,
-            local_slices,
-            namespaces,
-            imports,
-            imported_slices,
-            records,
-            leases,
-            local_slices_by_service,
-            imported_slices_by_service,
-            records_by_service,
-            services_by_cluster,
-            unreadable_records,
-            foreign_records,
-            foreign_leases,
-            leases_by_cluster,
-            zone_synced,
-            lease_observations,
-            zone_out,
+            observed,
             problems,
-            unreachable,
-            ..fresh
+            ..Self::follower(config)
         }
     }
 
@@ -449,61 +410,68 @@ impl AgentCore {
 
     /// Whether every local watch has listed everything once.
     pub fn local_synced(&self) -> bool {
-        self.services.is_synced()
-            && self.exports.is_synced()
-            && self.local_slices.is_synced()
-            && self.namespaces.is_synced()
-            && self.imports.is_synced()
-            && self.imported_slices.is_synced()
+        self.observed.services.is_synced()
+            && self.observed.exports.is_synced()
+            && self.observed.local_slices.is_synced()
+            && self.observed.namespaces.is_synced()
+            && self.observed.imports.is_synced()
+            && self.observed.imported_slices.is_synced()
     }
 
     /// Whether every broker watch has listed everything once.
     pub fn broker_synced(&self) -> bool {
-        self.records.is_synced() && self.leases.is_synced()
+        self.observed.records.is_synced() && self.observed.leases.is_synced()
     }
 
     /// Whether the core has started writing (both sides synced, IPs restored).
     pub fn is_started(&self) -> bool {
-        self.started
+        self.decided.started
     }
 
     /// Whether this agent holds its cluster's heartbeat Lease, as of the last `process`.
     pub fn lease_state(&self) -> &LeaseState {
-        &self.lease_state
+        &self.decided.lease_state
     }
 
     /// How a cluster stands, as of the last `process`.
     pub fn cluster_health(&self, cluster: &ClusterId) -> Option<ClusterHealth> {
-        self.health.get(cluster).copied()
+        self.decided.health.get(cluster).copied()
     }
 
     /// Services waiting to be reconciled.
     pub fn dirty_count(&self) -> usize {
-        self.dirty.len()
+        self.decided.dirty.len()
     }
 
     /// Counts for metrics (walks the caches: call it at scrape or tick rate, not per event).
     pub fn stats(&self) -> Stats {
         let me = &self.config.cluster_id;
         Stats {
-            local_exports: self.exports.len(),
-            published_records: self.services_by_cluster.get(me).map_or(0, BTreeSet::len),
+            local_exports: self.observed.exports.len(),
+            published_records: self
+                .observed
+                .services_by_cluster
+                .get(me)
+                .map_or(0, BTreeSet::len),
             // Records whose writer could not have been their cluster are counted apart.
             broker_records: self
+                .observed
                 .records
                 .len()
-                .saturating_sub(self.foreign_records.len()),
-            imports: self.imports.len(),
+                .saturating_sub(self.observed.foreign_records.len()),
+            imports: self.observed.imports.len(),
             stale_clusters: self
+                .decided
                 .health
                 .values()
                 .filter(|h| !matches!(h, ClusterHealth::Fresh))
                 .count(),
             foreign_writers: ["record_namespace", "shared_namespace", "lease_name"].map(|reason| {
                 let count = self
+                    .observed
                     .foreign_records
                     .values()
-                    .chain(self.foreign_leases.values())
+                    .chain(self.observed.foreign_leases.values())
                     .filter(|f| f.reason() == reason)
                     .count();
                 (reason, count)

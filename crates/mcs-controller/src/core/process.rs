@@ -24,13 +24,21 @@ impl AgentCore {
     pub(super) fn start(&mut self) {
         let me = self.config.cluster_id.clone();
         let own: Vec<ExportRecord> = self
+            .observed
             .services_by_cluster
             .get(&me)
             .into_iter()
             .flatten()
-            .filter_map(|key| self.records_by_service.get(key)?.get(&me))
+            .filter_map(|key| self.observed.records_by_service.get(key)?.get(&me))
             .flat_map(BTreeMap::values)
-            .filter_map(|id| self.records.get(id)?.checked_record().ok().cloned())
+            .filter_map(|id| {
+                self.observed
+                    .records
+                    .get(id)?
+                    .checked_record()
+                    .ok()
+                    .cloned()
+            })
             .collect();
         for record in own {
             for ip in &record.global_ips {
@@ -38,6 +46,7 @@ impl AgentCore {
             }
         }
         let imported: Vec<(ServiceKey, String)> = self
+            .observed
             .imports
             .values()
             .flat_map(|i| {
@@ -53,19 +62,30 @@ impl AgentCore {
                 )),
             }
         }
-        let mut keys: BTreeSet<ServiceKey> = self.records_by_service.keys().cloned().collect();
-        keys.extend(self.exports.values().map(|e| key_of(&ObjectId::of(e))));
-        keys.extend(self.imports.values().map(|i| key_of(&ObjectId::of(i))));
-        keys.extend(self.imported_slices_by_service.keys().cloned());
-        self.dirty.extend(keys);
-        self.started = true;
+        let mut keys: BTreeSet<ServiceKey> =
+            self.observed.records_by_service.keys().cloned().collect();
+        keys.extend(
+            self.observed
+                .exports
+                .values()
+                .map(|e| key_of(&ObjectId::of(e))),
+        );
+        keys.extend(
+            self.observed
+                .imports
+                .values()
+                .map(|i| key_of(&ObjectId::of(i))),
+        );
+        keys.extend(self.observed.imported_slices_by_service.keys().cloned());
+        self.decided.dirty.extend(keys);
+        self.decided.started = true;
     }
 
     pub(super) fn restore(&mut self, global: bool, key: &ServiceKey, ip: IpAddr) {
         let pools = if global {
-            &mut self.global_pools
+            &mut self.decided.global_pools
         } else {
-            &mut self.clusterset_pools
+            &mut self.decided.clusterset_pools
         };
         let what = if global { "global" } else { "clusterset" };
         match pools
@@ -93,26 +113,31 @@ impl AgentCore {
             problems: std::mem::take(&mut self.problems),
             ..Default::default()
         };
-        if !self.zone_synced && self.imports.is_synced() && self.imported_slices.is_synced() {
-            self.zone_synced = true;
+        if !self.observed.zone_synced
+            && self.observed.imports.is_synced()
+            && self.observed.imported_slices.is_synced()
+        {
+            self.observed.zone_synced = true;
             out.zone_synced = true;
             out.zone_changes.extend(
-                self.imports
+                self.observed
+                    .imports
                     .values()
                     .map(|i| ZoneChange::ServiceImport(Box::new(i.clone()))),
             );
             out.zone_changes.extend(
-                self.imported_slices
+                self.observed
+                    .imported_slices
                     .values()
                     .map(|s| ZoneChange::EndpointSlice(Box::new(s.clone()))),
             );
         }
-        out.zone_changes.append(&mut self.zone_out);
+        out.zone_changes.append(&mut self.observed.zone_out);
         if !self.leading {
             // A follower keeps observing the heartbeat Leases, so that once it leads it can
             // take over its cluster's Lease from a leader that died as soon as the Lease's
             // duration has passed since its last renewal, rather than a whole duration later.
-            if self.leases.is_synced() {
+            if self.observed.leases.is_synced() {
                 self.observe_leases(now);
             }
             out.problems.append(&mut self.problems);
@@ -121,22 +146,22 @@ impl AgentCore {
         if !(self.local_synced() && self.broker_synced()) {
             return out;
         }
-        if !self.started {
+        if !self.decided.started {
             self.start();
         }
         self.refresh_health(now);
-        for (key, failure) in &mut self.failures {
+        for (key, failure) in &mut self.decided.failures {
             for backoff in failure.targets.values_mut() {
                 if backoff.retry_at.is_some_and(|t| t <= now) {
                     backoff.retry_at = None;
-                    self.dirty.insert(key.clone());
+                    self.decided.dirty.insert(key.clone());
                 }
             }
         }
         // A released address may be what a waiting service needs: reconcile those again (a
         // bounded number of times; waiting services only assign, so this settles).
         for _ in 0..3 {
-            let dirty = std::mem::take(&mut self.dirty);
+            let dirty = std::mem::take(&mut self.decided.dirty);
             if dirty.is_empty() {
                 break;
             }
@@ -144,11 +169,12 @@ impl AgentCore {
             for key in dirty {
                 self.reconcile(&key, now, &mut out);
             }
-            if !std::mem::take(&mut self.freed) {
+            if !std::mem::take(&mut self.decided.freed) {
                 break;
             }
-            let waiting: Vec<ServiceKey> = self.waiting_for_address.iter().cloned().collect();
-            self.dirty.extend(waiting);
+            let waiting: Vec<ServiceKey> =
+                self.decided.waiting_for_address.iter().cloned().collect();
+            self.decided.dirty.extend(waiting);
         }
         out.problems.append(&mut self.problems);
         out
@@ -156,8 +182,8 @@ impl AgentCore {
 
     pub(super) fn pools_mut(&mut self, kind: PoolKind) -> &mut Vec<IpPool<ServiceKey>> {
         match kind {
-            PoolKind::Global => &mut self.global_pools,
-            PoolKind::Clusterset => &mut self.clusterset_pools,
+            PoolKind::Global => &mut self.decided.global_pools,
+            PoolKind::Clusterset => &mut self.decided.clusterset_pools,
         }
     }
 
@@ -188,11 +214,11 @@ impl AgentCore {
             }
         }
         self.problems.append(&mut problems);
-        self.freed |= freed;
+        self.decided.freed |= freed;
         if short {
-            self.waiting_for_address.insert(key.clone());
+            self.decided.waiting_for_address.insert(key.clone());
         } else {
-            self.waiting_for_address.remove(key);
+            self.decided.waiting_for_address.remove(key);
         }
         ips
     }
@@ -202,7 +228,7 @@ impl AgentCore {
         for pool in self.pools_mut(kind).iter_mut() {
             freed |= pool.release(key).is_some();
         }
-        self.freed |= freed;
+        self.decided.freed |= freed;
     }
 
     pub(super) fn emit(&mut self, out: &mut Output, write: Write, hold: bool) {
@@ -210,10 +236,10 @@ impl AgentCore {
             return;
         }
         let target = write.target();
-        if self.pending.get(&target) == Some(&write) {
+        if self.decided.pending.get(&target) == Some(&write) {
             return;
         }
-        self.pending.insert(target, write.clone());
+        self.decided.pending.insert(target, write.clone());
         out.writes.push(write);
     }
 }

@@ -3,11 +3,14 @@
 //! conditions.
 
 use std::collections::BTreeSet;
+use std::net::IpAddr;
 
+use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use mcs_types::conditions::{ConditionStatus, DesiredCondition};
+use mcs_types::v1beta1::ServiceExport;
 use mcs_types::{ServiceExportStatus, ServiceImportType, ServiceKey};
 
 use super::{
@@ -20,190 +23,65 @@ use crate::broker::{BrokerRecord, RecordHome};
 use crate::cache::ObjectId;
 use crate::write::{Target, Write};
 use crate::{
-    ExportRecord, ExportedService, InvalidExport, LocalExport, MergedService, Publication,
-    desired_endpoint_slices, desired_import, export_conditions, import_ready_condition,
-    merge_exports,
+    ExportConditions, ExportRecord, ExportedService, InvalidExport, LocalExport, MergeError,
+    MergedService, Publication, desired_endpoint_slices, desired_import, export_conditions,
+    import_ready_condition, merge_exports,
 };
 
+/// Which of a service's writes wait: while a failed write of it waits for its retry time,
+/// nothing else of it is written to the same API server (its conditions still show the failure:
+/// the ServiceExport's status waits only if writing it is what failed).
+#[derive(Debug, Clone, Copy)]
+struct HeldWrites {
+    /// Writes to the broker (this cluster's record).
+    broker: bool,
+    /// Writes to the member cluster (the ServiceImport and its EndpointSlices).
+    member: bool,
+    /// The ServiceExport's status.
+    export_status: bool,
+}
+
+/// What this cluster's own export of a service comes to (step 1 of reconciling it).
+#[derive(Debug)]
+struct OwnExport {
+    /// The live ServiceExport, if there is one.
+    export: Option<ServiceExport>,
+    /// Whether it can be published (`Ok` also when there is none).
+    validity: Result<(), InvalidExport>,
+    /// The record to publish, if any.
+    record: Option<ExportRecord>,
+    /// Why a valid export has no record: it needs a global IP and none is free. What is
+    /// published then stays rather than being withdrawn.
+    no_global_ip: Option<String>,
+}
+
+/// Where this cluster publishes its record of a service, and what of it the broker holds.
+#[derive(Debug)]
+struct OwnRecordOnBroker {
+    /// The namespace it publishes in.
+    namespace: String,
+    /// Which of its places that namespace is.
+    home: RecordHome,
+    /// Its copies on the hub: one where it publishes, and during the upgrade maybe one in the
+    /// other place, withdrawn once the first is stored as desired.
+    copies: RecordCopies,
+    /// Whether the copy where it publishes is the desired record.
+    published: bool,
+}
+
 impl AgentCore {
+    /// Reconciles one service, step by step: this cluster's own export, its record on the
+    /// broker, the merge of every cluster's records, the import side, and the export's
+    /// conditions.
     pub(super) fn reconcile(&mut self, key: &ServiceKey, now: Timestamp, out: &mut Output) {
         let id = ObjectId::new(&key.namespace, &key.name);
-        let me = self.config.cluster_id.clone();
-        // While a write of this service waits for its retry time, write nothing else for it to
-        // the same API server (conditions still show the failure: the ServiceExport's status
-        // waits only if writing it is what failed).
-        let failure = self.failures.get(key);
-        let holding_broker = failure.is_some_and(|f| f.holds(Side::Broker, now));
-        let holding = failure.is_some_and(|f| f.holds(Side::Member, now));
-        let holding_status = holding
-            && failure.is_some_and(|f| f.targets.contains_key(&Target::ExportStatus(id.clone())));
-
+        let held = self.held_writes(key, &id, now);
         // 1. This cluster's export: validity, global IPs, the record to publish.
-        let export = self
-            .exports
-            .get(&id)
-            .filter(|e| is_live(&e.metadata))
-            .cloned();
-        let mut validity: Result<(), InvalidExport> = Ok(());
-        let mut desired_record: Option<ExportRecord> = None;
-        let mut keep_published = false;
-        let mut local_failure: Option<String> = None;
-        if let Some(export) = &export {
-            let service = self
-                .services
-                .get(&id)
-                .filter(|s| is_live(&s.metadata))
-                .cloned();
-            match ExportedService::from_service(key, service.as_ref()) {
-                Err(invalid) => {
-                    self.release_ips(PoolKind::Global, key);
-                    validity = Err(invalid);
-                }
-                Ok(exported) => {
-                    let families = if exported.headless {
-                        Vec::new()
-                    } else {
-                        exported.ip_families.clone()
-                    };
-                    let global_ips = self.assign_ips(PoolKind::Global, key, &families);
-                    let wanted = self.config.endpoint_mode == crate::EndpointMode::GlobalIngress
-                        && !exported.headless;
-                    if wanted && global_ips.is_empty() {
-                        // No global address (pool exhausted or no range of the service's
-                        // family): keep what is published rather than withdrawing it.
-                        keep_published = true;
-                        local_failure = Some(format!(
-                            "No global IP for this export: this cluster has no free address in a global CIDR of the Service's IP families ({}); add or enlarge --global-cidr",
-                            families.join(", ")
-                        ));
-                    } else {
-                        let slices: Vec<EndpointSlice> = self
-                            .local_slices_by_service
-                            .get(key)
-                            .into_iter()
-                            .flatten()
-                            .filter_map(|sid| self.local_slices.get(sid).cloned())
-                            .collect();
-                        let created = export
-                            .metadata
-                            .creation_timestamp
-                            .clone()
-                            .unwrap_or(Time(now));
-                        match ExportRecord::from_local(LocalExport {
-                            cluster_id: &me,
-                            key,
-                            export_created: &created,
-                            export_spec: &export.spec,
-                            service: service.as_ref(),
-                            endpoint_slices: &slices,
-                            global_ips: &global_ips,
-                            mode: self.config.endpoint_mode,
-                        }) {
-                            Ok(record) => desired_record = Some(record),
-                            Err(invalid) => validity = Err(invalid),
-                        }
-                    }
-                }
-            }
-        } else {
-            self.release_ips(PoolKind::Global, key);
-        }
-
+        let own = self.own_export(key, &id, now);
         // 2. Publish or withdraw (only while holding this cluster's heartbeat Lease).
-        // This cluster's copies: one where it publishes, and during the upgrade maybe one in
-        // the other place, withdrawn once the first is stored as desired.
-        let publish_namespace = self.config.publish_namespace();
-        let publish_home = if publish_namespace == self.config.broker_namespace {
-            RecordHome::Shared
-        } else {
-            RecordHome::Own
-        };
-        let my_copies: RecordCopies = self
-            .records_by_service
-            .get(key)
-            .and_then(|m| m.get(&me))
-            .cloned()
-            .unwrap_or_default();
-        let stored_own = my_copies
-            .get(&publish_home)
-            .and_then(|rid| self.records.get(rid))
-            .and_then(|r| r.checked_record().ok());
-        let published = matches!((&desired_record, stored_own), (Some(d), Some(s)) if d == s);
-        let has_stored_own = !my_copies.is_empty();
-        // The broker holds what it should (our write went through although we were told it
-        // failed, e.g. the hub went away before it answered; or nothing is left to withdraw):
-        // a broker write that failed before has nothing left to retry or report.
-        if published || (desired_record.is_none() && !has_stored_own) {
-            self.broker_settled(key);
-        }
-        let lease_state = self.lease_state.clone();
-        if lease_state == LeaseState::Held {
-            match (&desired_record, has_stored_own) {
-                (Some(record), _) if !published => {
-                    let object = BrokerRecord::new(record.clone(), &publish_namespace, now);
-                    let write = Write::PublishRecord(Box::new(object));
-                    // The same record on its way (only its publication time would differ):
-                    // wait for its echo instead of publishing it again.
-                    let same_in_flight = matches!(
-                        self.pending.get(&write.target()),
-                        Some(Write::PublishRecord(p)) if p.checked_record().ok() == Some(record)
-                    );
-                    if !same_in_flight {
-                        self.emit(out, write, holding_broker);
-                    }
-                }
-                (None, true) if !keep_published => {
-                    for rid in my_copies.values() {
-                        self.emit(out, Write::withdraw(key, rid), holding_broker);
-                    }
-                }
-                (Some(_), _) if published => {
-                    // Moved: the copy where this agent publishes is stored as desired, so the
-                    // other one can go without the record ever being missing.
-                    for (_, rid) in my_copies.iter().filter(|(home, _)| **home != publish_home) {
-                        self.emit(out, Write::withdraw(key, rid), holding_broker);
-                    }
-                }
-                _ => {}
-            }
-        }
-        let publish_error = self
-            .failures
-            .get(key)
-            .and_then(|f| f.publish_error.clone())
-            .or(local_failure);
-        let publication = match (&lease_state, publish_error) {
-            (LeaseState::Blocked { holder, until }, _) => Publication::Failed(format!(
-                "Another agent ({holder}) holds the heartbeat Lease of cluster {me} until {until}: two agents must not use one cluster id; this one does not publish"
-            )),
-            (_, Some(error)) => Publication::Failed(error),
-            // An update on its way keeps the export Ready: the previous version is published.
-            _ if desired_record.is_some() && has_stored_own => Publication::Published,
-            _ => Publication::Pending,
-        };
-
+        let publication = self.publish_own_record(key, &own, held.broker, now, out);
         // 3. Merge every cluster's records (stale clusters kept, dropped ones left out).
-        let records: Vec<(ExportRecord, Option<Timestamp>)> = self
-            .records_by_service
-            .get(key)
-            .into_iter()
-            .flatten()
-            .filter(|(cluster, _)| {
-                !matches!(
-                    self.health.get(*cluster),
-                    Some(ClusterHealth::Dropped { .. })
-                )
-            })
-            .filter_map(|(_, copies)| {
-                // The copy in the cluster's own namespace, else the shared one.
-                let (_, rid) = copies.first_key_value()?;
-                let object = self.records.get(rid)?;
-                Some((object.checked_record().ok()?.clone(), object.published_at()))
-            })
-            .collect();
-        let newest_publication = records.iter().filter_map(|(_, t)| *t).max();
-        let plain: Vec<ExportRecord> = records.into_iter().map(|(r, _)| r).collect();
-        let merged = match merge_exports(&plain) {
+        let (merged, newest_publication) = match self.merge_records(key) {
             Ok(merged) => merged,
             Err(e) => {
                 out.problems
@@ -211,104 +89,460 @@ impl AgentCore {
                 return;
             }
         };
-
         // 4. Import side.
+        let import_changed =
+            self.write_or_remove_import(key, &id, merged.as_ref(), now, held.member, out);
+        self.account_lag(
+            key,
+            merged.is_some(),
+            import_changed,
+            newest_publication,
+            now,
+            out,
+        );
+        // 5. Export conditions (none for an export found gone that the watch still holds).
+        if let Some(export) = own
+            .export
+            .as_ref()
+            .filter(|_| !self.decided.exports_gone.contains(key))
+        {
+            let conditions = self.own_export_conditions(&own, merged.as_ref(), &publication);
+            self.write_export_status(key, export, conditions, held.export_status, now, out);
+        }
+    }
+
+    /// Which writes of the service wait for a failed write's retry time at `now`.
+    fn held_writes(&self, key: &ServiceKey, id: &ObjectId, now: Timestamp) -> HeldWrites {
+        let failure = self.decided.failures.get(key);
+        let member = failure.is_some_and(|f| f.holds(Side::Member, now));
+        HeldWrites {
+            broker: failure.is_some_and(|f| f.holds(Side::Broker, now)),
+            member,
+            export_status: member
+                && failure
+                    .is_some_and(|f| f.targets.contains_key(&Target::ExportStatus(id.clone()))),
+        }
+    }
+
+    /// Step 1: this cluster's live export of the service, whether it is valid, and the record
+    /// to publish (with its global IPs assigned). Without a valid export, its global IPs are
+    /// released.
+    fn own_export(&mut self, key: &ServiceKey, id: &ObjectId, now: Timestamp) -> OwnExport {
+        let mut own = OwnExport {
+            export: None,
+            validity: Ok(()),
+            record: None,
+            no_global_ip: None,
+        };
+        let export = self
+            .observed
+            .exports
+            .get(id)
+            .filter(|e| is_live(&e.metadata))
+            .cloned();
+        let Some(export) = export else {
+            self.release_ips(PoolKind::Global, key);
+            return own;
+        };
+        let service = self
+            .observed
+            .services
+            .get(id)
+            .filter(|s| is_live(&s.metadata))
+            .cloned();
+        match ExportedService::from_service(key, service.as_ref()) {
+            Err(invalid) => {
+                self.release_ips(PoolKind::Global, key);
+                own.validity = Err(invalid);
+            }
+            Ok(exported) => match self.assign_global_ips(key, &exported) {
+                Err(no_global_ip) => own.no_global_ip = Some(no_global_ip),
+                Ok(ips) => {
+                    match self.record_to_publish(key, &export, service.as_ref(), &ips, now) {
+                        Ok(record) => own.record = Some(record),
+                        Err(invalid) => own.validity = Err(invalid),
+                    }
+                }
+            },
+        }
+        own.export = Some(export);
+        own
+    }
+
+    /// The global IPs of a valid export, one per IP family of its Service (none for a headless
+    /// one); the message for its ServiceExport when it needs one and none is free (pool
+    /// exhausted or no range of the service's family).
+    fn assign_global_ips(
+        &mut self,
+        key: &ServiceKey,
+        exported: &ExportedService,
+    ) -> Result<Vec<IpAddr>, String> {
+        let families = if exported.headless {
+            Vec::new()
+        } else {
+            exported.ip_families.clone()
+        };
+        let global_ips = self.assign_ips(PoolKind::Global, key, &families);
+        let wanted =
+            self.config.endpoint_mode == crate::EndpointMode::GlobalIngress && !exported.headless;
+        if wanted && global_ips.is_empty() {
+            return Err(format!(
+                "No global IP for this export: this cluster has no free address in a global CIDR of the Service's IP families ({}); add or enlarge --global-cidr",
+                families.join(", ")
+            ));
+        }
+        Ok(global_ips)
+    }
+
+    /// The record this cluster publishes for its export, from the Service and its local
+    /// EndpointSlices, or why the export is invalid.
+    fn record_to_publish(
+        &self,
+        key: &ServiceKey,
+        export: &ServiceExport,
+        service: Option<&Service>,
+        global_ips: &[IpAddr],
+        now: Timestamp,
+    ) -> Result<ExportRecord, InvalidExport> {
+        let slices: Vec<EndpointSlice> = self
+            .observed
+            .local_slices_by_service
+            .get(key)
+            .into_iter()
+            .flatten()
+            .filter_map(|sid| self.observed.local_slices.get(sid).cloned())
+            .collect();
+        let created = export
+            .metadata
+            .creation_timestamp
+            .clone()
+            .unwrap_or(Time(now));
+        ExportRecord::from_local(LocalExport {
+            cluster_id: &self.config.cluster_id,
+            key,
+            export_created: &created,
+            export_spec: &export.spec,
+            service,
+            endpoint_slices: &slices,
+            global_ips,
+            mode: self.config.endpoint_mode,
+        })
+    }
+
+    /// Step 2: publishes this cluster's record of the service, or withdraws it, while this
+    /// agent holds its cluster's heartbeat Lease; a broker write that failed before is
+    /// forgotten once the broker holds what it should. Returns how the publication stands, for
+    /// the export's conditions.
+    fn publish_own_record(
+        &mut self,
+        key: &ServiceKey,
+        own: &OwnExport,
+        hold: bool,
+        now: Timestamp,
+        out: &mut Output,
+    ) -> Publication {
+        let on_broker = self.own_record_on_broker(key, own.record.as_ref());
+        let has_stored_own = !on_broker.copies.is_empty();
+        // The broker holds what it should (our write went through although we were told it
+        // failed, e.g. the hub went away before it answered; or nothing is left to withdraw):
+        // a broker write that failed before has nothing left to retry or report.
+        if on_broker.published || (own.record.is_none() && !has_stored_own) {
+            self.broker_settled(key);
+        }
+        if self.decided.lease_state == LeaseState::Held {
+            self.write_own_record(key, own, &on_broker, hold, now, out);
+        }
+        self.publication(key, own, has_stored_own)
+    }
+
+    /// Where this cluster publishes its record of `key`, its copies on the hub, and whether
+    /// the one where it publishes is `desired`.
+    fn own_record_on_broker(
+        &self,
+        key: &ServiceKey,
+        desired: Option<&ExportRecord>,
+    ) -> OwnRecordOnBroker {
+        let namespace = self.config.publish_namespace();
+        let home = if namespace == self.config.broker_namespace {
+            RecordHome::Shared
+        } else {
+            RecordHome::Own
+        };
+        let copies: RecordCopies = self
+            .observed
+            .records_by_service
+            .get(key)
+            .and_then(|m| m.get(&self.config.cluster_id))
+            .cloned()
+            .unwrap_or_default();
+        let stored = copies
+            .get(&home)
+            .and_then(|rid| self.observed.records.get(rid))
+            .and_then(|r| r.checked_record().ok());
+        let published = matches!((desired, stored), (Some(d), Some(s)) if d == s);
+        OwnRecordOnBroker {
+            namespace,
+            home,
+            copies,
+            published,
+        }
+    }
+
+    /// The broker writes of this cluster's record: publish the desired record (unless the same
+    /// one is on its way), withdraw every copy when there is none (unless what is published
+    /// stays), or withdraw the copy in the other place once the desired one is stored.
+    fn write_own_record(
+        &mut self,
+        key: &ServiceKey,
+        own: &OwnExport,
+        on_broker: &OwnRecordOnBroker,
+        hold: bool,
+        now: Timestamp,
+        out: &mut Output,
+    ) {
+        let has_stored_own = !on_broker.copies.is_empty();
+        match (&own.record, has_stored_own) {
+            (Some(record), _) if !on_broker.published => {
+                let object = BrokerRecord::new(record.clone(), &on_broker.namespace, now);
+                let write = Write::PublishRecord(Box::new(object));
+                // The same record on its way (only its publication time would differ):
+                // wait for its echo instead of publishing it again.
+                let same_in_flight = matches!(
+                    self.decided.pending.get(&write.target()),
+                    Some(Write::PublishRecord(p)) if p.checked_record().ok() == Some(record)
+                );
+                if !same_in_flight {
+                    self.emit(out, write, hold);
+                }
+            }
+            (None, true) if own.no_global_ip.is_none() => {
+                for rid in on_broker.copies.values() {
+                    self.emit(out, Write::withdraw(key, rid), hold);
+                }
+            }
+            (Some(_), _) if on_broker.published => {
+                // Moved: the copy where this agent publishes is stored as desired, so the
+                // other one can go without the record ever being missing.
+                for (_, rid) in on_broker
+                    .copies
+                    .iter()
+                    .filter(|(home, _)| **home != on_broker.home)
+                {
+                    self.emit(out, Write::withdraw(key, rid), hold);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// How this cluster's publication of `key` stands: failed (another agent holds the
+    /// heartbeat Lease, a broker write failed, no global IP), published (the desired record or
+    /// an earlier version of it is stored) or pending.
+    fn publication(&self, key: &ServiceKey, own: &OwnExport, has_stored_own: bool) -> Publication {
+        let publish_error = self
+            .decided
+            .failures
+            .get(key)
+            .and_then(|f| f.publish_error.clone())
+            .or_else(|| own.no_global_ip.clone());
+        match (&self.decided.lease_state, publish_error) {
+            (LeaseState::Blocked { holder, until }, _) => Publication::Failed(format!(
+                "Another agent ({holder}) holds the heartbeat Lease of cluster {} until {until}: two agents must not use one cluster id; this one does not publish",
+                self.config.cluster_id
+            )),
+            (_, Some(error)) => Publication::Failed(error),
+            // An update on its way keeps the export Ready: the previous version is published.
+            _ if own.record.is_some() && has_stored_own => Publication::Published,
+            _ => Publication::Pending,
+        }
+    }
+
+    /// Step 3: the merge of every cluster's records of `key` (a stale cluster's kept, a
+    /// dropped one's left out; a cluster's copy in its own namespace before the shared one),
+    /// and the publication time of the newest of them.
+    fn merge_records(
+        &self,
+        key: &ServiceKey,
+    ) -> Result<(Option<MergedService>, Option<Timestamp>), MergeError> {
+        let records: Vec<(ExportRecord, Option<Timestamp>)> = self
+            .observed
+            .records_by_service
+            .get(key)
+            .into_iter()
+            .flatten()
+            .filter(|(cluster, _)| {
+                !matches!(
+                    self.decided.health.get(*cluster),
+                    Some(ClusterHealth::Dropped { .. })
+                )
+            })
+            .filter_map(|(_, copies)| {
+                // The copy in the cluster's own namespace, else the shared one.
+                let (_, rid) = copies.first_key_value()?;
+                let object = self.observed.records.get(rid)?;
+                Some((object.checked_record().ok()?.clone(), object.published_at()))
+            })
+            .collect();
+        let newest_publication = records.iter().filter_map(|(_, t)| *t).max();
+        let plain: Vec<ExportRecord> = records.into_iter().map(|(r, _)| r).collect();
+        Ok((merge_exports(&plain)?, newest_publication))
+    }
+
+    /// Step 4: writes the ServiceImport and its EndpointSlices where the service is exported
+    /// and its namespace exists, else deletes them (and releases its clusterset IPs). Returns
+    /// whether the import changed (a ServiceImport, status or EndpointSlice applied).
+    fn write_or_remove_import(
+        &mut self,
+        key: &ServiceKey,
+        id: &ObjectId,
+        merged: Option<&MergedService>,
+        now: Timestamp,
+        hold: bool,
+        out: &mut Output,
+    ) -> bool {
         let namespace_live = self
+            .observed
             .namespaces
             .get(&ObjectId::new("", &key.namespace))
             .is_some_and(|n| is_live(&n.metadata));
         let writes_before = out.writes.len();
-        match (&merged, namespace_live) {
-            (Some(merged), true) => self.write_import(key, &id, merged, now, holding, out),
+        match (merged, namespace_live) {
+            (Some(merged), true) => self.write_import(key, id, merged, now, hold, out),
             _ => {
                 self.release_ips(PoolKind::Clusterset, key);
-                self.remove_import(key, &id, holding, out);
+                self.remove_import(key, id, hold, out);
             }
         }
-        let import_changed = out.writes[writes_before..].iter().any(|w| {
+        out.writes[writes_before..].iter().any(|w| {
             matches!(
                 w,
                 Write::ApplyServiceImport(_)
                     | Write::ApplyEndpointSlice(_)
                     | Write::ApplyServiceImportStatus(_)
             )
-        });
+        })
+    }
+
+    /// Reports the propagation lag of an import change (now minus the publication time of the
+    /// newest record behind it), once per publication; forgets the service's once no cluster
+    /// exports it.
+    fn account_lag(
+        &mut self,
+        key: &ServiceKey,
+        exported: bool,
+        import_changed: bool,
+        newest_publication: Option<Timestamp>,
+        now: Timestamp,
+        out: &mut Output,
+    ) {
         if import_changed
             && let Some(published_at) = newest_publication
             && self
+                .decided
                 .accounted
                 .get(key)
                 .is_none_or(|seen| *seen < published_at)
         {
-            self.accounted.insert(key.clone(), published_at);
+            self.decided.accounted.insert(key.clone(), published_at);
             out.lags
                 .push((key.clone(), now.duration_since(published_at)));
         }
-        if merged.is_none() {
-            self.accounted.remove(key);
+        if !exported {
+            self.decided.accounted.remove(key);
         }
+    }
 
-        // 5. Export conditions (none for an export found gone that the watch still holds).
-        if let Some(export) = export.as_ref().filter(|_| !self.exports_gone.contains(key)) {
-            let in_merge = merged
-                .as_ref()
-                .filter(|m| m.records.iter().any(|r| r.cluster_id == me));
-            let conditions =
-                export_conditions(validity.as_ref().map(|_| ()), in_merge, &publication);
-            let mut list: Vec<Condition> = export
-                .status
-                .as_ref()
-                .map(|s| {
-                    s.conditions
-                        .iter()
-                        .filter(|c| EXPORT_CONDITIONS.contains(&c.type_.as_str()))
-                        .cloned()
-                        .collect()
-                })
-                .unwrap_or_default();
-            let uid = export.metadata.uid.clone();
-            if let Some(written) = self
-                .export_conditions_written
-                .get(key)
-                .filter(|w| w.uid == uid)
-            {
-                overlay_written(&mut list, &written.conditions);
-            }
-            for remove in &conditions.remove {
-                mcs_types::conditions::remove_condition(&mut list, remove.as_str());
-            }
-            let generation = export.metadata.generation;
-            for desired in conditions.set {
-                mcs_types::conditions::set_condition(&mut list, desired, generation, Time(now));
-            }
-            let status = ServiceExportStatus {
-                conditions: list,
-                ..Default::default()
-            };
-            let stored_matches = export_status_matches(&status, export)
-                && export.status.as_ref().is_none_or(|s| {
-                    s.conditions
-                        .iter()
-                        .filter(|c| EXPORT_CONDITIONS.contains(&c.type_.as_str()))
-                        .all(|c| c.observed_generation == generation)
-                });
-            if !stored_matches && !holding_status {
-                self.export_conditions_written.insert(
-                    key.clone(),
-                    WrittenConditions {
-                        uid,
-                        conditions: status.conditions.clone(),
-                    },
-                );
-                self.emit(
-                    out,
-                    Write::ApplyServiceExportStatus {
-                        key: key.clone(),
-                        status,
-                    },
-                    holding_status,
-                );
-            }
+    /// The conditions of this cluster's export: its validity, its verdict in the merge (if it
+    /// is part of it) and its publication.
+    fn own_export_conditions(
+        &self,
+        own: &OwnExport,
+        merged: Option<&MergedService>,
+        publication: &Publication,
+    ) -> ExportConditions {
+        let me = &self.config.cluster_id;
+        let in_merge = merged.filter(|m| m.records.iter().any(|r| r.cluster_id == *me));
+        export_conditions(own.validity.as_ref().map(|_| ()), in_merge, publication)
+    }
+
+    /// Step 5: writes the export's status with `conditions` unless it is stored already (or
+    /// the write waits), and remembers the conditions written.
+    fn write_export_status(
+        &mut self,
+        key: &ServiceKey,
+        export: &ServiceExport,
+        conditions: ExportConditions,
+        hold: bool,
+        now: Timestamp,
+        out: &mut Output,
+    ) {
+        let status = self.export_status(key, export, conditions, now);
+        let generation = export.metadata.generation;
+        let stored_matches = export_status_matches(&status, export)
+            && export.status.as_ref().is_none_or(|s| {
+                s.conditions
+                    .iter()
+                    .filter(|c| EXPORT_CONDITIONS.contains(&c.type_.as_str()))
+                    .all(|c| c.observed_generation == generation)
+            });
+        if !stored_matches && !hold {
+            self.decided.export_conditions_written.insert(
+                key.clone(),
+                WrittenConditions {
+                    uid: export.metadata.uid.clone(),
+                    conditions: status.conditions.clone(),
+                },
+            );
+            self.emit(
+                out,
+                Write::ApplyServiceExportStatus {
+                    key: key.clone(),
+                    status,
+                },
+                hold,
+            );
+        }
+    }
+
+    /// The export's status with `conditions` applied to its conditions: those stored, overlaid
+    /// with those this agent last wrote for the same export (the watch may not have delivered
+    /// them yet).
+    fn export_status(
+        &self,
+        key: &ServiceKey,
+        export: &ServiceExport,
+        conditions: ExportConditions,
+        now: Timestamp,
+    ) -> ServiceExportStatus {
+        let mut list: Vec<Condition> = export
+            .status
+            .as_ref()
+            .map(|s| {
+                s.conditions
+                    .iter()
+                    .filter(|c| EXPORT_CONDITIONS.contains(&c.type_.as_str()))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(written) = self
+            .decided
+            .export_conditions_written
+            .get(key)
+            .filter(|w| w.uid == export.metadata.uid)
+        {
+            overlay_written(&mut list, &written.conditions);
+        }
+        for remove in &conditions.remove {
+            mcs_types::conditions::remove_condition(&mut list, remove.as_str());
+        }
+        let generation = export.metadata.generation;
+        for desired in conditions.set {
+            mcs_types::conditions::set_condition(&mut list, desired, generation, Time(now));
+        }
+        ServiceExportStatus {
+            conditions: list,
+            ..Default::default()
         }
     }
 
@@ -316,7 +550,7 @@ impl AgentCore {
         let stale: Vec<String> = merged
             .cluster_ids()
             .into_iter()
-            .filter_map(|c| match self.health.get(c) {
+            .filter_map(|c| match self.decided.health.get(c) {
                 Some(ClusterHealth::Stale { since }) => Some(format!("{c} (since {since})")),
                 _ => None,
             })
@@ -361,7 +595,7 @@ impl AgentCore {
         };
         let ips = self.assign_ips(PoolKind::Clusterset, key, &families);
         let mut desired = desired_import(merged, &ips);
-        let observed = self.imports.get(id).cloned();
+        let observed = self.observed.imports.get(id).cloned();
         if observed
             .as_ref()
             .is_none_or(|o| !import_spec_matches(&desired, o))
@@ -405,6 +639,7 @@ impl AgentCore {
         for slice in slices {
             let name = slice.metadata.name.clone().unwrap_or_default();
             let stored = self
+                .observed
                 .imported_slices
                 .get(&ObjectId::new(&key.namespace, &name));
             if stored.is_none_or(|s| !slice_matches(&slice, s)) {
@@ -413,6 +648,7 @@ impl AgentCore {
             wanted.insert(name);
         }
         let extra: Vec<String> = self
+            .observed
             .imported_slices_by_service
             .get(key)
             .into_iter()
@@ -440,6 +676,7 @@ impl AgentCore {
         out: &mut Output,
     ) {
         let slices: Vec<String> = self
+            .observed
             .imported_slices_by_service
             .get(key)
             .into_iter()
@@ -456,7 +693,7 @@ impl AgentCore {
                 holding,
             );
         }
-        if self.imports.get(id).is_some() {
+        if self.observed.imports.get(id).is_some() {
             self.emit(out, Write::DeleteServiceImport(key.clone()), holding);
         }
     }
