@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap_complete::engine::CompletionCandidate;
-use clusterset_daemon::kubeconfig::{self, FlagNames, KubeconfigArgs, Source};
+use clusterset_daemon::kubeconfig::{KubeconfigArgs, NamespaceArgs};
 use clusterset_inspect::KubeReader;
 
 /// How long completion waits for the cluster.
@@ -48,13 +48,7 @@ fn cluster_flags(words: &[String]) -> KubeconfigArgs {
 /// The contexts of the kubeconfig (`--kubeconfig` on the line, else `$KUBECONFIG`, else
 /// `~/.kube/config`).
 pub fn contexts() -> Vec<CompletionCandidate> {
-    let flags = cluster_flags(&line());
-    let source = Source::select(
-        flags.kubeconfig.as_deref(),
-        std::env::var_os("KUBECONFIG"),
-        std::env::var_os("HOME"),
-    );
-    let Ok(Some(config)) = kubeconfig::load(&source, &FlagNames::KUBECTL) else {
+    let Ok(Some(config)) = cluster_flags(&line()).load() else {
         return Vec::new();
     };
     config
@@ -76,8 +70,10 @@ where
     F: AsyncFnOnce(&KubeReader, String) -> Vec<String>,
 {
     let words = line();
-    let flags = cluster_flags(&words);
-    let namespace = flag_value(&words, "--namespace", Some('n'));
+    let cluster = cluster_flags(&words);
+    let namespace = NamespaceArgs {
+        namespace: flag_value(&words, "--namespace", Some('n')),
+    };
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -85,9 +81,7 @@ where
         return Vec::new();
     };
     let names = runtime.block_on(async {
-        let connection = flags.connect().await.ok()?;
-        let namespace = namespace.unwrap_or_else(|| connection.namespace.clone());
-        let reader = KubeReader::new(connection.client, connection.origin);
+        let (reader, namespace) = crate::connect(&cluster, &namespace).await.ok()?;
         tokio::time::timeout(CLUSTER_TIMEOUT, ask(&reader, namespace))
             .await
             .ok()

@@ -22,7 +22,7 @@ pub struct DemoArgs {
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
     /// Give up after this long: 10m, 1h.
-    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::timeout::parse)]
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = clusterset_report::duration::parse)]
     timeout: Duration,
     /// Deprecated: --timeout=<N>s.
     #[arg(long, hide = true, value_name = "SECONDS", conflicts_with = "timeout")]

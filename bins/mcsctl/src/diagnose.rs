@@ -2,22 +2,20 @@
 //! asking into clusterset-report's diagnosis.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
 use clap_complete::engine::ArgValueCandidates;
-use clusterset_dns::{HickoryClustersetResolver, ResolverSettings};
-use clusterset_inspect::KubeReader;
-use clusterset_inspect::diagnose::{ask, gather, read_monmap};
-use clusterset_report::diagnose::{diagnose, questions, render_table_in};
-use mcs_types::names::{ClustersetName, Zone};
-use mon_failover::MonMap;
+use clusterset_inspect::diagnose::{ask, gather, load_monmap};
+use clusterset_report::diagnose::{check_service_name, diagnose, questions, render_table_in};
+use clusterset_report::output::{Format, no_names, render};
+use mcs_types::names::Zone;
 
-use crate::output::{self, Format};
 use crate::progress::Spinner;
-use crate::{Global, UsageError, complete, timeout};
+use crate::{Global, UsageError, complete, output, timeout};
 
 /// Options of `mcsctl diagnose`.
 #[derive(Debug, Args)]
@@ -32,7 +30,7 @@ pub struct DiagnoseArgs {
     #[arg(long, default_value = mcs_types::names::DEFAULT_ZONE)]
     zone: Zone,
     /// Time for one DNS attempt: 300ms, 1s, 2s.
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = timeout::parse)]
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = clusterset_report::duration::parse)]
     timeout: Duration,
     /// Deprecated: --timeout=<N>ms.
     #[arg(long, hide = true, value_name = "MS", conflicts_with = "timeout")]
@@ -43,51 +41,28 @@ pub struct DiagnoseArgs {
     /// The monmap to compare a mon with: the output of `ceph mon dump -f json` or `ceph
     /// quorum_status -f json` (`-` reads stdin).
     #[arg(long, value_name = "FILE")]
-    monmap: Option<std::path::PathBuf>,
-}
-
-/// The monmap of `--monmap` (`-` reads stdin).
-fn load_monmap(path: &std::path::Path) -> anyhow::Result<MonMap> {
-    let text = if path == std::path::Path::new("-") {
-        std::io::read_to_string(std::io::stdin()).context("reading the monmap from stdin")?
-    } else {
-        std::fs::read_to_string(path)
-            .with_context(|| format!("reading the monmap {}", path.display()))?
-    };
-    read_monmap(&text).map_err(|e| {
-        anyhow::anyhow!(
-            "{} is not the JSON of `ceph mon dump -f json` or `ceph quorum_status -f json`: {e}",
-            path.display()
-        )
-    })
+    monmap: Option<PathBuf>,
 }
 
 /// Runs `mcsctl diagnose`: exit status 1 when a check failed.
 pub fn run(args: &DiagnoseArgs, global: &Global) -> anyhow::Result<ExitCode> {
     let shape = global
         .output
-        .shape("diagnose", Format::Table, output::REPORT)?;
+        .shape("diagnose", Format::Table, Format::REPORT)?;
     let timeout = timeout::with_deprecated(
         args.timeout,
         args.timeout_ms
             .map(|ms| ("--timeout-ms", Duration::from_millis(ms))),
         "--timeout",
     );
-    ClustersetName::service("default", &args.service).map_err(|e| {
-        UsageError(format!(
-            "{:?} is not a Service name ({e}): pass the Service's name, and its namespace with -n",
-            args.service
-        ))
-    })?;
+    check_service_name(&args.service).map_err(|e| UsageError::of(&e))?;
     let monmap = args.monmap.as_deref().map(load_monmap).transpose()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
     let diagnosis = runtime.block_on(async {
-        let connection = global.cluster.connect().await?;
-        let namespace = global.namespace.or_default(&connection);
-        let reader = KubeReader::new(connection.client, connection.origin);
+        let (reader, namespace) = crate::connect(&global.cluster, &global.namespace).await?;
         let spinner = Spinner::start(format!("reading {namespace}/{}", args.service));
         let mut facts = gather(&reader, &namespace, &args.service).await?;
         if let Some(ceph) = facts.ceph.as_mut() {
@@ -103,16 +78,11 @@ pub fn run(args: &DiagnoseArgs, global: &Global) -> anyhow::Result<ExitCode> {
                 .join(", "),
             args.attempts
         ));
-        let resolver = HickoryClustersetResolver::new(ResolverSettings {
-            nameserver: args.nameserver,
-            timeout,
-            attempts: args.attempts,
-            ..ResolverSettings::default()
-        })?;
+        let resolver = crate::resolver(args.nameserver, timeout, args.attempts)?;
         let answers = ask(&resolver, &names).await;
         spinner.finish();
         anyhow::Ok(diagnose(&facts, &answers))
     })?;
-    let text = output::render(&diagnosis, &shape, render_table_in, output::no_names)?;
+    let text = render(&diagnosis, &shape, render_table_in, no_names)?;
     output::print_verdict(&text, diagnosis.failed > 0)
 }

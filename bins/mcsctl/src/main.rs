@@ -1,7 +1,10 @@
 //! `mcsctl`: the clusterset command line.
 //!
-//! Each subcommand lives in its own module with an `Args` struct and a `run` function; `main`
-//! only parses and dispatches. Exit codes: 0 success, 1 failure or problems found, 2 usage error.
+//! Each subcommand lives in its own module with an `Args` struct (its flags) and a `run`
+//! function that wires the libraries: clusterset-report computes what to print (pure),
+//! clusterset-inspect reads the cluster and DNS, ceph-local runs the demo, clusterset-dns
+//! serves; `run` prints and chooses the exit status. `main` only parses and dispatches. Exit
+//! codes: 0 success, 1 failure or problems found, 2 usage error.
 #![forbid(unsafe_code)]
 
 /// mimalloc, as in `clusterset-agent`: `mcsctl dns serve` and `demo` run the DNS zone store, whose
@@ -22,15 +25,27 @@ mod status;
 mod timeout;
 mod version;
 
+use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use clap_complete::engine::ArgValueCandidates;
+use clusterset_daemon::ErrorChain;
 use clusterset_daemon::kubeconfig::{KubeconfigArgs, NamespaceArgs};
+use clusterset_dns::{HickoryClustersetResolver, ResolverSettings};
+use clusterset_inspect::KubeReader;
 
 /// An error in how the command was called: reported like clap's usage errors, exit status 2.
 #[derive(Debug)]
 pub struct UsageError(pub String);
+
+impl UsageError {
+    /// A library's refusal of an argument, with its causes (each once).
+    pub fn of(error: &(dyn std::error::Error + 'static)) -> Self {
+        Self(ErrorChain(error).to_string())
+    }
+}
 
 impl std::fmt::Display for UsageError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -80,6 +95,35 @@ pub struct Global {
     namespace: NamespaceArgs,
     #[command(flatten)]
     output: output::OutputArgs,
+}
+
+/// A reader of the cluster `cluster` names (kubectl's rules), and the namespace to work in:
+/// `namespace` (`-n`), else the context's.
+async fn connect(
+    cluster: &KubeconfigArgs,
+    namespace: &NamespaceArgs,
+) -> anyhow::Result<(KubeReader, String)> {
+    let connection = cluster.connect().await?;
+    let namespace = namespace.or_default(&connection);
+    Ok((
+        KubeReader::new(connection.client, connection.origin),
+        namespace,
+    ))
+}
+
+/// The resolver of `resolve` and `diagnose`: `nameserver` (else the system's), `timeout` per
+/// attempt, `attempts` per name.
+fn resolver(
+    nameserver: Option<SocketAddr>,
+    timeout: Duration,
+    attempts: u32,
+) -> anyhow::Result<HickoryClustersetResolver> {
+    Ok(HickoryClustersetResolver::new(ResolverSettings {
+        nameserver,
+        timeout,
+        attempts,
+        ..ResolverSettings::default()
+    })?)
 }
 
 /// The command line: [`Cli`]'s, with the kubeconfig and namespace flags made global (they are

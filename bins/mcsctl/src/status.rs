@@ -1,23 +1,21 @@
 //! `mcsctl status`: its flags, and the wiring of clusterset-inspect's reading into
-//! clusterset-report's status report; with `--watch`, clusterset-inspect's watches of the same
-//! objects trigger a new reading and a new report.
+//! clusterset-report's status report; with `--watch`, clusterset-inspect's `StatusWatch` reads
+//! again after each change and the report is printed again when it changed.
 
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
 use clusterset_daemon::ErrorChain;
 use clusterset_inspect::KubeReader;
 use clusterset_inspect::status::fetch;
-use clusterset_inspect::watch::{changes, watched};
+use clusterset_inspect::watch::StatusWatch;
 use clusterset_report::Scope;
-use clusterset_report::status::{StatusReport, names, render_table_in, report};
-use futures::{FutureExt, StreamExt};
+use clusterset_report::output::{Format, RenderError, Shape, render};
+use clusterset_report::status::{Fetched, StatusReport, names, render_table_in, report};
 
-use crate::output::{self, Format, Shape};
 use crate::progress::Spinner;
-use crate::{Global, UsageError};
+use crate::{Global, UsageError, output};
 
 /// Options of `mcsctl status`.
 #[derive(Debug, Args)]
@@ -31,17 +29,14 @@ pub struct StatusArgs {
     watch: bool,
 }
 
-/// How long a burst of changes may take before the report is read again.
-const SETTLE: Duration = Duration::from_millis(200);
-
-fn render(report: &StatusReport, shape: &Shape) -> anyhow::Result<String> {
-    output::render(report, shape, render_table_in, names)
+fn render_report(report: &StatusReport, shape: &Shape) -> Result<String, RenderError> {
+    render(report, shape, render_table_in, names)
 }
 
 /// Runs `mcsctl status`: exit status 1 when the report lists problems; with `--watch`, 0 at
 /// Ctrl-C.
 pub fn run(args: &StatusArgs, global: &Global) -> anyhow::Result<ExitCode> {
-    let shape = global.output.shape("status", Format::Table, output::ALL)?;
+    let shape = global.output.shape("status", Format::Table, Format::ALL)?;
     // clap checks the conflict when both flags follow `status`; -n is global, so also before.
     if args.all_namespaces && global.namespace.namespace.is_some() {
         return Err(UsageError(
@@ -54,26 +49,25 @@ pub fn run(args: &StatusArgs, global: &Global) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(async {
-        let connection = global.cluster.connect().await?;
+        let (reader, namespace) = crate::connect(&global.cluster, &global.namespace).await?;
         let scope = if args.all_namespaces {
             Scope::All
         } else {
-            Scope::Namespace(global.namespace.or_default(&connection))
+            Scope::Namespace(namespace)
         };
-        let reader = KubeReader::new(connection.client, connection.origin);
         let spinner = Spinner::start(format!("reading {scope}"));
         let fetched = fetch(&reader, &scope).await;
         spinner.finish();
         let fetched = fetched?;
         let first = report(&fetched);
-        let text = render(&first, &shape)?;
+        let text = render_report(&first, &shape)?;
         if !args.watch {
             return output::print_verdict(&text, !first.problems.is_empty());
         }
         if !output::write(&text)? {
             return Ok(ExitCode::SUCCESS);
         }
-        watch(&reader, &scope, fetched, text, &shape).await
+        watch(&reader, &fetched, text, &shape).await
     })
 }
 
@@ -81,18 +75,16 @@ pub fn run(args: &StatusArgs, global: &Global) -> anyhow::Result<ExitCode> {
 /// Ctrl-C (or the reader of a pipe goes away).
 async fn watch(
     reader: &KubeReader,
-    scope: &Scope,
-    fetched: clusterset_report::status::Fetched,
+    fetched: &Fetched,
     mut last: String,
     shape: &Shape,
 ) -> anyhow::Result<ExitCode> {
     let mut interrupted = std::pin::pin!(tokio::signal::ctrl_c());
-    let mut kinds = watched(reader, &fetched).await;
-    let mut stream = changes(reader, &kinds);
+    let mut watch = StatusWatch::start(reader, fetched).await;
     loop {
         let change = tokio::select! {
             _ = &mut interrupted => return Ok(ExitCode::SUCCESS),
-            change = stream.next() => change,
+            change = watch.changed() => change,
         };
         match change {
             None => return Ok(ExitCode::SUCCESS),
@@ -102,10 +94,7 @@ async fn watch(
             }
             Some(Ok(())) => {}
         }
-        // Let a burst of changes (a controller writing several objects) settle, then read once.
-        tokio::time::sleep(SETTLE).await;
-        while let Some(Some(_)) = stream.next().now_or_never() {}
-        let fetched = match fetch(reader, scope).await {
+        let fetched = match watch.reread().await {
             Ok(fetched) => fetched,
             Err(error) => {
                 eprintln!(
@@ -115,19 +104,15 @@ async fn watch(
                 continue;
             }
         };
-        let text = render(&report(&fetched), shape)?;
+        let text = render_report(&report(&fetched), shape)?;
         if text != last {
-            let separator = output::watch_separator(shape.format);
+            let separator = shape.format.watch_separator();
             if !output::write(&format!("{separator}{text}"))? {
                 return Ok(ExitCode::SUCCESS);
             }
             last = text;
         }
         // A CephCluster in another namespace brings that namespace's objects to watch.
-        let now = watched(reader, &fetched).await;
-        if now != kinds {
-            stream = changes(reader, &now);
-            kinds = now;
-        }
+        watch.follow(&fetched).await;
     }
 }

@@ -6,15 +6,12 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use clusterset_inspect::KubeReader;
 use clusterset_report::Scope;
-use clusterset_report::version::{
-    ClientVersion, PART_OF_SELECTOR, VersionReport, components, render_table_in,
-};
+use clusterset_report::output::{Format, no_names, render};
+use clusterset_report::version::{ClientVersion, VersionReport, render_table_in};
 
-use crate::Global;
-use crate::output::{self, Format};
 use crate::progress::Spinner;
+use crate::{Global, output};
 
 /// Options of `mcsctl version`.
 #[derive(Debug, Args)]
@@ -36,15 +33,9 @@ pub fn client_version() -> ClientVersion {
 pub fn run(args: &VersionArgs, global: &Global) -> anyhow::Result<ExitCode> {
     let shape = global
         .output
-        .shape("version", Format::Table, output::REPORT)?;
-    let client_only = VersionReport {
-        client_version: client_version(),
-        server_version: None,
-        components: None,
-        scope: None,
-    };
-    let render =
-        |report: &VersionReport| output::render(report, &shape, render_table_in, output::no_names);
+        .shape("version", Format::Table, Format::REPORT)?;
+    let client_only = VersionReport::of_client(client_version());
+    let render = |report: &VersionReport| render(report, &shape, render_table_in, no_names);
     if args.client {
         return output::print(&render(&client_only)?);
     }
@@ -58,23 +49,19 @@ pub fn run(args: &VersionArgs, global: &Global) -> anyhow::Result<ExitCode> {
         .clone()
         .map_or(Scope::All, Scope::Namespace);
     let server = runtime.block_on(async {
-        let connection = global.cluster.connect().await?;
-        let reader = KubeReader::new(connection.client, connection.origin);
+        let (reader, _) = crate::connect(&global.cluster, &global.namespace).await?;
         let spinner = Spinner::start("reading the server's version and the clusterset Pods");
-        let found = tokio::try_join!(
-            reader.server_version(),
-            reader.pods(&scope, PART_OF_SELECTOR)
-        );
+        let server = clusterset_inspect::version::read(&reader, &scope).await;
         spinner.finish();
-        anyhow::Ok(found?)
+        anyhow::Ok(server?)
     });
     match server {
-        Ok((server_version, pods)) => output::print(&render(&VersionReport {
-            server_version: Some(server_version),
-            components: Some(components(&pods)),
-            scope: Some(scope.to_string()),
-            ..client_only
-        })?),
+        Ok(server) => output::print(&render(&VersionReport::of_cluster(
+            client_version(),
+            server.version,
+            &server.pods,
+            &scope,
+        ))?),
         Err(error) => {
             // As kubectl: the client's version, then why the server's is missing.
             output::print(&render(&client_only)?)?;

@@ -55,6 +55,16 @@ impl KubeconfigArgs {
         )
         .await
     }
+
+    /// The kubeconfig these flags select ([`Source::from_env`], merged by [`load`]); `None`
+    /// when there is none (a pod would use its service account). What shell completion offers
+    /// the contexts of.
+    pub fn load(&self) -> Result<Option<Kubeconfig>, ConnectError> {
+        load(
+            &Source::from_env(self.kubeconfig.as_deref()),
+            &FlagNames::KUBECTL,
+        )
+    }
 }
 
 /// `-n NS` / `--namespace NS`: the namespace to work in, as kubectl takes it.
@@ -228,6 +238,15 @@ impl Source {
         )
     }
 
+    /// The source that `flag` selects, else this process's `$KUBECONFIG` and `$HOME`.
+    pub fn from_env(flag: Option<&Path>) -> Self {
+        Self::select(
+            flag,
+            std::env::var_os("KUBECONFIG"),
+            std::env::var_os("HOME"),
+        )
+    }
+
     /// Describes the files for messages.
     fn describe(&self) -> String {
         match self {
@@ -364,11 +383,7 @@ pub async fn connect(
     context: Option<&str>,
     flags: &'static FlagNames,
 ) -> Result<Connection, ConnectError> {
-    let source = Source::select(
-        kubeconfig,
-        std::env::var_os("KUBECONFIG"),
-        std::env::var_os("HOME"),
-    );
+    let source = Source::from_env(kubeconfig);
     let file = source.describe();
     let (config, origin) = match load(&source, flags)? {
         Some(kubeconfig) => {

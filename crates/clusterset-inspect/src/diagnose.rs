@@ -1,6 +1,8 @@
 //! What `mcsctl diagnose` reads and asks: the objects of one service ([`gather`]), the DNS
 //! answers to clusterset-report's questions ([`ask`]), a monmap given as Ceph's JSON
-//! ([`read_monmap`]).
+//! ([`read_monmap`], from a file or standard input: [`load_monmap`]).
+
+use std::path::{Path, PathBuf};
 
 use ceph_address_plan::{Daemon, rook};
 use clusterset_dns::{ClustersetResolver, ResolveError, resolve_all};
@@ -111,6 +113,51 @@ pub fn read_monmap(text: &str) -> std::result::Result<MonMap, serde_json::Error>
     }
 }
 
+/// A monmap file (`mcsctl diagnose --monmap`) that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum MonmapError {
+    /// Standard input (`-`) cannot be read.
+    #[error("reading the monmap from stdin")]
+    Stdin(#[source] std::io::Error),
+    /// The file cannot be read.
+    #[error("reading the monmap {}", .path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// What it holds is no monmap.
+    #[error(
+        "{} is not the JSON of `ceph mon dump -f json` or `ceph quorum_status -f json`",
+        .path.display()
+    )]
+    NotAMonmap {
+        /// The file.
+        path: PathBuf,
+        /// Why, as reading it as a monmap says.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// The monmap in the file `path` (`-` reads standard input): [`read_monmap`] of its text.
+pub fn load_monmap(path: &Path) -> std::result::Result<MonMap, MonmapError> {
+    let text = if path == Path::new("-") {
+        std::io::read_to_string(std::io::stdin()).map_err(MonmapError::Stdin)?
+    } else {
+        std::fs::read_to_string(path).map_err(|source| MonmapError::File {
+            path: path.to_path_buf(),
+            source,
+        })?
+    };
+    read_monmap(&text).map_err(|source| MonmapError::NotAMonmap {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,6 +249,31 @@ mod tests {
         });
         assert_eq!(read_monmap(&status.to_string()).unwrap(), monmap);
         assert!(read_monmap("{\"epoch\": 1}").is_err());
+    }
+
+    #[test]
+    fn a_monmap_file_is_loaded_and_each_failure_names_the_file() {
+        let fixture = Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/mon-dump.json"
+        ));
+        assert_eq!(load_monmap(fixture).unwrap(), mon_dump());
+        let missing = load_monmap(Path::new("/nonexistent/monmap.json")).unwrap_err();
+        assert_eq!(
+            missing.to_string(),
+            "reading the monmap /nonexistent/monmap.json"
+        );
+        assert!(std::error::Error::source(&missing).is_some());
+        let not_json = load_monmap(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/Cargo.toml"
+        )))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            not_json.ends_with("Cargo.toml is not the JSON of `ceph mon dump -f json` or `ceph quorum_status -f json`"),
+            "{not_json}"
+        );
     }
 
     #[test]

@@ -1,14 +1,16 @@
 //! What `mcsctl status --watch` watches: every object type `status` reads ([`crate::status::fetch`]),
 //! with kube's watcher (a list, then a watch from its resource version, again after the
 //! watch ends), in the same namespaces with the same selectors. [`changes`] yields one item per
-//! change of any of them; the command then reads again and reprints the report.
+//! change of any of them; [`StatusWatch`] waits for a change, lets a burst of them settle and
+//! reads again, and follows what each reading brings to watch; the command reprints the report.
 
 use std::pin::Pin;
+use std::time::Duration;
 
 use ceph_address_plan::rook;
 use clusterset_report::Scope;
 use clusterset_report::status::{DAEMON_SERVICES, Fetched, OSD_DEPLOYMENTS};
-use futures::{Stream, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -16,7 +18,8 @@ use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use mcs_types::labels::SERVICE_NAME_LABEL;
 
-use crate::reader::{KubeReader, addressing_resource, ceph_cluster_resource};
+use crate::reader::{KubeReader, ReadError, addressing_resource, ceph_cluster_resource};
+use crate::status::fetch;
 
 /// A watch that failed (it is retried with backoff; the error says which and why).
 #[derive(Debug, thiserror::Error)]
@@ -174,6 +177,61 @@ pub fn changes(reader: &KubeReader, watched: &[Watched]) -> Changes {
     futures::stream::select_all(streams).boxed()
 }
 
+/// How long a burst of changes (a controller writing several objects) may take before the
+/// objects are read again.
+pub const SETTLE: Duration = Duration::from_millis(200);
+
+/// `status --watch`'s watch: the changes of what a reading came from ([`watched`], [`changes`]),
+/// each followed by a new reading once the burst it belongs to settled.
+///
+/// The command waits for [`StatusWatch::changed`] (a watch's failure is retried and reported
+/// there), reads again with [`StatusWatch::reread`], shows the report, then
+/// [`StatusWatch::follow`]s the new reading (a CephCluster in another namespace brings that
+/// namespace's objects to watch).
+pub struct StatusWatch<'a> {
+    reader: &'a KubeReader,
+    scope: Scope,
+    watching: Vec<Watched>,
+    changes: Changes,
+}
+
+impl<'a> StatusWatch<'a> {
+    /// Starts watching what `fetched` (read by [`fetch`] on `reader`) came from.
+    pub async fn start(reader: &'a KubeReader, fetched: &Fetched) -> Self {
+        let watching = watched(reader, fetched).await;
+        let changes = changes(reader, &watching);
+        Self {
+            reader,
+            scope: fetched.scope.clone(),
+            watching,
+            changes,
+        }
+    }
+
+    /// The next change (`Ok`), or a watch that failed and is retried (`Err`); `None` when
+    /// nothing is watched any more. Cancel-safe: a change waited for and dropped is not lost.
+    pub async fn changed(&mut self) -> Option<Result<(), WatchError>> {
+        self.changes.next().await
+    }
+
+    /// After a change: waits [`SETTLE`], takes the changes that came meanwhile as the same one,
+    /// and reads again.
+    pub async fn reread(&mut self) -> Result<Fetched, ReadError> {
+        tokio::time::sleep(SETTLE).await;
+        while let Some(Some(_)) = self.changes.next().now_or_never() {}
+        fetch(self.reader, &self.scope).await
+    }
+
+    /// Watches what `fetched` came from, when that is not what is watched already.
+    pub async fn follow(&mut self, fetched: &Fetched) {
+        let now = watched(self.reader, fetched).await;
+        if now != self.watching {
+            self.changes = changes(self.reader, &now);
+            self.watching = now;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -214,5 +272,62 @@ mod tests {
                 "apps/v1/deployments namespace rook-ceph Some(\"app=rook-ceph-osd\") None",
             ]
         );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_change_is_followed_by_a_new_reading_of_the_same_scope() {
+        let server = kube_fake::http::ApiServer::start(FakeApi::with_crds(
+            mcs_ceph_api::member_crds().unwrap(),
+            fixture(),
+        ));
+        let config = kube::Config::new(server.url.parse().unwrap());
+        let reader = KubeReader::new(kube::Client::try_from(config).unwrap(), "test");
+        let scope = Scope::Namespace("shop".to_owned());
+        let first = crate::status::fetch(&reader, &scope).await.unwrap();
+        let mut watch = StatusWatch::start(&reader, &first).await;
+        let ready = |fetched: &Fetched| {
+            let exports = fetched.exports.clone().unwrap_or_default();
+            let web = exports
+                .iter()
+                .find(|e| e.metadata.name.as_deref() == Some("web"))
+                .and_then(|e| e.status.as_ref())
+                .map(|s| s.conditions.clone())
+                .unwrap_or_default();
+            web.iter()
+                .find(|c| c.type_ == "Ready")
+                .map(|c| c.status.clone())
+        };
+        assert_eq!(ready(&first).as_deref(), Some("True"));
+        // The watches list, then watch from where their list ended: a change made before that
+        // is part of the listing. Poll until the exports are watched (a change waited for and
+        // dropped is not lost).
+        let exports_watched = || {
+            server
+                .lines()
+                .iter()
+                .any(|l| l.contains("/serviceexports?") && l.contains("watch=true"))
+        };
+        for _ in 0..300 {
+            if exports_watched() {
+                break;
+            }
+            let _ = tokio::time::timeout(Duration::from_millis(100), watch.changed()).await;
+        }
+        assert!(exports_watched(), "{:#?}", server.lines());
+        // The export of web stops being Ready.
+        server.put(serde_json::json!({"apiVersion": "multicluster.x-k8s.io/v1beta1", "kind": "ServiceExport",
+            "metadata": {"name": "web", "namespace": "shop"},
+            "status": {"conditions": [
+                {"type": "Valid", "status": "True", "reason": "Valid", "message": "Service is valid for export", "lastTransitionTime": "2025-01-01T00:00:00Z"},
+                {"type": "Ready", "status": "False", "reason": "Pending", "message": "not at the broker yet", "lastTransitionTime": "2025-01-02T00:00:00Z"}]}}));
+        let change = tokio::time::timeout(Duration::from_secs(30), watch.changed())
+            .await
+            .unwrap();
+        assert!(matches!(change, Some(Ok(()))), "{change:?}");
+        let second = watch.reread().await.unwrap();
+        assert_eq!(second.scope, scope);
+        assert_eq!(ready(&second).as_deref(), Some("False"));
+        watch.follow(&second).await;
+        assert_eq!(watch.watching, watched(&reader, &second).await);
     }
 }

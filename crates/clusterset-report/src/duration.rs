@@ -5,7 +5,8 @@
 //! `us` (or `µs`), `ms`, `s`, `m`, `h` — `300ms`, `30s`, `2m`, `1h`, `1m30s`, `1.5s`. `0` alone
 //! is zero, as in Go. A bare number is refused as Go refuses it (`time: missing unit in
 //! duration "30"`), with the unit it probably meant. Negative durations are refused: no flag
-//! of ours means anything by one.
+//! of ours means anything by one. The flags' older forms in milliseconds or seconds
+//! (`--timeout-ms 400`) still work and warn ([`with_deprecated`]).
 //!
 //! ```
 //! use clusterset_report::duration::{parse, format};
@@ -176,6 +177,45 @@ pub fn format(duration: Duration) -> String {
         (0, 0) => seconds,
         (0, m) => format!("{m}m{seconds}"),
         (h, m) => format!("{h}h{m}m{seconds}"),
+    }
+}
+
+/// The value of a duration flag that has a deprecated older form (`--timeout-ms 400` for
+/// `--timeout=400ms`), and the warning to show when the old form was used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chosen {
+    /// The duration to use.
+    pub value: Duration,
+    /// What to tell the user when the deprecated flag was given: that it will go, and what to
+    /// write instead.
+    pub warning: Option<String>,
+}
+
+/// The duration to use: the deprecated flag `old` (its name and its value, already a
+/// duration) when it was given, with a warning naming `new` in its new form; else `current`.
+///
+/// ```
+/// use std::time::Duration;
+/// use clusterset_report::duration::with_deprecated;
+/// let old = with_deprecated(Duration::from_secs(1), Some(("--timeout-ms", Duration::from_millis(400))), "--timeout");
+/// assert_eq!(old.value, Duration::from_millis(400));
+/// assert_eq!(old.warning.as_deref(), Some("--timeout-ms is deprecated and will be removed: use --timeout=400ms"));
+/// let current = with_deprecated(Duration::from_secs(1), None, "--timeout");
+/// assert_eq!((current.value, current.warning), (Duration::from_secs(1), None));
+/// ```
+pub fn with_deprecated(current: Duration, old: Option<(&str, Duration)>, new: &str) -> Chosen {
+    match old {
+        Some((flag, value)) => Chosen {
+            value,
+            warning: Some(format!(
+                "{flag} is deprecated and will be removed: use {new}={}",
+                format(value)
+            )),
+        },
+        None => Chosen {
+            value: current,
+            warning: None,
+        },
     }
 }
 

@@ -6,18 +6,23 @@
 //! ([`diagnose`], the DNS answers and the monmap taken as data) — the summary of a plan
 //! (`mcsctl plan -o table`, [`plan`]), the CRDs' and the resolved names' tables ([`crds`],
 //! [`resolve`]), what `mcsctl version` shows of the components found ([`version`]), the
-//! tables all of them are drawn as ([`table`], with kubectl's `-o wide` and `--no-headers`) and
-//! the durations the flags take (`--timeout=30s`, [`duration`]) and `-o jsonpath=` templates
-//! ([`jsonpath`]).
+//! tables all of them are drawn as ([`table`], with kubectl's `-o wide` and `--no-headers`), the
+//! output forms of every command (`-o table|wide|yaml|json|name|jsonpath=`, which a command
+//! takes, and rendering a report in them: [`output`]), the durations the flags take
+//! (`--timeout=30s`, [`duration`]) and `-o jsonpath=` templates ([`jsonpath`]); and what the
+//! commands compute from their arguments: the plan of `mcsctl plan`'s files
+//! ([`plan::plan_document`], given the text of each file), the names `mcsctl resolve` asks for
+//! ([`resolve::names_to_ask`]).
 //!
 //! The reading (kube, DNS, files) is the IO crate clusterset-inspect's; the binary parses
-//! flags and wires.
+//! flags, wires, prints and chooses the exit status.
 #![forbid(unsafe_code)]
 
 pub mod crds;
 pub mod diagnose;
 pub mod duration;
 pub mod jsonpath;
+pub mod output;
 pub mod plan;
 pub mod resolve;
 pub mod status;

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::version::Info;
 use serde::Serialize;
 
+use crate::Scope;
 use crate::table::{Cell, Layout, Table, style, styled};
 
 /// The label selector of the clusterset components' Pods.
@@ -67,6 +68,33 @@ pub struct VersionReport {
     /// Where the components were looked for (`all namespaces`, `namespace NS`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+}
+
+impl VersionReport {
+    /// The client's version alone (`--client`, or before the server's is known).
+    pub fn of_client(client_version: ClientVersion) -> Self {
+        Self {
+            client_version,
+            server_version: None,
+            components: None,
+            scope: None,
+        }
+    }
+
+    /// The client's version, the server's, and the components of `pods` (found in `scope`).
+    pub fn of_cluster(
+        client_version: ClientVersion,
+        server_version: Info,
+        pods: &[Pod],
+        scope: &Scope,
+    ) -> Self {
+        Self {
+            client_version,
+            server_version: Some(server_version),
+            components: Some(components(pods)),
+            scope: Some(scope.to_string()),
+        }
+    }
 }
 
 /// The components of `pods`, sorted by component, namespace and Pod.
@@ -233,6 +261,40 @@ mod tests {
         assert!(
             !plain.contains("COMPONENT") && !plain.contains("node-1"),
             "{plain}"
+        );
+    }
+
+    #[test]
+    fn the_client_alone_has_no_server_part_and_a_cluster_brings_its_components_and_scope() {
+        let client = ClientVersion {
+            version: "0.1.0".to_owned(),
+        };
+        let alone = VersionReport::of_client(client.clone());
+        assert_eq!(
+            render_table_in(&alone, Layout::default()),
+            "Client Version: 0.1.0\n"
+        );
+        assert_eq!(
+            serde_json::to_value(&alone).unwrap(),
+            serde_json::json!({"clientVersion": {"version": "0.1.0"}})
+        );
+        let server: Info = serde_json::from_value(serde_json::json!({
+            "major": "1", "minor": "37", "gitVersion": "v1.37.0", "gitCommit": "", "gitTreeState": "",
+            "buildDate": "", "goVersion": "", "compiler": "", "platform": ""
+        }))
+        .unwrap();
+        let pods = [pod("agent-a", "clusterset-agent", true)];
+        let report = VersionReport::of_cluster(
+            client,
+            server,
+            &pods,
+            &Scope::Namespace("clusterset-system".to_owned()),
+        );
+        assert_eq!(report.scope.as_deref(), Some("namespace clusterset-system"));
+        assert_eq!(report.components.map(|c| c.len()), Some(1));
+        assert_eq!(
+            report.server_version.map(|v| v.git_version).as_deref(),
+            Some("v1.37.0")
         );
     }
 }

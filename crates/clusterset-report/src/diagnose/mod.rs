@@ -178,6 +178,36 @@ pub struct QuestionError {
     pub source: NameError,
 }
 
+/// The SERVICE of `mcsctl diagnose` is not a Service's name (a usage error). The message
+/// quotes why, so that the fix follows it; an error chain prints that cause once.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{name:?} is not a Service name ({source}): pass the Service's name, and its namespace with -n"
+)]
+pub struct NotAServiceName {
+    /// The argument.
+    pub name: String,
+    /// Why.
+    #[source]
+    pub source: NameError,
+}
+
+/// Checks that `name` can be a Service's name (any namespace's), before anything is read.
+///
+/// ```
+/// use clusterset_report::diagnose::check_service_name;
+/// assert!(check_service_name("rook-ceph-mon-a").is_ok());
+/// assert!(check_service_name("web.shop").is_err());
+/// ```
+pub fn check_service_name(name: &str) -> Result<(), NotAServiceName> {
+    ClustersetName::service("default", name)
+        .map(|_| ())
+        .map_err(|source| NotAServiceName {
+            name: name.to_owned(),
+            source,
+        })
+}
+
 /// Which hop a check belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -649,3 +649,16 @@ fn ceph_hops_catch_lighthouse_names_stale_mon_endpoints_and_osd_args() {
     let diagnosis = diagnose(&off, &answers(&off, &[Ok(&["243.0.0.10"])]));
     assert_eq!(check(&diagnosis, "mon.a has a global IP").result, Skip);
 }
+
+#[test]
+fn a_service_argument_that_is_no_service_name_says_why_and_what_to_pass() {
+    assert!(check_service_name("web").is_ok());
+    let error = check_service_name("Bad_Name").unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "\"Bad_Name\" is not a Service name (invalid service name \"Bad_Name\": must consist of lower case letters, digits or '-', start with a lower case letter and end with a letter or digit (for example 'web-1')): pass the Service's name, and its namespace with -n"
+    );
+    // The cause is kept, and quoted: a chain prints it once.
+    let cause = std::error::Error::source(&error).map(ToString::to_string);
+    assert!(cause.is_some_and(|c| error.to_string().contains(&c)));
+}
