@@ -1,7 +1,7 @@
 //! The files of a local Ceph cluster and their bootstrap: keyring, monmap, `ceph.conf`, mon
 //! stores.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -256,13 +256,13 @@ impl LocalCluster {
     }
 }
 
-/// Ceph's address vector for a mon on the default ports.
+/// Ceph's address vector for a mon at `ip` on the default ports (msgr2 3300, msgr1 6789), as
+/// Rook writes it in `mon_host`.
 fn addrvec(ip: IpAddr) -> String {
-    let host = match ip {
-        IpAddr::V4(v4) => v4.to_string(),
-        IpAddr::V6(v6) => format!("[{v6}]"),
-    };
-    format!("[v2:{host}:3300,v1:{host}:6789]")
+    ceph_address_plan::format::mon_host_entry(SocketAddr::new(
+        ip,
+        ceph_address_plan::rook::MON_MSGR1_PORT,
+    ))
 }
 
 fn create_dir(path: &Path) -> Result<(), RuntimeError> {

@@ -438,6 +438,22 @@ impl DnsEndpoints {
     }
 }
 
+/// The ServiceImport an MCS agent makes of mon `mon`'s export: ClusterSetIP at `global_ip`,
+/// with the ports of a mon's Service on the default port (ceph-address-plan's, as Rook makes
+/// them).
+fn mon_import(mon: &MonId, global_ip: IpAddr) -> mcs_types::v1beta1::ServiceImport {
+    let ports = ceph_address_plan::mon_ports(ceph_address_plan::rook::MON_MSGR1_PORT)
+        .into_iter()
+        .map(|p| mcs_types::ServicePort::tcp(p.name, i32::from(p.port)))
+        .collect();
+    let mut spec =
+        mcs_types::ServiceImportSpec::new(mcs_types::ServiceImportType::ClusterSetIP, ports);
+    spec.ips = vec![global_ip.to_string()];
+    let mut import = mcs_types::v1beta1::ServiceImport::new(&DnsEndpoints::service(mon), spec);
+    import.metadata.namespace = Some(NAMESPACE.to_owned());
+    import
+}
+
 fn runtime_error(error: impl std::error::Error + Send + Sync + 'static) -> RuntimeError {
     RuntimeError::Other(Box::new(error))
 }
@@ -455,18 +471,7 @@ impl EndpointSource for DnsEndpoints {
         if addressing == Addressing::ClusterLocal {
             return Ok(Some(endpoint));
         }
-        let import: mcs_types::v1beta1::ServiceImport = serde_json::from_value(serde_json::json!({
-            "apiVersion": "multicluster.x-k8s.io/v1beta1",
-            "kind": "ServiceImport",
-            "metadata": {"name": Self::service(mon), "namespace": NAMESPACE},
-            "spec": {
-                "type": "ClusterSetIP",
-                "ips": [endpoint.public.to_string()],
-                "ports": [{"name": "tcp-msgr2", "port": 3300, "protocol": "TCP"},
-                          {"name": "tcp-msgr1", "port": 6789, "protocol": "TCP"}]
-            }
-        }))
-        .map_err(runtime_error)?;
+        let import = mon_import(mon, endpoint.public);
         self.store
             .upsert_service_import(&import)
             .map_err(runtime_error)?;
