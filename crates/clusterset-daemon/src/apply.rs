@@ -197,7 +197,7 @@ where
         .await
     {
         Ok(_) => Ok(()),
-        Err(error) if status_code(&error) == Some(404) => Ok(()),
+        Err(error) if is_not_found(&error) => Ok(()),
         Err(error) => Err(error),
     }
 }
@@ -213,4 +213,16 @@ pub fn status_code(error: &kube::Error) -> Option<u16> {
         kube::Error::Api(status) => Some(status.code),
         _ => None,
     }
+}
+
+/// Whether the API server answered 404 Not Found: the object (or its namespace) is not there,
+/// or, for a list, its type is not served. The one test of it: a delete takes it as done, a
+/// reader as "nothing there".
+///
+/// ```
+/// let error = kube::Error::Api(Box::new(kube::core::Status::failure("gone", "NotFound").with_code(404)));
+/// assert!(clusterset_daemon::apply::is_not_found(&error));
+/// ```
+pub fn is_not_found(error: &kube::Error) -> bool {
+    status_code(error) == Some(404)
 }

@@ -8,7 +8,7 @@ use clusterset_report::{MaybeServed, Scope};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::{Client, Resource};
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
 use serde::de::DeserializeOwned;
@@ -187,7 +187,7 @@ impl KubeReader {
     {
         match api.list(params).await {
             Ok(list) => Ok(Some(list.items)),
-            Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
+            Err(error) if clusterset_daemon::apply::is_not_found(&error) => Ok(None),
             Err(error) => Err(self.explain(error, what)),
         }
     }
@@ -233,20 +233,14 @@ fn by_name(name: Option<&str>) -> ListParams {
     }
 }
 
-/// The API resource of Rook's CephCluster.
+/// The API resource of Rook's CephCluster (mcs-ceph-api's type names it).
 pub fn ceph_cluster_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("ceph.rook.io", "v1", "CephCluster"),
-        "cephclusters",
-    )
+    ApiResource::erase::<mcs_ceph_api::CephCluster>(&())
 }
 
-/// The API resource of mcs-ceph-operator's status object.
+/// The API resource of mcs-ceph-operator's status object (mcs-ceph-api's type names it).
 pub fn addressing_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("clusterset.io", "v1alpha1", "CephClusterAddressing"),
-        "cephclusteraddressings",
-    )
+    ApiResource::erase::<mcs_ceph_api::CephClusterAddressing>(&())
 }
 
 impl KubeReader {

@@ -71,7 +71,7 @@ async fn served(reader: &KubeReader, resource: &ApiResource) -> bool {
     let api: Api<DynamicObject> = Api::all_with(reader.client().clone(), resource);
     !matches!(
         api.list(&ListParams::default().limit(1)).await,
-        Err(kube::Error::Api(status)) if status.code == 404
+        Err(error) if clusterset_daemon::apply::is_not_found(&error)
     )
 }
 
@@ -80,7 +80,7 @@ async fn served(reader: &KubeReader, resource: &ApiResource) -> bool {
 async fn mcs_resource(reader: &KubeReader, kind: &str, plural: &str) -> Option<ApiResource> {
     for version in ["v1beta1", "v1alpha1"] {
         let resource = ApiResource::from_gvk_with_plural(
-            &kube::api::GroupVersionKind::gvk("multicluster.x-k8s.io", version, kind),
+            &kube::api::GroupVersionKind::gvk(mcs_types::labels::GROUP, version, kind),
             plural,
         );
         if served(reader, &resource).await {

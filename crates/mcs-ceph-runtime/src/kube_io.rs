@@ -140,11 +140,6 @@ where
     Ok(())
 }
 
-/// Whether the API server answered 404 Not Found.
-pub(crate) fn not_found(error: &kube::Error) -> bool {
-    apply::status_code(error) == Some(404)
-}
-
 #[async_trait]
 impl ClusterApi for KubeApi {
     async fn apply(&self, write: &Write) -> Result<(), ApiError> {
@@ -240,7 +235,7 @@ pub async fn discover_mcs_api(client: &Client) -> Result<McsApi, kube::Error> {
                     "{group_version} lacks serviceexports or serviceimports"
                 ));
             }
-            Err(kube::Error::Api(status)) if status.code == 404 => {
+            Err(error) if apply::is_not_found(&error) => {
                 found.push(format!("{group_version} is not served"));
             }
             Err(error) => return Err(error),

@@ -25,9 +25,9 @@ use serde_json::json;
 
 use super::MON_FAILOVER_FIELD_MANAGER;
 use super::error::{MigrationError, api_error};
-use crate::kube_io::not_found;
 use ceph_address_plan::mon_objects::mon_claim_name;
 use ceph_address_plan::rook_objects::mon_host_of_endpoints;
+use clusterset_daemon::apply::is_not_found;
 
 /// [`MonRuntime`] on Kubernetes, the Rook way, for one CephCluster and one reconcile:
 ///
@@ -408,7 +408,7 @@ impl MonRuntime for KubeMonRuntime {
             .await
         {
             Ok(_) => Ok(()),
-            Err(error) if not_found(&error) => Ok(()),
+            Err(error) if is_not_found(&error) => Ok(()),
             Err(error) => {
                 Err(api_error(format!("scaling {}/{name} to 0", self.namespace()))(error).into())
             }
