@@ -114,17 +114,17 @@ pub mod label {
     /// Prefix of the CRUSH location labels: `topology-location-<type>`.
     pub const TOPOLOGY_LOCATION_PREFIX: &str = "topology-location-";
     /// `app.kubernetes.io/name`
-    pub const K8S_NAME: &str = "app.kubernetes.io/name";
+    pub const K8S_NAME: &str = mcs_types::labels::APP_NAME_LABEL;
     /// `app.kubernetes.io/instance`
-    pub const K8S_INSTANCE: &str = "app.kubernetes.io/instance";
+    pub const K8S_INSTANCE: &str = mcs_types::labels::APP_INSTANCE_LABEL;
     /// `app.kubernetes.io/component`
-    pub const K8S_COMPONENT: &str = "app.kubernetes.io/component";
+    pub const K8S_COMPONENT: &str = mcs_types::labels::APP_COMPONENT_LABEL;
     /// `app.kubernetes.io/part-of`
-    pub const K8S_PART_OF: &str = "app.kubernetes.io/part-of";
+    pub const K8S_PART_OF: &str = mcs_types::labels::APP_PART_OF_LABEL;
     /// `app.kubernetes.io/managed-by` (the same key as mcs-types' `APP_MANAGED_BY_LABEL`).
     pub const K8S_MANAGED_BY: &str = mcs_types::labels::APP_MANAGED_BY_LABEL;
     /// `app.kubernetes.io/created-by`
-    pub const K8S_CREATED_BY: &str = "app.kubernetes.io/created-by";
+    pub const K8S_CREATED_BY: &str = mcs_types::labels::APP_CREATED_BY_LABEL;
     /// `rook.io/operator-namespace`
     pub const OPERATOR_NAMESPACE: &str = "rook.io/operator-namespace";
 }

@@ -1,7 +1,7 @@
 //! What `mcsctl version` reads of a cluster: [`read`].
 
 use clusterset_report::Scope;
-use clusterset_report::version::PART_OF_SELECTOR;
+use clusterset_report::version::part_of_selector;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::version::Info;
 
@@ -12,17 +12,15 @@ use crate::reader::{KubeReader, Result};
 pub struct ServerSide {
     /// The API server's `/version`.
     pub version: Info,
-    /// The Pods of the clusterset components (clusterset-report's [`PART_OF_SELECTOR`]).
+    /// The Pods of the clusterset components (clusterset-report's [`part_of_selector`]).
     pub pods: Vec<Pod>,
 }
 
 /// Reads the API server's `/version` and the clusterset components' Pods in `scope`, both at
 /// once; the first failure is the error.
 pub async fn read(reader: &KubeReader, scope: &Scope) -> Result<ServerSide> {
-    let (version, pods) = tokio::try_join!(
-        reader.server_version(),
-        reader.pods(scope, PART_OF_SELECTOR)
-    )?;
+    let selector = part_of_selector();
+    let (version, pods) = tokio::try_join!(reader.server_version(), reader.pods(scope, &selector))?;
     Ok(ServerSide { version, pods })
 }
 

@@ -12,12 +12,19 @@ use serde::Serialize;
 use crate::Scope;
 use crate::table::{Cell, Layout, Table, style, styled};
 
-/// The label selector of the clusterset components' Pods.
-pub const PART_OF_SELECTOR: &str = "app.kubernetes.io/part-of=clusterset";
+/// The label selector of the clusterset components' Pods:
+/// `app.kubernetes.io/part-of=clusterset`.
+pub fn part_of_selector() -> String {
+    format!(
+        "{}={}",
+        mcs_types::labels::APP_PART_OF_LABEL,
+        mcs_types::labels::CLUSTERSET_PART_OF
+    )
+}
 /// The label naming a component (`mcs-ceph-operator`, `clusterset-agent`).
-pub const NAME_LABEL: &str = "app.kubernetes.io/name";
+pub const NAME_LABEL: &str = mcs_types::labels::APP_NAME_LABEL;
 /// The label carrying a component's version.
-pub const VERSION_LABEL: &str = "app.kubernetes.io/version";
+pub const VERSION_LABEL: &str = mcs_types::labels::APP_VERSION_LABEL;
 
 /// The client's version.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -156,8 +163,9 @@ pub fn render_table_in(report: &VersionReport, layout: Layout) -> String {
     if components.is_empty() {
         let _ = writeln!(
             out,
-            "{} no Pods labelled {PART_OF_SELECTOR} in {scope}: mcs-ceph-operator and clusterset-agent are not installed from their charts here",
-            styled("Components:", style::HEADER)
+            "{} no Pods labelled {} in {scope}: mcs-ceph-operator and clusterset-agent are not installed from their charts here",
+            styled("Components:", style::HEADER),
+            part_of_selector()
         );
         return out;
     }

@@ -33,7 +33,10 @@ use serde_json::{Value, json};
 use crate::broker::{CLUSTER_ID_LABEL, GROUP, PLURAL, lease_name, records_namespace};
 
 /// Label on everything these manifests create, so that `kubectl get ... -l` finds it.
-pub const PART_OF: (&str, &str) = ("app.kubernetes.io/part-of", "clusterset");
+pub const PART_OF: (&str, &str) = (
+    mcs_types::labels::APP_PART_OF_LABEL,
+    mcs_types::labels::CLUSTERSET_PART_OF,
+);
 /// The ClusterRole that lets every member read every cluster's records.
 pub const RECORDS_READER: &str = "clusterset-agent-records-reader";
 /// The Role in the broker namespace that lets every member read the heartbeat Leases.

@@ -47,6 +47,21 @@ pub const CLUSTERSET_ENDPOINTSLICE_CONTROLLER: &str = "mcs-controller.clusterset
 
 /// The standard `app.kubernetes.io/managed-by` label key.
 pub const APP_MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+/// The standard `app.kubernetes.io/name` label key.
+pub const APP_NAME_LABEL: &str = "app.kubernetes.io/name";
+/// The standard `app.kubernetes.io/instance` label key.
+pub const APP_INSTANCE_LABEL: &str = "app.kubernetes.io/instance";
+/// The standard `app.kubernetes.io/component` label key.
+pub const APP_COMPONENT_LABEL: &str = "app.kubernetes.io/component";
+/// The standard `app.kubernetes.io/part-of` label key.
+pub const APP_PART_OF_LABEL: &str = "app.kubernetes.io/part-of";
+/// The standard `app.kubernetes.io/version` label key.
+pub const APP_VERSION_LABEL: &str = "app.kubernetes.io/version";
+/// The standard `app.kubernetes.io/created-by` label key.
+pub const APP_CREATED_BY_LABEL: &str = "app.kubernetes.io/created-by";
+/// The `app.kubernetes.io/part-of` value of every clusterset component (the charts' Pods,
+/// the hub's objects).
+pub const CLUSTERSET_PART_OF: &str = "clusterset";
 
 /// The standard `kubernetes.io/service-name` EndpointSlice label. Imported slices must not set it
 /// to the exported Service's name (it would double the local endpoints).

@@ -201,8 +201,8 @@ mod tests {
                 namespace: Some("broker".into()),
                 labels: Some(BTreeMap::from([
                     (
-                        "app.kubernetes.io/part-of".to_owned(),
-                        "clusterset".to_owned(),
+                        crate::hub::PART_OF.0.to_owned(),
+                        crate::hub::PART_OF.1.to_owned(),
                     ),
                     (CLUSTER_ID_LABEL.to_owned(), "east".to_owned()),
                 ])),
