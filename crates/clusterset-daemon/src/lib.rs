@@ -1,24 +1,32 @@
 //! What every clusterset daemon (`clusterset-agent`, `mcs-ceph-operator`) shares, so that both
 //! reach their clusters, answer probes, expose metrics and log the same way (`mcsctl` reaches a
-//! cluster through it too):
+//! cluster through it too, without its `server` and `lease` features):
 //! - [`apply`]: server-side apply under a field manager, and deletes that treat "already gone"
 //!   as done (the pure cores decide what to prune);
-//! - [`http`]: `/metrics`, `/healthz` and `/readyz` over HTTP/1.1 for any [`Endpoints`];
+//! - `http` (feature `server`): `/metrics`, `/healthz` and `/readyz` over HTTP/1.1 for any
+//!   `Endpoints`, and the OpenMetrics encoding of a prometheus-client registry;
 //! - [`logging`]: the `--log-format text|json` flag and the subscriber set-up (`RUST_LOG`);
 //! - [`ApiError`]: a failed Kubernetes API call as both daemons tell them apart (a 409 conflict,
 //!   another refusal the API server answered with, or no answer, keeping kube's error as its
 //!   source), [`ErrorChain`] (an error with its causes for a log line), [`object_key`];
 //! - [`shutdown_signal`]: SIGTERM or Ctrl-C, the end of a daemon's run;
 //! - [`Clock`]: the wall clock and tokio's monotonic clock, replaceable in tests;
-//! - [`lease`]: holding a Lease (leader election) with [`kube_lease`]'s rules;
+//! - `lease` (feature `lease`): holding a Lease (leader election) with kube-lease's rules;
 //! - [`kubeconfig`]: reaching a cluster by kubectl's rules, and the `--kubeconfig`, `--context`
 //!   and `-n` flags that `mcsctl` and the daemons flatten.
+//!
+//! Features (both default; the workspace takes the crate without them, so each user names the
+//! ones it uses): `server` (the HTTP server and the metrics encoding: hyper's server and
+//! prometheus-client) and `lease` (the elector, whose leader gauge is a prometheus-client
+//! metric). The command line takes neither, so it links no HTTP server and no metrics registry.
 #![forbid(unsafe_code)]
 
 pub mod apply;
 pub mod clock;
+#[cfg(feature = "server")]
 pub mod http;
 pub mod kubeconfig;
+#[cfg(feature = "lease")]
 pub mod lease;
 pub mod logging;
 pub mod shutdown;
@@ -128,6 +136,7 @@ pub fn object_key<'a>(meta: &'a ObjectMeta, builder: &str) -> Result<(&'a str, &
 pub use clusterset_error_chain::ErrorChain;
 
 pub use clock::Clock;
+#[cfg(feature = "server")]
 pub use http::{Endpoints, MetricsText, ReadinessCheck, encode_metrics, respond, serve};
 pub use logging::{LogFormat, init_logging};
 pub use shutdown::shutdown_signal;

@@ -9,6 +9,8 @@
 //!   workspace dependencies (every normal one; dev-dependencies may be named).
 //! - clusterset-dns's zone model builds without an async runtime, its resolver without its
 //!   server, and its server without its resolver (`cargo tree` per feature set).
+//! - mcsctl links no HTTP server and no metrics registry: it takes clusterset-daemon without
+//!   its `server` and `lease` features (hyper only as kube's client, no prometheus-client).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -247,6 +249,86 @@ fn the_dns_zone_model_needs_no_runtime_and_the_resolver_no_server() {
     assert!(
         server.contains("tokio") && !server.contains("hickory-resolver"),
         "{server:?}"
+    );
+}
+
+/// The features `package`'s build (normal dependencies, its default features) enables on
+/// `dependency`, or `None` when it does not depend on it.
+fn features_of(package: &str, dependency: &str) -> Option<BTreeSet<String>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let args = [
+        "tree",
+        "--locked",
+        "--offline",
+        "-p",
+        package,
+        "-e",
+        "normal",
+        "--prefix",
+        "none",
+        "--format",
+        "{p} {f}",
+    ];
+    let out = std::process::Command::new(cargo)
+        .args(args)
+        .current_dir(workspace_root())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cargo {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| line.split_once(' '))
+        .filter(|(name, _)| *name == dependency)
+        // `name vX.Y.Z [(path)] features`; features are the last word (none: nothing after).
+        .map(|(_, rest)| {
+            let features = rest
+                .trim_end_matches(" (*)")
+                .rsplit(' ')
+                .next()
+                .unwrap_or("");
+            let features = if features.starts_with('v') || features.ends_with(')') {
+                ""
+            } else {
+                features
+            };
+            features
+                .split(',')
+                .filter(|f| !f.is_empty())
+                .map(str::to_owned)
+                .collect::<BTreeSet<String>>()
+        })
+        .reduce(|mut all, more| {
+            all.extend(more);
+            all
+        })
+}
+
+#[test]
+fn the_command_line_links_no_http_server_and_no_metrics_registry() {
+    // clusterset-daemon without its features (what mcsctl takes): the kubeconfig, no server,
+    // no metrics, no elector.
+    let daemon = dependencies_with("clusterset-daemon", "");
+    for server in ["prometheus-client", "kube-lease"] {
+        assert!(
+            !daemon.contains(server),
+            "clusterset-daemon without features depends on {server}"
+        );
+    }
+    // mcsctl: hyper is kube's HTTP client, without its server half; no metrics registry.
+    assert_eq!(
+        features_of("mcsctl", "prometheus-client"),
+        None,
+        "mcsctl links prometheus-client"
+    );
+    let hyper = features_of("mcsctl", "hyper").unwrap_or_default();
+    assert!(
+        hyper.contains("client") && !hyper.contains("server"),
+        "mcsctl links hyper with the features {hyper:?}: the server is the daemons'"
     );
 }
 
