@@ -116,7 +116,8 @@ pub struct LeaderElectionArgs<D: LeaderElectionDefaults> {
     )]
     pub leader_election: bool,
     /// This replica's identity, the holder it writes into the Leases it holds (default: the
-    /// pod's name, else the host name: two replicas never share one).
+    /// pod's name, else the host name, which in a pod is the pod's name too: two pods never
+    /// share one; give two processes on one machine their own).
     #[arg(long, env = "POD_NAME", aliases = D::ALIASES.identity)]
     pub identity: Option<String>,
     /// Name of the leader Lease.
