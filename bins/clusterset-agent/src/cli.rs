@@ -9,17 +9,20 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use clusterset_daemon::Endpoints;
 use clusterset_daemon::kubeconfig::{self, FlagNames, KubeconfigArgs};
-use clusterset_daemon::lease::{Elector, Leadership, LeaseSettings};
+use clusterset_daemon::lease::{
+    ElectionAliases, ElectionEnv, Elector, LeaderElectionArgs, LeaderElectionDefaults, Leadership,
+};
 use clusterset_dns::{DnsServer, ServerConfig, ZoneConfig, ZoneStore};
 use ipnet::IpNet;
 use mcs_controller::EndpointMode;
 use mcs_types::ClusterId;
 use mcs_types::names::Zone;
 
-use clusterset_agent_runtime::http::Readiness;
 use clusterset_agent_runtime::kube_io::{KubeWriter, broker_watches, local_watches};
 use clusterset_agent_runtime::metrics::Metrics;
+use clusterset_agent_runtime::readiness::Readiness;
 use clusterset_agent_runtime::runtime::{Election, Runtime};
 use mcs_controller::broker::SharedRecords;
 use mcs_controller::config::AgentConfig;
@@ -110,15 +113,30 @@ pub enum EndpointModeArg {
 /// Log output format (shared by every clusterset daemon).
 pub use clusterset_daemon::LogFormat;
 
+/// The agent's own side of the leader-election flags every daemon shares: the Lease
+/// `clusterset-agent` and the `CLUSTERSET_LEADER_*` variables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentElection;
+
+impl LeaderElectionDefaults for AgentElection {
+    const LEASE_NAME: &'static str = "clusterset-agent";
+    const ENV: ElectionEnv = ElectionEnv {
+        leader_election: "CLUSTERSET_LEADER_ELECTION",
+        lease_name: "CLUSTERSET_LEADER_LEASE_NAME",
+        lease_duration: "CLUSTERSET_LEADER_LEASE_DURATION_SECONDS",
+        renew_deadline: "CLUSTERSET_LEADER_LEASE_RENEW_DEADLINE_SECONDS",
+        retry_period: "CLUSTERSET_LEADER_LEASE_RETRY_SECONDS",
+    };
+    // The agent's flags had these names already.
+    const ALIASES: ElectionAliases = ElectionAliases::NONE;
+}
+
 /// Flags of `clusterset-agent run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// This cluster's id: a DNS label unique in the clusterset (source-cluster label, DNS names).
     #[arg(long, env = "CLUSTERSET_CLUSTER_ID")]
     pub cluster_id: String,
-    /// This agent instance's identity (holder of the heartbeat Lease); defaults to the pod name.
-    #[arg(long, env = "POD_NAME", default_value = "clusterset-agent")]
-    pub identity: String,
     /// The member cluster: `--kubeconfig FILE` and `--context NAME` (default: `$KUBECONFIG`,
     /// then `~/.kube/config`, then the pod's service account), as kubectl takes them.
     #[command(flatten)]
@@ -203,42 +221,11 @@ pub struct RunArgs {
     /// Address of the HTTP server for /metrics, /healthz and /readyz.
     #[arg(long, env = "CLUSTERSET_HTTP_LISTEN", default_value = "0.0.0.0:9090")]
     pub http_listen: SocketAddr,
-    /// Leader election: every replica watches and serves DNS from its own zone, only the
-    /// holder of the leader Lease decides and writes. Turn it off only for a single replica.
-    #[arg(long, env = "CLUSTERSET_LEADER_ELECTION", default_value_t = true, action = clap::ArgAction::Set)]
-    pub leader_election: bool,
-    /// Name of the leader Lease (in the member cluster).
-    #[arg(
-        long,
-        env = "CLUSTERSET_LEADER_LEASE_NAME",
-        default_value = "clusterset-agent"
-    )]
-    pub leader_lease_name: String,
-    /// Namespace of the leader Lease (default: the pod's namespace, else the kubeconfig's).
-    #[arg(long, env = "POD_NAMESPACE", value_parser = mcs_types::names::namespace_name)]
-    pub leader_lease_namespace: Option<String>,
-    /// Seconds the followers wait after the last renewal they saw before taking the leader
-    /// Lease.
-    #[arg(
-        long,
-        env = "CLUSTERSET_LEADER_LEASE_DURATION_SECONDS",
-        default_value_t = 15
-    )]
-    pub leader_lease_duration_seconds: u64,
-    /// Seconds the leader keeps trying to renew before it stops (less than the duration).
-    #[arg(
-        long,
-        env = "CLUSTERSET_LEADER_LEASE_RENEW_DEADLINE_SECONDS",
-        default_value_t = 10
-    )]
-    pub leader_lease_renew_deadline_seconds: u64,
-    /// Seconds between renewals (and between the followers' checks).
-    #[arg(
-        long,
-        env = "CLUSTERSET_LEADER_LEASE_RETRY_SECONDS",
-        default_value_t = 2
-    )]
-    pub leader_lease_retry_seconds: u64,
+    /// Leader election in the member cluster (every replica watches and serves DNS from its own
+    /// zone, only the holder of the leader Lease decides and writes), and this replica's
+    /// identity, which also holds the cluster's heartbeat Lease on the hub.
+    #[command(flatten)]
+    pub election: LeaderElectionArgs<AgentElection>,
     /// Log format (the level comes from RUST_LOG, default info).
     #[arg(
         long,
@@ -254,7 +241,7 @@ impl RunArgs {
     pub fn agent_config(&self) -> anyhow::Result<AgentConfig> {
         let config = AgentConfig {
             cluster_id: ClusterId::new(&self.cluster_id)?,
-            identity: self.identity.clone(),
+            identity: self.election.identity(),
             broker_namespace: self.broker_namespace.clone(),
             shared_records: match self.shared_records {
                 SharedRecordsArg::Ignore => SharedRecords::Ignore,
@@ -273,27 +260,6 @@ impl RunArgs {
         };
         config.validate()?;
         Ok(config)
-    }
-
-    /// The leader election these flags describe: `None` without election, else the Lease
-    /// `--leader-lease-name` in `--leader-lease-namespace` (or `default_namespace`, the member
-    /// client's) held as `--identity`.
-    pub fn lease_settings(&self, default_namespace: &str) -> anyhow::Result<Option<LeaseSettings>> {
-        if !self.leader_election {
-            return Ok(None);
-        }
-        let namespace = self
-            .leader_lease_namespace
-            .as_deref()
-            .unwrap_or(default_namespace);
-        let settings = LeaseSettings::new(&self.leader_lease_name, namespace, &self.identity)
-            .with_timing(
-                Duration::from_secs(self.leader_lease_duration_seconds),
-                Duration::from_secs(self.leader_lease_renew_deadline_seconds),
-                Duration::from_secs(self.leader_lease_retry_seconds),
-            )
-            .context("set 0 < --leader-lease-retry-seconds < --leader-lease-renew-deadline-seconds < --leader-lease-duration-seconds")?;
-        Ok(Some(settings))
     }
 
     /// The DNS zone settings.
@@ -347,16 +313,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let metrics = Arc::new(Metrics::new());
     let readiness = Arc::new(Readiness::default());
 
-    let listener = tokio::net::TcpListener::bind(args.http_listen)
+    let (_, http) = Endpoints::new(Arc::clone(&metrics), Arc::clone(&readiness))
+        .listen(args.http_listen)
         .await
         .with_context(|| format!("cannot listen on --http-listen {}", args.http_listen))?;
-    // With port 0 the address says which port the system gave.
-    tracing::info!(address = %listener.local_addr()?, "HTTP endpoints listening");
-    let http = tokio::spawn(clusterset_agent_runtime::http::serve(
-        listener,
-        Arc::clone(&metrics),
-        Arc::clone(&readiness),
-    ));
 
     let (zone, dns) = if args.no_dns {
         (None, None)
@@ -380,7 +340,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         shared_records = ?config.shared_records,
         "clusterset agent starting"
     );
-    let (core, election) = match args.lease_settings(local.default_namespace())? {
+    let (core, election) = match args.election.settings(local.default_namespace())? {
         Some(settings) => {
             tracing::info!(
                 lease = %settings.claim.name,
@@ -429,6 +389,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::panic)]
+    use clap::CommandFactory;
+
     use super::*;
 
     fn run_args(extra: &[&str]) -> RunArgs {
@@ -468,7 +430,8 @@ mod tests {
     #[test]
     fn leader_election_is_on_by_default_with_the_pods_namespace_and_client_gos_timing() {
         let settings = run_args(&["--identity", "clusterset-agent-5d8f-abcde"])
-            .lease_settings("clusterset-system")
+            .election
+            .settings("clusterset-system")
             .unwrap()
             .unwrap();
         assert_eq!(settings.claim.name, "clusterset-agent");
@@ -486,7 +449,8 @@ mod tests {
             "--leader-lease-duration-seconds",
             "30",
         ])
-        .lease_settings("clusterset-system")
+        .election
+        .settings("clusterset-system")
         .unwrap()
         .unwrap();
         assert_eq!(
@@ -500,17 +464,82 @@ mod tests {
 
         assert!(
             run_args(&["--leader-election", "false"])
-                .lease_settings("clusterset-system")
+                .election
+                .settings("clusterset-system")
                 .unwrap()
                 .is_none()
         );
     }
 
     #[test]
+    fn one_identity_holds_the_leader_lease_and_the_heartbeat_lease() {
+        let args = run_args(&[
+            "--identity",
+            "clusterset-agent-5d8f-abcde",
+            "--endpoint-mode",
+            "pod-addresses",
+        ]);
+        let settings = args
+            .election
+            .settings("clusterset-system")
+            .unwrap()
+            .unwrap();
+        let config = args.agent_config().unwrap();
+        assert_eq!(config.identity, "clusterset-agent-5d8f-abcde");
+        assert_eq!(settings.claim.identity, config.identity);
+        // Without --identity (and POD_NAME): the host name, never the fixed name of every
+        // replica.
+        let args = run_args(&["--endpoint-mode", "pod-addresses"]);
+        assert_eq!(
+            args.agent_config().unwrap().identity,
+            args.election.identity()
+        );
+        if args.election.identity.is_none() {
+            assert_ne!(args.election.identity(), "clusterset-agent");
+        }
+    }
+
+    #[test]
+    fn the_leader_election_variables_are_the_agent_s() {
+        let command = Cli::command();
+        let run = command.find_subcommand("run").unwrap();
+        let env = |long: &str| {
+            run.get_arguments()
+                .find(|a| a.get_long() == Some(long))
+                .and_then(|a| a.get_env())
+                .map(|e| e.to_string_lossy().into_owned())
+        };
+        for (flag, variable) in [
+            ("leader-election", "CLUSTERSET_LEADER_ELECTION"),
+            ("identity", "POD_NAME"),
+            ("leader-lease-name", "CLUSTERSET_LEADER_LEASE_NAME"),
+            ("leader-lease-namespace", "POD_NAMESPACE"),
+            (
+                "leader-lease-duration-seconds",
+                "CLUSTERSET_LEADER_LEASE_DURATION_SECONDS",
+            ),
+            (
+                "leader-lease-renew-deadline-seconds",
+                "CLUSTERSET_LEADER_LEASE_RENEW_DEADLINE_SECONDS",
+            ),
+            (
+                "leader-lease-retry-seconds",
+                "CLUSTERSET_LEADER_LEASE_RETRY_SECONDS",
+            ),
+        ] {
+            assert_eq!(env(flag).as_deref(), Some(variable), "--{flag}");
+        }
+    }
+
+    #[test]
     fn leader_election_flags_that_cannot_work_are_refused_with_the_fix() {
-        let error = run_args(&["--leader-lease-renew-deadline-seconds", "20"])
-            .lease_settings("clusterset-system")
-            .unwrap_err();
+        // As `run` reports it (anyhow, with its source).
+        let error = anyhow::Error::from(
+            run_args(&["--leader-lease-renew-deadline-seconds", "20"])
+                .election
+                .settings("clusterset-system")
+                .unwrap_err(),
+        );
         assert_eq!(
             format!("{error:#}"),
             "set 0 < --leader-lease-retry-seconds < --leader-lease-renew-deadline-seconds < --leader-lease-duration-seconds: leader election needs retry period < renew deadline < Lease duration, all above zero; got retry period 2s, renew deadline 20s, duration 15s"

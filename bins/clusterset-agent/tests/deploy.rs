@@ -409,11 +409,11 @@ fn the_environment_the_chart_sets_is_the_agent_s_flags() {
                 .as_str()
                 .unwrap_or("clusterset-broker")
         );
-        assert_eq!(run.identity, "from-metadata.name");
+        assert_eq!(run.election.identity(), "from-metadata.name");
         // Leader election as the values say, on the Lease the Role grants, in the pod's
         // namespace.
         let election = &values["leaderElection"];
-        let settings = run.lease_settings("not-the-pods-namespace").unwrap();
+        let settings = run.election.settings("not-the-pods-namespace").unwrap();
         if election["enabled"] == false {
             assert!(settings.is_none());
             continue;

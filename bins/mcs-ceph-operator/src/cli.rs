@@ -11,7 +11,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use clusterset_dns::{HickoryClustersetResolver, ResolverSettings};
 
 use clusterset_daemon::kubeconfig::{ConnectError, KubeconfigArgs};
-use clusterset_daemon::lease::LeaseSettings;
+use clusterset_daemon::lease::{
+    ElectionAliases, ElectionEnv, ElectionFlagsError, LeaderElectionArgs, LeaderElectionDefaults,
+};
 use mcs_ceph_core::config::{Config, GlobalIpSource, RetryPolicy};
 use mcs_ceph_runtime::kube_io::KubeApi;
 use mcs_ceph_runtime::runtime::{self, RunOptions};
@@ -54,6 +56,31 @@ pub enum SourceArg {
 
 /// Log output format (shared by every clusterset daemon).
 pub use clusterset_daemon::LogFormat;
+
+/// The operator's own side of the leader-election flags every daemon shares: the Lease
+/// `mcs-ceph-operator`, its `MCS_CEPH_*` variables (today's names, so that deployments that set
+/// them keep working), and the names its flags had before as hidden aliases.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperatorElection;
+
+impl LeaderElectionDefaults for OperatorElection {
+    const LEASE_NAME: &'static str = "mcs-ceph-operator";
+    const ENV: ElectionEnv = ElectionEnv {
+        leader_election: "MCS_CEPH_LEADER_ELECTION",
+        lease_name: "MCS_CEPH_LEASE_NAME",
+        lease_duration: "MCS_CEPH_LEASE_DURATION_SECONDS",
+        renew_deadline: "MCS_CEPH_LEASE_RENEW_DEADLINE_SECONDS",
+        retry_period: "MCS_CEPH_LEASE_RETRY_SECONDS",
+    };
+    const ALIASES: ElectionAliases = ElectionAliases {
+        identity: &["instance"],
+        lease_name: &["lease-name"],
+        lease_namespace: &["lease-namespace"],
+        lease_duration: &["lease-duration-seconds"],
+        renew_deadline: &["lease-renew-deadline-seconds"],
+        retry_period: &["lease-retry-seconds"],
+    };
+}
 
 /// Flags of `mcs-ceph-operator run`.
 #[derive(Debug, Args)]
@@ -124,33 +151,10 @@ pub struct RunArgs {
     /// Address of `/metrics`, `/healthz` and `/readyz`.
     #[arg(long, env = "MCS_CEPH_LISTEN", default_value = "0.0.0.0:8080")]
     pub listen: SocketAddr,
-    /// This instance's name in Events and its identity in the leader Lease (the pod name;
-    /// default: the host name).
-    #[arg(long, env = "POD_NAME")]
-    pub instance: Option<String>,
-    /// Leader election: every replica watches, only the holder of the Lease writes. Turn it off
-    /// only for a single replica.
-    #[arg(long, env = "MCS_CEPH_LEADER_ELECTION", default_value_t = true, action = clap::ArgAction::Set)]
-    pub leader_election: bool,
-    /// Name of the leader Lease.
-    #[arg(long, env = "MCS_CEPH_LEASE_NAME", default_value = "mcs-ceph-operator")]
-    pub lease_name: String,
-    /// Namespace of the leader Lease (default: the pod's namespace).
-    #[arg(long, env = "POD_NAMESPACE")]
-    pub lease_namespace: Option<String>,
-    /// Seconds the followers wait after the last renewal they saw before taking the Lease.
-    #[arg(long, env = "MCS_CEPH_LEASE_DURATION_SECONDS", default_value_t = 15)]
-    pub lease_duration_seconds: u64,
-    /// Seconds the leader keeps trying to renew before it stops (less than the duration).
-    #[arg(
-        long,
-        env = "MCS_CEPH_LEASE_RENEW_DEADLINE_SECONDS",
-        default_value_t = 10
-    )]
-    pub lease_renew_deadline_seconds: u64,
-    /// Seconds between renewals (and between the followers' checks).
-    #[arg(long, env = "MCS_CEPH_LEASE_RETRY_SECONDS", default_value_t = 2)]
-    pub lease_retry_seconds: u64,
+    /// Leader election (every replica watches, only the holder of the Lease writes), and this
+    /// replica's identity, which is also the reporting instance of its Events.
+    #[command(flatten)]
+    pub election: LeaderElectionArgs<OperatorElection>,
     /// Replace mons that advertise cluster IPs with mons on their global IPs, one at a time
     /// with full quorum, for the CephClusters annotated `clusterset.io/mon-migration=enabled`
     /// (once Rook's mon health check is off). Needs read access to Rook's `rook-ceph-mon`
@@ -188,26 +192,6 @@ impl RunArgs {
         }
     }
 
-    /// The leader election these flags describe: `None` without election, else the Lease in
-    /// `--lease-namespace` (or `default_namespace`, the client's) held as `--instance` (or the
-    /// host name).
-    pub fn lease_settings(
-        &self,
-        default_namespace: &str,
-    ) -> Result<Option<LeaseSettings>, CliError> {
-        if !self.leader_election {
-            return Ok(None);
-        }
-        let identity = self.instance.clone().unwrap_or_else(host_name);
-        let namespace = self.lease_namespace.as_deref().unwrap_or(default_namespace);
-        let settings = LeaseSettings::new(&self.lease_name, namespace, &identity).with_timing(
-            Duration::from_secs(self.lease_duration_seconds),
-            Duration::from_secs(self.lease_renew_deadline_seconds),
-            Duration::from_secs(self.lease_retry_seconds),
-        )?;
-        Ok(Some(settings))
-    }
-
     /// The resolver settings these flags describe.
     pub fn resolver_settings(&self) -> ResolverSettings {
         ResolverSettings {
@@ -231,27 +215,15 @@ pub enum CliError {
     /// The runtime failed.
     #[error(transparent)]
     Run(#[from] runtime::RunError),
-    /// The leader election timings do not nest.
-    #[error(
-        "set 0 < --lease-retry-seconds < --lease-renew-deadline-seconds < --lease-duration-seconds"
-    )]
-    LeaseTiming(#[from] clusterset_daemon::lease::LeaseTimingError),
+    /// The leader election timings do not nest (the message names the fix).
+    #[error(transparent)]
+    LeaseTiming(#[from] ElectionFlagsError),
     /// The CRD could not be generated from the status types.
     #[error(transparent)]
     Crd(#[from] mcs_types::crd::CrdError),
     /// The CRD could not be rendered.
     #[error("cannot render the CRD as YAML: {0}")]
     Yaml(String),
-}
-
-/// The host name (`HOSTNAME`, else the kernel's), for the Lease identity outside a pod.
-fn host_name() -> String {
-    std::env::var("HOSTNAME")
-        .ok()
-        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
-        .map(|name| name.trim().to_owned())
-        .filter(|name| !name.is_empty())
-        .unwrap_or_else(|| format!("mcs-ceph-operator-{}", std::process::id()))
 }
 
 /// The CRD as YAML.
@@ -268,10 +240,10 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         .map_err(CliError::Connect)?
         .client;
     let resolver = HickoryClustersetResolver::new(args.resolver_settings())?;
-    let election = args.lease_settings(client.default_namespace())?;
+    let election = args.election.settings(client.default_namespace())?;
     let options = RunOptions {
         config: args.config(),
-        api: Arc::new(KubeApi::new(client.clone(), args.instance.clone())),
+        api: Arc::new(KubeApi::new(client.clone(), Some(args.election.identity()))),
         resolver: Arc::new(resolver),
         listen: args.listen,
         lookup_concurrency: args.lookup_concurrency.max(1),
@@ -295,6 +267,10 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+    use clap::CommandFactory;
+    use clusterset_daemon::ErrorChain;
+    use clusterset_daemon::lease::LeaseSettings;
+
     use super::*;
 
     /// The flags of `mcs-ceph-operator run` followed by `extra`.
@@ -345,16 +321,22 @@ mod tests {
 
     #[test]
     fn leader_election_is_on_by_default_in_the_pod_namespace() {
-        let parse = |extra: &[&str]| run_args(&[&["--instance", "op-0"], extra].concat());
-        let settings = parse(&[]).lease_settings("ops").unwrap().unwrap();
+        let parse = |extra: &[&str]| run_args(&[&["--identity", "op-0"], extra].concat());
+        let settings = parse(&[]).election.settings("ops").unwrap().unwrap();
         assert_eq!(
             settings,
             LeaseSettings::new("mcs-ceph-operator", "ops", "op-0")
         );
-        let settings = parse(&["--lease-name", "l", "--lease-namespace", "other"])
-            .lease_settings("ops")
-            .unwrap()
-            .unwrap();
+        let settings = parse(&[
+            "--leader-lease-name",
+            "l",
+            "--leader-lease-namespace",
+            "other",
+        ])
+        .election
+        .settings("ops")
+        .unwrap()
+        .unwrap();
         assert_eq!(
             (
                 settings.claim.name.as_str(),
@@ -364,14 +346,79 @@ mod tests {
         );
         assert_eq!(
             parse(&["--leader-election=false"])
-                .lease_settings("ops")
+                .election
+                .settings("ops")
                 .unwrap(),
             None
         );
-        assert!(matches!(
-            parse(&["--lease-renew-deadline-seconds", "20"]).lease_settings("ops"),
-            Err(CliError::LeaseTiming(_))
-        ));
+        let error = parse(&["--leader-lease-renew-deadline-seconds", "20"])
+            .election
+            .settings("ops")
+            .unwrap_err();
+        assert!(
+            ErrorChain(&CliError::from(error))
+                .to_string()
+                .starts_with("set 0 < --leader-lease-retry-seconds < "),
+        );
+    }
+
+    #[test]
+    fn the_flags_of_earlier_releases_still_work() {
+        let old = run_args(&[
+            "--instance=op-1",
+            "--lease-name=l",
+            "--lease-namespace=other",
+            "--lease-duration-seconds=30",
+            "--lease-renew-deadline-seconds=20",
+            "--lease-retry-seconds=5",
+        ]);
+        let new = run_args(&[
+            "--identity=op-1",
+            "--leader-lease-name=l",
+            "--leader-lease-namespace=other",
+            "--leader-lease-duration-seconds=30",
+            "--leader-lease-renew-deadline-seconds=20",
+            "--leader-lease-retry-seconds=5",
+        ]);
+        assert_eq!(old.election, new.election);
+        assert_eq!(old.election.identity(), "op-1");
+        // Hidden: the help names each flag once.
+        let help = Cli::command()
+            .find_subcommand_mut("run")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        assert!(!help.contains("--instance"), "{help}");
+        assert!(!help.contains("--lease-name"), "{help}");
+    }
+
+    #[test]
+    fn the_leader_election_variables_are_the_operator_s() {
+        let command = Cli::command();
+        let run = command.find_subcommand("run").unwrap();
+        let env = |long: &str| {
+            run.get_arguments()
+                .find(|a| a.get_long() == Some(long))
+                .and_then(|a| a.get_env())
+                .map(|e| e.to_string_lossy().into_owned())
+        };
+        for (flag, variable) in [
+            ("leader-election", "MCS_CEPH_LEADER_ELECTION"),
+            ("identity", "POD_NAME"),
+            ("leader-lease-name", "MCS_CEPH_LEASE_NAME"),
+            ("leader-lease-namespace", "POD_NAMESPACE"),
+            (
+                "leader-lease-duration-seconds",
+                "MCS_CEPH_LEASE_DURATION_SECONDS",
+            ),
+            (
+                "leader-lease-renew-deadline-seconds",
+                "MCS_CEPH_LEASE_RENEW_DEADLINE_SECONDS",
+            ),
+            ("leader-lease-retry-seconds", "MCS_CEPH_LEASE_RETRY_SECONDS"),
+        ] {
+            assert_eq!(env(flag).as_deref(), Some(variable), "--{flag}");
+        }
     }
 
     #[test]

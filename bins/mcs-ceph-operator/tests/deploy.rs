@@ -209,7 +209,11 @@ fn the_deployment_is_two_locked_down_replicas_with_leader_election_and_probes() 
         panic!("the container runs the operator");
     };
     // The Lease namespace is the pod's (POD_NAMESPACE; the client's namespace stands in here).
-    let lease = args.lease_settings("mcs-ceph-operator").unwrap().unwrap();
+    let lease = args
+        .election
+        .settings("mcs-ceph-operator")
+        .unwrap()
+        .unwrap();
     assert_eq!(
         lease.claim.name, "mcs-ceph-operator",
         "the name the Role grants"

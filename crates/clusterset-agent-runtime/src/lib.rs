@@ -9,14 +9,16 @@
 //! Layout (linkerd's policy-controller shape): the decisions are in the pure crate
 //! [`mcs_controller`] ([`AgentCore`](mcs_controller::AgentCore), a sans-IO index fed by watch
 //! events and producing [`Write`](mcs_controller::Write)s); this crate is its kube shell:
-//! [`kube_io`] (watches in, converted to the core's events, and server-side-apply writes out),
-//! [`runtime`] (drives the core with them, keeps the DNS zone current), [`http`] and
-//! [`metrics`]. The binary `bins/clusterset-agent` parses the flags and wires these together.
+//! [`kube_io`] (watches in, converted to the core's events, and server-side-apply writes out;
+//! the watches retry with [`clusterset_daemon::watch::WatchBackoff`]), [`runtime`] (drives the
+//! core with them, keeps the DNS zone current), [`metrics`] and [`readiness`], which
+//! `/metrics` and `/readyz` serve ([`clusterset_daemon::Endpoints`], both daemons' HTTP
+//! endpoints). The binary `bins/clusterset-agent` parses the flags and wires these together.
 //! The broker CRD is generated from its type ([`mcs_controller::crd::export_record_crd`]).
 #![forbid(unsafe_code)]
 #![recursion_limit = "256"]
 
-pub mod http;
 pub mod kube_io;
 pub mod metrics;
+pub mod readiness;
 pub mod runtime;

@@ -313,6 +313,13 @@ impl Metrics {
     }
 }
 
+/// What `/metrics` serves ([`clusterset_daemon::Endpoints`]).
+impl clusterset_daemon::MetricsText for Metrics {
+    fn metrics_text(&self) -> String {
+        self.encode()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use clusterset_dns::Rcode;

@@ -21,9 +21,9 @@ use futures::{FutureExt, Stream, StreamExt};
 use mcs_types::ServiceKey;
 use tracing::{Instrument, Span};
 
-use crate::http::Readiness;
 use crate::kube_io::{AgentWriter, Feed, WriteError};
 use crate::metrics::Metrics;
+use crate::readiness::Readiness;
 use mcs_controller::broker::Heartbeat;
 use mcs_controller::core::{AgentCore, Input, Side, ZoneChange};
 use mcs_controller::watch::Event;

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use clusterset_agent_runtime::http::Readiness;
 use clusterset_agent_runtime::kube_io::{AgentWriter, Feed, WriteError};
 use clusterset_agent_runtime::metrics::Metrics;
+use clusterset_agent_runtime::readiness::Readiness;
 use clusterset_agent_runtime::runtime::Runtime;
 use clusterset_dns::{DnsServer, ServerConfig, ZoneConfig, ZoneStore};
 use clusterset_sim::Simulation;

@@ -14,11 +14,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use clusterset_agent_runtime::http::Readiness;
 use clusterset_agent_runtime::kube_io::{
     AgentWriter, Feed, WriteError, broker_watches, local_watches,
 };
 use clusterset_agent_runtime::metrics::Metrics;
+use clusterset_agent_runtime::readiness::Readiness;
 use clusterset_agent_runtime::runtime::Runtime;
 use clusterset_dns::wire::{Transport, answer};
 use clusterset_dns::{Rcode, ZoneConfig, ZoneStore};

@@ -14,9 +14,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use clusterset_agent_runtime::http::Readiness;
 use clusterset_agent_runtime::kube_io::{AgentWriter, Feed, WriteError};
 use clusterset_agent_runtime::metrics::Metrics;
+use clusterset_agent_runtime::readiness::Readiness;
 use clusterset_agent_runtime::runtime::{Election, Runtime, Stopped};
 use clusterset_daemon::Clock;
 use clusterset_daemon::lease::{Elector, Leadership, LeaseSettings};

@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use clusterset_agent_runtime::http::Readiness;
 use clusterset_agent_runtime::kube_io::{AgentWriter, Feed, WriteError};
 use clusterset_agent_runtime::metrics::Metrics;
+use clusterset_agent_runtime::readiness::Readiness;
 use clusterset_agent_runtime::runtime::{Clock, Runtime};
 use clusterset_sim::{self as sim, Simulation};
 use clusterset_trace_capture::Capture;

@@ -1,7 +1,9 @@
-//! `/metrics`, `/healthz` and `/readyz` over HTTP/1.1 (hyper, already in kube's graph).
+//! `/metrics`, `/healthz` and `/readyz` over HTTP/1.1 (hyper, already in kube's graph): the
+//! one HTTP server of every daemon.
 //!
-//! A daemon implements [`Endpoints`] (its metrics text and its readiness) and runs [`serve`] on
-//! a listener; [`respond`] is the pure part, for tests.
+//! A daemon implements [`MetricsText`] on its metrics and [`ReadinessCheck`] on its readiness,
+//! and serves the pair as [`Endpoints`] ([`Endpoints::listen`]); [`Endpoints::respond`] is the
+//! pure part, for tests.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -15,18 +17,11 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
 
 /// The content type of `/metrics`.
 pub const OPENMETRICS_CONTENT_TYPE: &str =
     "application/openmetrics-text; version=1.0.0; charset=utf-8";
-
-/// What a daemon exposes over HTTP.
-pub trait Endpoints: Send + Sync + 'static {
-    /// The metrics in the OpenMetrics text format (see [`encode_metrics`]).
-    fn metrics_text(&self) -> String;
-    /// `Ok` when ready to serve, else what is still awaited (shown in the `/readyz` body).
-    fn readiness(&self) -> Result<(), String>;
-}
 
 /// A daemon's metrics, as `/metrics` serves them.
 pub trait MetricsText: Send + Sync + 'static {
@@ -36,19 +31,21 @@ pub trait MetricsText: Send + Sync + 'static {
 
 /// A daemon's readiness, as `/readyz` reports it.
 pub trait ReadinessCheck: Send + Sync + 'static {
-    /// `Ok` when ready to serve, else what is still awaited.
+    /// `Ok` when ready to serve, else what is still awaited (the `/readyz` body).
     fn readiness(&self) -> Result<(), String>;
 }
 
-/// A daemon's metrics and its readiness are its endpoints: each daemon implements the two
-/// halves on its own types and serves the pair.
-impl<M: MetricsText, R: ReadinessCheck> Endpoints for (Arc<M>, Arc<R>) {
-    fn metrics_text(&self) -> String {
-        self.0.metrics_text()
-    }
+/// What a daemon serves over HTTP: `/metrics` from its metrics, `/healthz`, and `/readyz` from
+/// its readiness. Cheap to clone (both are shared).
+#[derive(Clone)]
+pub struct Endpoints {
+    metrics: Arc<dyn MetricsText>,
+    readiness: Arc<dyn ReadinessCheck>,
+}
 
-    fn readiness(&self) -> Result<(), String> {
-        self.1.readiness()
+impl std::fmt::Debug for Endpoints {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoints").finish_non_exhaustive()
     }
 }
 
@@ -66,67 +63,89 @@ fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
     response
 }
 
-/// The response to one request: `GET /metrics`, `/healthz` (always ok while the process
-/// answers), `/readyz` (503 with what is awaited until ready); 405 for other methods, 404 with
-/// the valid paths otherwise.
-///
-/// ```
-/// use clusterset_daemon::{Endpoints, respond};
-///
-/// struct Starting;
-/// impl Endpoints for Starting {
-///     fn metrics_text(&self) -> String { String::new() }
-///     fn readiness(&self) -> Result<(), String> { Err("waiting for the caches".into()) }
-/// }
-///
-/// let request = http::Request::get("/readyz").body(()).unwrap();
-/// assert_eq!(respond(&request, &Starting).status(), http::StatusCode::SERVICE_UNAVAILABLE);
-/// ```
-pub fn respond<E: Endpoints + ?Sized>(
-    request: &Request<impl Sized>,
-    endpoints: &E,
-) -> Response<Full<Bytes>> {
-    if request.method() != Method::GET {
-        return text(StatusCode::METHOD_NOT_ALLOWED, "use GET\n".into());
+impl Endpoints {
+    /// The endpoints of a daemon with these metrics and this readiness.
+    pub fn new(metrics: Arc<impl MetricsText>, readiness: Arc<impl ReadinessCheck>) -> Self {
+        Self { metrics, readiness }
     }
-    match request.uri().path() {
-        "/metrics" => {
-            let mut response = text(StatusCode::OK, endpoints.metrics_text());
-            response.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static(OPENMETRICS_CONTENT_TYPE),
-            );
-            response
-        }
-        "/healthz" => text(StatusCode::OK, "ok\n".into()),
-        "/readyz" => match endpoints.readiness() {
-            Ok(()) => text(StatusCode::OK, "ready\n".into()),
-            Err(waiting) => text(StatusCode::SERVICE_UNAVAILABLE, format!("{waiting}\n")),
-        },
-        other => text(
-            StatusCode::NOT_FOUND,
-            format!("{other} not found: try /metrics, /healthz or /readyz\n"),
-        ),
-    }
-}
 
-/// Serves [`respond`] on `listener` until the task is dropped (or accepting fails).
-pub async fn serve<E: Endpoints>(listener: TcpListener, endpoints: Arc<E>) -> std::io::Result<()> {
-    loop {
-        let (stream, peer): (_, SocketAddr) = listener.accept().await?;
-        let endpoints = Arc::clone(&endpoints);
-        tokio::spawn(async move {
-            let service = service_fn(move |request: Request<Incoming>| {
-                let response = respond(&request, endpoints.as_ref());
-                async move { Ok::<_, Infallible>(response) }
-            });
-            if let Err(e) = http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await
-            {
-                tracing::debug!(error = %crate::ErrorChain(&e), %peer, "HTTP connection ended");
+    /// The response to one request: `GET /metrics`, `/healthz` (always ok while the process
+    /// answers), `/readyz` (503 with what is awaited until ready); 405 for other methods, 404
+    /// with the valid paths otherwise.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use clusterset_daemon::{Endpoints, MetricsText, ReadinessCheck};
+    ///
+    /// struct Starting;
+    /// impl MetricsText for Starting {
+    ///     fn metrics_text(&self) -> String { String::new() }
+    /// }
+    /// impl ReadinessCheck for Starting {
+    ///     fn readiness(&self) -> Result<(), String> { Err("waiting for the caches".into()) }
+    /// }
+    ///
+    /// let endpoints = Endpoints::new(Arc::new(Starting), Arc::new(Starting));
+    /// let request = http::Request::get("/readyz").body(()).unwrap();
+    /// assert_eq!(endpoints.respond(&request).status(), http::StatusCode::SERVICE_UNAVAILABLE);
+    /// ```
+    pub fn respond(&self, request: &Request<impl Sized>) -> Response<Full<Bytes>> {
+        if request.method() != Method::GET {
+            return text(StatusCode::METHOD_NOT_ALLOWED, "use GET\n".into());
+        }
+        match request.uri().path() {
+            "/metrics" => {
+                let mut response = text(StatusCode::OK, self.metrics.metrics_text());
+                response.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static(OPENMETRICS_CONTENT_TYPE),
+                );
+                response
             }
-        });
+            "/healthz" => text(StatusCode::OK, "ok\n".into()),
+            "/readyz" => match self.readiness.readiness() {
+                Ok(()) => text(StatusCode::OK, "ready\n".into()),
+                Err(waiting) => text(StatusCode::SERVICE_UNAVAILABLE, format!("{waiting}\n")),
+            },
+            other => text(
+                StatusCode::NOT_FOUND,
+                format!("{other} not found: try /metrics, /healthz or /readyz\n"),
+            ),
+        }
+    }
+
+    /// Serves [`respond`](Self::respond) on `listener` until the task is dropped (or accepting
+    /// fails).
+    pub async fn serve(self, listener: TcpListener) -> std::io::Result<()> {
+        loop {
+            let (stream, peer): (_, SocketAddr) = listener.accept().await?;
+            let endpoints = self.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |request: Request<Incoming>| {
+                    let response = endpoints.respond(&request);
+                    async move { Ok::<_, Infallible>(response) }
+                });
+                if let Err(e) = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await
+                {
+                    tracing::debug!(error = %crate::ErrorChain(&e), %peer, "HTTP connection ended");
+                }
+            });
+        }
+    }
+
+    /// Binds `address` and [`serve`](Self::serve)s there from a spawned task (abort it to
+    /// stop), logging the address bound (with port 0, the port the system gave). Fails only
+    /// when `address` cannot be bound.
+    pub async fn listen(
+        self,
+        address: SocketAddr,
+    ) -> std::io::Result<(SocketAddr, JoinHandle<std::io::Result<()>>)> {
+        let listener = TcpListener::bind(address).await?;
+        let bound = listener.local_addr()?;
+        tracing::info!(address = %bound, "HTTP endpoints listening");
+        Ok((bound, tokio::spawn(self.serve(listener))))
     }
 }
 
@@ -141,29 +160,32 @@ mod tests {
 
     use super::*;
 
-    struct Daemon {
+    struct Metrics {
         registry: Registry,
         requests: Counter,
-        ready: AtomicBool,
     }
 
-    impl Daemon {
+    impl Metrics {
         fn new() -> Self {
             let mut registry = Registry::with_prefix("test_daemon");
             let requests = Counter::default();
             registry.register("requests", "Requests handled", requests.clone());
-            Self {
-                registry,
-                requests,
-                ready: AtomicBool::new(false),
-            }
+            Self { registry, requests }
         }
     }
 
-    impl Endpoints for Daemon {
+    impl MetricsText for Metrics {
         fn metrics_text(&self) -> String {
             encode_metrics(&self.registry)
         }
+    }
+
+    #[derive(Default)]
+    struct Readiness {
+        ready: AtomicBool,
+    }
+
+    impl ReadinessCheck for Readiness {
         fn readiness(&self) -> Result<(), String> {
             if self.ready.load(Ordering::Relaxed) {
                 Ok(())
@@ -173,13 +195,17 @@ mod tests {
         }
     }
 
-    async fn get(daemon: &Daemon, method: Method, path: &str) -> (StatusCode, String, String) {
+    async fn get(
+        endpoints: &Endpoints,
+        method: Method,
+        path: &str,
+    ) -> (StatusCode, String, String) {
         let request = Request::builder()
             .method(method)
             .uri(path)
             .body(())
             .unwrap();
-        let response = respond(&request, daemon);
+        let response = endpoints.respond(&request);
         let status = response.status();
         let content_type = response
             .headers()
@@ -196,37 +222,41 @@ mod tests {
 
     #[tokio::test]
     async fn each_path_answers_as_a_kubernetes_probe_and_prometheus_expect() {
-        let daemon = Daemon::new();
-        let (status, body, _) = get(&daemon, Method::GET, "/readyz").await;
+        let (metrics, readiness) = (Arc::new(Metrics::new()), Arc::new(Readiness::default()));
+        let endpoints = Endpoints::new(Arc::clone(&metrics), Arc::clone(&readiness));
+        let (status, body, _) = get(&endpoints, Method::GET, "/readyz").await;
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(body, "waiting for the caches to sync\n");
-        assert_eq!(
-            get(&daemon, Method::GET, "/healthz").await.0,
-            StatusCode::OK
-        );
-        daemon.ready.store(true, Ordering::Relaxed);
-        assert_eq!(get(&daemon, Method::GET, "/readyz").await.0, StatusCode::OK);
-        daemon.requests.inc();
-        let (status, body, content_type) = get(&daemon, Method::GET, "/metrics").await;
+        let (status, body, _) = get(&endpoints, Method::GET, "/healthz").await;
+        assert_eq!((status, body.as_str()), (StatusCode::OK, "ok\n"));
+        readiness.ready.store(true, Ordering::Relaxed);
+        let (status, body, _) = get(&endpoints, Method::GET, "/readyz").await;
+        assert_eq!((status, body.as_str()), (StatusCode::OK, "ready\n"));
+        metrics.requests.inc();
+        let (status, body, content_type) = get(&endpoints, Method::GET, "/metrics").await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(content_type, OPENMETRICS_CONTENT_TYPE);
         assert!(body.contains("test_daemon_requests_total 1"), "{body}");
-        let (status, body, _) = get(&daemon, Method::GET, "/nope").await;
+        let (status, body, _) = get(&endpoints, Method::GET, "/nope").await;
         assert_eq!(status, StatusCode::NOT_FOUND);
-        assert!(body.contains("/metrics, /healthz or /readyz"), "{body}");
+        assert_eq!(body, "/nope not found: try /metrics, /healthz or /readyz\n");
+        let (status, body, _) = get(&endpoints, Method::POST, "/metrics").await;
         assert_eq!(
-            get(&daemon, Method::POST, "/metrics").await.0,
-            StatusCode::METHOD_NOT_ALLOWED
+            (status, body.as_str()),
+            (StatusCode::METHOD_NOT_ALLOWED, "use GET\n")
         );
     }
 
     #[tokio::test]
-    async fn serves_over_tcp_on_loopback() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = listener.local_addr().unwrap();
-        let daemon = Arc::new(Daemon::new());
-        daemon.ready.store(true, Ordering::Relaxed);
-        let server = tokio::spawn(serve(listener, Arc::clone(&daemon)));
+    async fn listens_over_tcp_on_loopback_until_aborted() {
+        let readiness = Arc::new(Readiness::default());
+        readiness.ready.store(true, Ordering::Relaxed);
+        let endpoints = Endpoints::new(Arc::new(Metrics::new()), readiness);
+        let (address, server) = endpoints
+            .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await
+            .unwrap();
+        assert_ne!(address.port(), 0, "the port the system gave");
         let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
         stream
             .write_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
@@ -237,5 +267,14 @@ mod tests {
         assert!(reply.starts_with("HTTP/1.1 200 OK"), "{reply}");
         assert!(reply.ends_with("ready\n"), "{reply}");
         server.abort();
+    }
+
+    #[tokio::test]
+    async fn an_address_in_use_is_an_error() {
+        let taken = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = taken.local_addr().unwrap();
+        let endpoints = Endpoints::new(Arc::new(Metrics::new()), Arc::new(Readiness::default()));
+        let error = endpoints.listen(address).await.unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::AddrInUse);
     }
 }

@@ -1,24 +1,29 @@
 //! What every clusterset daemon (`clusterset-agent`, `mcs-ceph-operator`) shares, so that both
 //! reach their clusters, answer probes, expose metrics and log the same way (`mcsctl` reaches a
-//! cluster through it too, without its `server` and `lease` features):
+//! cluster through it too, without its `server`, `lease` and `watch` features):
 //! - [`apply`]: server-side apply under a field manager, and deletes that treat "already gone"
 //!   as done (the pure cores decide what to prune);
-//! - `http` (feature `server`): `/metrics`, `/healthz` and `/readyz` over HTTP/1.1 for any
-//!   `Endpoints`, and the OpenMetrics encoding of a prometheus-client registry;
+//! - `http` (feature `server`): `/metrics`, `/healthz` and `/readyz` over HTTP/1.1, the one
+//!   `Endpoints` type both daemons serve (each supplies its metrics text and its readiness),
+//!   and the OpenMetrics encoding of a prometheus-client registry;
 //! - [`logging`]: the `--log-format text|json` flag and the subscriber set-up (`RUST_LOG`);
 //! - [`ApiError`]: a failed Kubernetes API call as both daemons tell them apart (a 409 conflict,
 //!   another refusal the API server answered with, or no answer, keeping kube's error as its
 //!   source), [`ErrorChain`] (an error with its causes for a log line), [`object_key`];
 //! - [`shutdown_signal`]: SIGTERM or Ctrl-C, the end of a daemon's run;
 //! - [`Clock`]: the wall clock and tokio's monotonic clock, replaceable in tests;
-//! - `lease` (feature `lease`): holding a Lease (leader election) with kube-lease's rules;
+//! - `lease` (feature `lease`): holding a Lease (leader election) with kube-lease's rules, and
+//!   the leader-election flags both daemons flatten (`LeaderElectionArgs`: one set of names,
+//!   one identity rule, one check of the timing);
+//! - `watch` (feature `watch`): `WatchBackoff`, how both daemons' watches retry;
 //! - [`kubeconfig`]: reaching a cluster by kubectl's rules, and the `--kubeconfig`, `--context`
 //!   and `-n` flags that `mcsctl` and the daemons flatten.
 //!
-//! Features (both default; the workspace takes the crate without them, so each user names the
+//! Features (all default; the workspace takes the crate without them, so each user names the
 //! ones it uses): `server` (the HTTP server and the metrics encoding: hyper's server and
-//! prometheus-client) and `lease` (the elector, whose leader gauge is a prometheus-client
-//! metric). The command line takes neither, so it links no HTTP server and no metrics registry.
+//! prometheus-client), `lease` (the elector, whose leader gauge is a prometheus-client metric,
+//! and its flags) and `watch` (the watch backoff: kube-runtime). The command line takes none,
+//! so it links no HTTP server and no metrics registry.
 #![forbid(unsafe_code)]
 
 pub mod apply;
@@ -30,6 +35,8 @@ pub mod kubeconfig;
 pub mod lease;
 pub mod logging;
 pub mod shutdown;
+#[cfg(feature = "watch")]
+pub mod watch;
 
 use std::sync::Arc;
 
@@ -137,6 +144,6 @@ pub use clusterset_error_chain::ErrorChain;
 
 pub use clock::Clock;
 #[cfg(feature = "server")]
-pub use http::{Endpoints, MetricsText, ReadinessCheck, encode_metrics, respond, serve};
+pub use http::{Endpoints, MetricsText, ReadinessCheck, encode_metrics};
 pub use logging::{LogFormat, init_logging};
 pub use shutdown::shutdown_signal;

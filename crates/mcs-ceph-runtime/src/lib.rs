@@ -20,22 +20,24 @@
 //! - shell: [`kube_io`] carries out writes with server-side apply and publishes Events;
 //!   [`reconciler`] wires a snapshot from synced caches, the decision, the writes and the
 //!   lookups ([`clusterset_dns::ClustersetResolver`]) into one reconcile; [`runtime`] runs the
-//!   watches and the kube-runtime applier;
+//!   watches (retried with [`clusterset_daemon::watch::WatchBackoff`], the agent's too) and the
+//!   kube-runtime applier;
 //! - leader election over a `coordination.k8s.io/v1` Lease ([`clusterset_daemon::lease`], with
 //!   [`kube_lease`]'s rules, shared with the agent); every replica watches, only the holder runs
 //!   the applier;
 //! - [`mon_migration`]: the ports of [`mon_failover`] on Kubernetes (mon runtime, state in the
 //!   status object, `ceph` CLI with the admin keyring) around the pure gate of a migration
 //!   step ([`mcs_ceph_core::migration`]);
-//! - [`metrics`] and [`http`]: `/metrics`, `/healthz`, `/readyz`.
+//! - [`metrics`] and [`readiness`], which `/metrics` and `/readyz` serve
+//!   ([`clusterset_daemon::Endpoints`], both daemons' HTTP endpoints).
 //!
 //! The custom resources (the `CephCluster` it reads, its `CephClusterAddressing` status object
 //! and CRD) are [`mcs_ceph_api`]'s, a library without client or runtime that `mcsctl` shares.
 #![forbid(unsafe_code)]
 
-pub mod http;
 pub mod kube_io;
 pub mod metrics;
 pub mod mon_migration;
+pub mod readiness;
 pub mod reconciler;
 pub mod runtime;

@@ -22,13 +22,14 @@ use kube::{Api, Client, Resource, ResourceExt};
 use mcs_types::{v1alpha1, v1beta1};
 use serde::de::DeserializeOwned;
 
-use crate::http::{self, Readiness};
 use crate::kube_io::{Caches, ClusterApi, McsStores, discover_mcs_api};
 use crate::metrics::Metrics;
 use crate::mon_migration::{AdminSource, MonMigration};
+use crate::readiness::Readiness;
 use crate::reconciler::{self, Context};
 use clusterset_daemon::lease::{Elector, Leadership, LeaseSettings};
-use clusterset_daemon::{Clock, ErrorChain};
+use clusterset_daemon::watch::WatchBackoff;
+use clusterset_daemon::{Clock, Endpoints, ErrorChain};
 use clusterset_dns::ClustersetResolver;
 use mcs_ceph_api::{CephCluster, CephClusterAddressing};
 use mcs_ceph_core::config::Config;
@@ -195,32 +196,34 @@ fn spawn_watch<K>(
         + 'static,
 {
     let store = writer.as_reader();
-    let watch = reflector::reflector(writer, watcher(api, config).default_backoff()).for_each(
-        move |result| {
-            match result {
-                Ok(event) => {
-                    // The objects touched: applied, listed or deleted.
-                    if let watcher::Event::Apply(object)
-                    | watcher::Event::InitApply(object)
-                    | watcher::Event::Delete(object) = &event
-                    {
-                        let _ = trigger.unbounded_send(object.namespace().unwrap_or_default());
-                    }
-                    on_event(&metrics, &store, &event);
+    let watch = reflector::reflector(
+        writer,
+        watcher(api, config).backoff(WatchBackoff::default()),
+    )
+    .for_each(move |result| {
+        match result {
+            Ok(event) => {
+                // The objects touched: applied, listed or deleted.
+                if let watcher::Event::Apply(object)
+                | watcher::Event::InitApply(object)
+                | watcher::Event::Delete(object) = &event
+                {
+                    let _ = trigger.unbounded_send(object.namespace().unwrap_or_default());
                 }
-                Err(error) => {
-                    metrics.watch_failed(name);
-                    tracing::warn!(
-                        watch = name,
-                        error = %ErrorChain(&error),
-                        "watch failed, retrying{}",
-                        hint(name, &error)
-                    );
-                }
+                on_event(&metrics, &store, &event);
             }
-            future::ready(())
-        },
-    );
+            Err(error) => {
+                metrics.watch_failed(name);
+                tracing::warn!(
+                    watch = name,
+                    error = %ErrorChain(&error),
+                    "watch failed, retrying{}",
+                    hint(name, &error)
+                );
+            }
+        }
+        future::ready(())
+    });
     tokio::spawn(watch);
 }
 
@@ -395,21 +398,13 @@ async fn serve_http(
     metrics: &Arc<Metrics>,
     readiness: &Arc<Readiness>,
 ) -> Result<(), RunError> {
-    let listener = tokio::net::TcpListener::bind(listen)
+    Endpoints::new(Arc::clone(metrics), Arc::clone(readiness))
+        .listen(listen)
         .await
         .map_err(|source| RunError::Listen {
             address: listen,
             source,
         })?;
-    // With port 0 the address says which port the system gave.
-    if let Ok(address) = listener.local_addr() {
-        tracing::info!(%address, "HTTP endpoints listening");
-    }
-    tokio::spawn(http::serve(
-        listener,
-        Arc::clone(metrics),
-        Arc::clone(readiness),
-    ));
     Ok(())
 }
 

@@ -602,8 +602,8 @@ pub async fn operator_brings_osds_to_global_ips(world: &mut World) -> anyhow::Re
     let args = vec![
         "run".to_owned(),
         format!("--nameserver={}", world.agents[0].dns),
-        "--instance=e2e-operator".to_owned(),
-        format!("--lease-namespace={}", crate::OPERATOR_NAMESPACE),
+        "--identity=e2e-operator".to_owned(),
+        format!("--leader-lease-namespace={}", crate::OPERATOR_NAMESPACE),
         format!("--watch-namespace={namespace}"),
         "--debounce-ms=200".to_owned(),
     ];

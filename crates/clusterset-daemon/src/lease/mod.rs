@@ -1,5 +1,5 @@
 //! Holding a `coordination.k8s.io/v1` Lease against the API server: the IO around
-//! [`kube_lease`]'s rules. Used for the operator's leader election (every replica watches, only
+//! [`kube_lease`]'s rules. Used for both daemons' leader election (every replica watches, only
 //! the holder writes).
 //!
 //! - every write is a create or a replace carrying the `resourceVersion` that was read, so of two
@@ -11,6 +11,10 @@
 //!
 //! [`Elector`] reads and writes the Lease; [`elect`] is the loop that keeps trying and reports
 //! leadership on a [`tokio::sync::watch`] channel; [`Leadership`] runs it in a task.
+//! [`LeaderElectionArgs`] are the flags both daemons flatten into their `run` command, with one
+//! identity rule and one check of the timing.
+
+mod args;
 
 use std::time::Duration;
 
@@ -24,6 +28,10 @@ use tokio::time::Instant;
 
 use crate::{Clock, ErrorChain};
 
+pub use args::{
+    ElectionAliases, ElectionEnv, ElectionFlagsError, LeaderElectionArgs, LeaderElectionDefaults,
+};
+
 /// Which Lease, who this replica is, and the timing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaseSettings {
@@ -36,13 +44,20 @@ pub struct LeaseSettings {
 }
 
 impl LeaseSettings {
-    /// Settings with client-go's default timing (15 s duration, 10 s renew deadline, 2 s
-    /// retry period).
+    /// client-go's default Lease duration (15 s).
+    pub const DEFAULT_DURATION: Duration = Duration::from_secs(15);
+    /// client-go's default renew deadline (10 s).
+    pub const DEFAULT_RENEW_DEADLINE: Duration = Duration::from_secs(10);
+    /// client-go's default retry period (2 s).
+    pub const DEFAULT_RETRY_PERIOD: Duration = Duration::from_secs(2);
+
+    /// Settings with client-go's default timing ([`Self::DEFAULT_DURATION`],
+    /// [`Self::DEFAULT_RENEW_DEADLINE`], [`Self::DEFAULT_RETRY_PERIOD`]).
     pub fn new(name: &str, namespace: &str, identity: &str) -> Self {
         Self {
-            claim: LeaseClaim::new(name, namespace, identity, Duration::from_secs(15)),
-            renew_deadline: Duration::from_secs(10),
-            retry_period: Duration::from_secs(2),
+            claim: LeaseClaim::new(name, namespace, identity, Self::DEFAULT_DURATION),
+            renew_deadline: Self::DEFAULT_RENEW_DEADLINE,
+            retry_period: Self::DEFAULT_RETRY_PERIOD,
         }
     }
 }

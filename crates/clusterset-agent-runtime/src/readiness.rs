@@ -1,13 +1,10 @@
-//! `/metrics`, `/healthz` and `/readyz`: the server every clusterset daemon shares
-//! ([`clusterset_daemon::http`]) with the agent's metrics and readiness.
+//! The agent's readiness, as `/readyz` reports it: the HTTP endpoints are every daemon's
+//! ([`clusterset_daemon::Endpoints`]), serving this and the agent's
+//! [`Metrics`](crate::metrics::Metrics).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use clusterset_daemon::{MetricsText, ReadinessCheck};
-use tokio::net::TcpListener;
-
-use crate::metrics::Metrics;
+use clusterset_daemon::ReadinessCheck;
 
 /// What `/readyz` reports: ready only once the local and the broker caches have synced and the
 /// core has started (a leader), or once they have synced (a follower, which serves DNS from
@@ -48,23 +45,32 @@ impl Readiness {
     }
 }
 
-impl MetricsText for Metrics {
-    fn metrics_text(&self) -> String {
-        self.encode()
-    }
-}
-
 impl ReadinessCheck for Readiness {
     fn readiness(&self) -> Result<(), String> {
         self.check()
     }
 }
 
-/// Serves `/metrics`, `/healthz` and `/readyz` until the task is dropped.
-pub async fn serve(
-    listener: TcpListener,
-    metrics: Arc<Metrics>,
-    readiness: Arc<Readiness>,
-) -> std::io::Result<()> {
-    clusterset_daemon::serve(listener, Arc::new((metrics, readiness))).await
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ready_once_both_caches_synced_and_the_core_started() {
+        let readiness = Readiness::default();
+        assert_eq!(
+            readiness.readiness(),
+            Err(
+                "waiting for the member cluster's caches to sync and the broker's caches to sync"
+                    .into()
+            )
+        );
+        readiness.set(true, true, false);
+        assert_eq!(
+            readiness.readiness(),
+            Err("waiting for the first reconcile".into())
+        );
+        readiness.set(true, true, true);
+        assert_eq!(readiness.readiness(), Ok(()));
+    }
 }
