@@ -9,6 +9,8 @@
 //!   allows a cycle through a dev-dependency; it stops a crate from being published and makes
 //!   the layout hard to follow).
 //! - No package depends on a binary's package (`bins/`).
+//! - The generic test support (the fake API server, the syntax rules it applies) depends on no
+//!   domain crate.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -201,6 +203,31 @@ fn no_package_depends_on_a_binarys_package() {
         for (dependency, kind) in workspace_dependencies(package, &members) {
             if binaries.contains(dependency) {
                 problems.push(format!("{name} depends ({kind}) on the binary's package {dependency}: move what it needs into a library crate"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The generic crates that every other may use in its tests, and the workspace crates each may
+/// depend on: none of the domain's (MCS, Ceph, the daemons). The fake API server takes its
+/// users' CRDs (`FakeApi::with_crds`) instead of depending on the crates that define them.
+const GENERIC: [(&str, &[&str]); 2] = [("kube-fake", &["kube-syntax"]), ("kube-syntax", &[])];
+
+#[test]
+fn the_generic_test_support_depends_on_no_domain_crate() {
+    let metadata = metadata();
+    let members = members(&metadata);
+    let mut problems = Vec::new();
+    for (name, allowed) in GENERIC {
+        let package = members
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} is a package of the workspace"));
+        for (dependency, kind) in workspace_dependencies(package, &members) {
+            if kind != "dev" && !allowed.contains(&dependency) {
+                problems.push(format!(
+                    "{name} depends ({kind}) on {dependency}: a generic crate depends on no domain crate (take what it needs as an argument, as FakeApi::with_crds takes CRDs)"
+                ));
             }
         }
     }
