@@ -785,12 +785,7 @@ impl Run {
             .map(|a| &a.daemon)
             .chain(self.operator.as_ref());
         for daemon in daemons {
-            eprintln!(
-                "---- log of {} ({}) ----\n{}",
-                daemon.name,
-                daemon.log_path().display(),
-                daemon.log()
-            );
+            eprintln!("{}", daemon.failure_report());
         }
     }
 

@@ -13,6 +13,10 @@
 //!   the kubeconfig (`KUBECONFIG` or `~/.kube/config`) instead; east is also the hub (the broker).
 //! - `CLUSTERSET_E2E_BIN_DIR`: where `clusterset-agent` is (default: the target directory this
 //!   test runs from; build it first with `cargo build -p clusterset-agent`).
+//! - `CLUSTERSET_E2E_LOG_DIR`: where the daemons log (default: each world's temporary
+//!   directory, removed with it).
+//! - `CLUSTERSET_E2E_DAEMON_LOG`: the daemons' `RUST_LOG` (default `info`; e.g.
+//!   `info,mcs_controller=debug`).
 #![forbid(unsafe_code)]
 
 pub mod charts;
@@ -547,7 +551,10 @@ impl Daemon {
         command.push(format!("{http_flag}=127.0.0.1:0"));
         let env = BTreeMap::from([
             ("KUBECONFIG".to_owned(), kubeconfig.display().to_string()),
-            ("RUST_LOG".to_owned(), "info".to_owned()),
+            (
+                "RUST_LOG".to_owned(),
+                std::env::var("CLUSTERSET_E2E_DAEMON_LOG").unwrap_or_else(|_| "info".to_owned()),
+            ),
             ("NO_COLOR".to_owned(), "1".to_owned()),
             ("PATH".to_owned(), std::env::var("PATH").unwrap_or_default()),
         ]);
@@ -769,6 +776,34 @@ impl Daemon {
     /// The daemon's log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// What a failed test prints of this daemon: its last 60 log lines, and where the whole
+    /// log was kept (copied to `<temp dir>/clusterset-e2e-failed/<test process id>/`, which
+    /// outlives the test's temporary directories; the whole logs of every daemon in the
+    /// output would hide the failure's own message).
+    pub fn failure_report(&self) -> String {
+        let text = self.log();
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = lines[lines.len().saturating_sub(60)..].join("\n");
+        let kept = std::env::temp_dir()
+            .join("clusterset-e2e-failed")
+            .join(std::process::id().to_string());
+        let copy = kept.join(self.log.file_name().unwrap_or_default());
+        let whole =
+            match std::fs::create_dir_all(&kept).and_then(|()| std::fs::copy(&self.log, &copy)) {
+                Ok(_) => format!("the whole log: {}", copy.display()),
+                Err(error) => format!(
+                    "the whole log could not be kept ({error}): {}",
+                    self.log.display()
+                ),
+            };
+        format!(
+            "---- log of {} (last {} of {} lines; {whole}) ----\n{tail}",
+            self.name,
+            lines.len().min(60),
+            lines.len()
+        )
     }
 }
 
@@ -1099,14 +1134,11 @@ impl World {
         Ok(name)
     }
 
-    /// Prints every daemon's log (after a failure).
+    /// Prints the end of every daemon's log and keeps the whole logs (after a failure; see
+    /// [`Daemon::failure_report`]).
     pub fn print_logs(&self) {
         for agent in &self.agents {
-            eprintln!(
-                "---- log of {} ----\n{}",
-                agent.daemon.name,
-                agent.daemon.log()
-            );
+            eprintln!("{}", agent.daemon.failure_report());
         }
     }
 

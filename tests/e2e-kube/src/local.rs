@@ -386,7 +386,8 @@ pub struct LocalCluster {
     pub server: String,
     etcd: Supervised,
     apiserver: tokio::sync::Mutex<Supervised>,
-    controllers: Vec<Supervised>,
+    /// The controller manager, the scheduler and kwok.
+    controllers: tokio::sync::Mutex<Vec<Supervised>>,
 }
 
 impl std::fmt::Debug for Pki {
@@ -592,19 +593,33 @@ impl LocalCluster {
         for process in &mut controllers {
             process.start()?;
         }
-        let mut cluster = Self {
+        let cluster = Self {
             name: name.to_owned(),
             release,
             kubeconfig,
             server,
             etcd,
             apiserver: tokio::sync::Mutex::new(apiserver),
-            controllers,
+            controllers: tokio::sync::Mutex::new(controllers),
         };
         cluster.node(&client).await?;
-        // Ready: the node is Ready and its Lease renewed (kwok), and the `default`
-        // ServiceAccount exists (the controller manager's ServiceAccount and token controllers
-        // run).
+        cluster.settled(&client).await?;
+        println!(
+            "cluster {name}: Kubernetes {} at {} ready in {:.1?} (logs in {})",
+            cluster.version(&client).await?,
+            cluster.server,
+            started.elapsed(),
+            dir.display()
+        );
+        Ok(cluster)
+    }
+
+    /// Waits (2 minutes at most) until the cluster is ready for a scenario: the node is Ready
+    /// and its Lease renewed (kwok), and the `default` ServiceAccount exists (the controller
+    /// manager's ServiceAccount and token controllers run). Fails at once, with the log, when
+    /// one of the controllers exited.
+    async fn settled(&self, client: &kube::Client) -> anyhow::Result<()> {
+        let name = &self.name;
         let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
         let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
             Api::namespaced(client.clone(), "default");
@@ -612,7 +627,7 @@ impl LocalCluster {
             Api::namespaced(client.clone(), "kube-node-lease");
         let deadline = std::time::Instant::now() + Duration::from_secs(120);
         loop {
-            for process in &mut cluster.controllers {
+            for process in self.controllers.lock().await.iter_mut() {
                 process.ensure_running()?;
             }
             let node_ready = nodes.get_opt(NODE).await.ok().flatten().is_some_and(|n| {
@@ -628,11 +643,13 @@ impl LocalCluster {
                 .flatten()
                 .is_some_and(|l| l.spec.and_then(|s| s.renew_time).is_some());
             if node_ready && account && lease {
-                break;
+                return Ok(());
             }
             if std::time::Instant::now() > deadline {
-                let logs: Vec<String> = cluster
+                let logs: Vec<String> = self
                     .controllers
+                    .lock()
+                    .await
                     .iter()
                     .map(|p| {
                         format!(
@@ -651,14 +668,6 @@ impl LocalCluster {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        println!(
-            "cluster {name}: Kubernetes {} at {} ready in {:.1?} (logs in {})",
-            cluster.version(&client).await?,
-            cluster.server,
-            started.elapsed(),
-            dir.display()
-        );
-        Ok(cluster)
     }
 
     /// The node of this cluster, as kwokctl makes one: kwok manages it (its annotation) and
@@ -698,10 +707,17 @@ impl LocalCluster {
         self.apiserver.lock().await.stop().await
     }
 
-    /// Starts the API server again, with the same flags and port, and waits for `/readyz`.
+    /// Starts the API server again, with the same flags and port, and waits for `/readyz`;
+    /// then restarts the controller manager, the scheduler and kwok and waits until the
+    /// cluster is settled again, as a real control plane comes back from an outage: there the
+    /// controller manager and the scheduler run with leader election, cannot renew their Lease
+    /// during the outage, exit, and are restarted by the kubelet with fresh informers. The suite
+    /// runs them without leader election, and left running they came back with stale caches
+    /// (ReplicaSets scaled 20-40 s late, EndpointSlices left "informer cache is out of date"),
+    /// which the next scenario would have paid for.
     pub async fn start_apiserver(&self) -> anyhow::Result<()> {
-        let mut apiserver = self.apiserver.lock().await;
         let client = crate::kubeconfig_client(&self.kubeconfig).await?;
+        let mut apiserver = self.apiserver.lock().await;
         start_until_ready(
             &mut apiserver,
             |_| {
@@ -714,7 +730,13 @@ impl LocalCluster {
             Duration::from_secs(120),
             || readyz(&client),
         )
-        .await
+        .await?;
+        drop(apiserver);
+        for process in self.controllers.lock().await.iter_mut() {
+            process.stop().await?;
+            process.start()?;
+        }
+        self.settled(&client).await
     }
 
     /// Restarts the API server.
@@ -727,7 +749,7 @@ impl LocalCluster {
     pub async fn ensure_running(&mut self) -> anyhow::Result<()> {
         self.etcd.ensure_running()?;
         self.apiserver.lock().await.ensure_running()?;
-        for process in &mut self.controllers {
+        for process in self.controllers.get_mut() {
             process.ensure_running()?;
         }
         Ok(())

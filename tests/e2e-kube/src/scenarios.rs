@@ -369,7 +369,8 @@ pub(crate) async fn ensure_ceph_cluster_crd(cluster: &Cluster) -> anyhow::Result
 /// Rook's objects of a CephCluster `my-cluster` in `namespace`: three mons on cluster IPs
 /// (Services and `rook-ceph-mon-endpoints`) and `osds` OSD Deployments on their pod IPs,
 /// labelled as Rook labels them. The OSD container runs `pause` (no Ceph is needed for the
-/// addresses; `/pause` ignores Ceph's arguments).
+/// addresses; `/pause` ignores Ceph's arguments). Returns once every OSD Deployment is
+/// available.
 pub(crate) async fn rook_layout(
     cluster: &Cluster,
     namespace: &str,
@@ -433,7 +434,27 @@ pub(crate) async fn rook_layout(
             }))
             .await?;
     }
-    Ok(())
+    // Running, as Rook leaves them before the operator comes: every OSD pod Ready (so that
+    // the Services the operator creates have ready endpoints at once).
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(cluster.client.clone(), namespace);
+    wait_for(
+        &format!("the {osds} OSD Deployments of the Rook layout to be available"),
+        LONG,
+        || {
+            let deployments = deployments.clone();
+            async move {
+                let list = deployments.list(&ListParams::default()).await?;
+                let available = list
+                    .items
+                    .iter()
+                    .filter(|d| d.status.as_ref().and_then(|s| s.available_replicas) == Some(1))
+                    .count();
+                Ok((available == usize::try_from(osds)?).then_some(()))
+            }
+        },
+    )
+    .await
 }
 
 /// The `--public-addr=` of an OSD Deployment's container, if it has one.
@@ -706,7 +727,7 @@ pub async fn operator_brings_osds_to_global_ips(world: &mut World) -> anyhow::Re
     }
     .await;
     if result.is_err() {
-        eprintln!("---- log of the operator ----\n{}", operator.log());
+        eprintln!("{}", operator.failure_report());
     }
     operator.kill().await?;
     result
@@ -1395,11 +1416,7 @@ pub async fn agent_replicas_one_leads_all_serve_dns(world: &mut World) -> anyhow
     let result = replicas(world, &east, &west, &namespace, &mut second).await;
     second.daemon.terminate().await?;
     if result.is_err() {
-        eprintln!(
-            "---- log of {} ----\n{}",
-            second.daemon.name,
-            second.daemon.log()
-        );
+        eprintln!("{}", second.daemon.failure_report());
     }
     result
 }
