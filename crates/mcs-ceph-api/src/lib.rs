@@ -46,6 +46,9 @@ pub const VERSION: &str = "v1alpha1";
 pub const KIND: &str = "CephClusterAddressing";
 /// Plural (resource) name of [`CephClusterAddressing`].
 pub const PLURAL: &str = "cephclusteraddressings";
+/// At most this many entries in [`AddressingStatus::daemons`]: with every mon listed and the
+/// OSDs that are not settled, a status stays under 64 KB whatever the number of daemons.
+pub const LISTED_DAEMONS: usize = 100;
 
 const CEPH_GROUP: &str = "ceph.rook.io";
 const CEPH_VERSION: &str = "v1";
@@ -263,9 +266,22 @@ pub struct AddressingStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "mcs_types::crd::condition_list_schema")]
     pub conditions: Vec<Condition>,
-    /// One entry per daemon: mons by id, then OSDs by id.
+    /// How many daemons are in each state (`UpToDate`, `Start`, `UpdateArgs`, `Replace`,
+    /// `Waiting`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub daemon_states: BTreeMap<String, u32>,
+    /// The daemons worth reading one by one, mons by id, then OSDs by id: every mon (there are
+    /// few, and the mon migration reads them), and every other daemon that is not settled
+    /// (not up to date, its export not Valid and Ready, its global IP unknown, or a message),
+    /// at most 100 in all (`LISTED_DAEMONS`). A settled OSD is only counted (in `daemonStates` and
+    /// `unlistedDaemons`), so that the status stays small whatever the number of OSDs:
+    /// `mcsctl status` shows every daemon from the cluster's own objects.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub daemons: Vec<DaemonEntry>,
+    /// Daemons of the plan not listed in `daemons` (settled OSDs, and those beyond the first
+    /// 100).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unlisted_daemons: u32,
     /// OSDs whose Deployment is gone while a Service or ServiceExport the operator made for
     /// them remains: those are deleted once the grace period (`--removed-osd-grace-seconds`)
     /// after `since` has passed, and the entry goes with them (or when the OSD comes back).
@@ -333,8 +349,10 @@ pub struct DaemonEntry {
     /// What is still to happen, when not up to date.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
-    /// The last lookup of its global IP: kept so that a lookup is repeated only when its inputs
-    /// change (or, after a failure, when its retry time has come).
+    /// The last lookup of its global IP (its name, and why it failed and when it is tried
+    /// again, if it did). The operator keeps every daemon's in memory, so that a lookup is
+    /// repeated only when its inputs change (or, after a failure, when its retry time has
+    /// come); after a restart it reads those it finds here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lookup: Option<LookupRecord>,
 }

@@ -9,6 +9,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use mcs_ceph_api::{CephCluster, CephClusterAddressing};
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
 
+use crate::decide::LookupMemory;
+
 /// The MCS API version a cluster serves (v1beta1 preferred).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum McsVersion {
@@ -57,6 +59,10 @@ pub struct Snapshot {
     pub mon_endpoints: Option<ConfigMap>,
     /// The operator's status object of this cluster, if it exists.
     pub prior: Option<CephClusterAddressing>,
+    /// What the operator remembered of its lookups after its last reconcile of this cluster
+    /// ([`crate::decide::Outcome::lookups`]); empty after a start, when the lookup records of
+    /// the daemons `prior` lists are read instead.
+    pub lookups: LookupMemory,
 }
 
 /// The planner's inventory of a snapshot's Rook objects (ceph-address-plan's reader): mons,

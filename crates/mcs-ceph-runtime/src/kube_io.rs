@@ -415,6 +415,8 @@ impl Caches {
             deployments: in_namespace(&self.deployments, &namespace),
             mon_endpoints,
             prior,
+            // The reconciler's memory, not the caches'.
+            lookups: mcs_ceph_core::decide::LookupMemory::new(),
         })
     }
 }

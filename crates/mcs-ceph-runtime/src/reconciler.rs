@@ -5,6 +5,7 @@
 //!
 //! [`Prepared::complete`]: mcs_ceph_core::decide::Prepared::complete
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,7 +19,7 @@ use crate::metrics::Metrics;
 use crate::mon_migration::{MIGRATION_REQUEUE, MigrationInput, MigrationReport, MonMigration};
 use mcs_ceph_api::{AddressingStatus, CephCluster, CephClusterAddressing};
 use mcs_ceph_core::config::Config;
-use mcs_ceph_core::decide::{EventNote, EventType, LookupResult, Write, prepare};
+use mcs_ceph_core::decide::{EventNote, EventType, LookupMemory, LookupResult, Write, prepare};
 use mcs_ceph_core::snapshot::{McsApi, McsVersion, Snapshot};
 
 pub use clusterset_daemon::Clock;
@@ -60,6 +61,52 @@ pub struct Context {
     /// cluster by the opt-in annotation, and run only here, inside the reconcile, which only
     /// the holder of the leader Lease runs.
     pub mon_migration: Option<Arc<MonMigration>>,
+    /// What each cluster's last reconcile remembered of its lookups (shared by the
+    /// reconciles of one operator process).
+    pub lookups: Arc<LookupMemories>,
+}
+
+/// Per CephCluster (namespace, name), what its last reconcile remembered of its global IP
+/// lookups ([`mcs_ceph_core::decide::Outcome::lookups`]), handed to the next one: the status
+/// lists only the daemons worth reading, so it cannot carry every daemon's lookup. Empty after
+/// a start (the decision then reads the records of the daemons the status lists, and looks up
+/// the others once).
+#[derive(Debug, Default)]
+pub struct LookupMemories(std::sync::Mutex<BTreeMap<(String, String), LookupMemory>>);
+
+impl LookupMemories {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<(String, String), LookupMemory>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// What cluster `namespace`/`name` remembered (empty if nothing).
+    pub fn get(&self, namespace: &str, name: &str) -> LookupMemory {
+        self.lock()
+            .get(&(namespace.to_owned(), name.to_owned()))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Keeps `memory` for cluster `namespace`/`name` (forgets it when empty), and forgets the
+    /// clusters `exists` no longer knows.
+    pub fn keep(
+        &self,
+        namespace: &str,
+        name: &str,
+        memory: LookupMemory,
+        exists: impl Fn(&str, &str) -> bool,
+    ) {
+        let mut memories = self.lock();
+        memories.retain(|(namespace, name), _| exists(namespace, name));
+        let key = (namespace.to_owned(), name.to_owned());
+        if memory.is_empty() {
+            memories.remove(&key);
+        } else {
+            memories.insert(key, memory);
+        }
+    }
 }
 
 impl std::fmt::Debug for Context {
@@ -133,10 +180,11 @@ pub async fn reconcile(
 }
 
 async fn reconcile_inner(cluster: &CephCluster, ctx: &Context) -> Result<Action, ReconcileError> {
-    let snapshot = ctx.caches.snapshot(cluster)?;
-    let prepared = prepare(&snapshot, &ctx.config, ctx.clock.now());
     let namespace = cluster.metadata.namespace.as_deref().unwrap_or_default();
     let name = cluster.metadata.name.as_deref().unwrap_or_default();
+    let mut snapshot = ctx.caches.snapshot(cluster)?;
+    snapshot.lookups = ctx.lookups.get(namespace, name);
+    let prepared = prepare(&snapshot, &ctx.config, ctx.clock.now());
     for note in prepared.notes() {
         tracing::warn!(namespace, cluster = name, "{note}");
     }
@@ -162,6 +210,12 @@ async fn reconcile_inner(cluster: &CephCluster, ctx: &Context) -> Result<Action,
         }
     }
     let mut outcome = prepared.complete(results);
+    ctx.lookups.keep(
+        namespace,
+        name,
+        std::mem::take(&mut outcome.lookups),
+        |namespace, name| ctx.caches.has_cluster(namespace, name),
+    );
     let mut requeue_after = outcome.requeue_after;
     if let Some(migration) = &ctx.mon_migration {
         let report = migrate(ctx, migration, cluster, &snapshot, &outcome.status).await;

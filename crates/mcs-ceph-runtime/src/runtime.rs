@@ -26,7 +26,7 @@ use crate::kube_io::{Caches, ClusterApi, McsStores, discover_mcs_api};
 use crate::metrics::Metrics;
 use crate::mon_migration::{AdminSource, MonMigration};
 use crate::readiness::Readiness;
-use crate::reconciler::{self, Context};
+use crate::reconciler::{self, Context, LookupMemories};
 use clusterset_daemon::lease::{Elector, Leadership, LeaseSettings};
 use clusterset_daemon::watch::WatchBackoff;
 use clusterset_daemon::{Clock, Endpoints, ErrorChain};
@@ -531,6 +531,7 @@ fn reconcile_context(
         mon_migration: options
             .mon_migration
             .then(|| Arc::new(MonMigration::new(client.clone(), AdminSource::RookSecret))),
+        lookups: Arc::new(LookupMemories::default()),
     })
 }
 

@@ -231,6 +231,7 @@ fn snapshot_of(world: &World) -> Snapshot {
             ..ConfigMap::default()
         }),
         prior: None,
+        lookups: Default::default(),
     }
 }
 

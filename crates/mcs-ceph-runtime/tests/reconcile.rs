@@ -40,7 +40,9 @@ use mcs_ceph_runtime::mon_migration::{
     AdminSource, MIGRATION_ANNOTATION, MIGRATION_ENABLED, MIGRATION_REQUEUE,
     MON_FAILOVER_FIELD_MANAGER, MonMigration, stored_state,
 };
-use mcs_ceph_runtime::reconciler::{Context, ReconcileError, error_policy, reconcile};
+use mcs_ceph_runtime::reconciler::{
+    Context, LookupMemories, ReconcileError, error_policy, reconcile,
+};
 use mcs_types::v1alpha1;
 use mon_failover::{MockCephMonAdmin, QuorumStatus};
 use serde_json::{Value, json};
@@ -179,6 +181,12 @@ async fn reconcile_on(
     reconcile_in(snapshot, now, resolver, admin, server, config, operator).await
 }
 
+thread_local! {
+    /// The lookups the operator remembers from one reconcile to the next: one operator
+    /// process per test (each test runs on its own thread), as the runtime keeps them.
+    static OPERATOR_LOOKUPS: Arc<LookupMemories> = Arc::new(LookupMemories::default());
+}
+
 /// What a reconcile shares with the operator around it: the metrics (kept from one reconcile
 /// to the next) and whether the CephCluster cache still holds the cluster.
 struct Operator {
@@ -224,6 +232,7 @@ async fn reconcile_in(
         clock: clusterset_daemon::Clock::from_fn(move || now),
         metrics: Arc::clone(&metrics),
         lookup_concurrency: 4,
+        lookups: OPERATOR_LOOKUPS.with(Arc::clone),
         mon_migration: admin.map(|admin| {
             Arc::new(MonMigration::new(
                 client,
@@ -713,7 +722,13 @@ async fn a_dns_failure_is_reported_retried_later_and_recovers() {
     assert_eq!(result.unwrap(), Action::await_change());
     let status = status_body(&requests);
     assert_eq!(condition(status, "Resolved")["status"], "True");
-    assert_eq!(status["status"]["daemons"][4]["globalIP"], "242.1.0.21");
+    let osd_1 = status["status"]["daemons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == "osd.1")
+        .unwrap();
+    assert_eq!(osd_1["globalIP"], "242.1.0.21");
     assert_eq!(requests[1].body["type"], "Normal");
     assert_eq!(requests[1].body["reason"], "Resolved");
 }
@@ -747,17 +762,15 @@ async fn converged(osds: u32) -> Snapshot {
 #[tokio::test]
 async fn the_steady_state_makes_no_request_and_no_lookup() {
     let snapshot = converged(20).await;
+    // The status lists the mons (waiting for the mon migration) and counts the 20 settled OSDs.
+    let status = snapshot.prior.as_ref().unwrap().status.as_ref().unwrap();
     assert_eq!(
-        snapshot
-            .prior
-            .as_ref()
-            .unwrap()
-            .status
-            .as_ref()
-            .unwrap()
-            .daemons
-            .len(),
-        23
+        (
+            status.daemons.len(),
+            status.unlisted_daemons,
+            status.daemon_count
+        ),
+        (3, 20, 23)
     );
     for later in [2, 600, 86_400] {
         let (result, requests) = run(&snapshot, at(later), no_lookups(), 0).await;
@@ -881,6 +894,7 @@ async fn nothing_is_done_before_the_caches_have_synced() {
         clock: clusterset_daemon::Clock::from_fn(|| at(0)),
         metrics: Arc::new(Metrics::new()),
         lookup_concurrency: 4,
+        lookups: OPERATOR_LOOKUPS.with(Arc::clone),
         mon_migration: None,
     });
     let cluster = Arc::new(snapshot.cluster.clone());
@@ -1046,14 +1060,20 @@ async fn a_thousand_osds_converge_with_one_apply_and_one_lookup_each_then_cost_n
     requests_total += requests.len();
     take_back(&mut snapshot, &requests);
     let status = &snapshot.prior.as_ref().unwrap().status.as_ref().unwrap();
+    let resolved = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Resolved")
+        .unwrap();
     assert_eq!(
-        status
-            .daemons
-            .iter()
-            .filter(|d| d.global_ip.is_some())
-            .count(),
-        1000
+        (resolved.status.as_str(), resolved.message.as_str()),
+        ("True", "the global IPs of 1000 exported daemons are known")
     );
+    // Every OSD waits for its arguments: the status lists the mons and the first 97 of them,
+    // and counts the others.
+    assert_eq!(status.daemons.len(), mcs_ceph_api::LISTED_DAEMONS);
+    assert_eq!(status.unlisted_daemons, 903);
+    assert!(status.daemons[3..].iter().all(|d| d.global_ip.is_some()));
     assert_eq!(requests_total, 2003);
 
     // The OSD arguments: one host (100 OSD Deployments) per reconcile, each OSD once; the
@@ -2378,6 +2398,7 @@ async fn a_reconcile_logs_in_its_span_and_errors_in_the_error_field() {
         clock: clusterset_daemon::Clock::from_fn(|| at(0)),
         metrics: Arc::new(Metrics::new()),
         lookup_concurrency: 4,
+        lookups: OPERATOR_LOOKUPS.with(Arc::clone),
         mon_migration: None,
     });
     error_policy(cluster, &result.unwrap_err(), context);

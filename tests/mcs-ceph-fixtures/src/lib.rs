@@ -230,6 +230,7 @@ pub fn rook_cluster(osds: u32) -> Snapshot {
         deployments: (0..osds).map(|id| osd_deployment(id, None)).collect(),
         mon_endpoints: Some(mon_endpoints()),
         prior: None,
+        lookups: Default::default(),
     }
 }
 

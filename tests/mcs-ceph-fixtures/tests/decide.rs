@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use ceph_address_plan::Daemon;
 use k8s_openapi::jiff::Timestamp;
-use mcs_ceph_api::{AddressingStatus, Phase, RemovedOsd};
+use mcs_ceph_api::{AddressingStatus, DaemonEntry, Phase, RemovedOsd};
 use mcs_ceph_core::decide::{EventType, LookupRequest, Outcome, Write, prepare};
 use mcs_ceph_core::{Config, GlobalIpSource, McsApi, McsVersion, RetryPolicy, Snapshot};
 use mcs_ceph_fixtures::*;
@@ -63,6 +63,15 @@ fn step(
 
 fn status(snapshot: &Snapshot) -> &AddressingStatus {
     snapshot.prior.as_ref().unwrap().status.as_ref().unwrap()
+}
+
+/// The status entry of daemon `name` (`osd.1`), which must be listed.
+fn entry<'a>(status: &'a AddressingStatus, name: &str) -> &'a DaemonEntry {
+    status
+        .daemons
+        .iter()
+        .find(|d| d.name == name)
+        .unwrap_or_else(|| panic!("{name} is not listed in {:?}", status.daemons))
 }
 
 fn cond<'a>(status: &'a AddressingStatus, type_: &str) -> (&'a str, &'a str, &'a str) {
@@ -264,7 +273,7 @@ fn first_enable_applies_osd_services_and_exports_and_leaves_mons_to_failover() {
         message.starts_with("4 of 4 ServiceExports are pending"),
         "{message}"
     );
-    let mon_a = &status.daemons[0];
+    let mon_a = entry(status, "mon.a");
     assert_eq!(mon_a.name, "mon.a");
     assert_eq!(mon_a.state, "Replace");
     assert!(
@@ -278,7 +287,7 @@ fn first_enable_applies_osd_services_and_exports_and_leaves_mons_to_failover() {
             .unwrap()
             .contains("a new mon replaces it")
     );
-    let osd_0 = &status.daemons[3];
+    let osd_0 = entry(status, "osd.0");
     assert_eq!(
         (osd_0.name.as_str(), osd_0.state.as_str()),
         ("osd.0", "Waiting")
@@ -298,7 +307,7 @@ fn exports_pending_valid_and_conflicting_show_in_the_status() {
     assert!(r.writes.is_empty(), "the exports exist: {:?}", r.writes);
     let s = status(&snapshot);
     assert_eq!(
-        s.daemons[3].export.as_deref(),
+        entry(s, "osd.0").export.as_deref(),
         Some("no conditions yet (is the MCS controller running in this cluster?)")
     );
 
@@ -343,13 +352,13 @@ fn exports_pending_valid_and_conflicting_show_in_the_status() {
     );
     assert_eq!(s.phase, Phase::Exporting);
     assert!(
-        s.daemons[4]
+        entry(s, "osd.1")
             .export
             .as_deref()
             .unwrap()
             .contains("Conflict=True (PortConflict)")
     );
-    assert_eq!(s.daemons[5].global_ip.as_deref(), Some("242.1.0.22"));
+    assert_eq!(entry(s, "osd.2").global_ip.as_deref(), Some("242.1.0.22"));
     assert_eq!(r.outcome.events.len(), 1);
     assert_eq!(r.outcome.events[0].reason, "ExportInvalid");
 
@@ -411,7 +420,7 @@ fn a_failed_lookup_is_retried_with_backoff_and_recovers() {
     let (st, reason, message) = cond(s, "Resolved");
     assert_eq!((st, reason), ("False", "LookupFailed"));
     assert!(message.contains("SERVFAIL"), "{message}");
-    let osd_1 = &s.daemons[4];
+    let osd_1 = entry(s, "osd.1");
     assert_eq!(osd_1.global_ip, None);
     let lookup = osd_1.lookup.as_ref().unwrap();
     assert_eq!(lookup.failures, 1);
@@ -435,7 +444,7 @@ fn a_failed_lookup_is_retried_with_backoff_and_recovers() {
     let r = step_answering(&mut snapshot, &config, at(15), servfail);
     assert_eq!(r.lookups.len(), 1);
     assert_eq!(r.lookups[0].daemon, Daemon::Osd(1));
-    let lookup = status(&snapshot).daemons[4].lookup.clone().unwrap();
+    let lookup = entry(status(&snapshot), "osd.1").lookup.clone().unwrap();
     assert_eq!((lookup.failures, lookup.retry_at.unwrap().0), (2, at(25)));
     assert!(
         r.outcome.events.is_empty(),
@@ -446,12 +455,95 @@ fn a_failed_lookup_is_retried_with_backoff_and_recovers() {
     let r = step_answering(&mut snapshot, &config, at(25), dns_ok);
     assert_eq!(r.lookups.len(), 1);
     let s = status(&snapshot);
-    assert_eq!(s.daemons[4].global_ip.as_deref(), Some("242.1.0.21"));
-    assert_eq!(s.daemons[4].lookup.as_ref().unwrap().failures, 0);
+    assert_eq!(entry(s, "osd.1").global_ip.as_deref(), Some("242.1.0.21"));
+    assert_eq!(entry(s, "osd.1").lookup.as_ref().unwrap().failures, 0);
     assert_eq!(cond(s, "Resolved").0, "True");
     assert_eq!(r.outcome.requeue_after, None);
     assert_eq!(r.outcome.events[0].type_, EventType::Normal);
     assert_eq!(r.outcome.events[0].reason, "Resolved");
+}
+
+/// 1,000 OSDs in 100 failure domains (10 each), all on their global IPs: the status counts
+/// them and lists only the mons (every settled OSD is only counted), and the whole object
+/// stays under 64 KB; one failure domain is written per reconcile, each with its 10 OSDs.
+#[test]
+fn the_status_of_a_thousand_settled_osds_stays_under_64_kb() {
+    const OSDS: u32 = 1000;
+    let mut snapshot = rook_cluster(0);
+    snapshot.deployments = (0..OSDS)
+        .map(|id| osd_deployment_in(NAMESPACE, id, &format!("node-{}", id / 10), None))
+        .collect();
+    step(&mut snapshot, at(0), no_dns);
+    set_export_conditions(&mut snapshot, &exported_conditions());
+    step(&mut snapshot, at(10), dns_ok);
+    for round in 0..OSDS / 10 {
+        let r = step(&mut snapshot, at(11 + i64::from(round)), no_dns);
+        assert_eq!(r.writes.len(), 10, "round {round}: {:?}", r.writes);
+    }
+    // The last domain's rollout seen finished: the status says so, once.
+    let r = step(&mut snapshot, at(200), no_dns);
+    assert!(
+        r.writes.is_empty() && r.lookups.is_empty(),
+        "{:?}",
+        r.writes
+    );
+    let r = step(&mut snapshot, at(201), no_dns);
+    assert!(
+        r.writes.is_empty() && r.lookups.is_empty(),
+        "{:?}",
+        r.writes
+    );
+    assert_eq!(
+        r.outcome.status, None,
+        "a settled cluster's status is not written again"
+    );
+    let s = status(&snapshot);
+    assert_eq!((s.ready_daemons, s.daemon_count), (OSDS, OSDS + 3));
+    assert_eq!(s.daemon_states.get("UpToDate"), Some(&OSDS));
+    let listed: Vec<&str> = s.daemons.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(listed, ["mon.a", "mon.b", "mon.c"]);
+    assert_eq!(s.unlisted_daemons, OSDS);
+    let object = serde_json::to_vec(snapshot.prior.as_ref().unwrap()).unwrap();
+    println!(
+        "CephClusterAddressing of {OSDS} settled OSDs: {} bytes",
+        object.len()
+    );
+    assert!(
+        object.len() < 64 * 1024,
+        "the CephClusterAddressing of {OSDS} OSDs is {} bytes",
+        object.len()
+    );
+}
+
+/// A restarted operator remembers no lookup: it looks up every OSD the status does not list
+/// once, and writes nothing when the answers are the same; if the lookups fail instead, no
+/// Deployment loses its arguments (an address half-known is never written).
+#[test]
+fn a_restarted_operator_looks_up_the_unlisted_osds_once_and_writes_nothing() {
+    let converged = converged(5);
+    let mut snapshot = converged.clone();
+    snapshot.lookups.clear();
+    let r = step(&mut snapshot, at(100), dns_ok);
+    let asked: Vec<String> = r.lookups.iter().map(|l| l.daemon.to_string()).collect();
+    assert_eq!(asked, ["osd.0", "osd.1", "osd.2", "osd.3", "osd.4"]);
+    assert!(r.writes.is_empty(), "{:?}", r.writes);
+    assert_eq!(r.outcome.status, None);
+    let r = step(&mut snapshot, at(101), no_dns);
+    assert!(r.lookups.is_empty() && r.writes.is_empty());
+
+    let mut snapshot = converged;
+    snapshot.lookups.clear();
+    let down = |_: &Daemon| Err("the server answered SERVFAIL after 4 attempts".to_owned());
+    let r = step(&mut snapshot, at(100), down);
+    assert_eq!(r.lookups.len(), 5);
+    assert!(
+        r.writes.iter().all(|w| w.kind() != "apply_osd_args"),
+        "{:?}",
+        r.writes
+    );
+    let s = status(&snapshot);
+    assert_eq!(cond(s, "Resolved").0, "False");
+    assert!(entry(s, "osd.0").lookup.as_ref().unwrap().error.is_some());
 }
 
 #[test]
@@ -656,6 +748,8 @@ fn step_answering(
     let reconciled = reconcile_with(snapshot, config, now, answer);
     apply(snapshot, reconciled.writes.clone());
     apply(snapshot, reconciled.outcome.status.clone());
+    // What the runtime remembers for the next reconcile.
+    snapshot.lookups = reconciled.outcome.lookups.clone();
     reconciled
 }
 
@@ -827,8 +921,8 @@ fn the_service_import_source_needs_no_lookups() {
         panic!("status expected");
     };
     let s = object.status.unwrap();
-    assert_eq!(s.daemons[3].global_ip.as_deref(), Some("242.1.0.20"));
-    assert_eq!(s.daemons[4].global_ip, None);
+    assert_eq!(entry(&s, "osd.0").global_ip.as_deref(), Some("242.1.0.20"));
+    assert_eq!(entry(&s, "osd.1").global_ip, None);
     assert_eq!(cond(&s, "Resolved").1, "WaitingForExports");
 }
 

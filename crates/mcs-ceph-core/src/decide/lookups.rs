@@ -9,13 +9,28 @@ use std::net::IpAddr;
 use ceph_address_plan::{Daemon, IpFamily, Plan};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use mcs_ceph_api::{DaemonEntry, LookupRecord};
+use mcs_ceph_api::LookupRecord;
 use mcs_types::names::ClustersetName;
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
 
 use super::Context;
 use super::exports::{ExportView, ObservedExport};
 use crate::config::GlobalIpSource;
+
+/// What the operator remembers of one daemon's global IP from one reconcile to the next: its
+/// last lookup and the address it gave.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RememberedLookup {
+    /// The last lookup (its inputs, and why it failed and when it is retried, if it did).
+    pub record: LookupRecord,
+    /// The global IP it gave, if it did.
+    pub global_ip: Option<String>,
+}
+
+/// Per daemon (`osd.7`), what the operator remembers of its lookups: kept by the runtime
+/// between reconciles ([`crate::Snapshot::lookups`] in, [`super::Outcome::lookups`] out), so
+/// that the status need not carry every daemon's record.
+pub type LookupMemory = BTreeMap<String, RememberedLookup>;
 
 /// A clusterset name to resolve now, for one daemon.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,7 +62,7 @@ pub(super) fn plan_lookups(
     plan: &Plan,
     exports_by_name: &BTreeMap<&str, &ServiceExport>,
     imports_by_name: &BTreeMap<&str, &ServiceImport>,
-    prior: &BTreeMap<String, &DaemonEntry>,
+    prior: &LookupMemory,
 ) -> LookupPlan {
     let family = plan.settings().ip_family;
     let mut exports = BTreeMap::new();
@@ -66,7 +81,7 @@ pub(super) fn plan_lookups(
         };
         let daemon = desired.daemon.clone();
         let export_uid = view.observed.as_ref().and_then(|e| e.uid.clone());
-        let previous = prior.get(&daemon.to_string()).copied();
+        let previous = prior.get(&daemon.to_string());
         match context.config.global_ip_source {
             GlobalIpSource::ServiceImport => {
                 let ips = import_ips(imports_by_name.get(desired.name.as_str()), family);
@@ -93,22 +108,21 @@ pub(super) fn plan_lookups(
                     export_uid,
                     ..LookupRecord::default()
                 };
-                let same = previous
-                    .and_then(|p| p.lookup.as_ref().map(|l| (p, l)))
-                    .filter(|(_, l)| l.same_inputs(&record));
-                let reused = same.and_then(|(p, l)| {
+                let same = previous.filter(|p| p.record.same_inputs(&record));
+                let reused = same.and_then(|p| {
                     let ip = p.global_ip.as_deref()?.parse::<IpAddr>().ok()?;
-                    (l.error.is_none() && family.admits(ip)).then_some(ip)
+                    (p.record.error.is_none() && family.admits(ip)).then_some(ip)
                 });
-                let retry_later = same.is_some_and(|(_, l)| {
+                let retry_later = same.is_some_and(|p| {
+                    let l = &p.record;
                     l.error.is_some() && l.retry_at.as_ref().is_some_and(|t| t.0 > context.now)
                 });
                 if let Some(ip) = reused {
                     known_ips.push((daemon.clone(), ip));
                     records.insert(daemon.clone(), record);
                 } else if retry_later {
-                    if let Some((_, l)) = same {
-                        records.insert(daemon.clone(), l.clone());
+                    if let Some(p) = same {
+                        records.insert(daemon.clone(), p.record.clone());
                     }
                 } else if view.observed.is_some() && view.taken() {
                     lookups.push(LookupRequest {
@@ -117,8 +131,8 @@ pub(super) fn plan_lookups(
                     });
                     // Keep the failure count across retries of the same inputs.
                     let mut pending = record;
-                    if let Some((_, l)) = same {
-                        pending.failures = l.failures;
+                    if let Some(p) = same {
+                        pending.failures = p.record.failures;
                     }
                     records.insert(daemon.clone(), pending);
                 }

@@ -36,12 +36,11 @@ use ceph_address_plan::{Daemon, Plan, PlanInput, ServiceRole};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::jiff::Timestamp;
 use mcs_ceph_api::{
-    AddressingStatus, CephCluster, CephClusterAddressing, DaemonEntry, LookupRecord, Phase,
-    RemovedOsd,
+    AddressingStatus, CephCluster, CephClusterAddressing, LookupRecord, Phase, RemovedOsd,
 };
 
 pub use events::{EventNote, EventType};
-pub use lookups::{LookupRequest, LookupResult};
+pub use lookups::{LookupMemory, LookupRequest, LookupResult, RememberedLookup};
 pub use status::{ACCEPTED, EXPORTED, READY, RESOLVED};
 pub use writes::{Write, covers};
 
@@ -68,6 +67,10 @@ pub struct Outcome {
     pub phase: Phase,
     /// Every daemon and whether it advertises its planned address.
     pub daemons: Vec<(String, bool)>,
+    /// What to remember of the lookups for the next reconcile of this cluster
+    /// ([`Snapshot::lookups`]): every daemon's, when active; what was remembered, when
+    /// blocked (the block costs no lookups once it lifts); nothing otherwise.
+    pub lookups: LookupMemory,
 }
 
 /// Identity of the cluster and what the previous reconcile published.
@@ -78,6 +81,9 @@ struct Context {
     generation: Option<i64>,
     owner: Option<OwnerReference>,
     prior: Option<AddressingStatus>,
+    /// The lookups remembered: the snapshot's, else those of the daemons the prior status
+    /// lists.
+    lookups: LookupMemory,
     now: Timestamp,
     config: Config,
 }
@@ -129,12 +135,14 @@ fn owner_of(cluster: &CephCluster) -> Option<OwnerReference> {
 /// The first step of a reconcile.
 pub fn prepare(snapshot: &Snapshot, config: &Config, now: Timestamp) -> Prepared {
     let cluster = &snapshot.cluster;
+    let prior = snapshot.prior.as_ref().and_then(|p| p.status.clone());
     let context = Context {
         namespace: cluster.metadata.namespace.clone().unwrap_or_default(),
         name: cluster.metadata.name.clone().unwrap_or_default(),
         generation: cluster.metadata.generation,
         owner: owner_of(cluster),
-        prior: snapshot.prior.as_ref().and_then(|p| p.status.clone()),
+        lookups: remembered_lookups(snapshot, prior.as_ref()),
+        prior,
         now,
         config: config.clone(),
     };
@@ -182,13 +190,26 @@ fn stage(snapshot: &Snapshot, context: &Context) -> Stage {
     }
 }
 
-fn prior_entries(context: &Context) -> BTreeMap<String, &DaemonEntry> {
-    context
-        .prior
+/// The lookups remembered: the snapshot's memory, completed by the records of the daemons
+/// the prior status lists (all there is after a start, or after an upgrade from an operator
+/// that listed every daemon).
+fn remembered_lookups(snapshot: &Snapshot, prior: Option<&AddressingStatus>) -> LookupMemory {
+    let mut lookups: LookupMemory = prior
         .iter()
         .flat_map(|p| p.daemons.iter())
-        .map(|entry| (entry.name.clone(), entry))
-        .collect()
+        .filter_map(|entry| {
+            let record = entry.lookup.clone()?;
+            Some((
+                entry.name.clone(),
+                RememberedLookup {
+                    record,
+                    global_ip: entry.global_ip.clone(),
+                },
+            ))
+        })
+        .collect();
+    lookups.extend(snapshot.lookups.clone());
+    lookups
 }
 
 fn active(
@@ -201,14 +222,18 @@ fn active(
     let exports_by_name = by_name(&snapshot.exports, |e| &e.metadata);
     let imports_by_name = by_name(&snapshot.imports, |i| &i.metadata);
     let services_by_name = by_name(&snapshot.services, |s| &s.metadata);
-    let prior = prior_entries(context);
-
     let LookupPlan {
         exports,
         records,
         lookups,
         known_ips,
-    } = plan_lookups(context, &plan, &exports_by_name, &imports_by_name, &prior);
+    } = plan_lookups(
+        context,
+        &plan,
+        &exports_by_name,
+        &imports_by_name,
+        &context.lookups,
+    );
     for (daemon, status) in exports
         .iter()
         .filter_map(|(d, v)| v.status().map(|s| (d.clone(), s)))
@@ -317,31 +342,43 @@ impl Prepared {
                 requeue_after: None,
                 phase: Phase::Disabled,
                 daemons: Vec::new(),
+                lookups: LookupMemory::new(),
             },
             Stage::Disabled(handback) => finish(
                 &context,
                 disabled_status(&context, &handback.paced),
                 Vec::new(),
+                LookupMemory::new(),
             ),
             Stage::Blocked(failures) => {
-                finish(&context, blocked_status(&context, &failures), Vec::new())
+                let kept = context.lookups.clone();
+                finish(
+                    &context,
+                    blocked_status(&context, &failures),
+                    Vec::new(),
+                    kept,
+                )
             }
             Stage::Active(active) => {
-                let (status, daemons) = active_status(&context, *active, results);
-                finish(&context, status, daemons)
+                let (status, daemons, lookups) = active_status(&context, *active, results);
+                finish(&context, status, daemons, lookups)
             }
         }
     }
 }
 
-fn finish(context: &Context, status: AddressingStatus, daemons: Vec<(String, bool)>) -> Outcome {
+fn finish(
+    context: &Context,
+    status: AddressingStatus,
+    daemons: Vec<(String, bool)>,
+    lookups: LookupMemory,
+) -> Outcome {
     let prior_conditions = conditions_from_prior(context);
     let events = events(&prior_conditions, &status.conditions);
-    let requeue_after = status
-        .daemons
-        .iter()
-        .filter(|d| d.global_ip.is_none())
-        .filter_map(|d| d.lookup.as_ref()?.retry_at.as_ref())
+    let requeue_after = lookups
+        .values()
+        .filter(|l| l.global_ip.is_none())
+        .filter_map(|l| l.record.retry_at.as_ref())
         .map(|t| t.0)
         .chain(
             status
@@ -376,5 +413,6 @@ fn finish(context: &Context, status: AddressingStatus, daemons: Vec<(String, boo
         requeue_after,
         phase,
         daemons,
+        lookups,
     }
 }

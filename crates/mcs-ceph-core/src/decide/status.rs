@@ -6,11 +6,13 @@ use std::collections::BTreeMap;
 
 use ceph_address_plan::{Daemon, Plan, Readiness, export_problem};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use mcs_ceph_api::{AddressingStatus, DaemonEntry, DaemonState, LookupRecord, Phase, RemovedOsd};
+use mcs_ceph_api::{
+    AddressingStatus, DaemonEntry, DaemonState, LISTED_DAEMONS, LookupRecord, Phase, RemovedOsd,
+};
 use mcs_types::conditions::{ConditionStatus, DesiredCondition, remove_condition, set_condition};
 
 use super::exports::ExportView;
-use super::lookups::{LookupResult, fold_results};
+use super::lookups::{LookupMemory, LookupResult, RememberedLookup, fold_results};
 use super::removed::removal_due;
 use super::writes::Paced;
 use super::{Active, Context};
@@ -88,7 +90,9 @@ pub(super) fn blocked_status(context: &Context, failures: &[GuardFailure]) -> Ad
         // so that it costs no lookups afterwards.
         ready_daemons: prior.ready_daemons,
         daemon_count: prior.daemon_count,
+        daemon_states: prior.daemon_states,
         daemons: prior.daemons,
+        unlisted_daemons: prior.unlisted_daemons,
         removed_osds: prior.removed_osds,
         mon_host: prior.mon_host,
         mon_failover: None,
@@ -114,7 +118,7 @@ pub(super) fn active_status(
     context: &Context,
     active: Active,
     results: Vec<LookupResult>,
-) -> (AddressingStatus, Vec<(String, bool)>) {
+) -> (AddressingStatus, Vec<(String, bool)>, LookupMemory) {
     let Active {
         mut plan,
         mut records,
@@ -140,6 +144,10 @@ pub(super) fn active_status(
         set(context, &mut conditions, desired);
     }
 
+    let lookups = remembered(&entries);
+    let daemon_states = state_counts(&entries);
+    let listed = listed(entries);
+    let unlisted_daemons = u32::try_from(count - listed.len()).unwrap_or(u32::MAX);
     let (phase, message) = phase_and_message(&conditions, count);
     let message = match removal_line(context, &removed_osds) {
         Some(line) => format!("{message}; {line}"),
@@ -152,7 +160,9 @@ pub(super) fn active_status(
         ready_daemons: u32::try_from(up_to_date).unwrap_or(u32::MAX),
         daemon_count: u32::try_from(count).unwrap_or(u32::MAX),
         conditions,
-        daemons: entries,
+        daemon_states,
+        daemons: listed,
+        unlisted_daemons,
         removed_osds,
         mon_host,
         mon_failover: None,
@@ -162,7 +172,50 @@ pub(super) fn active_status(
             .map(|p| p.unknown_fields.clone())
             .unwrap_or_default(),
     };
-    (status, daemons)
+    (status, daemons, lookups)
+}
+
+/// What to remember of every daemon's lookup for the next reconcile.
+fn remembered(entries: &[DaemonEntry]) -> LookupMemory {
+    entries
+        .iter()
+        .filter_map(|entry| {
+            Some((
+                entry.name.clone(),
+                RememberedLookup {
+                    record: entry.lookup.clone()?,
+                    global_ip: entry.global_ip.clone(),
+                },
+            ))
+        })
+        .collect()
+}
+
+/// How many daemons are in each state.
+fn state_counts(entries: &[DaemonEntry]) -> BTreeMap<String, u32> {
+    let mut counts = BTreeMap::new();
+    for entry in entries {
+        *counts.entry(entry.state.clone()).or_insert(0) += 1;
+    }
+    counts
+}
+
+/// Whether a daemon is settled: up to date, its export (if any) Valid and Ready with its
+/// global IP known, nothing to say. A settled OSD is only counted in the status.
+fn settled(entry: &DaemonEntry) -> bool {
+    entry.daemon_state() == Some(DaemonState::UpToDate)
+        && entry.message.is_none()
+        && (!entry.exported || (entry.export_valid_ready() && entry.global_ip.is_some()))
+}
+
+/// The entries the status lists: every mon, and every other daemon that is not settled, at
+/// most [`LISTED_DAEMONS`] (mons first: they come first in the plan).
+fn listed(entries: Vec<DaemonEntry>) -> Vec<DaemonEntry> {
+    entries
+        .into_iter()
+        .filter(|entry| entry.name.starts_with("mon.") || !settled(entry))
+        .take(LISTED_DAEMONS)
+        .collect()
 }
 
 /// One status entry per daemon of the plan, and per daemon its name and whether it advertises
