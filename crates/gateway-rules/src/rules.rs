@@ -86,11 +86,11 @@ pub enum Element {
 }
 
 impl Element {
-    /// The element's key as nftables writes it (what `delete element` needs).
-    pub fn key(&self) -> String {
+    /// The element's key (what `delete element` names).
+    pub fn key(&self) -> Ipv4Net {
         match self {
-            Element::Prefix(net) => net.to_string(),
-            Element::Mapping(key, _) | Element::GotoExport(key) => key.to_string(),
+            Element::Prefix(net) => *net,
+            Element::Mapping(key, _) | Element::GotoExport(key) => host(*key),
         }
     }
 }

@@ -1,7 +1,6 @@
 //! The text `nft -f -` applies: the whole table replaced in one transaction, or a delta of
 //! element and export-chain changes, also one transaction.
 
-use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 use std::net::Ipv4Addr;
 
@@ -33,8 +32,9 @@ impl RuleSet {
                 writeln!(out, "\t\telements = {{")?;
                 let last = elements.len() - 1;
                 for (i, element) in elements.iter().enumerate() {
-                    let comma = if i == last { "" } else { "," };
-                    writeln!(out, "\t\t\t{element}{comma}")?;
+                    out.push_str("\t\t\t");
+                    push_element(out, element);
+                    out.push_str(if i == last { "\n" } else { ",\n" });
                 }
                 writeln!(out, "\t\t}}")?;
             }
@@ -56,18 +56,13 @@ impl RuleSet {
         }
         let mut delta = Delta::default();
         for collection in Collection::ALL {
-            let old = keyed(self.elements(collection));
-            let new = keyed(next.elements(collection));
-            for (key, element) in &old {
-                if new.get(key) != Some(element) {
-                    delta.delete_elements.push((collection, *element));
-                }
-            }
-            for (key, element) in &new {
-                if old.get(key) != Some(element) {
-                    delta.add_elements.push((collection, *element));
-                }
-            }
+            let (deleted, added) = diff(&self.elements(collection), &next.elements(collection));
+            delta
+                .delete_elements
+                .extend(deleted.into_iter().map(|e| (collection, e)));
+            delta
+                .add_elements
+                .extend(added.into_iter().map(|e| (collection, e)));
         }
         let old = self.export_endpoints();
         let new = next.export_endpoints();
@@ -89,8 +84,43 @@ impl RuleSet {
     }
 }
 
-fn keyed(elements: Vec<Element>) -> BTreeMap<String, Element> {
-    elements.into_iter().map(|e| (e.key(), e)).collect()
+/// The elements to delete from `old` and to add to make it `new`, both sorted by key (as
+/// [`RuleSet::elements`] gives them): a merge walk, no map built. A changed element is in both.
+fn diff(old: &[Element], new: &[Element]) -> (Vec<Element>, Vec<Element>) {
+    let (mut deleted, mut added) = (Vec::new(), Vec::new());
+    let (mut o, mut n) = (old.iter().peekable(), new.iter().peekable());
+    loop {
+        match (o.peek(), n.peek()) {
+            (None, None) => break,
+            (Some(before), None) => {
+                deleted.push(**before);
+                o.next();
+            }
+            (None, Some(after)) => {
+                added.push(**after);
+                n.next();
+            }
+            (Some(before), Some(after)) => match before.key().cmp(&after.key()) {
+                std::cmp::Ordering::Less => {
+                    deleted.push(**before);
+                    o.next();
+                }
+                std::cmp::Ordering::Greater => {
+                    added.push(**after);
+                    n.next();
+                }
+                std::cmp::Ordering::Equal => {
+                    if before != after {
+                        deleted.push(**before);
+                        added.push(**after);
+                    }
+                    o.next();
+                    n.next();
+                }
+            },
+        }
+    }
+    (deleted, added)
 }
 
 fn write_chain(out: &mut String, chain: &Chain) -> fmt::Result {
@@ -167,7 +197,10 @@ impl Delta {
                 out,
                 "delete element ip {TABLE} {} {{ {} }}",
                 collection.name(),
-                element.key()
+                match element {
+                    Element::Prefix(net) => net.to_string(),
+                    Element::Mapping(key, _) | Element::GotoExport(key) => key.to_string(),
+                }
             )?;
         }
         for chain in &self.delete_chains {
@@ -197,4 +230,51 @@ fn write_rules(out: &mut String, chain: &Chain) -> fmt::Result {
         writeln!(out, "add rule ip {TABLE} {} {rule}", chain.name)?;
     }
     Ok(())
+}
+
+/// Writes `element` as its `Display` does, without the formatting machinery: the elements are
+/// most of a large table's text.
+fn push_element(out: &mut String, element: &Element) {
+    match element {
+        Element::Prefix(net) => {
+            push_ipv4(out, net.network());
+            out.push('/');
+            push_decimal(out, net.prefix_len());
+        }
+        Element::Mapping(key, value) => {
+            push_ipv4(out, *key);
+            out.push_str(" : ");
+            push_ipv4(out, *value);
+        }
+        Element::GotoExport(global) => {
+            push_ipv4(out, *global);
+            out.push_str(" : goto export_");
+            let [a, b, c, d] = global.octets();
+            for (i, octet) in [a, b, c, d].into_iter().enumerate() {
+                if i > 0 {
+                    out.push('_');
+                }
+                push_decimal(out, octet);
+            }
+        }
+    }
+}
+
+fn push_ipv4(out: &mut String, ip: Ipv4Addr) {
+    for (i, octet) in ip.octets().into_iter().enumerate() {
+        if i > 0 {
+            out.push('.');
+        }
+        push_decimal(out, octet);
+    }
+}
+
+fn push_decimal(out: &mut String, n: u8) {
+    if n >= 100 {
+        out.push(char::from(b'0' + n / 100));
+    }
+    if n >= 10 {
+        out.push(char::from(b'0' + n / 10 % 10));
+    }
+    out.push(char::from(b'0' + n % 10));
 }

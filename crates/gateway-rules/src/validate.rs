@@ -1,13 +1,13 @@
 //! The checks of a [`GatewayState`]: every problem found, each naming the conflicting values and
 //! the fix. A state with a problem is never programmed.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
 
-use crate::state::{Backend, GatewayState};
+use crate::state::{Backend, Export, GatewayState};
 
 /// One thing wrong in a [`GatewayState`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -303,59 +303,70 @@ impl GatewayState {
     }
 
     fn check_exports(&self, problems: &mut Vec<Problem>) {
-        let mut by_ip: BTreeMap<Ipv4Addr, String> = BTreeMap::new();
-        let mut by_key: BTreeMap<String, Ipv4Addr> = BTreeMap::new();
-        for export in &self.exports {
-            let key = export.key();
-            if let Some(first_ip) = by_key.get(&key) {
+        // Duplicates are found by sorting (stable, so "first" is the first in the file).
+        let mut by_key: Vec<&Export> = self.exports.iter().collect();
+        by_key.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        for pair in by_key.windows(2) {
+            if let [first, second] = pair
+                && (&first.namespace, &first.name) == (&second.namespace, &second.name)
+            {
                 problems.push(Problem::DuplicateExport {
-                    export: key.clone(),
-                    first_ip: *first_ip,
-                    second_ip: export.global_ip,
+                    export: second.key(),
+                    first_ip: first.global_ip,
+                    second_ip: second.global_ip,
                 });
-            } else {
-                by_key.insert(key.clone(), export.global_ip);
             }
+        }
+        let mut by_ip: Vec<&Export> = self.exports.iter().collect();
+        by_ip.sort_by_key(|export| export.global_ip);
+        for pair in by_ip.windows(2) {
+            if let [first, second] = pair
+                && first.global_ip == second.global_ip
+            {
+                problems.push(Problem::DuplicateGlobalIp {
+                    ip: second.global_ip,
+                    first: first.key(),
+                    second: second.key(),
+                });
+            }
+        }
+        for export in &self.exports {
             if !self.global_cidr.contains(&export.global_ip) {
                 problems.push(Problem::GlobalIpOutsideGlobalCidr {
-                    export: key.clone(),
+                    export: export.key(),
                     ip: export.global_ip,
                     global_cidr: self.global_cidr,
                 });
             }
-            if let Some(first) = by_ip.get(&export.global_ip) {
-                problems.push(Problem::DuplicateGlobalIp {
-                    ip: export.global_ip,
-                    first: first.clone(),
-                    second: key.clone(),
-                });
-            } else {
-                by_ip.insert(export.global_ip, key.clone());
-            }
             if self.egress_ips.contains(&export.global_ip) {
                 problems.push(Problem::EgressIpIsExported {
                     ip: export.global_ip,
-                    export: key.clone(),
+                    export: export.key(),
                 });
             }
-            self.check_backend(&key, &export.backend, problems);
+            self.check_backend(export, problems);
         }
     }
 
-    fn check_backend(&self, export: &str, backend: &Backend, problems: &mut Vec<Problem>) {
-        match backend {
+    fn check_backend(&self, export: &Export, problems: &mut Vec<Problem>) {
+        match &export.backend {
             Backend::Endpoints(endpoints) => {
-                let mut seen = BTreeSet::new();
-                for endpoint in endpoints {
-                    if !seen.insert(*endpoint) {
+                let mut sorted = endpoints.clone();
+                sorted.sort_unstable();
+                for pair in sorted.windows(2) {
+                    if let [first, second] = pair
+                        && first == second
+                    {
                         problems.push(Problem::DuplicateEndpoint {
-                            export: export.to_owned(),
-                            endpoint: *endpoint,
+                            export: export.key(),
+                            endpoint: *second,
                         });
                     }
+                }
+                for endpoint in endpoints {
                     if !self.pod_cidr.contains(endpoint) {
                         problems.push(Problem::EndpointOutsidePodCidr {
-                            export: export.to_owned(),
+                            export: export.key(),
                             endpoint: *endpoint,
                             pod_cidr: self.pod_cidr,
                         });
@@ -365,7 +376,7 @@ impl GatewayState {
             Backend::ClusterIp(cluster_ip) => {
                 if !self.service_cidr.contains(cluster_ip) {
                     problems.push(Problem::ClusterIpOutsideServiceCidr {
-                        export: export.to_owned(),
+                        export: export.key(),
                         cluster_ip: *cluster_ip,
                         service_cidr: self.service_cidr,
                     });
