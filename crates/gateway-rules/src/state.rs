@@ -27,12 +27,21 @@ pub struct GatewayState {
     /// reach a global CIDR (Globalnet's cluster egress IPs). A pod always leaves with the same
     /// one (chosen by a hash of its IP).
     pub egress_ips: Vec<Ipv4Addr>,
-    /// This cluster's exports, each reachable at its global IP.
-    #[serde(default)]
+    /// This cluster's exports, each reachable at its global IP (none if absent or empty).
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub exports: Vec<Export>,
-    /// The other clusters of the clusterset.
-    #[serde(default)]
+    /// The other clusters of the clusterset (none if absent or empty).
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub peers: Vec<Peer>,
+}
+
+/// A list that YAML may leave empty (`peers:` with nothing after it is null).
+fn null_as_empty<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Option::<Vec<T>>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 /// One exported service of this cluster, reachable from the clusterset at its global IP.

@@ -288,6 +288,9 @@ fn an_export_without_endpoints_is_valid_and_gets_no_dnat() {
 fn a_state_file_with_an_unknown_field_or_two_backends_does_not_parse() {
     let base = "clusterId: east\nglobalCidr: 242.1.0.0/16\npodCidr: 10.244.0.0/24\nserviceCidr: 10.96.0.0/16\negressIps: [242.1.255.254]\n";
     GatewayState::parse(base).unwrap().validate().unwrap();
+    // `peers:` with nothing after it (null) is no peer.
+    let empty = GatewayState::parse(&format!("{base}peers:\nexports:\n")).unwrap();
+    assert!(empty.peers.is_empty() && empty.exports.is_empty());
     let misspelt = format!("{base}egresIps: [242.1.255.253]\n");
     let error = GatewayState::parse(&misspelt).unwrap_err();
     assert!(format!("{:?}", error).contains("egresIps"), "{error:?}");
