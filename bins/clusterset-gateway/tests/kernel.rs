@@ -1,0 +1,264 @@
+//! `clusterset-gateway` against the real kernel, each test in network namespaces of its own
+//! (root required; the tests fail, never skip, without it): what `apply` programs, that no
+//! other table is touched, that an invalid state changes nothing, that applying is idempotent,
+//! and `run` following its file.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers, not only #[test] fns
+
+mod support;
+
+use std::io::Write as _;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use support::{Netns, ok};
+
+const BINARY: &str = "k";
+
+/// A gateway namespace whose link 172.31.255.1/24 (one end of a veth pair whose other end
+/// stays in the namespace, unaddressed: this kernel has no dummy links) reaches the peer
+/// gateway 172.31.255.2 directly.
+fn gateway_netns(name: &str) -> Netns {
+    let ns = Netns::create(BINARY, name);
+    ns.sh("ip link add tun0 type veth peer name tun1");
+    ns.sh("ip addr add 172.31.255.1/24 dev tun0");
+    ns.sh("ip link set tun1 up");
+    ns.sh("ip link set tun0 up");
+    ns
+}
+
+fn example() -> String {
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/gateway-state.yaml"
+    ))
+    .unwrap()
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| (*s).to_owned()).collect()
+}
+
+#[test]
+fn apply_programs_exactly_the_state_s_elements_and_routes() {
+    let ns = gateway_netns("elements");
+    let dir = tempfile::tempdir().unwrap();
+    let state = write(dir.path(), "state.yaml", &example());
+    ok(ns.gateway(&["apply", "--state", &state]), "apply");
+    let elements = ns.elements();
+    assert_eq!(
+        elements["global_to_backend"],
+        strings(&["242.1.0.1 : 10.244.0.10", "242.1.0.2 : 10.244.0.11"])
+    );
+    assert_eq!(
+        elements["multi_endpoint_exports"],
+        strings(&["242.1.0.3 : goto export_242_1_0_3"])
+    );
+    assert_eq!(
+        elements["pod_to_global"],
+        strings(&[
+            "10.244.0.10 : 242.1.0.1",
+            "10.244.0.11 : 242.1.0.2",
+            "10.244.0.20 : 242.1.0.3",
+            "10.244.0.21 : 242.1.0.3",
+            "10.244.0.22 : 242.1.0.3",
+        ])
+    );
+    assert_eq!(
+        elements["global_cidrs"],
+        strings(&["242.1.0.0/16", "242.2.0.0/16"])
+    );
+    assert_eq!(elements.len(), 4, "{elements:?}");
+    assert_eq!(ns.routes(), strings(&["242.2.0.0/16 via 172.31.255.2"]));
+    // `show` prints the table.
+    let shown = ok(ns.gateway(&["show"]), "show");
+    assert_eq!(Some(shown.clone()), ns.table());
+    assert!(shown.contains("chain export_242_1_0_3"), "{shown}");
+
+    // A peer gone and an export's pod moved: its route goes, the maps follow.
+    let changed = example()
+        .replace("endpoints: [10.244.0.10]", "endpoints: [10.244.0.99]")
+        .replace(
+            "  - clusterId: west\n    globalCidr: 242.2.0.0/16\n    gateway: 172.31.255.2\n",
+            "",
+        );
+    let state = write(dir.path(), "changed.yaml", &changed);
+    ok(ns.gateway(&["apply", "--state", &state]), "apply changed");
+    let elements = ns.elements();
+    assert_eq!(
+        elements["global_to_backend"],
+        strings(&["242.1.0.1 : 10.244.0.99", "242.1.0.2 : 10.244.0.11"])
+    );
+    assert_eq!(elements["global_cidrs"], strings(&["242.1.0.0/16"]));
+    assert_eq!(ns.routes(), Vec::<String>::new());
+}
+
+#[test]
+fn another_table_is_left_untouched() {
+    let ns = gateway_netns("other");
+    let other = "table ip other {\n\tset keep { type ipv4_addr; elements = { 10.0.0.1, 242.1.0.1 } }\n\tchain prerouting {\n\t\ttype nat hook prerouting priority dstnat - 5; policy accept;\n\t\tip daddr 242.1.0.7 dnat ip to 10.244.0.7\n\t}\n}\n";
+    let mut child = std::process::Command::new("ip")
+        .args(["netns", "exec", &ns.name, "nft", "-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(other.as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    let before = ns.sh("nft list table ip other");
+    let dir = tempfile::tempdir().unwrap();
+    let state = write(dir.path(), "state.yaml", &example());
+    ok(ns.gateway(&["apply", "--state", &state]), "apply");
+    assert_eq!(ns.sh("nft list table ip other"), before);
+    let changed = write(
+        dir.path(),
+        "changed.yaml",
+        &example().replace("[242.1.255.253, 242.1.255.254]", "[242.1.255.250]"),
+    );
+    ok(ns.gateway(&["apply", "--state", &changed]), "apply changed");
+    assert_eq!(ns.sh("nft list table ip other"), before);
+    assert!(ns.table().unwrap().contains("snat to 242.1.255.250"));
+}
+
+#[test]
+fn an_invalid_state_or_an_unreachable_peer_gateway_changes_nothing() {
+    let ns = gateway_netns("invalid");
+    let dir = tempfile::tempdir().unwrap();
+    let state = write(dir.path(), "state.yaml", &example());
+    ok(ns.gateway(&["apply", "--state", &state]), "apply");
+    let (table, routes) = (ns.table().unwrap(), ns.routes());
+
+    // Overlapping global CIDRs and an export moved outside the pod CIDR.
+    let invalid = example()
+        .replace("globalCidr: 242.2.0.0/16", "globalCidr: 242.1.128.0/17")
+        .replace("endpoints: [10.244.0.10]", "endpoints: [10.245.0.10]");
+    let bad = write(dir.path(), "invalid.yaml", &invalid);
+    let out = ns.gateway(&["apply", "--state", &bad]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for named in [
+        "242.1.0.0/16",
+        "242.1.128.0/17",
+        "10.245.0.10",
+        "10.244.0.0/24",
+        "fix:",
+    ] {
+        assert!(stderr.contains(named), "{stderr}");
+    }
+    assert_eq!(ns.table().unwrap(), table);
+    assert_eq!(ns.routes(), routes);
+
+    // `check` refuses it too.
+    assert!(!ns.gateway(&["check", "--state", &bad]).status.success());
+
+    // A peer gateway this node does not reach directly.
+    let unreachable = write(
+        dir.path(),
+        "unreachable.yaml",
+        &example()
+            .replace("gateway: 172.31.255.2", "gateway: 192.0.2.1")
+            .replace("endpoints: [10.244.0.10]", "endpoints: [10.244.0.12]"),
+    );
+    let out = ns.gateway(&["apply", "--state", &unreachable]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("192.0.2.1") && stderr.contains("not reachable"),
+        "{stderr}"
+    );
+    assert_eq!(ns.table().unwrap(), table);
+    assert_eq!(ns.routes(), routes);
+
+    // Not YAML of the form.
+    let garbage = write(dir.path(), "garbage.yaml", "clusterId: [\n");
+    assert!(!ns.gateway(&["apply", "--state", &garbage]).status.success());
+    assert_eq!(ns.table().unwrap(), table);
+}
+
+#[test]
+fn applying_the_same_state_twice_gives_the_same_ruleset() {
+    let ns = gateway_netns("twice");
+    let dir = tempfile::tempdir().unwrap();
+    let state = write(dir.path(), "state.yaml", &example());
+    ok(ns.gateway(&["apply", "--state", &state]), "apply");
+    let first = ns.sh("nft list ruleset");
+    let routes = ns.sh("ip route show");
+    ok(ns.gateway(&["apply", "--state", &state]), "apply again");
+    assert_eq!(ns.sh("nft list ruleset"), first);
+    assert_eq!(ns.sh("ip route show"), routes);
+    // What `check` prints is what was applied: the table listed back has the same elements.
+    let script = ok(ns.gateway(&["check", "--state", &state]), "check");
+    assert!(script.starts_with("table ip clusterset_gw {}\ndelete table ip clusterset_gw\n"));
+}
+
+/// Waits until `condition` holds, up to 10 s; panics with `what` otherwise.
+fn wait_for(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn run_follows_the_file_keeps_the_last_good_rules_and_leaves_them_on_sigterm() {
+    let ns = gateway_netns("run");
+    let dir = tempfile::tempdir().unwrap();
+    let state = write(dir.path(), "state.yaml", &example());
+    let log_path = dir.path().join("log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut child = std::process::Command::new("ip")
+        .args(["netns", "exec", &ns.name])
+        .arg(env!("CARGO_BIN_EXE_clusterset-gateway"))
+        .args(["run", "--state", &state])
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let read_log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+    wait_for("the first apply", || {
+        ns.table()
+            .is_some_and(|t| t.contains("242.1.0.1 : 10.244.0.10"))
+    });
+
+    // One export's pod moves: applied as a delta.
+    std::fs::write(
+        &state,
+        example().replace("endpoints: [10.244.0.10]", "endpoints: [10.244.0.77]"),
+    )
+    .unwrap();
+    wait_for("the moved endpoint", || {
+        ns.elements()["global_to_backend"].contains(&"242.1.0.1 : 10.244.0.77".to_owned())
+    });
+    wait_for("the delta's log line", || read_log().contains("Delta"));
+    let good = ns.table().unwrap();
+
+    // An invalid file: logged, the rules stay.
+    std::fs::write(&state, example().replace("242.2.0.0/16", "242.1.0.0/16")).unwrap();
+    wait_for("the refusal's log line", || {
+        read_log().contains("the state is invalid; keeping the last good rules")
+    });
+    assert!(read_log().contains("242.1.0.0/16"), "{}", read_log());
+    assert_eq!(ns.table().unwrap(), good);
+
+    // SIGTERM: it exits, the rules stay.
+    ok(
+        std::process::Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .output()
+            .unwrap(),
+        "kill -TERM",
+    );
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}: {}", read_log());
+    assert_eq!(ns.table().unwrap(), good);
+}
