@@ -375,6 +375,7 @@ impl Runtime {
                             operation: write.kind().to_owned(),
                         })
                         .inc();
+                    tracing::debug!(write = write.kind(), service = %write.service(), detail = ?write, "written");
                     self.core.write_succeeded(&write);
                 }
                 Some(Err(error)) => {

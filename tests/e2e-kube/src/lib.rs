@@ -22,6 +22,7 @@
 pub mod charts;
 pub mod conformance;
 pub mod local;
+pub mod scale;
 pub mod scenarios;
 pub mod strictness;
 
@@ -65,13 +66,19 @@ impl Settings {
         let bin_dir = match std::env::var_os("CLUSTERSET_E2E_BIN_DIR") {
             Some(dir) => PathBuf::from(dir),
             None => {
-                // target/debug/deps/e2e-<hash> -> target/debug
+                // target/debug/deps/e2e-<hash> (a test) or target/release/scale (the bench)
+                // -> target/debug, target/release
                 let exe = std::env::current_exe()?;
-                let bin_dir = exe
+                let dir = exe
                     .parent()
-                    .and_then(Path::parent)
-                    .map(Path::to_path_buf)
-                    .context("cannot find the target directory of this test")?;
+                    .context("cannot find the directory of this program")?;
+                let bin_dir = if dir.file_name().is_some_and(|n| n == "deps") {
+                    dir.parent()
+                        .map(Path::to_path_buf)
+                        .context("cannot find the target directory of this test")?
+                } else {
+                    dir.to_path_buf()
+                };
                 build_daemons(&bin_dir)?;
                 bin_dir
             }
@@ -773,6 +780,37 @@ impl Daemon {
         Ok(0.0)
     }
 
+    /// The process's peak resident memory (`VmHWM`, KiB) and CPU time (user + system, s)
+    /// so far, from `/proc`; fails when it is not running.
+    pub fn resources(&self) -> anyhow::Result<Resources> {
+        let pid = self
+            .child
+            .as_ref()
+            .and_then(Child::id)
+            .with_context(|| format!("{} is not running", self.name))?;
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+        let peak_rss_kib = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .with_context(|| format!("no VmHWM in /proc/{pid}/status"))?;
+        // The fields after the command's closing parenthesis: utime and stime are the 12th
+        // and 13th (fields 14 and 15 of proc(5)), in clock ticks (100 per second on Linux).
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+        let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        let ticks = |i: usize| -> anyhow::Result<f64> {
+            Ok(fields
+                .get(i)
+                .with_context(|| format!("/proc/{pid}/stat is short: {stat}"))?
+                .parse::<f64>()?)
+        };
+        Ok(Resources {
+            peak_rss_kib,
+            cpu_seconds: (ticks(11)? + ticks(12)?) / 100.0,
+        })
+    }
+
     /// The daemon's log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
@@ -805,6 +843,15 @@ impl Daemon {
             lines.len()
         )
     }
+}
+
+/// What a process used: its peak resident memory and its CPU time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Resources {
+    /// Peak resident set size (`VmHWM`), KiB.
+    pub peak_rss_kib: u64,
+    /// User and system CPU time, seconds.
+    pub cpu_seconds: f64,
 }
 
 /// The log file `path` from byte `from` on (empty if it cannot be read).

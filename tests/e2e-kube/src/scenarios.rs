@@ -376,6 +376,19 @@ pub(crate) async fn rook_layout(
     namespace: &str,
     osds: u32,
 ) -> anyhow::Result<()> {
+    rook_layout_in_domains(cluster, namespace, osds, 1, LONG).await
+}
+
+/// [`rook_layout`] with `per_domain` OSDs in each failure domain (`node-<id / per_domain>`),
+/// the OSD Deployments applied 16 at a time, waiting up to `limit` for them to be available.
+pub(crate) async fn rook_layout_in_domains(
+    cluster: &Cluster,
+    namespace: &str,
+    osds: u32,
+    per_domain: u32,
+    limit: Duration,
+) -> anyhow::Result<()> {
+    use futures::{StreamExt, TryStreamExt};
     cluster
         .apply(&json!({
             "apiVersion": "ceph.rook.io/v1", "kind": "CephCluster",
@@ -416,11 +429,14 @@ pub(crate) async fn rook_layout(
                 "outOfQuorum": "", "csi-cluster-config-json": "[]"},
         }))
         .await?;
-    for id in 0..osds {
+    let per_domain = per_domain.max(1);
+    futures::stream::iter(0..osds)
+        .map(|id| async move {
+        let host = format!("node-{}", id / per_domain);
         let labels = json!({"app": "rook-ceph-osd", "rook_cluster": namespace,
             "ceph-osd-id": id.to_string(), "osd": id.to_string(),
-            "failure-domain": format!("node-{id}"), "portable": "false",
-            "topology-location-host": format!("node-{id}"), "topology-location-root": "default"});
+            "failure-domain": host, "portable": "false",
+            "topology-location-host": host, "topology-location-root": "default"});
         cluster
             .apply(&json!({
                 "apiVersion": "apps/v1", "kind": "Deployment",
@@ -432,15 +448,18 @@ pub(crate) async fn rook_layout(
                         "spec": {"containers": [{"name": "osd", "image": "registry.k8s.io/pause:3.9",
                             "command": ["/pause"], "args": ["--foreground", format!("--id={id}")]}]}}},
             }))
-            .await?;
-    }
+            .await
+        })
+        .buffer_unordered(16)
+        .try_collect::<Vec<()>>()
+        .await?;
     // Running, as Rook leaves them before the operator comes: every OSD pod Ready (so that
     // the Services the operator creates have ready endpoints at once).
     let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
         Api::namespaced(cluster.client.clone(), namespace);
     wait_for(
         &format!("the {osds} OSD Deployments of the Rook layout to be available"),
-        LONG,
+        limit,
         || {
             let deployments = deployments.clone();
             async move {
@@ -458,7 +477,7 @@ pub(crate) async fn rook_layout(
 }
 
 /// The `--public-addr=` of an OSD Deployment's container, if it has one.
-fn public_addr(deployment: &k8s_openapi::api::apps::v1::Deployment) -> Option<String> {
+pub(crate) fn public_addr(deployment: &k8s_openapi::api::apps::v1::Deployment) -> Option<String> {
     deployment
         .spec
         .as_ref()?
@@ -472,7 +491,7 @@ fn public_addr(deployment: &k8s_openapi::api::apps::v1::Deployment) -> Option<St
 }
 
 /// The status of the CephClusterAddressing `my-cluster` in `namespace` (null while none).
-async fn addressing_status(
+pub(crate) async fn addressing_status(
     cluster: &Cluster,
     namespace: &str,
 ) -> anyhow::Result<serde_json::Value> {

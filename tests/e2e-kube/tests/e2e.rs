@@ -145,3 +145,52 @@ async fn the_fake_api_server_refuses_as_real_ones_do() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// The scale bench (`src/scale.rs`, `cargo run --release -p clusterset-e2e --bin scale`) at
+/// small size, so that it cannot rot: 100 OSDs in 10 failure domains, then 200 exports at once
+/// and 10 one at a time. It asserts counts, never times: the failure domains are written one at
+/// a time; the status stays small (under 64 bytes per daemon without managedFields, 64 KB in
+/// all); each export is published once (one broker write, no withdrawal) with at most two
+/// status writes (`Valid` with `Ready=Unknown/Pending`, then `Ready=True`); nothing is written
+/// in 10 s idle after either run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scale_counts_at_small_size() -> anyhow::Result<()> {
+    use clusterset_e2e::scale;
+    use std::time::Duration;
+    const OSDS: u32 = 100;
+    const EXPORTS: u32 = 200;
+    let (idle, limit) = (Duration::from_secs(10), Duration::from_secs(300));
+    run("scale_counts_at_small_size", |w| {
+        Box::pin(async move {
+            let report = scale::operator_run(w, OSDS, 10, idle, limit).await?;
+            scale::print_operator(&report);
+            assert_eq!(
+                report.overlapping_domains, 0,
+                "one failure domain at a time"
+            );
+            assert_eq!(report.domain_gaps.len(), 9);
+            let daemons = usize::try_from(OSDS + 3)?;
+            assert!(
+                report.status_bytes_without_managed_fields / daemons < 64,
+                "{} bytes of status for {daemons} daemons",
+                report.status_bytes_without_managed_fields
+            );
+            assert!(report.status_bytes < 64 * 1024, "{}", report.status_bytes);
+            assert_eq!(report.idle_writes, 0.0, "writes in {idle:?} idle");
+
+            let report = scale::exports_run(w, EXPORTS, 10, idle, limit).await?;
+            scale::print_exports(&report);
+            let east = &report.agent_writes[0];
+            let count = |op: &str| east.get(op).copied().unwrap_or(0.0);
+            assert_eq!(count("publish_record"), f64::from(EXPORTS), "{east:?}");
+            assert_eq!(count("withdraw_record"), 0.0, "{east:?}");
+            assert!(
+                count("apply_service_export_status") <= 2.0 * f64::from(EXPORTS),
+                "{east:?}"
+            );
+            assert_eq!(report.idle_writes, 0.0, "writes in {idle:?} idle");
+            Ok(())
+        })
+    })
+    .await
+}

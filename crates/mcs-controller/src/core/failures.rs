@@ -83,7 +83,7 @@ impl AgentCore {
     /// (writes of one service go out in order): it is emitted again when the service is next
     /// reconciled, and its service is reconciled now (so a ServiceExport shows the failure).
     pub fn write_skipped(&mut self, write: &Write) {
-        self.decided.pending.remove(&write.target());
+        self.decided.in_flight.release(&write.target());
         self.forget_written(write);
         self.decided.dirty.insert(write.service());
     }
@@ -116,7 +116,7 @@ impl AgentCore {
         now: Timestamp,
     ) {
         let target = write.target();
-        self.decided.pending.remove(&target);
+        self.decided.in_flight.release(&target);
         self.forget_written(write);
         let key = write.service();
         let failure = self.decided.failures.entry(key.clone()).or_default();
@@ -144,7 +144,7 @@ impl AgentCore {
     /// export of the same name). The API server answered ([`answered`](Self::answered)).
     pub fn write_gone(&mut self, write: &Write) {
         self.answered(write.target().side());
-        self.decided.pending.remove(&write.target());
+        self.decided.in_flight.release(&write.target());
         self.forget_written(write);
         let key = write.service();
         if let Write::ApplyServiceExportStatus { key, .. } = write {

@@ -11,7 +11,7 @@ use mcs_types::v1beta1::{ServiceExport, ServiceImport};
 
 use super::{
     AgentCore, Input, Side, ZoneChange, export_status_matches, import_spec_matches,
-    import_status_matches, is_live, key_of, slice_matches,
+    import_status_matches, in_flight, is_live, key_of, slice_matches,
 };
 use crate::broker::{self, BrokerRecord};
 use crate::cache::{Change, ObjectId};
@@ -188,13 +188,23 @@ impl AgentCore {
         (old, new)
     }
 
-    /// A broker record changed: any write of it in flight is settled, and it is indexed anew
-    /// (which marks its service dirty).
+    /// A broker record changed: the write of it in flight is settled (the echo of an earlier
+    /// publication keeps the latest in flight; see [`settle`](Self::settle)), and it is indexed
+    /// anew (which marks its service dirty).
     fn handle_record(&mut self, event: Event<BrokerRecord>) {
         for change in self.observed.records.handle(event) {
-            self.decided
-                .pending
-                .remove(&Target::Record(change.id.clone()));
+            let observed = change.new.as_ref().map(BrokerRecord::checked_record);
+            self.settle(
+                &Target::Record(change.id.clone()),
+                observed.as_ref(),
+                |write, observed| match (write, observed) {
+                    (Write::PublishRecord(published), Some(Ok(stored))) => {
+                        published.checked_record().ok().as_ref() == Some(stored)
+                    }
+                    (Write::WithdrawRecord { .. }, None) => true,
+                    _ => false,
+                },
+            );
             if let Some(old) = &change.old {
                 self.unindex_record(&change.id, old);
             }
@@ -238,8 +248,8 @@ impl AgentCore {
         self.decided.exports_gone.remove(&key_of(&change.id));
         let (Some(old), Some(new)) = (&change.old, &change.new) else {
             self.decided
-                .pending
-                .remove(&Target::ExportStatus(change.id.clone()));
+                .in_flight
+                .release(&Target::ExportStatus(change.id.clone()));
             if change.new.is_none() {
                 self.decided
                     .export_conditions_written
@@ -265,58 +275,60 @@ impl AgentCore {
         user_change || (status_changed && !echo)
     }
 
-    /// If a write to `target` is in flight, checks whether `observed` is its echo; the pending
-    /// entry is dropped either way (from now on the stored object is compared again).
+    /// If a write to `target` is in flight, checks whether `observed` is the echo of one of
+    /// ours: the latest (nothing of ours is in flight any more) or an earlier one the latest
+    /// replaced (the latest stays in flight). Anything else releases every write in flight to
+    /// `target`: from now on the stored object is compared again.
     pub(super) fn settle<T>(
         &mut self,
         target: &Target,
         observed: Option<&T>,
         matches: impl Fn(&Write, Option<&T>) -> bool,
     ) -> bool {
-        match self.decided.pending.remove(target) {
-            Some(write) => matches(&write, observed),
-            None => false,
-        }
+        let is_echo = |write: &Write| matches(write, observed);
+        let Some(echo) = self.decided.in_flight.classify(target, is_echo) else {
+            return false;
+        };
+        self.decided.in_flight.settle(target, echo, is_echo);
+        echo.is_ours()
     }
 
-    /// Whether a ServiceImport event is the echo of our own in-flight write(s). Matched
-    /// writes are settled; when the event matches one of ours, the other (spec or status) write
-    /// is still in flight and stays pending. An event that matches none of ours (someone else
+    /// Whether a ServiceImport event is the echo of our own in-flight write(s) (of the spec or
+    /// the status, the latest or an earlier one; see [`settle`](Self::settle)). Matched writes
+    /// are settled; when the event matches one of ours, the other (spec or status) write is
+    /// still in flight and stays pending. An event that matches none of ours (someone else
     /// changed the object, or overwrote our write before we saw it) settles everything and the
     /// service is reconciled again.
     pub(super) fn settle_import(&mut self, change: &Change<ServiceImport>) -> bool {
         let observed = change.new.as_ref();
         let spec_target = Target::ImportSpec(change.id.clone());
         let status_target = Target::ImportStatus(change.id.clone());
-        let spec_echo = self
-            .decided
-            .pending
-            .get(&spec_target)
-            .map(|write| match write {
-                Write::ApplyServiceImport(d) => observed.is_some_and(|o| import_spec_matches(d, o)),
-                Write::DeleteServiceImport(_) => observed.is_none(),
-                _ => false,
-            });
-        let status_echo = self
-            .decided
-            .pending
-            .get(&status_target)
-            .map(|write| match write {
-                Write::ApplyServiceImportStatus(d) => {
-                    observed.is_some_and(|o| import_status_matches(d, o))
-                }
-                _ => false,
-            });
-        if spec_echo != Some(true) && status_echo != Some(true) {
-            self.decided.pending.remove(&spec_target);
-            self.decided.pending.remove(&status_target);
+        let spec_echo = |write: &Write| match write {
+            Write::ApplyServiceImport(d) => observed.is_some_and(|o| import_spec_matches(d, o)),
+            Write::DeleteServiceImport(_) => observed.is_none(),
+            _ => false,
+        };
+        let status_echo = |write: &Write| match write {
+            Write::ApplyServiceImportStatus(d) => {
+                observed.is_some_and(|o| import_status_matches(d, o))
+            }
+            _ => false,
+        };
+        let spec = self.decided.in_flight.classify(&spec_target, spec_echo);
+        let status = self.decided.in_flight.classify(&status_target, status_echo);
+        let ours = |echo: Option<in_flight::Echo>| echo.is_some_and(in_flight::Echo::is_ours);
+        if !ours(spec) && !ours(status) {
+            self.decided.in_flight.release(&spec_target);
+            self.decided.in_flight.release(&status_target);
             return false;
         }
-        if spec_echo == Some(true) {
-            self.decided.pending.remove(&spec_target);
+        if let Some(echo) = spec.filter(|e| e.is_ours()) {
+            self.decided.in_flight.settle(&spec_target, echo, spec_echo);
         }
-        if status_echo == Some(true) {
-            self.decided.pending.remove(&status_target);
+        if let Some(echo) = status.filter(|e| e.is_ours()) {
+            self.decided
+                .in_flight
+                .settle(&status_target, echo, status_echo);
         }
         true
     }

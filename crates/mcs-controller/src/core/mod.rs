@@ -39,6 +39,7 @@ use crate::write::{Target, Write};
 
 mod failures;
 mod heartbeat;
+mod in_flight;
 mod inputs;
 mod matching;
 mod process;
@@ -258,7 +259,8 @@ struct Decisions {
     freed: bool,
     /// Services waiting to be reconciled.
     dirty: BTreeSet<ServiceKey>,
-    pending: HashMap<Target, Write>,
+    /// The writes in flight: the latest per target, and earlier ones not echoed yet.
+    in_flight: in_flight::InFlight,
     /// The export conditions this agent last sent for each export: the base of its next
     /// status while the watch has not delivered that write yet (see
     /// [`WrittenConditions`]).
@@ -287,7 +289,7 @@ impl Decisions {
             waiting_for_address: BTreeSet::new(),
             freed: false,
             dirty: BTreeSet::new(),
-            pending: HashMap::new(),
+            in_flight: in_flight::InFlight::default(),
             export_conditions_written: HashMap::new(),
             exports_gone: BTreeSet::new(),
             failures: HashMap::new(),

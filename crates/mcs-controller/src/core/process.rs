@@ -235,11 +235,8 @@ impl AgentCore {
         if hold {
             return;
         }
-        let target = write.target();
-        if self.decided.pending.get(&target) == Some(&write) {
-            return;
+        if self.decided.in_flight.send(&write) {
+            out.writes.push(write);
         }
-        self.decided.pending.insert(target, write.clone());
-        out.writes.push(write);
     }
 }

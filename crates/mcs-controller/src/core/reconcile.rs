@@ -308,7 +308,7 @@ impl AgentCore {
                 // The same record on its way (only its publication time would differ):
                 // wait for its echo instead of publishing it again.
                 let same_in_flight = matches!(
-                    self.decided.pending.get(&write.target()),
+                    self.decided.in_flight.get(&write.target()),
                     Some(Write::PublishRecord(p)) if p.checked_record().ok() == Some(record)
                 );
                 if !same_in_flight {
