@@ -306,6 +306,8 @@ impl GatewayProcess {
             .arg("run")
             .arg("--state")
             .arg(state)
+            // A log file, not a terminal: no colour codes.
+            .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr)
