@@ -99,64 +99,122 @@ async fn connect(
         .unwrap()
 }
 
+/// The probes of the packet tests: the lab's network with, in east, two pods behind global IPs
+/// (10.244.0.61 at 242.1.0.61, .62 at 242.1.0.62) listening on [`PORT`], and in west the same
+/// two pod IPs (the networks overlap), the first exported at 242.2.0.61, the second not.
+struct Probes {
+    topology: Topology,
+    in_east: NetnsThread,
+    in_west: NetnsThread,
+    accepted: mpsc::UnboundedReceiver<Accepted>,
+    _serial: tokio::sync::MutexGuard<'static, ()>,
+}
+
+const EAST_ONE: Ipv4Addr = Ipv4Addr::new(242, 1, 0, 61);
+const EAST_TWO: Ipv4Addr = Ipv4Addr::new(242, 1, 0, 62);
+const WEST_ONE: Ipv4Addr = Ipv4Addr::new(242, 2, 0, 61);
+
+impl Probes {
+    async fn start() -> Probes {
+        require_host().unwrap();
+        let serial = ONE_LAB_AT_A_TIME.lock().await;
+        let topology = Topology::create().await.unwrap();
+        for (side, name, global, host) in [
+            (Side::A, "east-one", EAST_ONE, 61),
+            (Side::A, "east-two", EAST_TWO, 62),
+            (Side::B, "west-one", WEST_ONE, 61),
+        ] {
+            topology.add_pod_ip(side, pod(host)).await.unwrap();
+            topology
+                .export(side, probe(name, global, pod(host)))
+                .await
+                .unwrap();
+        }
+        topology.add_pod_ip(Side::B, pod(62)).await.unwrap();
+        let in_east = NetnsThread::spawn(&topology.cluster(Side::A).netns).unwrap();
+        let in_west = NetnsThread::spawn(&topology.cluster(Side::B).netns).unwrap();
+        let accepted = listen(&in_east, &[pod(61), pod(62)]).await;
+        Probes {
+            topology,
+            in_east,
+            in_west,
+            accepted,
+            _serial: serial,
+        }
+    }
+
+    /// Connects from `from` in `side`'s pods namespace to `to`; the connection east accepted
+    /// (after checking that the client read the same addresses back and left from `from`).
+    async fn connect(&mut self, side: Side, from: Ipv4Addr, to: Ipv4Addr) -> Accepted {
+        let thread = match side {
+            Side::A => &self.in_east,
+            Side::B => &self.in_west,
+        };
+        let (local, line) = connect(thread, from, to).await.unwrap();
+        assert_eq!(local.ip(), from, "the client's own address");
+        let seen = self.accepted.recv().await.unwrap();
+        assert_eq!(
+            line,
+            format!("{} {}", seen.pod, seen.peer),
+            "the listener's answer"
+        );
+        seen
+    }
+}
+
+/// Issue 32's packet test: west's pods reach east's by global IP through both gateways, and
+/// east sees west's global addresses (an exported pod's own global IP, else the egress IP).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tcp_from_a_west_pod_reaches_the_right_east_pod_by_global_ip_seen_from_west_s_global_address()
  {
-    require_host().unwrap();
-    let _serial = ONE_LAB_AT_A_TIME.lock().await;
-    let topology = Topology::create().await.unwrap();
-    let (east, west) = (
-        topology.cluster(Side::A).clone(),
-        topology.cluster(Side::B).clone(),
-    );
-    // East: two pods behind global IPs. West: the same two pod IPs (the networks overlap); the
-    // first is exported at a global IP of west's, the second is not.
-    let east_one = Ipv4Addr::new(242, 1, 0, 61);
-    let east_two = Ipv4Addr::new(242, 1, 0, 62);
-    let west_one = Ipv4Addr::new(242, 2, 0, 61);
-    for (side, name, global, host) in [
-        (Side::A, "east-one", east_one, 61),
-        (Side::A, "east-two", east_two, 62),
-        (Side::B, "west-one", west_one, 61),
-    ] {
-        topology.add_pod_ip(side, pod(host)).await.unwrap();
-        topology
-            .export(side, probe(name, global, pod(host)))
-            .await
-            .unwrap();
-    }
-    topology.add_pod_ip(Side::B, pod(62)).await.unwrap();
-    let in_east = NetnsThread::spawn(&east.netns).unwrap();
-    let in_west = NetnsThread::spawn(&west.netns).unwrap();
-    let mut accepted = listen(&in_east, &[pod(61), pod(62)]).await;
+    let mut probes = Probes::start().await;
+    let west = probes.topology.cluster(Side::B).clone();
 
     // A west pod without an export reaches east-one's pod, which sees west's egress IP.
-    let (local, line) = connect(&in_west, pod(62), east_one).await.unwrap();
-    assert_eq!(local.ip(), pod(62));
-    let seen = accepted.recv().await.unwrap();
+    let seen = probes.connect(Side::B, pod(62), EAST_ONE).await;
     assert_eq!(seen.pod.ip(), pod(61), "east-one's pod accepted it");
     assert_eq!(seen.peer.ip(), west.egress_ip, "seen from west's egress IP");
-    assert_eq!(line, format!("{} {}", seen.pod, seen.peer));
 
-    // A west pod with an export reaches east-two's pod, which sees that export's global IP.
-    let (local, line) = connect(&in_west, pod(61), east_two).await.unwrap();
-    assert_eq!(local.ip(), pod(61));
-    let seen = accepted.recv().await.unwrap();
+    // A west pod with an export (at the very pod IP of east-one) reaches east-two's pod, which
+    // sees that export's global IP.
+    let seen = probes.connect(Side::B, pod(61), EAST_TWO).await;
     assert_eq!(seen.pod.ip(), pod(62), "east-two's pod accepted it");
     assert_eq!(
         seen.peer.ip(),
-        west_one,
+        WEST_ONE,
         "seen from the west pod's own global IP"
     );
-    assert_eq!(line, format!("{} {}", seen.pod, seen.peer));
     eprintln!(
-        "gateway packets: {} -> {east_one} reached {} as {}; {} -> {east_two} reached {} as {}",
+        "gateway packets: west {} -> {EAST_ONE} reached {} seen as {}; west {} -> {EAST_TWO} reached {} seen as {WEST_ONE}",
         pod(62),
         pod(61),
         west.egress_ip,
         pod(61),
         pod(62),
-        west_one
+    );
+}
+
+/// The hairpin the lab's own NAT made before the gateways replaced it: a pod of east reaches
+/// another by its global IP through east's gateway and back out the pods link, and is seen
+/// from its own global IP if it has an export, else from east's egress IP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tcp_between_east_pods_by_global_ip_hairpins_through_the_gateway_seen_from_global_addresses()
+ {
+    let mut probes = Probes::start().await;
+    let east = probes.topology.cluster(Side::A).clone();
+
+    let seen = probes.connect(Side::A, pod(61), EAST_TWO).await;
+    assert_eq!(seen.pod.ip(), pod(62), "east-two's pod accepted it");
+    assert_eq!(seen.peer.ip(), EAST_ONE, "seen from east-one's global IP");
+
+    let seen = probes.connect(Side::A, east.node_ip, EAST_ONE).await;
+    assert_eq!(seen.pod.ip(), pod(61), "east-one's pod accepted it");
+    assert_eq!(seen.peer.ip(), east.egress_ip, "seen from east's egress IP");
+    eprintln!(
+        "gateway hairpin: east {} -> {EAST_TWO} seen as {EAST_ONE}; east {} -> {EAST_ONE} seen as {}",
+        pod(61),
+        east.node_ip,
+        east.egress_ip,
     );
 }
 
