@@ -330,11 +330,6 @@ impl Topology {
         self.program(side, &mut gateway).await
     }
 
-    /// The exports in the gateway's state file, by global IP.
-    pub async fn exports(&self, side: Side) -> BTreeMap<Ipv4Addr, PodExport> {
-        self.gateway(side).lock().await.exports.clone()
-    }
-
     /// What the gateway's table DNATs now: global IP to pod IP (its map `global_to_backend`,
     /// read from the kernel); empty when the table does not exist.
     pub async fn gateway_dnat(&self, side: Side) -> Result<BTreeMap<Ipv4Addr, Ipv4Addr>, LabError> {
