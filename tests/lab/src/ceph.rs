@@ -4,9 +4,9 @@
 //! client (`rbd_io.py`, librbd through python3-rbd).
 //!
 //! With MCS the mons and OSDs are exported the way an MCS implementation with Globalnet does it
-//! (a pod IP, a global IP, the gateway's NAT, the DNS record), and every address argument a
-//! daemon gets comes from the [`Plan`] of `ceph-address-plan`, as the operator would give it:
-//! `$(ROOK_POD_IP)` stands for the daemon's pod IP. Without MCS the mons advertise their pod
+//! (a pod IP, a global IP, an export in the state of the cluster's gateway, the DNS record), and
+//! every address argument a daemon gets comes from the [`Plan`] of `ceph-address-plan`, as the
+//! operator would give it: `$(ROOK_POD_IP)` stands for the daemon's pod IP. Without MCS the mons advertise their pod
 //! IPs, and an OSD gets `--public-addr <pod IP>`: in a real pod, its only address; in the lab,
 //! where a cluster's pods share one namespace, the one it must pick.
 

@@ -13,18 +13,20 @@ use mcs_controller::IpPool;
 use mon_failover::{Addressing, RuntimeError};
 use tokio::sync::Mutex;
 
-use crate::{LabDns, LabError, Side, Topology};
+use crate::{LabDns, LabError, NAMESPACE, PodExport, Side, Topology};
 
 /// The endpoints of one cluster's mons.
 ///
 /// Cluster-local endpoints are fixed (the mons a cluster starts with, on their pod IPs). A
 /// mon that must advertise a clusterset address is provisioned the way an MCS implementation
 /// with Globalnet would do it: a pod IP from the cluster's free pod IPs, a global IP from the
-/// cluster's global CIDR ([`IpPool`], keyed by the Service `rook-ceph-mon-<id>`), the 1:1 NAT
-/// mapping on the gateway, and the export published in the clusterset DNS server. The address
-/// is known once the Lighthouse name `<clusterid>.rook-ceph-mon-<id>.rook-ceph.svc.clusterset.local`
-/// resolves through that server. While the gateway has no NAT the address stays pending: the
-/// export cannot become valid.
+/// cluster's global CIDR ([`IpPool`], keyed by the Service `rook-ceph-mon-<id>`), the export in
+/// the state of the cluster's gateway (`clusterset-gateway`: 1:1 DNAT in, SNAT out, waited for
+/// until its table holds it), and the export published in the clusterset DNS server. The
+/// address is known once the Lighthouse name
+/// `<clusterid>.rook-ceph-mon-<id>.rook-ceph.svc.clusterset.local` resolves through that
+/// server. While the gateway is down the address stays pending: the export cannot become
+/// valid.
 pub struct GlobalnetEndpoints {
     topology: Arc<Topology>,
     side: Side,
@@ -102,9 +104,9 @@ impl GlobalnetEndpoints {
     }
 
     /// Exports the Service `service` (an OSD's `rook-ceph-osd-<id>`, say) whose pod binds `pod`:
-    /// a global IP from this cluster's pool, the pod IP added, the NAT mapping and the DNS
-    /// record. Returns the global IP once its Lighthouse name resolves (`None` while the
-    /// gateway has no NAT). Exporting again returns the same global IP.
+    /// a global IP from this cluster's pool, the pod IP added, the export programmed by the
+    /// gateway and the DNS record. Returns the global IP once its Lighthouse name resolves
+    /// (`None` while the gateway is down). Exporting again returns the same global IP.
     pub async fn export(&self, service: &str, pod: Ipv4Addr) -> Result<Option<IpAddr>, LabError> {
         let mut state = self.state.lock().await;
         self.export_in(&mut state, service, pod).await
@@ -124,12 +126,22 @@ impl GlobalnetEndpoints {
         let IpAddr::V4(global_v4) = global else {
             return Err(LabError::Alloc(format!("{global} is not IPv4")));
         };
-        if !self.topology.nat_present(self.side).await {
-            tracing::warn!(%service, gateway = %net.gateway, "the gateway has no NAT: the global IP cannot be programmed, the export stays pending");
+        if !self.topology.gateway_running(self.side).await {
+            tracing::warn!(%service, gateway = %net.gateway, "the gateway is down: the global IP cannot be programmed, the export stays pending");
             return Ok(None);
         }
         self.topology.add_pod_ip(self.side, pod).await?;
-        self.topology.map_global(self.side, global_v4, pod).await?;
+        self.topology
+            .export(
+                self.side,
+                PodExport {
+                    namespace: NAMESPACE.to_owned(),
+                    service: service.to_owned(),
+                    global: global_v4,
+                    pod,
+                },
+            )
+            .await?;
         self.dns.publish(net.cluster_id, service, global)?;
         let name = LabDns::cluster_name(net.cluster_id, service)?;
         let Some(addresses) = self.dns.resolve(&name).await? else {
@@ -202,7 +214,7 @@ impl EndpointSource for GlobalnetEndpoints {
         let service = mon_service(mon);
         if let Some(IpAddr::V4(global)) = state.globals.release(&service) {
             self.topology
-                .unmap_global(self.side, global)
+                .unexport(self.side, global)
                 .await
                 .map_err(runtime_error)?;
             self.dns

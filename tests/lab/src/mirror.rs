@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use mon_failover_io::CephInstall;
 
 use crate::ceph::step;
-use crate::{CephSite, LabDns, LabError, POOL, Side, SiteSpec, Topology, poll_until};
+use crate::{CephSite, LabDns, LabError, POOL, PodExport, Side, SiteSpec, Topology, poll_until};
 
 /// One MiB.
 pub const MIB: usize = 1 << 20;
@@ -50,6 +50,21 @@ impl std::fmt::Debug for MirrorLab {
     }
 }
 
+/// The export of the clusterset DNS server in cluster A: its pod IP at global IP 242.1.0.53.
+pub fn dns_export(pod: Ipv4Addr) -> PodExport {
+    PodExport {
+        namespace: DNS_NAMESPACE.to_owned(),
+        service: DNS_SERVICE.to_owned(),
+        global: Ipv4Addr::new(242, 1, 0, 53),
+        pod,
+    }
+}
+
+/// The namespace of the clusterset DNS server's Service in the gateways' state.
+pub const DNS_NAMESPACE: &str = "clusterset-system";
+/// The clusterset DNS server's Service in the gateways' state.
+pub const DNS_SERVICE: &str = "clusterset-dns";
+
 /// What peering the two clusters produced.
 #[derive(Debug, Clone)]
 pub struct Peering {
@@ -69,9 +84,7 @@ impl MirrorLab {
         let a = topology.cluster(Side::A).clone();
         let dns_pod = Ipv4Addr::new(10, 244, 0, 53);
         topology.add_pod_ip(Side::A, dns_pod).await?;
-        topology
-            .map_global(Side::A, Ipv4Addr::new(242, 1, 0, 53), dns_pod)
-            .await?;
+        topology.export(Side::A, dns_export(dns_pod)).await?;
         let dns = Arc::new(LabDns::start(&a.netns, (dns_pod, 53).into()).await?);
         let spec = |side, fsid: &str, site: &str| SiteSpec {
             side,

@@ -1,32 +1,42 @@
 //! The lab's network: per cluster a "pods" namespace and a gateway namespace, the two gateways
-//! joined by a veth pair (the tunnel), and on each gateway nftables NAT that maps the cluster's
-//! global IPs 1:1 to pod IPs, Globalnet style.
+//! joined by a veth pair (the tunnel), and on each gateway the product's data plane: a
+//! `clusterset-gateway run --state FILE` process that maps the cluster's global IPs 1:1 to pod
+//! IPs, Globalnet style, and routes the peer's global CIDR through the tunnel.
 //!
 //! ```text
 //!  csl-a (pods 10.244.0.0/24)      csl-gw-a              csl-gw-b        csl-b (pods 10.244.0.0/24)
 //!  eth0 10.244.0.2 + pod IPs ---- pods 10.244.0.1       pods 10.244.0.1 ---- eth0 10.244.0.2 + pod IPs
 //!  default via 10.244.0.1         tun0 172.31.255.1 ---- tun0 172.31.255.2   default via 10.244.0.1
-//!                                 242.2/16 via .2        242.1/16 via .1
+//!                                 242.2/16 via .2        242.1/16 via .1     (routes: proto 147)
 //! ```
 //!
-//! NAT on each gateway (table `ip csl_nat`): prerouting DNATs a global IP to its pod IP (map
-//! `g2p`); postrouting SNATs a pod IP to its global IP (map `p2g`) or, for pods without one, to
-//! the cluster's egress IP. Both rules also apply to traffic that comes back out the pods link
-//! (hairpin), so pods of one cluster reach each other through their global IPs.
+//! The lab writes each gateway's state file (this cluster's CIDRs and egress IP, every export's
+//! global IP and pod, the peer's global CIDR and tunnel address; `gateway-rules`'
+//! [`GatewayState`](gateway_rules::GatewayState)) and waits until the gateway's table `ip
+//! clusterset_gw` holds what `gateway-rules` computes for it. That table DNATs an export's
+//! global IP to its pod (map `global_to_backend`) and SNATs a connection opened to any global
+//! CIDR, ours included, to the pod's export's global IP (map `pod_to_global`) or else the egress
+//! IP. Both also apply to traffic that comes back out the pods link (hairpin), so pods of one
+//! cluster reach each other through their global IPs. A gateway outage is the process stopped
+//! and its table deleted; starting it again reprograms the table from the state file.
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
-use std::sync::Mutex;
+use std::path::PathBuf;
 use std::time::Duration;
 
+use gateway_rules::{Collection, RuleSet, TABLE};
 use ipnet::Ipv4Net;
+use tokio::sync::Mutex;
 
 use crate::LabError;
+use crate::gateway::{
+    GatewayProcess, PodExport, desired_elements, gateway_binary, gateway_state,
+    programmed_elements, table_present, wait_programmed, write_state,
+};
 
 /// Every namespace of the lab starts with this; leftovers with it are removed at start.
 const PREFIX: &str = "csl-";
-/// The nftables table on each gateway.
-const NAT_TABLE: &str = "csl_nat";
 /// How long one `ip`/`nft` command may take.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -50,6 +60,9 @@ pub struct ClusterNet {
     pub gateway: String,
     /// The pod CIDR (the same for both clusters).
     pub pod_cidr: Ipv4Net,
+    /// The service CIDR (cluster IPs; the same for both clusters, disjoint from the pod and
+    /// global CIDRs). No Service runs in the lab: the gateway's state needs it.
+    pub service_cidr: Ipv4Net,
     /// The global CIDR (Globalnet's 242.0.0.0/8 split per cluster).
     pub global_cidr: Ipv4Net,
     /// The "node" address of the pods namespace: its primary address, the source of
@@ -64,13 +77,26 @@ pub struct ClusterNet {
     pub egress_ip: Ipv4Addr,
 }
 
-/// The lab's network, torn down when dropped.
+/// The lab's network, torn down when dropped (the gateways with it).
 #[derive(Debug)]
 pub struct Topology {
     a: ClusterNet,
     b: ClusterNet,
-    /// Global -> pod mappings per side, to restore the NAT after [`Topology::remove_nat`].
-    maps: Mutex<BTreeMap<Side, BTreeMap<Ipv4Addr, Ipv4Addr>>>,
+    /// The `clusterset-gateway` binary the gateways run.
+    gateway_binary: PathBuf,
+    /// The gateways' state files and logs.
+    files: tempfile::TempDir,
+    gateway_a: Mutex<Gateway>,
+    gateway_b: Mutex<Gateway>,
+}
+
+/// One cluster's gateway: the exports the lab gave it (its state file's), and its process
+/// while it runs. Its lock is held while a change is written and waited for, so the changes of
+/// one cluster are programmed one at a time.
+#[derive(Debug, Default)]
+struct Gateway {
+    exports: BTreeMap<Ipv4Addr, PodExport>,
+    process: Option<GatewayProcess>,
 }
 
 fn net(cidr: &str) -> Ipv4Net {
@@ -86,6 +112,7 @@ impl Topology {
             netns: format!("{PREFIX}{side}"),
             gateway: format!("{PREFIX}gw-{side}"),
             pod_cidr: net("10.244.0.0/24"),
+            service_cidr: net("10.96.0.0/16"),
             global_cidr: net(global),
             node_ip: Ipv4Addr::new(10, 244, 0, 2),
             gateway_ip: Ipv4Addr::new(10, 244, 0, 1),
@@ -114,11 +141,22 @@ impl Topology {
     /// everything created so far is removed.
     pub async fn create() -> Result<Topology, LabError> {
         remove_leftovers();
+        let gateway_binary = gateway_binary()?;
+        let files = tempfile::Builder::new()
+            .prefix("clusterset-lab-gateways.")
+            .tempdir()
+            .map_err(|e| LabError::Step {
+                step: "creating the gateways' directory".into(),
+                source: Box::new(e),
+            })?;
         let (a, b) = Topology::plan();
         let topology = Topology {
             a,
             b,
-            maps: Mutex::new(BTreeMap::new()),
+            gateway_binary,
+            files,
+            gateway_a: Mutex::default(),
+            gateway_b: Mutex::default(),
         };
         // On error, `topology` is dropped here and tears down what exists.
         topology.build().await?;
@@ -180,7 +218,7 @@ impl Topology {
             ],
         )
         .await?;
-        for (c, peer) in [(&self.a, &self.b), (&self.b, &self.a)] {
+        for c in [&self.a, &self.b] {
             let addr = format!("{}/30", c.tunnel_ip);
             run(
                 Some(&c.gateway),
@@ -188,16 +226,10 @@ impl Topology {
             )
             .await?;
             run(Some(&c.gateway), &["ip", "link", "set", "tun0", "up"]).await?;
-            let route = peer.global_cidr.to_string();
-            let via = peer.tunnel_ip.to_string();
-            run(
-                Some(&c.gateway),
-                &["ip", "route", "add", &route, "via", &via],
-            )
-            .await?;
         }
+        // The gateways route each other's global CIDR through the tunnel themselves.
         for side in [Side::A, Side::B] {
-            self.restore_nat(side).await?;
+            self.start_gateway(side).await?;
         }
         Ok(())
     }
@@ -222,115 +254,161 @@ impl Topology {
         Ok(())
     }
 
-    /// Maps `global` 1:1 to `pod` on the cluster's gateway (DNAT in, SNAT out, hairpin).
-    pub async fn map_global(
+    /// The other cluster.
+    fn peer(&self, side: Side) -> &ClusterNet {
+        match side {
+            Side::A => &self.b,
+            Side::B => &self.a,
+        }
+    }
+
+    fn gateway(&self, side: Side) -> &Mutex<Gateway> {
+        match side {
+            Side::A => &self.gateway_a,
+            Side::B => &self.gateway_b,
+        }
+    }
+
+    /// The state file of the cluster's gateway.
+    pub fn gateway_state_file(&self, side: Side) -> PathBuf {
+        self.files
+            .path()
+            .join(format!("{}.yaml", self.cluster(side).cluster_id))
+    }
+
+    /// The log of the cluster's gateway.
+    pub fn gateway_log(&self, side: Side) -> PathBuf {
+        self.files
+            .path()
+            .join(format!("gateway-{}.log", self.cluster(side).cluster_id))
+    }
+
+    /// Writes the gateway's state file with `exports`; the elements its table must then hold.
+    fn write_gateway_state(
         &self,
         side: Side,
-        global: Ipv4Addr,
-        pod: Ipv4Addr,
-    ) -> Result<(), LabError> {
-        let c = self.cluster(side);
-        run(
-            Some(&c.gateway),
-            &[
-                "nft",
-                &format!(
-                    "add element ip {NAT_TABLE} g2p {{ {global} : {pod} }}; add element ip {NAT_TABLE} p2g {{ {pod} : {global} }}"
-                ),
-            ],
-        )
-        .await?;
-        self.lock().entry(side).or_default().insert(global, pod);
-        Ok(())
+        exports: &BTreeMap<Ipv4Addr, PodExport>,
+    ) -> Result<BTreeMap<String, Vec<String>>, LabError> {
+        let state = gateway_state(self.cluster(side), self.peer(side), exports.values());
+        let rules = RuleSet::desired(&state).map_err(|e| LabError::Step {
+            step: format!("the state of {}'s gateway", self.cluster(side).cluster_id),
+            source: Box::new(e),
+        })?;
+        write_state(&self.gateway_state_file(side), &state)?;
+        Ok(desired_elements(&rules))
     }
 
-    /// Removes the mapping of `global` (no-op when there is none or the NAT is removed).
-    pub async fn unmap_global(&self, side: Side, global: Ipv4Addr) -> Result<(), LabError> {
-        let Some(pod) = self.lock().entry(side).or_default().remove(&global) else {
+    /// Writes the state file and, while the gateway runs, waits until its table holds it.
+    async fn program(&self, side: Side, gateway: &mut Gateway) -> Result<(), LabError> {
+        let want = self.write_gateway_state(side, &gateway.exports)?;
+        let Some(process) = gateway.process.as_mut() else {
             return Ok(());
         };
-        if !self.nat_present(side).await {
-            return Ok(());
-        }
-        let c = self.cluster(side);
-        run(
-            Some(&c.gateway),
-            &[
-                "nft",
-                &format!(
-                    "delete element ip {NAT_TABLE} g2p {{ {global} }}; delete element ip {NAT_TABLE} p2g {{ {pod} }}"
-                ),
-            ],
-        )
+        wait_programmed(&self.cluster(side).gateway, &want, || {
+            process.check_running()
+        })
         .await?;
         Ok(())
     }
 
-    /// The global -> pod mappings of a side.
-    pub fn mappings(&self, side: Side) -> BTreeMap<Ipv4Addr, Ipv4Addr> {
-        self.lock().get(&side).cloned().unwrap_or_default()
+    /// Exports a pod at a global IP through the cluster's gateway (DNAT in, SNAT out, hairpin):
+    /// the export is added to the gateway's state file and, while the gateway runs, this
+    /// returns once its table holds it. Exporting the same global IP again replaces it.
+    pub async fn export(&self, side: Side, export: PodExport) -> Result<(), LabError> {
+        let mut gateway = self.gateway(side).lock().await;
+        gateway.exports.insert(export.global, export);
+        self.program(side, &mut gateway).await
     }
 
-    /// Whether the cluster's gateway has its NAT table.
-    pub async fn nat_present(&self, side: Side) -> bool {
-        let c = self.cluster(side);
-        run(Some(&c.gateway), &["nft", "list", "table", "ip", NAT_TABLE])
+    /// Removes the export of `global` from the gateway's state file (no-op when there is none)
+    /// and, while the gateway runs, waits until its table no longer holds it.
+    pub async fn unexport(&self, side: Side, global: Ipv4Addr) -> Result<(), LabError> {
+        let mut gateway = self.gateway(side).lock().await;
+        if gateway.exports.remove(&global).is_none() {
+            return Ok(());
+        }
+        self.program(side, &mut gateway).await
+    }
+
+    /// What the gateway's table DNATs now: global IP to pod IP (its map `global_to_backend`,
+    /// read from the kernel); empty when the table does not exist.
+    pub async fn gateway_dnat(&self, side: Side) -> Result<BTreeMap<Ipv4Addr, Ipv4Addr>, LabError> {
+        let sets = programmed_elements(&self.cluster(side).gateway).await?;
+        let pairs = sets
+            .and_then(|mut sets| sets.remove(Collection::GlobalToBackend.name()))
+            .unwrap_or_default();
+        pairs
+            .iter()
+            .map(|pair| {
+                pair.split_once(" : ")
+                    .and_then(|(global, pod)| Some((global.parse().ok()?, pod.parse().ok()?)))
+                    .ok_or_else(|| LabError::Step {
+                        step: "reading the gateway's global_to_backend map".into(),
+                        source: format!("{pair:?} is no `global : pod` pair").into(),
+                    })
+            })
+            .collect()
+    }
+
+    /// Whether the cluster's gateway process runs.
+    pub async fn gateway_running(&self, side: Side) -> bool {
+        self.gateway(side)
+            .lock()
             .await
-            .is_ok()
+            .process
+            .as_mut()
+            .is_some_and(|process| process.check_running().is_ok())
     }
 
-    /// Removes the gateway's NAT (the whole table), as a gateway failure would. Connections
-    /// already translated keep their conntrack entries; new ones to global IPs fail.
-    pub async fn remove_nat(&self, side: Side) -> Result<(), LabError> {
+    /// Whether the cluster's gateway namespace has the table `ip clusterset_gw`.
+    pub async fn gateway_table_present(&self, side: Side) -> bool {
+        table_present(&self.cluster(side).gateway).await
+    }
+
+    /// Starts the cluster's gateway (`clusterset-gateway run --state FILE` in its namespace)
+    /// with the state file of every export made so far, and waits until its table holds it;
+    /// how long that took. A gateway already running is left as it is.
+    pub async fn start_gateway(&self, side: Side) -> Result<Duration, LabError> {
+        let started = std::time::Instant::now();
+        let mut gateway = self.gateway(side).lock().await;
+        if let Some(process) = gateway.process.as_mut()
+            && process.check_running().is_ok()
+        {
+            return Ok(started.elapsed());
+        }
+        let want = self.write_gateway_state(side, &gateway.exports)?;
         let c = self.cluster(side);
+        let process = gateway.process.insert(GatewayProcess::start(
+            &self.gateway_binary,
+            &c.gateway,
+            &self.gateway_state_file(side),
+            &self.gateway_log(side),
+        )?);
+        wait_programmed(&c.gateway, &want, || process.check_running()).await?;
+        Ok(started.elapsed())
+    }
+
+    /// Stops the cluster's gateway (SIGTERM) and waits for it to exit. Its table and routes
+    /// stay in place, as the gateway leaves them: connections keep working, but changes of the
+    /// state file are not followed until it starts again.
+    pub async fn stop_gateway(&self, side: Side) -> Result<(), LabError> {
+        let process = self.gateway(side).lock().await.process.take();
+        match process {
+            Some(process) => process.stop().await,
+            None => Ok(()),
+        }
+    }
+
+    /// A gateway outage: the gateway stopped and its table `ip clusterset_gw` deleted, as the
+    /// loss of the gateway node's NAT would leave it (its routes stay). Connections already
+    /// translated keep their conntrack entries; new ones to the cluster's global IPs fail.
+    pub async fn gateway_outage(&self, side: Side) -> Result<(), LabError> {
+        self.stop_gateway(side).await?;
         run(
-            Some(&c.gateway),
-            &["nft", "delete", "table", "ip", NAT_TABLE],
+            Some(&self.cluster(side).gateway),
+            &["nft", "delete", "table", "ip", TABLE],
         )
         .await?;
-        Ok(())
-    }
-
-    /// (Re)creates the gateway's NAT with every mapping made so far (idempotent).
-    pub async fn restore_nat(&self, side: Side) -> Result<(), LabError> {
-        let c = self.cluster(side);
-        let elements = |pairs: Vec<(Ipv4Addr, Ipv4Addr)>| {
-            if pairs.is_empty() {
-                String::new()
-            } else {
-                let list: Vec<String> = pairs.iter().map(|(k, v)| format!("{k} : {v}")).collect();
-                format!("elements = {{ {} }}", list.join(", "))
-            }
-        };
-        let maps = self.mappings(side);
-        let g2p = elements(maps.iter().map(|(g, p)| (*g, *p)).collect());
-        let p2g = elements(maps.iter().map(|(g, p)| (*p, *g)).collect());
-        let ruleset = format!(
-            "table ip {NAT_TABLE} {{
-  map g2p {{ type ipv4_addr : ipv4_addr; {g2p} }}
-  map p2g {{ type ipv4_addr : ipv4_addr; {p2g} }}
-  chain prerouting {{
-    type nat hook prerouting priority dstnat; policy accept;
-    ip daddr {global} dnat ip to ip daddr map @g2p
-  }}
-  chain postrouting {{
-    type nat hook postrouting priority srcnat; policy accept;
-    ip saddr {pods} snat ip to ip saddr map @p2g
-    ip saddr {pods} snat ip to {egress}
-  }}
-}}",
-            global = c.global_cidr,
-            pods = c.pod_cidr,
-            egress = c.egress_ip,
-        );
-        if self.nat_present(side).await {
-            run(
-                Some(&c.gateway),
-                &["nft", "delete", "table", "ip", NAT_TABLE],
-            )
-            .await?;
-        }
-        run(Some(&c.gateway), &["nft", &ruleset]).await?;
         Ok(())
     }
 
@@ -339,10 +417,9 @@ impl Topology {
         run(Some(&self.cluster(side).netns), argv).await
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<Side, BTreeMap<Ipv4Addr, Ipv4Addr>>> {
-        self.maps
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// Runs a program inside the gateway namespace of a cluster; its stdout.
+    pub async fn exec_in_gateway(&self, side: Side, argv: &[&str]) -> Result<String, LabError> {
+        run(Some(&self.cluster(side).gateway), argv).await
     }
 }
 

@@ -1,5 +1,6 @@
 //! The end-to-end lab (issue 9): two clusters with the same pod CIDR in network namespaces,
-//! each behind its own gateway with 1:1 global<->pod NAT, real Ceph mons, our clusterset DNS.
+//! each behind its own gateway (a `clusterset-gateway` process: 1:1 global<->pod NAT), real
+//! Ceph mons, our clusterset DNS.
 //! Needs root, iproute2, nftables, bind9-dnsutils and the Ceph Reef root filesystem
 //! (`tests/lab/ceph-reef-root.sh`; `.ci/run` installs and builds them) and fails, never skips,
 //! without them.
@@ -7,7 +8,7 @@
 //! The tests share the lab's namespace names and addresses, so they run one at a time.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,9 +17,10 @@ use ceph_address_plan::{
     CephVersion, ClusterSettings, Inventory, MonId, MonInput, Plan, PlanInput,
 };
 use ceph_local::{LocalCluster, LocalMonRuntime};
+use clusterset_lab::mirror::{DNS_NAMESPACE, DNS_SERVICE, dns_export};
 use clusterset_lab::{
-    GlobalnetEndpoints, LabDns, Side, Topology, ceph_version, lab_namespaces, mon_service,
-    print_log_tails, require_ceph_root, require_host,
+    GlobalnetEndpoints, LabDns, PodExport, Side, Topology, ceph_version, lab_namespaces,
+    mon_service, print_log_tails, require_ceph_root, require_host,
 };
 use mon_failover::{Addressing, CephMonAdmin, Command, Config, Machine, MonRuntime, Timestamp};
 use mon_failover_io::{
@@ -106,7 +108,15 @@ async fn topology_overlapping_pod_cidrs_behind_gateways_with_hairpin_nat() {
         let net = topology.cluster(side).clone();
         topology.add_pod_ip(side, pod(DNS_HOST)).await.unwrap();
         topology
-            .map_global(side, global.parse().unwrap(), pod(DNS_HOST))
+            .export(
+                side,
+                PodExport {
+                    namespace: DNS_NAMESPACE.into(),
+                    service: DNS_SERVICE.into(),
+                    global: global.parse().unwrap(),
+                    pod: pod(DNS_HOST),
+                },
+            )
             .await
             .unwrap();
         let dns = LabDns::start(&net.netns, (pod(DNS_HOST), 53).into())
@@ -164,21 +174,41 @@ async fn topology_overlapping_pod_cidrs_behind_gateways_with_hairpin_nat() {
         "242.1.0.77"
     );
 
-    // Without A's gateway NAT, A's global IPs are unreachable; restored, they answer again.
-    topology.remove_nat(Side::A).await.unwrap();
-    assert!(!topology.nat_present(Side::A).await);
+    // A's gateway stopped (SIGTERM) leaves its rules: A still answers. Started again, it
+    // programs the same table.
+    let table = || async {
+        topology
+            .exec_in_gateway(Side::A, &["nft", "list", "table", "ip", "clusterset_gw"])
+            .await
+            .unwrap()
+    };
+    let before = table().await;
+    topology.stop_gateway(Side::A).await.unwrap();
+    assert!(!topology.gateway_running(Side::A).await);
+    assert_eq!(
+        dig(&topology, Side::B, a_dns, probe).await.unwrap(),
+        "242.1.0.77"
+    );
+    topology.start_gateway(Side::A).await.unwrap();
+    assert_eq!(table().await, before, "the restarted gateway's table");
+
+    // A gateway outage (stopped, its table gone): A's global IPs are unreachable; the gateway
+    // started again reprograms them from its state file, and they answer again.
+    topology.gateway_outage(Side::A).await.unwrap();
+    assert!(!topology.gateway_table_present(Side::A).await);
     let err = dig(&topology, Side::B, a_dns, probe).await.unwrap_err();
     assert!(
         err.contains("exit status: 9"),
         "dig got no reply (exit 9): {err}"
     );
-    topology.restore_nat(Side::A).await.unwrap();
+    topology.start_gateway(Side::A).await.unwrap();
+    assert_eq!(table().await, before, "the table after the outage");
     assert_eq!(
         dig(&topology, Side::B, a_dns, probe).await.unwrap(),
         "242.1.0.77"
     );
-    // Idempotent: restoring again changes nothing.
-    topology.restore_nat(Side::A).await.unwrap();
+    // Idempotent: starting a running gateway changes nothing.
+    topology.start_gateway(Side::A).await.unwrap();
     assert_eq!(
         dig(&topology, Side::A, a_dns, probe).await.unwrap(),
         "242.1.0.77"
@@ -263,7 +293,7 @@ impl Lab {
         let a = topology.cluster(Side::A).clone();
         topology.add_pod_ip(Side::A, pod(DNS_HOST)).await.unwrap();
         topology
-            .map_global(Side::A, "242.1.0.53".parse().unwrap(), pod(DNS_HOST))
+            .export(Side::A, dns_export(pod(DNS_HOST)))
             .await
             .unwrap();
         let dns = Arc::new(
@@ -420,14 +450,14 @@ impl Lab {
         let listening = listeners_3300(&self.topology, Side::A).await;
         let bound: BTreeSet<String> = (21..24).map(|h| format!("10.244.0.{h}:3300")).collect();
         assert_eq!(listening, bound, "the mons listen on their pod IPs only");
-        let globals: BTreeSet<Ipv4Addr> = self.topology.mappings(Side::A).keys().copied().collect();
-        let want: BTreeSet<Ipv4Addr> = ["242.1.0.1", "242.1.0.2", "242.1.0.3", "242.1.0.53"]
-            .iter()
-            .map(|s| s.parse().unwrap())
+        let dnat = self.topology.gateway_dnat(Side::A).await.unwrap();
+        let want: BTreeMap<Ipv4Addr, Ipv4Addr> = [(1, 21), (2, 22), (3, 23), (53, 53)]
+            .into_iter()
+            .map(|(global, host)| (Ipv4Addr::new(242, 1, 0, global), pod(host)))
             .collect();
         assert_eq!(
-            globals, want,
-            "the gateway maps exactly the live exports (and DNS)"
+            dnat, want,
+            "the gateway's table DNATs exactly the live exports (and DNS) to their pods"
         );
     }
 }
@@ -777,7 +807,7 @@ async fn gateway_nat_removed_mid_migration_pauses_it_until_restored_and_quorum_h
                 .any(|c| matches!(c, Command::ProvisionAddress { .. }))
     })
     .await;
-    lab.topology.remove_nat(Side::A).await.unwrap();
+    lab.topology.gateway_outage(Side::A).await.unwrap();
     let outage = Instant::now();
     // New connections to A's global IPs fail now: from B, A's DNS by its global IP is gone.
     let err = dig(
@@ -827,7 +857,7 @@ async fn gateway_nat_removed_mid_migration_pauses_it_until_restored_and_quorum_h
     let paused_for = outage.elapsed();
     assert_eq!(driver.state().history().completed, 1);
     // The gateway comes back: the migration resumes and finishes.
-    lab.topology.restore_nat(Side::A).await.unwrap();
+    lab.topology.start_gateway(Side::A).await.unwrap();
     let mut removed = Vec::new();
     let report = driver
         .run_until_settled(Addressing::Clusterset, options(), |tick| {

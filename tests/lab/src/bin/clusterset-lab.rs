@@ -1,8 +1,10 @@
 //! `clusterset-lab mirror`: watch the mission on one machine. Two Ceph Reef clusters whose pod
 //! networks overlap mirror RBD images through global IPs; then every daemon of the first is
 //! killed, the second takes over, and the first fails back. Each stage prints as it finishes,
-//! with its timing. Needs root, iproute2, nftables, bind9-dnsutils and the Ceph Reef root
-//! filesystem (`sudo bash tests/lab/ceph-reef-root.sh`); see docs/lab.md.
+//! with its timing. The gateways are `clusterset-gateway` processes (built by cargo when run
+//! through `cargo run`, else found next to this binary or in `CLUSTERSET_LAB_BIN_DIR`). Needs
+//! root, iproute2, nftables, bind9-dnsutils and the Ceph Reef root filesystem (`sudo bash
+//! tests/lab/ceph-reef-root.sh`); see docs/lab.md.
 #![forbid(unsafe_code)]
 
 use std::collections::BTreeSet;
@@ -60,7 +62,9 @@ async fn mirror(keep: Option<PathBuf>) -> Result<()> {
         }
     };
     let started = Instant::now();
-    println!("==> two clusters, pod CIDR 10.244.0.0/24 in both, behind Globalnet-style gateways");
+    println!(
+        "==> two clusters, pod CIDR 10.244.0.0/24 in both, each behind a clusterset-gateway process (Globalnet-style NAT)"
+    );
     let lab = MirrorLab::start(install, &dir, true)
         .await
         .context("starting the clusters")?;
@@ -131,5 +135,16 @@ async fn print_addresses(topology: &Topology, site: &CephSite) -> Result<()> {
     }
     let listening: Vec<String> = listening.iter().map(ToString::to_string).collect();
     println!("      its daemons listen on (ss): {}", listening.join(", "));
+    let dnat: Vec<String> = topology
+        .gateway_dnat(site.spec().side)
+        .await?
+        .iter()
+        .map(|(global, pod)| format!("{global} -> {pod}"))
+        .collect();
+    println!(
+        "      its gateway (clusterset-gateway in netns {}, table ip clusterset_gw) DNATs: {}",
+        net.gateway,
+        dnat.join(", ")
+    );
     Ok(())
 }
