@@ -558,6 +558,10 @@ impl LocalCluster {
                     format!("--root-ca-file={}", pki.ca.display()),
                     "--service-cluster-ip-range=10.96.0.0/16".to_owned(),
                     "--use-service-account-credentials=true".to_owned(),
+                    // Rollouts finish at once, as the scale bench needs (its OSD rollouts of
+                    // 10 pods each waited 4 s for the default 20 requests per second).
+                    "--kube-api-qps=500".to_owned(),
+                    "--kube-api-burst=1000".to_owned(),
                 ],
                 dir,
             ),
@@ -568,6 +572,8 @@ impl LocalCluster {
                     kubeconfig_flag.clone(),
                     "--secure-port=0".to_owned(),
                     "--leader-elect=false".to_owned(),
+                    "--kube-api-qps=500".to_owned(),
+                    "--kube-api-burst=1000".to_owned(),
                 ],
                 dir,
             ),
@@ -671,10 +677,11 @@ impl LocalCluster {
     }
 
     /// The node of this cluster, as kwokctl makes one: kwok manages it (its annotation) and
-    /// reports it Ready; its allocatable resources are what the scheduler places pods by.
+    /// reports it Ready; its allocatable resources are what the scheduler places pods by (room for
+    /// the scale bench's 1,000 OSD pods and more).
     async fn node(&self, client: &kube::Client) -> anyhow::Result<()> {
         let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
-        let resources = serde_json::json!({"cpu": "32", "memory": "256Gi", "pods": "110"});
+        let resources = serde_json::json!({"cpu": "1000", "memory": "4Ti", "pods": "10000"});
         let node = serde_json::json!({
             "apiVersion": "v1", "kind": "Node",
             "metadata": {

@@ -117,8 +117,24 @@ fn stamp_when<K>(
 where
     K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
 {
-    let stamps: SharedStamps = Arc::default();
-    let shared = Arc::clone(&stamps);
+    let (mut stamps, task) = stamp_each(api, vec![Box::new(holds)]);
+    (stamps.remove(0), task)
+}
+
+/// A condition of [`stamp_each`]: the key to stamp when the object meets it.
+type Holds<K> = Box<dyn Fn(&K) -> Option<String> + Send>;
+
+/// [`stamp_when`] for several conditions on one watch (their stamps are ordered exactly as the
+/// events arrived); one set of stamps per condition.
+fn stamp_each<K>(
+    api: Api<K>,
+    conditions: Vec<Holds<K>>,
+) -> (Vec<SharedStamps>, tokio::task::JoinHandle<()>)
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+{
+    let stamps: Vec<SharedStamps> = conditions.iter().map(|_| Arc::default()).collect();
+    let shared = stamps.clone();
     let task = tokio::spawn(async move {
         let mut events = std::pin::pin!(watcher(api, watcher::Config::default()));
         while let Some(event) = events.next().await {
@@ -127,8 +143,10 @@ where
                 Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => o,
                 _ => continue,
             };
-            if let Some(key) = holds(&object) {
-                lock(&shared).first_seen.entry(key).or_insert(now);
+            for (holds, stamps) in conditions.iter().zip(&shared) {
+                if let Some(key) = holds(&object) {
+                    lock(stamps).first_seen.entry(key).or_insert(now);
+                }
             }
         }
     });
@@ -282,13 +300,15 @@ pub async fn operator_run(
         laid_out.elapsed()
     );
 
+    // One watch for both stamps of a Deployment: the order of a domain's write and the previous
+    // domain's rollout is the order their events arrived in.
     let deployments: Api<Deployment> = Api::namespaced(east.client.clone(), &namespace);
-    let (written, written_task) = stamp_when(deployments.clone(), |d: &Deployment| {
+    let written_on_global_ip: Holds<Deployment> = Box::new(|d: &Deployment| {
         public_addr(d)
             .filter(|ip| ip.starts_with("242."))
             .and(d.metadata.name.clone())
     });
-    let (rolled, rolled_task) = stamp_when(deployments, |d: &Deployment| {
+    let rolled_out_on_global_ip: Holds<Deployment> = Box::new(|d: &Deployment| {
         let status = d.status.as_ref()?;
         let done = public_addr(d).is_some_and(|ip| ip.starts_with("242."))
             && status.observed_generation == d.metadata.generation
@@ -297,6 +317,11 @@ pub async fn operator_run(
             && status.replicas == Some(1);
         done.then(|| d.metadata.name.clone()).flatten()
     });
+    let (stamps, deployments_task) = stamp_each(
+        deployments,
+        vec![written_on_global_ip, rolled_out_on_global_ip],
+    );
+    let (written, rolled) = (stamps[0].clone(), stamps[1].clone());
     let imports: Api<ServiceImport> = Api::namespaced(west.client.clone(), &namespace);
     let (imported, imported_task) = stamp_when(imports, |i: &ServiceImport| {
         i.metadata
@@ -362,7 +387,7 @@ pub async fn operator_run(
         anyhow::Ok((all_rolled, all_imported, all_valid))
     }
     .await;
-    for task in [written_task, rolled_task, imported_task, valid_task] {
+    for task in [deployments_task, imported_task, valid_task] {
         task.abort();
     }
     let (all_rolled, all_imported, all_valid) = match result {
