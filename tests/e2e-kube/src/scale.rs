@@ -273,6 +273,44 @@ fn api_delta(
         .collect()
 }
 
+/// Waits (up to `limit`) until no namespace of an earlier run (`e2e-scale...`) is left in
+/// either cluster, then until the agents are quiet: the deletion of an earlier run's exports
+/// would otherwise be counted in this run's writes.
+async fn earlier_runs_gone(world: &World, limit: Duration) -> anyhow::Result<()> {
+    use k8s_openapi::api::core::v1::Namespace;
+    let started = Instant::now();
+    for cluster in [&world.east, &world.west] {
+        let namespaces: Api<Namespace> = Api::all(cluster.client.clone());
+        crate::wait_for(
+            &format!(
+                "the namespaces of earlier scale runs to be gone from {}",
+                cluster.id
+            ),
+            limit,
+            || {
+                let namespaces = namespaces.clone();
+                async move {
+                    let list = namespaces.list(&Default::default()).await?;
+                    let left = list.items.iter().any(|n| {
+                        n.metadata
+                            .name
+                            .as_deref()
+                            .is_some_and(|name| name.starts_with("e2e-scale"))
+                    });
+                    Ok((!left).then_some(()))
+                }
+            },
+        )
+        .await?;
+    }
+    settle(world, Duration::from_secs(3), limit).await?;
+    let took = started.elapsed();
+    if took > Duration::from_secs(4) {
+        println!("earlier runs cleaned up and the agents quiet after {took:.1?}");
+    }
+    Ok(())
+}
+
 /// The sum of a daemon's `writes_total`.
 async fn writes_total(daemon: &Daemon, family: &str) -> anyhow::Result<f64> {
     daemon.metric(family).await
@@ -290,6 +328,7 @@ pub async fn operator_run(
     idle: Duration,
     limit: Duration,
 ) -> anyhow::Result<OperatorReport> {
+    earlier_runs_gone(world, limit).await?;
     let namespace = world.namespace("e2e-scale").await?;
     let (east, west) = (world.east.clone(), world.west.clone());
     ensure_ceph_cluster_crd(&east).await?;
@@ -548,6 +587,7 @@ pub async fn exports_run(
     idle: Duration,
     limit: Duration,
 ) -> anyhow::Result<ExportsReport> {
+    earlier_runs_gone(world, limit).await?;
     let namespace = world.namespace("e2e-scale-exports").await?;
     let (east, west) = (world.east.clone(), world.west.clone());
     let imports: Api<ServiceImport> = Api::namespaced(west.client.clone(), &namespace);
