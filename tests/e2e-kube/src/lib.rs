@@ -1181,6 +1181,11 @@ impl World {
         Ok(name)
     }
 
+    /// The namespaces this world made (deleted when it stops).
+    pub fn namespaces(&self) -> &[String] {
+        &self.namespaces
+    }
+
     /// Prints the end of every daemon's log and keeps the whole logs (after a failure; see
     /// [`Daemon::failure_report`]).
     pub fn print_logs(&self) {
