@@ -273,12 +273,13 @@ fn api_delta(
         .collect()
 }
 
-/// Waits (up to `limit`) until no namespace of an earlier run (`e2e-scale...`) is left in
-/// either cluster, then until the agents are quiet: the deletion of an earlier run's exports
-/// would otherwise be counted in this run's writes.
+/// Waits (up to `limit`) until no namespace of an earlier run (`e2e-scale...`, not one of
+/// this world's own) is left in either cluster, then until the agents are quiet: the deletion
+/// of an earlier run's exports would otherwise be counted in this run's writes.
 async fn earlier_runs_gone(world: &World, limit: Duration) -> anyhow::Result<()> {
     use k8s_openapi::api::core::v1::Namespace;
     let started = Instant::now();
+    let own: Vec<String> = world.namespaces().to_vec();
     for cluster in [&world.east, &world.west] {
         let namespaces: Api<Namespace> = Api::all(cluster.client.clone());
         crate::wait_for(
@@ -288,14 +289,13 @@ async fn earlier_runs_gone(world: &World, limit: Duration) -> anyhow::Result<()>
             ),
             limit,
             || {
-                let namespaces = namespaces.clone();
+                let (namespaces, own) = (namespaces.clone(), own.clone());
                 async move {
                     let list = namespaces.list(&Default::default()).await?;
                     let left = list.items.iter().any(|n| {
-                        n.metadata
-                            .name
-                            .as_deref()
-                            .is_some_and(|name| name.starts_with("e2e-scale"))
+                        n.metadata.name.as_deref().is_some_and(|name| {
+                            name.starts_with("e2e-scale") && !own.iter().any(|o| o == name)
+                        })
                     });
                     Ok((!left).then_some(()))
                 }
