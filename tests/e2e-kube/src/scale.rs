@@ -32,7 +32,9 @@ use kube::runtime::watcher;
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
 use serde_json::json;
 
-use crate::scenarios::{ensure_ceph_cluster_crd, public_addr, rook_layout_in_domains};
+use crate::scenarios::{
+    ensure_ceph_cluster_crd, operator_in_east, public_addr, rook_layout_in_domains,
+};
 use crate::{Cluster, Daemon, Resources, World};
 
 /// What one operator run measured.
@@ -311,12 +313,24 @@ async fn earlier_runs_gone(world: &World, limit: Duration) -> anyhow::Result<()>
     Ok(())
 }
 
-/// The sum of a daemon's `writes_total`.
-async fn writes_total(daemon: &Daemon, family: &str) -> anyhow::Result<f64> {
-    daemon.metric(family).await
+const AGENT_WRITES: &str = "clusterset_agent_writes_total";
+
+/// Each agent's writes so far by operation (east, west).
+async fn agents_writes(world: &World) -> anyhow::Result<[BTreeMap<String, f64>; 2]> {
+    Ok([
+        writes_by_operation(&world.agents[0].daemon, AGENT_WRITES).await?,
+        writes_by_operation(&world.agents[1].daemon, AGENT_WRITES).await?,
+    ])
 }
 
-const AGENT_WRITES: &str = "clusterset_agent_writes_total";
+/// Each agent's writes by operation (east, west) since `before` ([`agents_writes`]).
+async fn agents_writes_since(
+    world: &World,
+    before: &[BTreeMap<String, f64>; 2],
+) -> anyhow::Result<[BTreeMap<String, f64>; 2]> {
+    let now = agents_writes(world).await?;
+    Ok([delta(&now[0], &before[0]), delta(&now[1], &before[1])])
+}
 const OPERATOR_WRITES: &str = "mcs_ceph_operator_writes_total";
 
 /// The operator run: `osds` OSDs, `per_domain` per failure domain, `idle` of idle writes
@@ -382,32 +396,9 @@ pub async fn operator_run(
             .filter(|n| n.starts_with("rook-ceph-osd-"))
     });
 
-    let agents_before = [
-        writes_by_operation(&world.agents[0].daemon, AGENT_WRITES).await?,
-        writes_by_operation(&world.agents[1].daemon, AGENT_WRITES).await?,
-    ];
+    let agents_before = agents_writes(world).await?;
     let api_before = [api_requests(&east).await?, api_requests(&west).await?];
-    let kubeconfig = east
-        .service_account_kubeconfig(
-            crate::OPERATOR_NAMESPACE,
-            "mcs-ceph-operator",
-            world.dir.path(),
-        )
-        .await?;
-    let mut operator = Daemon::new(
-        "operator east",
-        &world.settings.binary("mcs-ceph-operator")?,
-        vec![
-            "run".to_owned(),
-            format!("--nameserver={}", world.agents[0].dns),
-            "--identity=e2e-scale-operator".to_owned(),
-            format!("--leader-lease-namespace={}", crate::OPERATOR_NAMESPACE),
-            format!("--watch-namespace={namespace}"),
-        ],
-        &kubeconfig,
-        "--listen",
-        &world.logs,
-    );
+    let mut operator = operator_in_east(world, &namespace, "e2e-scale-operator", &[]).await?;
     let started = Instant::now();
     operator.start().await?;
     let count = usize::try_from(osds)?;
@@ -447,16 +438,7 @@ pub async fn operator_run(
     let (status_bytes, status_bytes_without_managed_fields) =
         status_sizes(&east, &namespace).await?;
     let operator_writes = writes_by_operation(&operator, OPERATOR_WRITES).await?;
-    let agent_writes = [
-        delta(
-            &writes_by_operation(&world.agents[0].daemon, AGENT_WRITES).await?,
-            &agents_before[0],
-        ),
-        delta(
-            &writes_by_operation(&world.agents[1].daemon, AGENT_WRITES).await?,
-            &agents_before[1],
-        ),
-    ];
+    let agent_writes = agents_writes_since(world, &agents_before).await?;
     let api_requests = [
         api_delta(&api_requests(&east).await?, &api_before[0]),
         api_delta(&api_requests(&west).await?, &api_before[1]),
@@ -550,10 +532,10 @@ async fn idle_writes(
 
 /// The writes of both agents (and the operator, when given) so far.
 async fn all_writes(world: &World, operator: Option<&Daemon>) -> anyhow::Result<f64> {
-    let mut sum = writes_total(&world.agents[0].daemon, AGENT_WRITES).await?
-        + writes_total(&world.agents[1].daemon, AGENT_WRITES).await?;
+    let mut sum = world.agents[0].daemon.metric(AGENT_WRITES).await?
+        + world.agents[1].daemon.metric(AGENT_WRITES).await?;
     if let Some(operator) = operator {
-        sum += writes_total(operator, OPERATOR_WRITES).await?;
+        sum += operator.metric(OPERATOR_WRITES).await?;
     }
     Ok(sum)
 }
@@ -593,10 +575,7 @@ pub async fn exports_run(
     let imports: Api<ServiceImport> = Api::namespaced(west.client.clone(), &namespace);
     let (imported, imported_task) =
         stamp_when(imports, |i: &ServiceImport| i.metadata.name.clone());
-    let before = [
-        writes_by_operation(&world.agents[0].daemon, AGENT_WRITES).await?,
-        writes_by_operation(&world.agents[1].daemon, AGENT_WRITES).await?,
-    ];
+    let before = agents_writes(world).await?;
     let started = Instant::now();
     futures::stream::iter((0..exports).map(|i| format!("bulk-{i}")))
         .map(|name| {
@@ -621,16 +600,7 @@ pub async fn exports_run(
     // Settled: the last status writes of the bulk go out before the counts are read.
     let quiet = settle(world, Duration::from_secs(3), limit).await?;
     println!("the agents were quiet again {quiet:.1?} later");
-    let agent_writes = [
-        delta(
-            &writes_by_operation(&world.agents[0].daemon, AGENT_WRITES).await?,
-            &before[0],
-        ),
-        delta(
-            &writes_by_operation(&world.agents[1].daemon, AGENT_WRITES).await?,
-            &before[1],
-        ),
-    ];
+    let agent_writes = agents_writes_since(world, &before).await?;
 
     let mut single_times = Vec::new();
     for i in 0..singles {

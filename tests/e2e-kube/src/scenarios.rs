@@ -622,6 +622,41 @@ pub(crate) async fn osds_at_global_ips(
     Ok(addresses)
 }
 
+/// The operator of east, not started: deploy/'s ServiceAccount and RBAC, leader election on
+/// with `identity`, watching `namespace` only, resolving through east's agent, with `extra`
+/// flags.
+pub(crate) async fn operator_in_east(
+    world: &World,
+    namespace: &str,
+    identity: &str,
+    extra: &[&str],
+) -> anyhow::Result<crate::Daemon> {
+    let kubeconfig = world
+        .east
+        .service_account_kubeconfig(
+            crate::OPERATOR_NAMESPACE,
+            "mcs-ceph-operator",
+            world.dir.path(),
+        )
+        .await?;
+    let mut args = vec![
+        "run".to_owned(),
+        format!("--nameserver={}", world.agents[0].dns),
+        format!("--identity={identity}"),
+        format!("--leader-lease-namespace={}", crate::OPERATOR_NAMESPACE),
+        format!("--watch-namespace={namespace}"),
+    ];
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
+    Ok(crate::Daemon::new(
+        "operator east",
+        &world.settings.binary("mcs-ceph-operator")?,
+        args,
+        &kubeconfig,
+        "--listen",
+        &world.logs,
+    ))
+}
+
 /// The operator (with deploy/'s ServiceAccount and RBAC, leader election on) on a Rook-layout
 /// namespace in east, with both agents running: every OSD Deployment comes to
 /// `--public-addr=<its global IP>`, the name `east.rook-ceph-osd-<id>.<ns>.svc.clusterset.local`
@@ -632,29 +667,8 @@ pub async fn operator_brings_osds_to_global_ips(world: &mut World) -> anyhow::Re
     let east = world.east.clone();
     ensure_ceph_cluster_crd(&east).await?;
     rook_layout(&east, &namespace, OSDS).await?;
-    let kubeconfig = east
-        .service_account_kubeconfig(
-            crate::OPERATOR_NAMESPACE,
-            "mcs-ceph-operator",
-            world.dir.path(),
-        )
-        .await?;
-    let args = vec![
-        "run".to_owned(),
-        format!("--nameserver={}", world.agents[0].dns),
-        "--identity=e2e-operator".to_owned(),
-        format!("--leader-lease-namespace={}", crate::OPERATOR_NAMESPACE),
-        format!("--watch-namespace={namespace}"),
-        "--debounce-ms=200".to_owned(),
-    ];
-    let mut operator = crate::Daemon::new(
-        "operator east",
-        &world.settings.binary("mcs-ceph-operator")?,
-        args,
-        &kubeconfig,
-        "--listen",
-        &world.logs,
-    );
+    let mut operator =
+        operator_in_east(world, &namespace, "e2e-operator", &["--debounce-ms=200"]).await?;
     let started = Instant::now();
     operator.start().await?;
     let result = async {
