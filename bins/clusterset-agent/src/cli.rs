@@ -274,11 +274,15 @@ impl RunArgs {
     }
 }
 
-/// The broker CRD as YAML (generated from `mcs_controller::ExportRecord`).
+/// The hub's CRDs as one multi-document YAML stream (generated from
+/// `mcs_controller::ExportRecord` and `mcs_controller::broker::GatewaySpec`).
 pub fn crd_yaml() -> anyhow::Result<String> {
-    Ok(serde_saphyr::to_string(
-        &mcs_controller::crd::export_record_crd()?,
-    )?)
+    let mut out = String::new();
+    for crd in mcs_controller::crd::broker_crds()? {
+        out.push_str("---\n");
+        out.push_str(&serde_saphyr::to_string(&crd)?);
+    }
+    Ok(out)
 }
 
 /// The flags of the hub cluster, which its connection errors name.

@@ -15,16 +15,16 @@ fn agent(args: &[&str]) -> Output {
 }
 
 #[test]
-fn crd_prints_the_broker_crd_as_yaml() {
+fn crd_prints_the_broker_crds_as_yaml() {
     let out = agent(&["crd"]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let printed: CustomResourceDefinition =
-        serde_saphyr::from_str(&String::from_utf8(out.stdout).unwrap()).unwrap();
-    assert_eq!(printed, mcs_controller::crd::export_record_crd().unwrap());
+    let printed: Vec<CustomResourceDefinition> =
+        serde_saphyr::from_multiple(&String::from_utf8(out.stdout).unwrap()).unwrap();
+    assert_eq!(printed, mcs_controller::crd::broker_crds().unwrap());
 }
 
 #[test]

@@ -20,9 +20,14 @@
 //! exports. [`RuleSet::to_nft_script`] renders one atomic transaction that replaces the table
 //! (no other table is touched); [`RuleSet::delta_to`] the element changes between two rule
 //! sets, also one transaction. No IO: `clusterset-gateway` applies them.
+//!
+//! [`cluster::gateway_state`] builds the state from the clusterset's objects (the agent's
+//! export records, the Services' EndpointSlices, the other gateways' records), as the gateway
+//! reads them from the API servers.
 
 #![forbid(unsafe_code)]
 
+pub mod cluster;
 mod rules;
 mod script;
 mod state;

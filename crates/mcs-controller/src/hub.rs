@@ -30,7 +30,9 @@ use std::collections::BTreeSet;
 use mcs_types::ClusterId;
 use serde_json::{Value, json};
 
-use crate::broker::{CLUSTER_ID_LABEL, GROUP, PLURAL, lease_name, records_namespace};
+use crate::broker::{
+    CLUSTER_ID_LABEL, GATEWAY_PLURAL, GROUP, PLURAL, lease_name, records_namespace,
+};
 
 /// Label on everything these manifests create, so that `kubectl get ... -l` finds it.
 pub const PART_OF: (&str, &str) = (
@@ -227,8 +229,7 @@ impl HubLayout {
         }
         let read = json!(["get", "list", "watch"]);
         let write = json!(["get", "list", "watch", "create", "patch", "delete"]);
-        let records =
-            |verbs: &Value| json!([{"apiGroups": [GROUP], "resources": [PLURAL], "verbs": verbs}]);
+        let records = |verbs: &Value| json!([{"apiGroups": [GROUP], "resources": [PLURAL, GATEWAY_PLURAL], "verbs": verbs}]);
         documents.extend(self.role_and_binding(
             None,
             RECORDS_READER,

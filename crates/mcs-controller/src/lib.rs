@@ -86,7 +86,7 @@ pub use import::{
 pub use merge::{MergeError, MergedService, merge_exports};
 pub use model::{
     EndpointMode, ExportRecord, ExportedEndpoints, ExportedService, InvalidExport, LocalExport,
-    family_of,
+    endpoint_ready, family_of,
 };
 
 pub use config::{AgentConfig, ConfigError};

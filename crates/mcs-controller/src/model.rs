@@ -287,6 +287,26 @@ impl ExportRecord {
 }
 
 /// The local slices' endpoints, grouped by address family, in a stable order.
+/// Whether an endpoint of an EndpointSlice takes new connections: its `ready` condition, which
+/// an absent value means true (the EndpointSlice API's rule, and kube-proxy's).
+///
+/// ```
+/// use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions};
+/// let endpoint = |ready| Endpoint {
+///     conditions: Some(EndpointConditions { ready, ..Default::default() }),
+///     ..Default::default()
+/// };
+/// assert!(mcs_controller::endpoint_ready(&endpoint(None)));
+/// assert!(!mcs_controller::endpoint_ready(&endpoint(Some(false))));
+/// ```
+pub fn endpoint_ready(endpoint: &Endpoint) -> bool {
+    endpoint
+        .conditions
+        .as_ref()
+        .and_then(|c| c.ready)
+        .unwrap_or(true)
+}
+
 fn pod_endpoints(slices: &[EndpointSlice]) -> Vec<ExportedEndpoints> {
     let mut by_family: BTreeMap<String, ExportedEndpoints> = BTreeMap::new();
     for slice in slices {
@@ -324,9 +344,7 @@ fn global_ingress_endpoints(
     global_ips: &[IpAddr],
 ) -> Vec<ExportedEndpoints> {
     let backends: Vec<&Endpoint> = slices.iter().flat_map(|s| s.endpoints.iter()).collect();
-    let ready = backends
-        .iter()
-        .any(|e| e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true));
+    let ready = backends.iter().any(|e| endpoint_ready(e));
     let serving = backends.iter().any(|e| {
         e.conditions
             .as_ref()

@@ -1258,10 +1258,9 @@ pub async fn install(east: &Cluster, west: &Cluster) -> anyhow::Result<()> {
             cluster.apply(&serde_json::to_value(crd)?).await?;
         }
     }
-    east.apply(&serde_json::to_value(
-        mcs_controller::crd::export_record_crd()?,
-    )?)
-    .await?;
+    for crd in mcs_controller::crd::broker_crds()? {
+        east.apply(&serde_json::to_value(crd)?).await?;
+    }
     for document in documents("deploy/mcs-ceph-operator/crd.yaml")? {
         east.apply(&document).await?;
     }

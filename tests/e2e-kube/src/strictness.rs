@@ -1185,7 +1185,7 @@ async fn east_config(target: &Target) -> anyhow::Result<(kube::Config, Option<lo
 async fn install_crds(client: &kube::Client) -> anyhow::Result<Vec<Value>> {
     let crds: Vec<CustomResourceDefinition> = mcs_types::crd::mcs_crds()?
         .into_iter()
-        .chain([mcs_controller::crd::export_record_crd()?])
+        .chain(mcs_controller::crd::broker_crds()?)
         .collect();
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let mut installed = Vec::new();

@@ -1,6 +1,8 @@
 //! What the agents keep on the hub cluster: one [`BrokerRecord`] per export of every cluster,
 //! each in its cluster's own records namespace ([`records_namespace`], `<broker>-<cluster>`),
-//! and one heartbeat `Lease` per cluster in the broker namespace. The hub's RBAC lets a
+//! one [`GatewayRecord`] per cluster (its gateway's address and global CIDR, written by
+//! `clusterset-gateway`) in the same namespace, and one heartbeat `Lease` per cluster in the
+//! broker namespace. The hub's RBAC lets a
 //! cluster's credentials write only in its own records namespace and only its own Lease
 //! ([`crate::hub`]), so where a record is stored says who could have written it
 //! ([`record_writer_check`]).
@@ -22,8 +24,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::ExportRecord;
 
+mod gateway;
 mod lease;
 
+pub use gateway::{GATEWAY_KIND, GATEWAY_PLURAL, GatewayRecord, GatewayRecordError, GatewaySpec};
 pub use lease::{
     Heartbeat, heartbeat, heartbeat_claim, lease_cluster, lease_name, lease_writer_check, release,
 };
