@@ -55,7 +55,7 @@ pub enum Applied {
 /// routes. If the check or `nft` fails, nothing has changed.
 pub fn apply(rules: &RuleSet, previous: Option<&RuleSet>) -> Result<Applied> {
     for route in rules.routes() {
-        check_direct(route)?;
+        check_direct(route.via, &route.destination.to_string())?;
     }
     let applied = match previous.and_then(|p| p.delta_to(rules)) {
         Some(delta) if delta.is_empty() && table_exists() => Applied::Unchanged,
@@ -136,14 +136,13 @@ fn run(program: &str, args: &[&str]) -> Result<String> {
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
-/// Refuses a route whose next hop is not on a network this gateway reaches directly (`ip route
-/// get` must answer without a `gateway`).
-fn check_direct(route: &Route) -> Result<()> {
-    let via = route.via.to_string();
+/// Refuses a peer gateway `via` (the next hop to `destination`) that is not on a network this
+/// gateway reaches directly (`ip route get` must answer without a `gateway`).
+pub fn check_direct(via: Ipv4Addr, destination: &str) -> Result<()> {
+    let via = via.to_string();
     let answer = run("ip", &["-j", "route", "get", &via]).with_context(|| {
         format!(
-            "peer gateway {via} (for {}) is not reachable from this node; fix: connect the gateways' underlay or correct the peer's gateway address",
-            route.destination
+            "peer gateway {via} (for {destination}) is not reachable from this node; fix: connect the gateways' underlay or correct the peer's gateway address"
         )
     })?;
     let json: serde_json::Value =
@@ -154,8 +153,7 @@ fn check_direct(route: &Route) -> Result<()> {
         .and_then(|g| g.as_str())
     {
         bail!(
-            "peer gateway {via} (for {}) is not on a network this node reaches directly (its route goes via {next_hop}); fix: use the peer gateway's address on the underlay or tunnel shared with this gateway",
-            route.destination
+            "peer gateway {via} (for {destination}) is not on a network this node reaches directly (its route goes via {next_hop}); fix: use the peer gateway's address on the underlay or tunnel shared with this gateway"
         );
     }
     Ok(())

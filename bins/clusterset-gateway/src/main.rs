@@ -2,10 +2,13 @@
 //! (docs/data-plane.md). It programs `gateway-rules`' table `ip clusterset_gw` as one atomic
 //! nftables transaction and the routes to the peers' global CIDRs.
 //!
-//! Offline mode: the state comes from a file (`examples/gateway-state.yaml`); this is how the
-//! gateway is fed until it reads the clusterset's state from the API servers.
+//! The state comes from the API servers (`run` with the cluster flags: the agent's export
+//! records and the peers' gateway records on the hub, the Services' EndpointSlices in this
+//! cluster; module `follow`) or, offline, from a file (`--state`,
+//! `examples/gateway-state.yaml`).
 
 mod apply;
+mod follow;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -14,7 +17,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use gateway_rules::RuleSet;
 
-/// The clusterset gateway: Globalnet-style NAT and routes from a state file.
+/// The clusterset gateway: Globalnet-style NAT and routes to the peers' global CIDRs.
 #[derive(Debug, Parser)]
 #[command(version, about)]
 struct Cli {
@@ -36,12 +39,16 @@ enum Commands {
         #[arg(long)]
         state: PathBuf,
     },
-    /// Apply the state, then again whenever the file changes (checked every 200 ms); an invalid
-    /// file keeps the last good rules. SIGTERM exits and leaves the rules in place.
+    /// Program the rules and keep them current until SIGTERM, which leaves them in place: from
+    /// the API servers (the cluster flags), or from a state file (`--state`, checked every
+    /// 200 ms). An invalid state keeps the last good rules.
     Run {
-        /// The state file (YAML or JSON).
-        #[arg(long)]
-        state: PathBuf,
+        /// Offline mode: the state file (YAML or JSON), instead of the cluster flags.
+        #[arg(long, conflicts_with_all = ["cluster_id", "broker_kubeconfig", "gateway_ip"])]
+        state: Option<PathBuf>,
+        /// The cluster flags (without `--state`).
+        #[command(flatten)]
+        cluster: Box<follow::ClusterArgs>,
     },
     /// Print `nft list table ip clusterset_gw`.
     Show,
@@ -73,11 +80,16 @@ fn main() -> Result<()> {
             apply::apply(&rules, None).context("applying the rules")?;
             Ok(())
         }
-        Commands::Run { state } => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("starting the runtime")?
-            .block_on(run(&state)),
+        Commands::Run { state, cluster } => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("starting the runtime")?;
+            match state {
+                Some(state) => runtime.block_on(run(&state)),
+                None => runtime.block_on(follow::run(&cluster)),
+            }
+        }
         Commands::Show => {
             print!("{}", apply::show()?);
             Ok(())
