@@ -21,6 +21,7 @@
 
 pub mod charts;
 pub mod conformance;
+pub mod gateway;
 pub mod local;
 pub mod scale;
 pub mod scenarios;
@@ -122,6 +123,8 @@ fn build_daemons(bin_dir: &Path) -> anyhow::Result<()> {
                     "clusterset-agent",
                     "-p",
                     "mcs-ceph-operator",
+                    "-p",
+                    "clusterset-gateway",
                 ])
                 .args([
                     "--profile",
@@ -133,7 +136,7 @@ fn build_daemons(bin_dir: &Path) -> anyhow::Result<()> {
                 .map_err(|e| format!("cannot run {cargo} build: {e}"))?;
             if !output.status.success() {
                 return Err(format!(
-                    "cargo build -p clusterset-agent -p mcs-ceph-operator failed:\n{}",
+                    "cargo build -p clusterset-agent -p mcs-ceph-operator -p clusterset-gateway failed:\n{}",
                     String::from_utf8_lossy(&output.stderr)
                 ));
             }

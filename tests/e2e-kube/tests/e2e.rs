@@ -5,10 +5,10 @@
 //! RBAC of `deploy/`. The scenarios are in `src/scenarios.rs`; the settings in `src/lib.rs` and
 //! docs/e2e.md.
 //!
-//! `bash tests/k8s-tools/build.sh && cargo build -p clusterset-agent -p mcs-ceph-operator &&
+//! `bash tests/k8s-tools/build.sh && cargo build -p clusterset-agent -p mcs-ceph-operator -p clusterset-gateway &&
 //! cargo test -p clusterset-e2e` (the README's test command runs it too).
 
-use clusterset_e2e::{Target, World, charts, scenarios};
+use clusterset_e2e::{Target, World, charts, gateway, scenarios};
 use futures::FutureExt;
 
 /// Runs scenario `name` on a fresh [`World`] of every target (each selected release, or the
@@ -55,6 +55,14 @@ async fn export_import_conflict_restart_unexport() -> anyhow::Result<()> {
 async fn operator_brings_osds_to_global_ips() -> anyhow::Result<()> {
     run("operator_brings_osds_to_global_ips", |w| {
         Box::pin(scenarios::operator_brings_osds_to_global_ips(w))
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gateway_follows_the_api_servers() -> anyhow::Result<()> {
+    run("gateway_follows_the_api_servers", |w| {
+        Box::pin(gateway::gateway_follows_the_api_servers(w))
     })
     .await
 }
