@@ -33,9 +33,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow, bail, ensure};
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{PodSpec, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
@@ -45,7 +44,9 @@ use kube_fake::helm::{Failure, Helm, Kube};
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
 use serde_json::{Value, json};
 
-use crate::{Agent, Cluster, DNS_LISTENING, Daemon, Settings, Target, scenarios, wait_for};
+use crate::{
+    Agent, Cluster, DNS_LISTENING, Daemon, Settings, Target, gateway, scenarios, wait_for,
+};
 
 /// The release name of both charts: their objects are `e2e-helm-clusterset-agent` and
 /// `e2e-helm-mcs-ceph-operator`, beside deploy/'s `clusterset-agent` and `mcs-ceph-operator`.
@@ -54,6 +55,8 @@ pub const RELEASE: &str = "e2e-helm";
 pub const AGENT_CHART: &str = "deploy/helm/clusterset-agent";
 /// The operator's chart.
 pub const OPERATOR_CHART: &str = "deploy/helm/mcs-ceph-operator";
+/// The gateway chart.
+pub const GATEWAY_CHART: &str = "deploy/helm/clusterset-gateway";
 /// The operator chart's CRD, which `helm uninstall` keeps.
 pub const OPERATOR_CRD: &str = "cephclusteraddressings.clusterset.io";
 /// The broker kubeconfig Secret the agent chart mounts (its `broker.kubeconfigSecret` default).
@@ -92,6 +95,7 @@ pub async fn charts_install_and_their_daemons_work(target: &Target) -> anyhow::R
         west,
         dir,
         agent_namespace: crate::run_name("e2e-helm-agent")?,
+        gateway_namespace: crate::run_name("e2e-helm-gateway")?,
         operator_namespace: crate::run_name("e2e-helm-operator")?,
         namespace: crate::run_name("e2e-charts")?,
         releases: Vec::new(),
@@ -128,6 +132,8 @@ struct Run {
     pods: bool,
     /// The agent release's namespace (both clusters).
     agent_namespace: String,
+    /// The gateway release's namespace (both clusters).
+    gateway_namespace: String,
     /// The operator release's namespace (east).
     operator_namespace: String,
     /// The test's own namespace (both clusters): the exported Service and the Rook layout.
@@ -138,7 +144,25 @@ struct Run {
     operator: Option<Daemon>,
 }
 
-/// What a chart's Deployment runs, read from its manifest, as a process runs it.
+/// The workload of a release whose one container the harness runs as a process.
+#[derive(Debug, Clone, Copy)]
+enum Workload {
+    /// The agent's and the operator's.
+    Deployment,
+    /// The gateway's, on a node whose IP (`status.hostIP`) is `host_ip`.
+    DaemonSet { host_ip: std::net::Ipv4Addr },
+}
+
+impl Workload {
+    fn kind(self) -> &'static str {
+        match self {
+            Self::Deployment => "Deployment",
+            Self::DaemonSet { .. } => "DaemonSet",
+        }
+    }
+}
+
+/// What a chart's Deployment (or DaemonSet) runs, read from its manifest, as a process runs it.
 #[derive(Debug)]
 struct ChartProcess {
     /// The ServiceAccount of the pod.
@@ -186,6 +210,15 @@ impl Run {
         // 3. Export in east -> import in west, DNS in west.
         crate::create_namespace(&[&self.east, &self.west], &self.namespace).await?;
         self.export_is_imported().await?;
+
+        // 3b. The gateway chart into both clusters; its DaemonSet's process in a gateway
+        // namespace of the test per cluster: both publish and route, east's DNATs the export.
+        for (n, id) in [(1u8, "east"), (2u8, "west")] {
+            self.install_gateway_chart(n, id).await?;
+            self.release_accepted(id, &self.gateway_namespace.clone())
+                .await?;
+        }
+        self.gateways_work().await?;
 
         // 4. The operator, as its chart's Deployment runs it, on a Rook layout.
         let operator = self.start_operator().await?;
@@ -428,21 +461,22 @@ impl Run {
         cluster: &Cluster,
         namespace: &str,
         manifest: &Rendered,
+        workload: Workload,
     ) -> anyhow::Result<ChartProcess> {
-        let deployments = manifest.of_kind("Deployment");
-        let [deployment] = deployments.as_slice() else {
+        let kind = workload.kind();
+        let objects = manifest.of_kind(kind);
+        let [object] = objects.as_slice() else {
             bail!(
-                "the release in {namespace} has {} Deployments, not one",
-                deployments.len()
+                "the release in {namespace} has {} {kind}s, not one",
+                objects.len()
             );
         };
-        let deployment: Deployment = serde_json::from_value((*deployment).clone())
-            .context("the chart's Deployment is not a Deployment")?;
-        let name = deployment.metadata.name.clone().unwrap_or_default();
-        let pod = deployment
-            .spec
-            .and_then(|s| s.template.spec)
-            .with_context(|| format!("Deployment {name} has no pod template"))?;
+        let name = object["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let pod: PodSpec = serde_json::from_value(object["spec"]["template"]["spec"].clone())
+            .with_context(|| format!("{kind} {name} has no pod template"))?;
         let [container] = pod.containers.as_slice() else {
             bail!(
                 "Deployment {name} has {} containers, not one",
@@ -508,6 +542,13 @@ impl Run {
                     match from.field_ref.as_ref().map(|f| f.field_path.as_str()) {
                         Some("metadata.name") => pod_name.clone(),
                         Some("metadata.namespace") => namespace.to_owned(),
+                        Some("status.hostIP") => match workload {
+                            Workload::DaemonSet { host_ip } => host_ip.to_string(),
+                            Workload::Deployment => bail!(
+                                "env {} of {kind} {name} is the node's IP, which the harness gives only to a gateway",
+                                var.name
+                            ),
+                        },
                         _ => bail!(
                             "env {} of Deployment {name} comes from {from:?}, which the harness \
                          does not give",
@@ -531,13 +572,155 @@ impl Run {
         })
     }
 
+    /// `helm install` of the gateway chart into cluster `id` with the values a user gives (the
+    /// harness agents' CIDRs, kwok's pod CIDR, the broker Secret of the agent's hub
+    /// credentials). On the suite's own clusters kwok's node is labelled the gateway node, so
+    /// the DaemonSet's pod is scheduled and `--wait` waits for it.
+    async fn install_gateway_chart(&mut self, n: u8, id: &str) -> anyhow::Result<()> {
+        let cluster = self.cluster(id)?.clone();
+        let namespace = self.gateway_namespace.clone();
+        crate::create_namespace(&[&cluster], &namespace).await?;
+        self.releases.push((id.to_owned(), namespace.clone()));
+        let broker = self
+            .east
+            .service_account_kubeconfig(
+                crate::BROKER_NAMESPACE,
+                &format!("agent-{id}"),
+                self.dir.path(),
+            )
+            .await?;
+        cluster
+            .apply(&json!({
+                "apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": BROKER_SECRET, "namespace": namespace},
+                "data": {"kubeconfig": base64(&embedded_ca(&broker)?)?},
+            }))
+            .await?;
+        if self.pods {
+            cluster
+                .apply(&json!({
+                    "apiVersion": "v1", "kind": "Node",
+                    "metadata": {"name": crate::local::NODE, "labels": {"clusterset.io/gateway": "true"}},
+                }))
+                .await?;
+        }
+        let values = json!({
+            "clusterId": id,
+            "globalCidr": format!("242.{n}.0.0/16"),
+            "podCidr": "10.244.0.0/16",
+            "serviceCidr": "10.96.0.0/12",
+            "egressIps": [format!("242.{n}.255.254")],
+        });
+        self.helm_install(&cluster, GATEWAY_CHART, &namespace, &[], values)
+            .await?;
+        if self.pods {
+            // The DaemonSet's pod was scheduled on the labelled node, and is ready.
+            let daemonsets: Api<k8s_openapi::api::apps::v1::DaemonSet> =
+                Api::namespaced(cluster.client.clone(), &namespace);
+            let ready = daemonsets
+                .list(&ListParams::default())
+                .await?
+                .items
+                .iter()
+                .filter_map(|d| {
+                    d.status
+                        .as_ref()
+                        .map(|s| (s.desired_number_scheduled, s.number_ready))
+                })
+                .collect::<Vec<_>>();
+            ensure!(
+                ready == [(1, 1)],
+                "the gateway DaemonSet in {id} is not one ready pod on the labelled node: (desired, ready) {ready:?}"
+            );
+        }
+        Ok(())
+    }
+
+    /// Each cluster's gateway as its chart's DaemonSet runs it (args, env with the node's IP
+    /// the underlay address, a token of the chart's ServiceAccount, the broker Secret's
+    /// kubeconfig), in a gateway namespace of the test, reaching the API servers through
+    /// forwarded ports: both publish their records and route to each other, and east's DNATs
+    /// the export of step 3 to its pod.
+    async fn gateways_work(&self) -> anyhow::Result<()> {
+        let ((east_ns, east_ip), (west_ns, west_ip)) = gateway::gateway_nodes("hg")?;
+        let mut gateways = Vec::new();
+        for (id, netns, host_ip) in [("east", east_ns, east_ip), ("west", west_ns, west_ip)] {
+            let cluster = self.cluster(id)?;
+            let namespace = &self.gateway_namespace;
+            let manifest = self.manifest(cluster, namespace).await?;
+            let process = self
+                .chart_process(
+                    cluster,
+                    namespace,
+                    &manifest,
+                    Workload::DaemonSet { host_ip },
+                )
+                .await?;
+            let kubeconfig = cluster
+                .service_account_kubeconfig(namespace, &process.service_account, self.dir.path())
+                .await?;
+            let mut env = vec![(
+                "KUBECONFIG".to_owned(),
+                netns
+                    .forwarded_kubeconfig(&kubeconfig)?
+                    .display()
+                    .to_string(),
+            )];
+            for (name, value) in &process.env {
+                let value = if name == "CLUSTERSET_BROKER_KUBECONFIG" {
+                    netns
+                        .forwarded_kubeconfig(Path::new(value))?
+                        .display()
+                        .to_string()
+                } else {
+                    value.clone()
+                };
+                env.push((name.clone(), value));
+            }
+            gateways.push(gateway::Gateway::spawn(
+                netns,
+                &self.settings.binary("clusterset-gateway")?,
+                &process.args,
+                &env,
+                self.logs.join(format!("chart-gateway-{id}.log")),
+            )?);
+            println!(
+                "gateway {id} as the chart runs it (ServiceAccount {namespace}/{}, {} env vars, args {:?}, node IP {host_ip})",
+                process.service_account,
+                process.env.len(),
+                process.args
+            );
+        }
+        let [east_gw, west_gw] = gateways.as_mut_slice() else {
+            bail!("two gateways were started");
+        };
+        gateway::gateways_meet(&self.east, east_gw, west_gw).await?;
+        let global = gateway::global_ip(&self.east, &self.namespace).await?;
+        let pod = gateway::pod_ip(&self.east, &self.namespace, "web-0").await?;
+        gateway::dnat_becomes(east_gw, &global, Some(&pod)).await?;
+        println!(
+            "the charts' gateways published their records, route to each other, and east's maps {global} to web-0 ({pod})"
+        );
+        for gateway in gateways.iter_mut() {
+            gateway.terminate().await?;
+        }
+        for id in ["east", "west"] {
+            let records: Api<mcs_controller::broker::GatewayRecord> =
+                Api::namespaced(self.east.client.clone(), &crate::records_namespace(id)?);
+            records.delete(id, &DeleteParams::default()).await?;
+        }
+        Ok(())
+    }
+
     /// The agent of cluster `id` as the chart runs it, with a token of the chart's
     /// ServiceAccount; ready, and holding the leader Lease the chart's Role grants.
     async fn start_agent(&self, id: &str) -> anyhow::Result<Agent> {
         let cluster = self.cluster(id)?;
         let namespace = &self.agent_namespace;
         let manifest = self.manifest(cluster, namespace).await?;
-        let process = self.chart_process(cluster, namespace, &manifest).await?;
+        let process = self
+            .chart_process(cluster, namespace, &manifest, Workload::Deployment)
+            .await?;
         let kubeconfig = cluster
             .service_account_kubeconfig(namespace, &process.service_account, self.dir.path())
             .await?;
@@ -623,7 +806,9 @@ impl Run {
         let east = &self.east;
         let namespace = &self.operator_namespace;
         let manifest = self.manifest(east, namespace).await?;
-        let process = self.chart_process(east, namespace, &manifest).await?;
+        let process = self
+            .chart_process(east, namespace, &manifest, Workload::Deployment)
+            .await?;
         let kubeconfig = east
             .service_account_kubeconfig(namespace, &process.service_account, self.dir.path())
             .await?;
@@ -819,6 +1004,7 @@ impl Run {
         }
         let namespaces = [
             self.agent_namespace.clone(),
+            self.gateway_namespace.clone(),
             self.operator_namespace.clone(),
             self.namespace.clone(),
         ];

@@ -45,12 +45,12 @@ fn command(program: &str, args: &[&str]) -> anyhow::Result<String> {
 
 /// A network namespace of the test, deleted when dropped.
 #[derive(Debug)]
-struct Netns {
-    name: String,
+pub(crate) struct Netns {
+    pub(crate) name: String,
 }
 
 impl Netns {
-    fn create(name: &str) -> anyhow::Result<Self> {
+    pub(crate) fn create(name: &str) -> anyhow::Result<Self> {
         // A namespace left by a killed run of the same name.
         let _ = ip(&["netns", "del", name]);
         ip(&["netns", "add", name]).context(
@@ -63,7 +63,7 @@ impl Netns {
         Ok(netns)
     }
 
-    fn exec(&self, program: &str, args: &[&str]) -> anyhow::Result<String> {
+    pub(crate) fn exec(&self, program: &str, args: &[&str]) -> anyhow::Result<String> {
         let mut full = vec!["netns", "exec", &self.name, program];
         full.extend_from_slice(args);
         ip(&full)
@@ -126,8 +126,8 @@ impl Netns {
 
     /// `kubeconfig` (JSON, as the harness writes them) with its server reached through a port
     /// forwarded into this namespace, written next to it.
-    fn forwarded_kubeconfig(&self, kubeconfig: &Path) -> anyhow::Result<PathBuf> {
-        let mut config: Value = serde_json::from_slice(&std::fs::read(kubeconfig)?)?;
+    pub(crate) fn forwarded_kubeconfig(&self, kubeconfig: &Path) -> anyhow::Result<PathBuf> {
+        let mut config: Value = serde_saphyr::from_str(&std::fs::read_to_string(kubeconfig)?)?;
         let server = config["clusters"][0]["cluster"]["server"]
             .as_str()
             .context("a kubeconfig without a server")?
@@ -145,7 +145,7 @@ impl Netns {
     }
 
     /// The gateway's table map `name` as (key, value) pairs.
-    fn map(&self, name: &str) -> anyhow::Result<Vec<(String, String)>> {
+    pub(crate) fn map(&self, name: &str) -> anyhow::Result<Vec<(String, String)>> {
         let text = self.exec("nft", &["-j", "list", "map", "ip", "clusterset_gw", name])?;
         let json: Value = serde_json::from_str(&text)?;
         let mut pairs = Vec::new();
@@ -160,7 +160,7 @@ impl Netns {
     }
 
     /// Our routes: (destination, next hop).
-    fn routes(&self) -> anyhow::Result<Vec<(String, String)>> {
+    pub(crate) fn routes(&self) -> anyhow::Result<Vec<(String, String)>> {
         let text = self.exec("ip", &["-j", "route", "show", "proto", "147"])?;
         let json: Value = serde_json::from_str(if text.trim().is_empty() { "[]" } else { &text })?;
         Ok(json
@@ -184,19 +184,46 @@ impl Drop for Netns {
 }
 
 /// One member's `clusterset-gateway run` in its namespace.
-struct Gateway {
-    netns: Netns,
+pub(crate) struct Gateway {
+    pub(crate) netns: Netns,
     child: tokio::process::Child,
     log: PathBuf,
 }
 
 impl Gateway {
-    fn log(&self) -> String {
+    /// Runs `binary` with `args` and `env` (and nothing else of this process's environment but
+    /// `PATH`) in `netns`, logging to `log`.
+    pub(crate) fn spawn(
+        netns: Netns,
+        binary: &Path,
+        args: &[String],
+        env: &[(String, String)],
+        log: PathBuf,
+    ) -> anyhow::Result<Self> {
+        let file = std::fs::File::create(&log)?;
+        let child = tokio::process::Command::new("ip")
+            .args(["netns", "exec", &netns.name])
+            .arg(binary)
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdout(Stdio::from(file.try_clone()?))
+            .stderr(Stdio::from(file))
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting clusterset-gateway")?;
+        Ok(Self { netns, child, log })
+    }
+
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// SIGTERM, and the exit.
-    async fn terminate(&mut self) -> anyhow::Result<()> {
+    pub(crate) async fn terminate(&mut self) -> anyhow::Result<()> {
         if let Some(pid) = self.child.id() {
             command("kill", &["-TERM", &pid.to_string()])?;
         }
@@ -230,33 +257,133 @@ async fn start_gateway(
     let broker = netns.forwarded_kubeconfig(&agent.broker_kubeconfig)?;
     let binary = world.settings.binary("clusterset-gateway")?;
     let log = world.logs.join(format!("gateway-{}.log", member.id));
-    let file = std::fs::File::create(&log)?;
-    let child = tokio::process::Command::new("ip")
-        .args(["netns", "exec", &netns.name])
-        .arg(binary)
-        .arg("run")
-        .arg(format!("--kubeconfig={}", local.display()))
-        .arg(format!("--broker-kubeconfig={}", broker.display()))
-        .arg(format!("--cluster-id={}", member.id))
-        .arg(format!("--global-cidr=242.{n}.0.0/16"))
+    let args: Vec<String> = [
+        "run".to_owned(),
+        format!("--kubeconfig={}", local.display()),
+        format!("--broker-kubeconfig={}", broker.display()),
+        format!("--cluster-id={}", member.id),
+        format!("--global-cidr=242.{n}.0.0/16"),
         // kwok's pod addresses in the suite's clusters, and kind's.
-        .arg("--pod-cidr=10.244.0.0/16")
-        .arg("--service-cidr=10.96.0.0/12")
-        .arg(format!("--egress-ip=242.{n}.255.254"))
-        .arg(format!("--gateway-ip={gateway_ip}"))
-        .arg("--http-listen=127.0.0.1:0")
-        .env("RUST_LOG", "info")
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::from(file.try_clone()?))
-        .stderr(Stdio::from(file))
-        .kill_on_drop(true)
-        .spawn()
-        .context("starting clusterset-gateway")?;
-    Ok(Gateway { netns, child, log })
+        "--pod-cidr=10.244.0.0/16".to_owned(),
+        "--service-cidr=10.96.0.0/12".to_owned(),
+        format!("--egress-ip=242.{n}.255.254"),
+        format!("--gateway-ip={gateway_ip}"),
+        "--http-listen=127.0.0.1:0".to_owned(),
+    ]
+    .into();
+    Gateway::spawn(netns, &binary, &args, &[], log)
+}
+
+/// Two gateway namespaces of the test joined by a veth pair (the underlay), `east` at
+/// 172.31.255.1/30 and `west` at .2; their names end with `tag`.
+pub(crate) fn gateway_nodes(tag: &str) -> anyhow::Result<((Netns, Ipv4Addr), (Netns, Ipv4Addr))> {
+    let pid = std::process::id();
+    let (east_ns, west_ns) = (
+        Netns::create(&format!("cse2e-{tag}e-{pid}"))?,
+        Netns::create(&format!("cse2e-{tag}w-{pid}"))?,
+    );
+    let (east_if, west_if) = (format!("{tag}e{pid}"), format!("{tag}w{pid}"));
+    ip(&[
+        "link",
+        "add",
+        &east_if,
+        "netns",
+        &east_ns.name,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        &west_if,
+        "netns",
+        &west_ns.name,
+    ])?;
+    let (east_ip, west_ip): (Ipv4Addr, Ipv4Addr) =
+        ("172.31.255.1".parse()?, "172.31.255.2".parse()?);
+    for (netns, link, address) in [(&east_ns, &east_if, east_ip), (&west_ns, &west_if, west_ip)] {
+        netns.exec(
+            "ip",
+            &["addr", "add", &format!("{address}/30"), "dev", link],
+        )?;
+        netns.exec("ip", &["link", "set", link, "up"])?;
+    }
+    Ok(((east_ns, east_ip), (west_ns, west_ip)))
+}
+
+/// Both gateways' records are on the hub (east's at 172.31.255.1 for 242.1.0.0/16, west's at
+/// .2 for 242.2.0.0/16) and each routes the other's global CIDR to it.
+pub(crate) async fn gateways_meet(
+    hub: &Cluster,
+    east_gw: &Gateway,
+    west_gw: &Gateway,
+) -> anyhow::Result<()> {
+    let records: Api<GatewayRecord> = Api::all(hub.client.clone());
+    wait_for("both gateway records on the hub", LONG, || {
+        let records = records.clone();
+        async move {
+            let list = records.list(&Default::default()).await?;
+            let mut published: Vec<String> = list
+                .items
+                .iter()
+                .filter_map(|r| r.checked_spec(crate::BROKER_NAMESPACE).ok())
+                .map(|s| format!("{} {} {}", s.cluster_id, s.global_cidr, s.gateway_ip))
+                .collect();
+            published.sort();
+            Ok((published
+                == [
+                    "east 242.1.0.0/16 172.31.255.1".to_owned(),
+                    "west 242.2.0.0/16 172.31.255.2".to_owned(),
+                ])
+            .then_some(()))
+        }
+    })
+    .await
+    .map_err(|e| {
+        e.context(format!(
+            "east's gateway log:\n{}\nwest's gateway log:\n{}",
+            east_gw.log(),
+            west_gw.log()
+        ))
+    })?;
+    for (gateway, want) in [
+        (east_gw, ("242.2.0.0/16", "172.31.255.2")),
+        (west_gw, ("242.1.0.0/16", "172.31.255.1")),
+    ] {
+        wait_for("the route to the peer's global CIDR", LONG, || async {
+            let routes = gateway.netns.routes().unwrap_or_default();
+            Ok((routes == [(want.0.to_owned(), want.1.to_owned())]).then_some(()))
+        })
+        .await
+        .map_err(|e| e.context(format!("gateway log:\n{}", gateway.log())))?;
+    }
+    Ok(())
+}
+
+/// The global IP east's agent published for its export of `web` in `namespace`.
+pub(crate) async fn global_ip(east: &Cluster, namespace: &str) -> anyhow::Result<String> {
+    let hub_records: Api<BrokerRecord> =
+        Api::namespaced(east.client.clone(), &records_namespace("east")?);
+    let name = format!("east.{namespace}.web");
+    Ok(
+        wait_for("east's record of web with its global IP", LONG, || {
+            let (hub_records, name) = (hub_records.clone(), name.clone());
+            async move {
+                Ok(hub_records
+                    .get_opt(&name)
+                    .await?
+                    .and_then(|r| r.checked_record().ok()?.global_ips.first().copied()))
+            }
+        })
+        .await?
+        .to_string(),
+    )
 }
 
 /// The pod's IP once it has one.
-async fn pod_ip(cluster: &Cluster, namespace: &str, name: &str) -> anyhow::Result<String> {
+pub(crate) async fn pod_ip(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+) -> anyhow::Result<String> {
     let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), namespace);
     wait_for(&format!("pod {name} to get an IP"), LONG, || {
         let pods = pods.clone();
@@ -281,7 +408,7 @@ fn pod(namespace: &str, name: &str) -> Value {
 
 /// Waits until `gateway`'s map `global_to_backend` maps `global` as `want` says (to `Some`
 /// pod, or not at all); how long it took.
-async fn dnat_becomes(
+pub(crate) async fn dnat_becomes(
     gateway: &Gateway,
     global: &str,
     want: Option<&str>,
@@ -308,73 +435,12 @@ async fn dnat_becomes(
 pub async fn gateway_follows_the_api_servers(world: &mut World) -> anyhow::Result<()> {
     world.faults.ensure_possible()?;
     let namespace = world.namespace("e2e-gateway").await?;
-    let pid = std::process::id();
-    let (east_ns, west_ns) = (
-        Netns::create(&format!("cse2e-gwe-{pid}"))?,
-        Netns::create(&format!("cse2e-gww-{pid}"))?,
-    );
-    // The underlay: a veth pair between the two gateway namespaces.
-    let (east_if, west_if) = (format!("gwe{pid}"), format!("gww{pid}"));
-    ip(&[
-        "link",
-        "add",
-        &east_if,
-        "netns",
-        &east_ns.name,
-        "type",
-        "veth",
-        "peer",
-        "name",
-        &west_if,
-        "netns",
-        &west_ns.name,
-    ])?;
-    let (east_ip, west_ip): (Ipv4Addr, Ipv4Addr) =
-        ("172.31.255.1".parse()?, "172.31.255.2".parse()?);
-    for (netns, link, address) in [(&east_ns, &east_if, east_ip), (&west_ns, &west_if, west_ip)] {
-        netns.exec(
-            "ip",
-            &["addr", "add", &format!("{address}/30"), "dev", link],
-        )?;
-        netns.exec("ip", &["link", "set", link, "up"])?;
-    }
+    let ((east_ns, east_ip), (west_ns, west_ip)) = gateway_nodes("gw")?;
     let (east, west) = (&world.east, &world.west);
     let mut east_gw = start_gateway(world, east, 1, east_ns, east_ip).await?;
     let mut west_gw = start_gateway(world, west, 2, west_ns, west_ip).await?;
 
-    // Each gateway publishes its record; each routes the other's global CIDR to it.
-    let records: Api<GatewayRecord> = Api::all(east.client.clone());
-    wait_for("both gateway records on the hub", LONG, || {
-        let records = records.clone();
-        async move {
-            let list = records.list(&Default::default()).await?;
-            let mut published: Vec<String> = list
-                .items
-                .iter()
-                .filter_map(|r| r.checked_spec(crate::BROKER_NAMESPACE).ok())
-                .map(|s| format!("{} {} {}", s.cluster_id, s.global_cidr, s.gateway_ip))
-                .collect();
-            published.sort();
-            Ok((published
-                == [
-                    "east 242.1.0.0/16 172.31.255.1".to_owned(),
-                    "west 242.2.0.0/16 172.31.255.2".to_owned(),
-                ])
-            .then_some(()))
-        }
-    })
-    .await?;
-    for (gateway, want) in [
-        (&east_gw, ("242.2.0.0/16", "172.31.255.2")),
-        (&west_gw, ("242.1.0.0/16", "172.31.255.1")),
-    ] {
-        wait_for("the route to the peer's global CIDR", LONG, || async {
-            let routes = gateway.netns.routes().unwrap_or_default();
-            Ok((routes == [(want.0.to_owned(), want.1.to_owned())]).then_some(()))
-        })
-        .await
-        .map_err(|e| e.context(format!("gateway log:\n{}", gateway.log())))?;
-    }
+    gateways_meet(east, &east_gw, &west_gw).await?;
     println!("gateway records published and routed both ways");
 
     // An export of east: its global IP (allocated by the agent) is DNATed to its pod.
@@ -382,20 +448,7 @@ pub async fn gateway_follows_the_api_servers(world: &mut World) -> anyhow::Resul
     east.apply(&pod(&namespace, "web-0")).await?;
     east.apply(&export(&namespace)).await?;
     let first = pod_ip(east, &namespace, "web-0").await?;
-    let hub_records: Api<BrokerRecord> =
-        Api::namespaced(east.client.clone(), &records_namespace("east")?);
-    let name = format!("east.{namespace}.web");
-    let global = wait_for("east's record of web with its global IP", LONG, || {
-        let (hub_records, name) = (hub_records.clone(), name.clone());
-        async move {
-            Ok(hub_records
-                .get_opt(&name)
-                .await?
-                .and_then(|r| r.checked_record().ok()?.global_ips.first().copied()))
-        }
-    })
-    .await?
-    .to_string();
+    let global = global_ip(east, &namespace).await?;
     let took = dnat_becomes(&east_gw, &global, Some(&first)).await?;
     println!(
         "east's gateway maps {global} to web-0 ({first}), {took:.1?} after the record was read"
