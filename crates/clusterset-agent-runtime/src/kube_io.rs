@@ -272,6 +272,19 @@ impl AgentWriter for KubeWriter {
                 apply::delete::<EndpointSlice>(local, &key.namespace, name, Precondition::None)
                     .await?;
             }
+            Write::ApplyDerivedService(service) => {
+                apply::apply(
+                    local,
+                    FIELD_MANAGER,
+                    Ownership::Force,
+                    service.as_ref(),
+                    CORE,
+                )
+                .await?;
+            }
+            Write::DeleteDerivedService { key, name } => {
+                apply::delete::<Service>(local, &key.namespace, name, Precondition::None).await?;
+            }
             Write::ApplyServiceExportStatus { key, status } => {
                 apply::apply_status::<ServiceExport>(
                     local,

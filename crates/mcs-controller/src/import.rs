@@ -4,14 +4,16 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
+use k8s_openapi::api::core::v1::{Service, ServicePort as CorePort, ServiceSpec};
 use k8s_openapi::api::discovery::v1::{EndpointPort, EndpointSlice};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use mcs_types::conditions::{
     ConditionStatus, DesiredCondition, ServiceExportConditionType, ServiceImportConditionReason,
 };
 use mcs_types::labels::{
-    CLUSTERSET_ENDPOINTSLICE_CONTROLLER, ENDPOINTSLICE_MANAGED_BY_LABEL, SERVICE_NAME_LABEL,
-    SOURCE_CLUSTER_LABEL,
+    CLUSTERSET_ENDPOINTSLICE_CONTROLLER, ENDPOINTSLICE_MANAGED_BY_LABEL,
+    KUBERNETES_SERVICE_NAME_LABEL, SERVICE_NAME_LABEL, SOURCE_CLUSTER_LABEL,
 };
 use mcs_types::v1beta1::ServiceImport;
 use mcs_types::{ClusterStatus, ServiceImportSpec, ServiceImportStatus, ServiceImportType};
@@ -21,6 +23,98 @@ use crate::model::{ExportRecord, InvalidExport, family_of};
 
 /// The most endpoints Kubernetes puts in one EndpointSlice; larger sets are split.
 pub const MAX_ENDPOINTS_PER_SLICE: usize = 1000;
+
+/// The prefix of the name of the Service derived from a ServiceImport ([`derived_service_name`]).
+pub const DERIVED_SERVICE_PREFIX: &str = "clusterset-";
+/// The label (`app.kubernetes.io/managed-by`) and value that mark a Service as derived by the
+/// agent from a ServiceImport; the import is named by its `multicluster.kubernetes.io/service-name`.
+pub const DERIVED_SERVICE_MANAGED_BY: (&str, &str) = (
+    "app.kubernetes.io/managed-by",
+    CLUSTERSET_ENDPOINTSLICE_CONTROLLER,
+);
+
+/// The name of the Service the agent derives from the ServiceImport `import_name`:
+/// `clusterset-<name>`, or, when that is longer than a DNS label (63), its first 43 characters
+/// after the prefix, `-`, and 8 hex digits of a hash of the whole name.
+///
+/// ```
+/// use mcs_controller::derived_service_name;
+/// assert_eq!(derived_service_name("rook-ceph-mon-a"), "clusterset-rook-ceph-mon-a");
+/// let long = derived_service_name(&"m".repeat(63));
+/// assert_eq!(long.len(), 63);
+/// assert_ne!(long, derived_service_name(&format!("{}n", "m".repeat(62))));
+/// ```
+pub fn derived_service_name(import_name: &str) -> String {
+    const MAX: usize = 63;
+    let name = format!("{DERIVED_SERVICE_PREFIX}{import_name}");
+    if name.len() <= MAX {
+        return name;
+    }
+    let kept: String = import_name
+        .chars()
+        .take(MAX - DERIVED_SERVICE_PREFIX.len() - 9)
+        .collect();
+    format!(
+        "{DERIVED_SERVICE_PREFIX}{kept}-{:08x}",
+        fnv1a(import_name.as_bytes())
+    )
+}
+
+/// The Service an importing cluster derives from a `ClusterSetIP` import so that the node's
+/// kube-proxy serves its clusterset IPs (GKE's model, with the clusterset IPs as the Service's
+/// `externalIPs`): no selector, the import's ports, `externalIPs` = the clusterset IPs; its
+/// endpoints are the imported EndpointSlices, which carry `kubernetes.io/service-name` = this
+/// Service's name ([`desired_endpoint_slices`]). kube-proxy on every node then DNATs a pod's
+/// connection to a clusterset IP to one of the exporting clusters' endpoints (their global IPs,
+/// routed to the gateway). `None` for a headless import or one without clusterset IPs.
+pub fn desired_derived_service(
+    merged: &MergedService,
+    clusterset_ips: &[IpAddr],
+) -> Option<Service> {
+    if merged.service_type != ServiceImportType::ClusterSetIP || clusterset_ips.is_empty() {
+        return None;
+    }
+    let ports = merged
+        .ports
+        .iter()
+        .map(|p| CorePort {
+            name: p.name.clone(),
+            protocol: p.protocol.clone(),
+            app_protocol: p.app_protocol.clone(),
+            port: p.port,
+            target_port: Some(IntOrString::Int(p.port)),
+            ..Default::default()
+        })
+        .collect();
+    Some(Service {
+        metadata: ObjectMeta {
+            name: Some(derived_service_name(&merged.key.name)),
+            namespace: Some(merged.key.namespace.clone()),
+            labels: Some(BTreeMap::from([
+                (SERVICE_NAME_LABEL.to_owned(), merged.key.name.clone()),
+                (
+                    DERIVED_SERVICE_MANAGED_BY.0.to_owned(),
+                    DERIVED_SERVICE_MANAGED_BY.1.to_owned(),
+                ),
+            ])),
+            ..Default::default()
+        },
+        spec: Some(ServiceSpec {
+            type_: Some("ClusterIP".to_owned()),
+            ports: Some(ports),
+            external_ips: Some(
+                ordered_ips(&merged.ip_families, clusterset_ips)
+                    .into_iter()
+                    .map(|ip| ip.to_string())
+                    .collect(),
+            ),
+            session_affinity: Some(merged.session_affinity.clone()),
+            session_affinity_config: merged.session_affinity_config.clone(),
+            ..Default::default()
+        }),
+        status: None,
+    })
+}
 
 /// The ServiceImport an importing cluster writes: the merged spec with this cluster's clusterset
 /// IPs (one per family of the import, in `ipFamilies` order; none for headless), the exporting
@@ -112,6 +206,9 @@ pub fn import_ready_condition(
 /// labels and our managed-by value, with endpoint conditions as published and only the ports
 /// that cluster serves.
 pub fn desired_endpoint_slices(merged: &MergedService) -> Vec<EndpointSlice> {
+    // A ClusterSetIP import's slices are also its derived Service's, for kube-proxy.
+    let derived = (merged.service_type == ServiceImportType::ClusterSetIP)
+        .then(|| derived_service_name(&merged.key.name));
     let mut slices = Vec::new();
     for record in &merged.records {
         let served: Vec<_> = merged.ports_served_by(record);
@@ -128,17 +225,26 @@ pub fn desired_endpoint_slices(merged: &MergedService) -> Vec<EndpointSlice> {
                     metadata: ObjectMeta {
                         name: Some(endpoint_slice_name(record, &family.address_type, index)),
                         namespace: Some(merged.key.namespace.clone()),
-                        labels: Some(BTreeMap::from([
-                            (SERVICE_NAME_LABEL.to_owned(), merged.key.name.clone()),
-                            (
-                                SOURCE_CLUSTER_LABEL.to_owned(),
-                                record.cluster_id.to_string(),
-                            ),
-                            (
-                                ENDPOINTSLICE_MANAGED_BY_LABEL.to_owned(),
-                                CLUSTERSET_ENDPOINTSLICE_CONTROLLER.to_owned(),
-                            ),
-                        ])),
+                        labels: Some(
+                            BTreeMap::from([
+                                (SERVICE_NAME_LABEL.to_owned(), merged.key.name.clone()),
+                                (
+                                    SOURCE_CLUSTER_LABEL.to_owned(),
+                                    record.cluster_id.to_string(),
+                                ),
+                                (
+                                    ENDPOINTSLICE_MANAGED_BY_LABEL.to_owned(),
+                                    CLUSTERSET_ENDPOINTSLICE_CONTROLLER.to_owned(),
+                                ),
+                            ])
+                            .into_iter()
+                            .chain(
+                                derived
+                                    .clone()
+                                    .map(|name| (KUBERNETES_SERVICE_NAME_LABEL.to_owned(), name)),
+                            )
+                            .collect(),
+                        ),
                         ..Default::default()
                     },
                     address_type: family.address_type.clone(),

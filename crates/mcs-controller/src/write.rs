@@ -1,6 +1,7 @@
 //! The writes the agent's core asks for. The core decides; the kube layer
 //! (the agent's kube shell) or the simulation carries them out.
 
+use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use mcs_types::ServiceExportStatus;
 use mcs_types::ServiceKey;
@@ -30,6 +31,16 @@ pub enum Write {
         /// The service the slice belonged to.
         key: ServiceKey,
         /// The slice's name.
+        name: String,
+    },
+    /// Server-side apply of the Service derived from a ServiceImport
+    /// ([`crate::desired_derived_service`]).
+    ApplyDerivedService(Box<Service>),
+    /// Deletes the Service derived from a ServiceImport.
+    DeleteDerivedService {
+        /// The import it was derived from.
+        key: ServiceKey,
+        /// The Service's name.
         name: String,
     },
     /// Server-side apply of our conditions on a local ServiceExport's status.
@@ -62,6 +73,8 @@ pub enum Target {
     ImportStatus(ObjectId),
     /// An imported EndpointSlice.
     Slice(ObjectId),
+    /// A Service derived from a ServiceImport.
+    DerivedService(ObjectId),
     /// A ServiceExport's status.
     ExportStatus(ObjectId),
     /// A record on the hub.
@@ -94,12 +107,22 @@ impl Write {
                     .and_then(|l| l.get(SERVICE_NAME_LABEL))
                     .map_or("", String::as_str),
             ),
+            Self::ApplyDerivedService(service) => ServiceKey::new(
+                service.metadata.namespace.as_deref().unwrap_or_default(),
+                service
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(SERVICE_NAME_LABEL))
+                    .map_or("", String::as_str),
+            ),
             Self::PublishRecord(record) => match record.spec.record() {
                 Ok(r) => r.service_key.clone(),
                 Err(_) => ServiceKey::new("", ""),
             },
             Self::DeleteServiceImport(key)
             | Self::DeleteEndpointSlice { key, .. }
+            | Self::DeleteDerivedService { key, .. }
             | Self::ApplyServiceExportStatus { key, .. }
             | Self::WithdrawRecord { key, .. } => key.clone(),
         }
@@ -118,6 +141,12 @@ impl Write {
             Self::ApplyEndpointSlice(slice) => Target::Slice(ObjectId::of(slice.as_ref())),
             Self::DeleteEndpointSlice { key, name } => {
                 Target::Slice(ObjectId::new(&key.namespace, name))
+            }
+            Self::ApplyDerivedService(service) => {
+                Target::DerivedService(ObjectId::of(service.as_ref()))
+            }
+            Self::DeleteDerivedService { key, name } => {
+                Target::DerivedService(ObjectId::new(&key.namespace, name))
             }
             Self::ApplyServiceExportStatus { key, .. } => {
                 Target::ExportStatus(ObjectId::new(&key.namespace, &key.name))
@@ -142,6 +171,8 @@ impl Write {
             Self::DeleteServiceImport(_) => "delete_service_import",
             Self::ApplyEndpointSlice(_) => "apply_endpoint_slice",
             Self::DeleteEndpointSlice { .. } => "delete_endpoint_slice",
+            Self::ApplyDerivedService(_) => "apply_derived_service",
+            Self::DeleteDerivedService { .. } => "delete_derived_service",
             Self::ApplyServiceExportStatus { .. } => "apply_service_export_status",
             Self::PublishRecord(_) => "publish_record",
             Self::WithdrawRecord { .. } => "withdraw_record",

@@ -378,6 +378,50 @@ pub(crate) async fn global_ip(east: &Cluster, namespace: &str) -> anyhow::Result
     )
 }
 
+/// West's import of `web` has its derived Service `clusterset-web`, accepted by the real API
+/// server: a cluster IP allocated, the clusterset IP as its `externalIPs` (what kube-proxy
+/// serves), and the imported EndpointSlices labelled as its own.
+async fn derived_service_accepted(west: &Cluster, namespace: &str) -> anyhow::Result<()> {
+    let (ips, _) = crate::scenarios::imported(west, namespace, "web", &["east"]).await?;
+    let services: Api<k8s_openapi::api::core::v1::Service> =
+        Api::namespaced(west.client.clone(), namespace);
+    let name = mcs_controller::derived_service_name("web");
+    let spec = wait_for("west's derived Service", LONG, || {
+        let (services, name) = (services.clone(), name.clone());
+        async move { Ok(services.get_opt(&name).await?.and_then(|s| s.spec)) }
+    })
+    .await?;
+    anyhow::ensure!(
+        spec.external_ips.as_ref() == Some(&ips),
+        "the derived Service's externalIPs {:?} are not the import's IPs {ips:?}",
+        spec.external_ips
+    );
+    anyhow::ensure!(
+        spec.cluster_ip
+            .as_deref()
+            .is_some_and(|ip| ip.starts_with("10.96.")),
+        "no cluster IP allocated: {:?}",
+        spec.cluster_ip
+    );
+    let slices: Api<k8s_openapi::api::discovery::v1::EndpointSlice> =
+        Api::namespaced(west.client.clone(), namespace);
+    let labelled = slices
+        .list(
+            &kube::api::ListParams::default().labels(&format!("kubernetes.io/service-name={name}")),
+        )
+        .await?;
+    anyhow::ensure!(
+        labelled.items.len() == 1,
+        "{} EndpointSlices of {name}, not the one imported from east",
+        labelled.items.len()
+    );
+    println!(
+        "west's derived Service {name}: cluster IP {}, externalIPs {ips:?} (the import's), 1 imported EndpointSlice",
+        spec.cluster_ip.unwrap_or_default()
+    );
+    Ok(())
+}
+
 /// The pod's IP once it has one.
 pub(crate) async fn pod_ip(
     cluster: &Cluster,
@@ -449,6 +493,7 @@ pub async fn gateway_follows_the_api_servers(world: &mut World) -> anyhow::Resul
     east.apply(&export(&namespace)).await?;
     let first = pod_ip(east, &namespace, "web-0").await?;
     let global = global_ip(east, &namespace).await?;
+    derived_service_accepted(west, &namespace).await?;
     let took = dnat_becomes(&east_gw, &global, Some(&first)).await?;
     println!(
         "east's gateway maps {global} to web-0 ({first}), {took:.1?} after the record was read"
@@ -543,6 +588,19 @@ pub async fn gateway_follows_the_api_servers(world: &mut World) -> anyhow::Resul
     exports.delete("web", &DeleteParams::default()).await?;
     let gone = dnat_becomes(&east_gw, &global, None).await?;
     println!("unexported: the DNAT of {global} went {gone:.2?} after the delete");
+    let services: Api<k8s_openapi::api::core::v1::Service> =
+        Api::namespaced(west.client.clone(), &namespace);
+    wait_for("west's derived Service to go with the import", LONG, || {
+        let services = services.clone();
+        async move {
+            Ok(services
+                .get_opt(&mcs_controller::derived_service_name("web"))
+                .await?
+                .is_none()
+                .then_some(()))
+        }
+    })
+    .await?;
 
     // SIGTERM leaves the rules in place (established connections survive a restart).
     let before = east_gw

@@ -11,18 +11,20 @@ use mcs_controller::watch::Event;
 
 use crate::{ClusterStore, SimError};
 
-/// The broker's ExportRecord CRD as deployed.
+/// The broker's CRDs (ExportRecord, GatewayRecord) as deployed.
 const BROKER_CRD: &str = include_str!("../../../deploy/clusterset-agent/broker-crd.yaml");
 
 /// The resource types the simulated API servers serve, as a real one with clusterset installed
 /// does: the built-in types, the MCS CRDs (ServiceExport, ServiceImport), the About API CRD
-/// (ClusterProperty) and the broker's ExportRecord CRD (the committed
+/// (ClusterProperty) and the broker's CRDs (the committed
 /// `deploy/clusterset-agent/broker-crd.yaml`, which the agent's tests keep equal to the CRD it
 /// prints).
 pub fn api_catalog() -> Result<Catalog, SimError> {
     let mut crds = mcs_types::crd::mcs_crds()?;
     crds.extend(mcs_types::crd::about_crds()?);
-    crds.push(serde_saphyr::from_str(BROKER_CRD)?);
+    crds.extend(serde_saphyr::from_multiple::<
+        k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    >(BROKER_CRD)?);
     crds.iter().try_fold(Catalog::builtin(), |catalog, crd| {
         Ok(catalog.with_crd(&serde_json::to_value(crd)?))
     })

@@ -708,6 +708,41 @@ impl Simulation {
                         }
                         None => Answer::Unchanged, // 404 on a delete: done
                     },
+                    Write::ApplyDerivedService(desired) => {
+                        let id = ObjectId::of(desired.as_ref());
+                        let old = s.services.get(&id);
+                        // The API server keeps what it defaulted (the cluster IP) and what
+                        // other managers set; ours are the spec fields and labels we send.
+                        let mut stored = old.cloned().unwrap_or_else(|| (**desired).clone());
+                        merge_maps(
+                            &mut stored.metadata.labels,
+                            desired.metadata.labels.as_ref(),
+                        );
+                        if let (Some(stored_spec), Some(spec)) =
+                            (stored.spec.as_mut(), desired.spec.as_ref())
+                        {
+                            stored_spec.type_ = spec.type_.clone();
+                            stored_spec.ports = spec.ports.clone();
+                            stored_spec.external_ips = spec.external_ips.clone();
+                            stored_spec.session_affinity = spec.session_affinity.clone();
+                            stored_spec.session_affinity_config =
+                                spec.session_affinity_config.clone();
+                        }
+                        if old == Some(&stored) {
+                            Answer::Unchanged
+                        } else {
+                            Answer::store(accepted(catalog, stored), |stored| {
+                                s.services.insert(id, stored.clone());
+                                Input::Service(Event::Apply(stored))
+                            })
+                        }
+                    }
+                    Write::DeleteDerivedService { key, name } => {
+                        match s.services.remove(&ObjectId::new(&key.namespace, name)) {
+                            Some(o) => Answer::Stored(Box::new(Input::Service(Event::Delete(o)))),
+                            None => Answer::Unchanged, // 404 on a delete: done
+                        }
+                    }
                     Write::ApplyServiceExportStatus { key, status } => {
                         let id = ObjectId::new(&key.namespace, &key.name);
                         match s.exports.get(&id) {

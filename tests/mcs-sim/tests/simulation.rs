@@ -530,3 +530,105 @@ fn a_catalog_that_cannot_be_set_up_keeps_the_cause_as_the_errors_source() {
         "{error:?}"
     );
 }
+
+/// The Service c`i` derived from its import of `key`, if any.
+fn derived(
+    sim: &Simulation,
+    i: usize,
+    key: &ServiceKey,
+) -> Option<k8s_openapi::api::core::v1::Service> {
+    let name = mcs_controller::derived_service_name(&key.name);
+    sim.clusters[i]
+        .store
+        .services
+        .get(&mcs_controller::cache::ObjectId::new(&key.namespace, &name))
+        .cloned()
+}
+
+#[test]
+fn an_import_gets_a_derived_service_that_kube_proxy_serves_at_its_clusterset_ip() {
+    let mut sim = running(2, None);
+    sim.export(0, &web(), &[80]);
+    settle(&mut sim);
+    for i in 0..2 {
+        let service =
+            derived(&sim, i, &web()).unwrap_or_else(|| panic!("no derived Service in c{i}"));
+        assert_eq!(service.metadata.name.as_deref(), Some("clusterset-web"));
+        let labels = service.metadata.labels.clone().unwrap();
+        assert_eq!(labels["multicluster.kubernetes.io/service-name"], "web");
+        assert_eq!(
+            labels["app.kubernetes.io/managed-by"],
+            "mcs-controller.clusterset.io"
+        );
+        let spec = service.spec.clone().unwrap();
+        assert_eq!(
+            spec.selector, None,
+            "no selector: its endpoints are the imported slices"
+        );
+        assert_eq!(spec.type_.as_deref(), Some("ClusterIP"));
+        let import = sim.import(i, &web()).unwrap();
+        assert_eq!(
+            spec.external_ips,
+            Some(import.spec.ips.clone()),
+            "kube-proxy serves the clusterset IP"
+        );
+        let ports: Vec<(i32, Option<String>)> = spec
+            .ports
+            .unwrap()
+            .iter()
+            .map(|p| (p.port, p.protocol.clone()))
+            .collect();
+        assert_eq!(ports, [(80, Some("TCP".to_owned()))]);
+        for slice in sim.imported_slices(i, &web()) {
+            assert_eq!(
+                slice.metadata.labels.as_ref().unwrap()["kubernetes.io/service-name"],
+                "clusterset-web",
+                "the imported slices are the derived Service's, for kube-proxy"
+            );
+        }
+    }
+
+    // Settled: nothing more to write.
+    let before = sim.clusters[1].writes_of("apply_derived_service");
+    assert_eq!(before, 1, "one write of c1's derived Service");
+    sim.advance(Duration::from_secs(5));
+    settle(&mut sim);
+    assert_eq!(sim.clusters[1].writes_of("apply_derived_service"), before);
+
+    // Unexported: the import and its derived Service go.
+    let export = sim.export_of(0, &web()).unwrap().clone();
+    sim.local_apply(0, Input::ServiceExport(Event::Delete(export)));
+    settle(&mut sim);
+    for i in 0..2 {
+        assert!(sim.import(i, &web()).is_none());
+        assert!(
+            derived(&sim, i, &web()).is_none(),
+            "c{i}'s derived Service is deleted"
+        );
+    }
+}
+
+#[test]
+fn a_service_of_the_derived_name_that_is_not_ours_is_left_alone() {
+    let mut sim = running(2, None);
+    // A user's own Service `clusterset-web` in c1, before web is imported there.
+    let user: k8s_openapi::api::core::v1::Service = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "clusterset-web", "namespace": "shop", "labels": {"app": "mine"}},
+        "spec": {"selector": {"app": "mine"}, "ports": [{"port": 8080}], "clusterIP": "10.96.9.9"},
+    }))
+    .unwrap();
+    sim.local_apply(1, Input::Service(Event::Apply(user.clone())));
+    sim.export(0, &web(), &[80]);
+    settle(&mut sim);
+    assert!(sim.import(1, &web()).is_some(), "web is imported in c1");
+    assert_eq!(
+        derived(&sim, 1, &web()),
+        Some(user),
+        "the user's Service is untouched"
+    );
+    assert_eq!(sim.clusters[1].writes_of("apply_derived_service"), 0);
+    assert!(
+        derived(&sim, 0, &web()).is_some(),
+        "c0 derives its Service as usual"
+    );
+}

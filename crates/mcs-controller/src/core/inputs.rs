@@ -10,8 +10,8 @@ use mcs_types::labels::{KUBERNETES_SERVICE_NAME_LABEL, SERVICE_NAME_LABEL};
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
 
 use super::{
-    AgentCore, Input, Side, ZoneChange, export_status_matches, import_spec_matches,
-    import_status_matches, in_flight, is_live, key_of, slice_matches,
+    AgentCore, Input, Side, ZoneChange, derived_service_matches, export_status_matches,
+    import_spec_matches, import_status_matches, in_flight, is_live, key_of, slice_matches,
 };
 use crate::broker::{self, BrokerRecord};
 use crate::cache::{Change, ObjectId};
@@ -58,11 +58,44 @@ impl AgentCore {
         }
     }
 
-    /// A local Service changed: its service is dirty if exported.
+    /// A local Service changed: its service is dirty if exported; a Service derived from an
+    /// import makes that import dirty, unless the change is the echo of our own write.
     fn handle_service(&mut self, event: Event<Service>) {
         for change in self.observed.services.handle(event) {
             if self.observed.exports.get(&change.id).is_some() {
                 self.decided.dirty.insert(key_of(&change.id));
+            }
+            let derived_from = |service: &Service| {
+                let labels = service.metadata.labels.as_ref()?;
+                (labels
+                    .get(crate::DERIVED_SERVICE_MANAGED_BY.0)
+                    .map(String::as_str)
+                    == Some(crate::DERIVED_SERVICE_MANAGED_BY.1))
+                .then(|| labels.get(SERVICE_NAME_LABEL))
+                .flatten()
+                .map(|name| ServiceKey::new(&change.id.namespace, name))
+            };
+            let imports: Vec<ServiceKey> = change
+                .old
+                .as_ref()
+                .and_then(derived_from)
+                .into_iter()
+                .chain(change.new.as_ref().and_then(derived_from))
+                .collect();
+            if imports.is_empty() {
+                continue;
+            }
+            let echo = self.settle(
+                &Target::DerivedService(change.id.clone()),
+                change.new.as_ref(),
+                |write, observed| match (write, observed) {
+                    (Write::ApplyDerivedService(d), Some(o)) => derived_service_matches(d, o),
+                    (Write::DeleteDerivedService { .. }, None) => true,
+                    _ => false,
+                },
+            );
+            if !echo {
+                self.decided.dirty.extend(imports);
             }
         }
     }

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
@@ -125,6 +126,37 @@ pub fn slice_matches(desired: &EndpointSlice, observed: &EndpointSlice) -> bool 
             desired.metadata.labels.as_ref(),
             observed.metadata.labels.as_ref(),
         )
+}
+
+/// Whether the stored Service is the desired derived Service: our labels, and the ports,
+/// `externalIPs` and session affinity we set (the API server's defaults, such as the cluster IP,
+/// are left out of the comparison).
+pub fn derived_service_matches(desired: &Service, observed: &Service) -> bool {
+    let (Some(d), Some(o)) = (desired.spec.as_ref(), observed.spec.as_ref()) else {
+        return false;
+    };
+    let ports = |spec: &k8s_openapi::api::core::v1::ServiceSpec| -> Vec<(Option<String>, String, Option<String>, i32)> {
+        spec.ports
+            .iter()
+            .flatten()
+            .map(|p| {
+                (
+                    p.name.clone(),
+                    p.protocol.clone().unwrap_or_else(|| "TCP".to_owned()),
+                    p.app_protocol.clone(),
+                    p.port,
+                )
+            })
+            .collect()
+    };
+    subset(
+        desired.metadata.labels.as_ref(),
+        observed.metadata.labels.as_ref(),
+    ) && ports(d) == ports(o)
+        && d.external_ips == o.external_ips
+        && o.selector.as_ref().is_none_or(BTreeMap::is_empty)
+        && d.session_affinity.as_deref().unwrap_or("None")
+            == o.session_affinity.as_deref().unwrap_or("None")
 }
 
 pub(super) fn export_status_matches(

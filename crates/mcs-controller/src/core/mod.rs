@@ -47,7 +47,9 @@ mod reconcile;
 
 use failures::Failure;
 use matching::{EXPORT_CONDITIONS, IMPORT_CONDITIONS, export_status_matches};
-pub use matching::{import_spec_matches, import_status_matches, slice_matches};
+pub use matching::{
+    derived_service_matches, import_spec_matches, import_status_matches, slice_matches,
+};
 use process::PoolKind;
 
 /// The ServiceImport condition type that names exporting clusters whose heartbeat stopped.
@@ -164,6 +166,7 @@ impl Target {
             Self::ImportSpec(_)
             | Self::ImportStatus(_)
             | Self::Slice(_)
+            | Self::DerivedService(_)
             | Self::ExportStatus(_) => Side::Member,
         }
     }

@@ -16,16 +16,17 @@ use mcs_types::{ServiceExportStatus, ServiceImportType, ServiceKey};
 use super::{
     AgentCore, ClusterHealth, EXPORT_CONDITIONS, FRESH_REASON, IMPORT_CONDITIONS, LeaseState,
     Output, PoolKind, RecordCopies, STALE_CLUSTERS_CONDITION, STALE_REASON, Side,
-    WrittenConditions, export_status_matches, import_spec_matches, import_status_matches, is_live,
-    slice_matches,
+    WrittenConditions, derived_service_matches, export_status_matches, import_spec_matches,
+    import_status_matches, is_live, slice_matches,
 };
 use crate::broker::{BrokerRecord, RecordHome};
 use crate::cache::ObjectId;
 use crate::write::{Target, Write};
 use crate::{
     ExportConditions, ExportRecord, ExportedService, InvalidExport, LocalExport, MergeError,
-    MergedService, Publication, desired_endpoint_slices, desired_import, export_conditions,
-    import_ready_condition, merge_exports,
+    MergedService, Publication, derived_service_name, desired_derived_service,
+    desired_endpoint_slices, desired_import, export_conditions, import_ready_condition,
+    merge_exports,
 };
 
 /// Which of a service's writes wait: while a failed write of it waits for its retry time,
@@ -666,6 +667,46 @@ impl AgentCore {
                 holding,
             );
         }
+        self.write_derived_service(key, desired_derived_service(merged, &ips), holding, out);
+    }
+
+    /// Writes the Service derived from the import of `key` (or deletes ours when none is
+    /// wanted: a headless import). A Service of that name that is not ours is left alone and
+    /// reported.
+    fn write_derived_service(
+        &mut self,
+        key: &ServiceKey,
+        desired: Option<Service>,
+        holding: bool,
+        out: &mut Output,
+    ) {
+        let name = derived_service_name(&key.name);
+        let stored = self
+            .observed
+            .services
+            .get(&ObjectId::new(&key.namespace, &name));
+        let ours = stored.is_some_and(is_derived_service);
+        if stored.is_some() && !ours {
+            self.problems.push(format!(
+                "Service {}/{name} exists and was not derived by clusterset: the import {}/{} gets no Service, so kube-proxy does not serve its clusterset IP; rename or delete that Service",
+                key.namespace, key.namespace, key.name
+            ));
+            return;
+        }
+        match desired {
+            Some(desired) if stored.is_none_or(|s| !derived_service_matches(&desired, s)) => {
+                self.emit(out, Write::ApplyDerivedService(Box::new(desired)), holding);
+            }
+            None if ours => self.emit(
+                out,
+                Write::DeleteDerivedService {
+                    key: key.clone(),
+                    name,
+                },
+                holding,
+            ),
+            _ => {}
+        }
     }
 
     pub(super) fn remove_import(
@@ -693,6 +734,7 @@ impl AgentCore {
                 holding,
             );
         }
+        self.write_derived_service(key, None, holding, out);
         if self.observed.imports.get(id).is_some() {
             self.emit(out, Write::DeleteServiceImport(key.clone()), holding);
         }
@@ -710,4 +752,15 @@ fn overlay_written(list: &mut Vec<Condition>, written: &[Condition]) {
             None => list.push(condition.clone()),
         }
     }
+}
+
+/// Whether a Service is one the agent derived from an import (its managed-by label).
+fn is_derived_service(service: &Service) -> bool {
+    service
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(crate::DERIVED_SERVICE_MANAGED_BY.0))
+        .map(String::as_str)
+        == Some(crate::DERIVED_SERVICE_MANAGED_BY.1)
 }
