@@ -313,6 +313,7 @@ pub async fn run(args: &ClusterArgs) -> Result<()> {
         applied: None,
         computed: None,
         published: false,
+        publish_failed: None,
     };
     let mut dirty = true;
     let mut tick = tokio::time::interval(SETTLE);
@@ -352,6 +353,8 @@ struct Follower {
     computed: Option<gateway_rules::GatewayState>,
     /// Whether the stored gateway record is ours.
     published: bool,
+    /// When publishing last failed: the next attempt waits [`RETRY`].
+    publish_failed: Option<tokio::time::Instant>,
 }
 
 impl Follower {
@@ -463,6 +466,12 @@ impl Follower {
             self.published = true;
             return true;
         }
+        if self
+            .publish_failed
+            .is_some_and(|failed| failed.elapsed() < RETRY)
+        {
+            return false;
+        }
         let record = GatewayRecord::new(&spec, &self.broker_namespace);
         match clusterset_daemon::apply::apply(
             &self.hub,
@@ -478,9 +487,11 @@ impl Follower {
                     tracing::info!(cluster = %spec.cluster_id, global_cidr = %spec.global_cidr, gateway = %spec.gateway_ip, "gateway record published");
                 }
                 self.published = true;
+                self.publish_failed = None;
                 true
             }
             Err(error) => {
+                self.publish_failed = Some(tokio::time::Instant::now());
                 tracing::error!(error = %ErrorChain(&error), "publishing the gateway record failed; the peers cannot route to this cluster until it is stored");
                 false
             }
