@@ -2,14 +2,16 @@
 # Builds, or reuses when it is current, the Debian root filesystem that the container images of
 # deploy/images/build.sh are made from (docs/images.md): Debian trixie minbase with ca-certificates
 # and ceph-common (Ceph 18.2 "Reef": the `ceph` CLI that the operator's mon migration runs; the
-# operator requires Ceph >= 17.2.6, and bookworm has only 16.2), docs, man pages and locales left
-# out as Debian's slim images do, and the non-root user `nonroot` (65532).
+# operator requires Ceph >= 17.2.6, and bookworm has only 16.2), then nftables and iproute2 (the
+# `nft` and `ip` programs of clusterset-gateway), docs, man pages and locales left out as Debian's
+# slim images do, and the non-root user `nonroot` (65532).
 #
 #   sudo bash deploy/images/debian-root.sh           # builds /var/cache/clusterset/image-root
 #   CLUSTERSET_IMAGE_ROOT=/srv/image-root sudo -E bash deploy/images/debian-root.sh
 #
-# The operator's image is this root plus the binary; the agent's takes only the files of the few
-# packages its binary needs from it. The root is reused when it was built by this same recipe
+# The operator's image is this root, less the packages that nftables and iproute2 brought (purged
+# from its copy; the stamp names them), plus the binary; the agent's and the gateway's take only
+# the files of the few packages their binaries need from it. The root is reused when it was built by this same recipe
 # and `apt-get` finds nothing newer for it; otherwise it is built again beside the old one and
 # swapped in, so a failed build never leaves a half-made root behind
 # (deploy/images/debian-root-lib.sh, shared with tests/lab/ceph-reef-root.sh).
@@ -23,12 +25,18 @@ SUITE=trixie
 # Installed on top of minbase, without recommends. deploy/mcs-ceph-operator/Dockerfile installs
 # the same on debian:trixie-slim (tests/images checks that the two agree).
 PACKAGES=(ca-certificates ceph-common)
+# Installed after PACKAGES, for the gateway's image only (it takes their files and those of the
+# libraries they link: deploy/images/build.sh, GATEWAY_PACKAGES). Installing them here keeps one
+# root, so that every image carries the same versions and the reuse check below sees their
+# updates too; the packages they add are recorded in the stamp (gateway-only=) and build.sh
+# purges those from the operator's copy, which stays minbase + PACKAGES.
+GATEWAY_PACKAGES=(nftables iproute2)
 # The images' user: numeric, so that Kubernetes' runAsNonRoot can verify it (distroless's
 # `nonroot`); the same as the Deployments' runAsUser.
 USER_ID=65532
-# The marker of a finished build: the recipe (this file and the library), the suite, the Ceph
-# version installed and when the root was built (the epoch the images' base layer is stamped
-# with).
+# The marker of a finished build: the recipe (this file and the library), the suite, the Ceph,
+# nftables and iproute2 versions installed, the packages only the gateway's (gateway-only=) and
+# when the root was built (the epoch the images' base layer is stamped with).
 STAMP=.clusterset-image-root
 
 need_root_and_debootstrap
@@ -65,7 +73,12 @@ path-exclude /usr/share/linda/*
 path-exclude /usr/share/locale/*
 EOF
 
+installed() { in_root "$NEW" dpkg-query -W -f '${db:Status-Abbrev} ${Package}\n' | awk '$1 == "ii" { print $2 }' | sort; }
 install_packages "$NEW" "${PACKAGES[@]}"
+before=$(installed)
+install_packages "$NEW" "${GATEWAY_PACKAGES[@]}"
+gateway_only=$(comm -13 <(printf '%s\n' "$before") <(installed) | paste -sd' ')
+[ -n "$gateway_only" ] || fail "installing ${GATEWAY_PACKAGES[*]} added no package: were they already in PACKAGES?"
 
 say "the user nonroot ($USER_ID), and what slim images leave out"
 in_root "$NEW" groupadd --gid "$USER_ID" nonroot
@@ -84,8 +97,11 @@ rm -rf "$NEW"/var/lib/apt/lists/* "$NEW"/var/cache/apt/*.bin "$NEW"/var/log/apt/
 : >"$NEW/etc/resolv.conf"
 
 ceph_version=$(in_root "$NEW" dpkg-query -W -f '${Version}' ceph-common)
-printf 'recipe=%s\nsuite=%s\nceph=%s\nbuilt=%s\n' "$recipe" "$SUITE" "$ceph_version" "$(date +%s)" \
+nft_version=$(in_root "$NEW" dpkg-query -W -f '${Version}' nftables)
+ip_version=$(in_root "$NEW" dpkg-query -W -f '${Version}' iproute2)
+printf 'recipe=%s\nsuite=%s\nceph=%s\nnftables=%s\niproute2=%s\ngateway-only=%s\nbuilt=%s\n' \
+  "$recipe" "$SUITE" "$ceph_version" "$nft_version" "$ip_version" "$gateway_only" "$(date +%s)" \
   >"$NEW/$STAMP"
 
 swap_in "$NEW" "$ROOT"
-say "built $ROOT: Ceph $ceph_version ($(du -sh "$ROOT" | cut -f1))"
+say "built $ROOT: Ceph $ceph_version, nftables $nft_version, iproute2 $ip_version ($(du -sh "$ROOT" | cut -f1))"

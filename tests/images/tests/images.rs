@@ -1,17 +1,21 @@
 //! The container images, built and run for real (docs/images.md).
 //!
-//! `deploy/images/build.sh` builds both images from the workspace (`cargo build --release
+//! `deploy/images/build.sh` builds the three images from the workspace (`cargo build --release
 //! --locked`, a Debian trixie root made by debootstrap, buildah) as OCI archives. Each archive is
 //! copied to an OCI layout with skopeo, unpacked with umoci, and run through `chroot` as the
 //! image's user on a read-only bind mount of its root with a tmpfs on `/tmp`, as a Pod with
-//! `readOnlyRootFilesystem` and an `emptyDir` runs it: the entrypoint with `--version` and
-//! `crd`, and in the operator's image `ceph --version`. Containers cannot be run here (crun
-//! refuses this sandbox's cgroups), so chroot stands in for the runtime. The image's
-//! configuration (user, entrypoint, command, PATH, labels), its layers and its sizes are checked
-//! too, and the Dockerfiles for Docker users against the recipe of the script.
+//! `readOnlyRootFilesystem` and an `emptyDir` runs it: the entrypoint with `--version` (and
+//! `crd` for the agent and the operator), in the operator's image `ceph --version`, in the
+//! gateway's `nft --version` and `ip -V`, and the gateway's `check` and `apply` of a state file
+//! in a network namespace of the test, as root with every capability but `CAP_NET_ADMIN`
+//! dropped (what its chart grants), after which the image's `nft` lists the table. Containers
+//! cannot be run here (crun refuses this sandbox's cgroups), so chroot stands in for the
+//! runtime. The image's configuration (user, entrypoint, command, PATH, labels), its layers and
+//! its sizes are checked too, and the Dockerfiles for Docker users against the recipe of the
+//! script.
 //!
-//! Needs root, buildah, skopeo, umoci and debootstrap (`sudo bash .ci/run` installs them and
-//! runs every test); fails, never skips, without them. The first run builds the release binaries
+//! Needs root, buildah, skopeo, umoci, debootstrap, capsh and ip (`sudo bash .ci/run` installs
+//! them and runs every test); fails, never skips, without them. The first run builds the release binaries
 //! and the Debian root (minutes); later runs reuse what is current.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -32,8 +36,12 @@ const CEPH_MINIMUM: (u32, u32, u32) = (17, 2, 6);
 /// layers) and unpacked (the root file system). docs/images.md records the measured sizes.
 const AGENT_MAX_MIB: (u64, u64) = (16, 40);
 const OPERATOR_MAX_MIB: (u64, u64) = (130, 340);
+const GATEWAY_MAX_MIB: (u64, u64) = (18, 45);
+/// The capabilities the gateway's chart leaves it (it drops all others) and that its image's
+/// runs here keep: changing the nftables tables and routes of its network namespace.
+const GATEWAY_CAPABILITIES: &str = "cap_net_admin";
 
-const TOOLS: [&str; 10] = [
+const TOOLS: [&str; 12] = [
     "id",
     "git",
     "bash",
@@ -44,6 +52,8 @@ const TOOLS: [&str; 10] = [
     "chroot",
     "unshare",
     "mount",
+    "capsh",
+    "ip",
 ];
 
 fn workspace_root() -> PathBuf {
@@ -81,7 +91,8 @@ fn preflight() -> Result<(), String> {
     if !missing.is_empty() {
         return Err(format!(
             "missing {missing:?}: apt-get install --no-install-recommends buildah skopeo umoci \
-             debootstrap (`sudo bash .ci/run` installs everything the tests use)"
+             debootstrap libcap2-bin iproute2 (`sudo bash .ci/run` installs everything the tests \
+             use)"
         ));
     }
     let uid = Command::new(tool("id"))
@@ -163,6 +174,9 @@ struct Unpacked {
     manifest: Value,
     /// umoci's runtime configuration of the bundle (the process a runtime would start).
     runtime: Value,
+    /// The capabilities its runs keep, all others dropped (as its chart's securityContext
+    /// does); `None`: those of the image's user (none for a non-root user).
+    capabilities: Option<&'static str>,
 }
 
 impl Unpacked {
@@ -181,29 +195,129 @@ impl Unpacked {
     }
 
     /// Runs `args` in the image through chroot, as the image's user, on a read-only bind mount
-    /// of its root with a fresh tmpfs on /tmp, with the image's PATH and nothing else of this
-    /// environment but TMPDIR=/tmp; in a mount namespace of its own, which takes the mounts
-    /// along when it ends.
+    /// of its root with a fresh tmpfs on /tmp, the devices a runtime gives a container on /dev
+    /// (a `Command` of Rust's opens /dev/null for its child's stdin) and /proc, with the image's
+    /// PATH and nothing else of this environment but TMPDIR=/tmp; in a mount namespace of its
+    /// own, which takes the mounts along when it ends. Fails the test unless it succeeds.
     fn run(&self, args: &[&str]) -> Output {
-        const SCRIPT: &str = r#"chroot=$1; root=$2; user=$3; path=$4; shift 4
+        run(&mut self.command(&Place::default(), args))
+    }
+
+    /// The command that runs `args` in the image (as [`Unpacked::run`] does), at `place`: in
+    /// its network namespace, with its state file as /tmp/state.yaml, with its capabilities.
+    fn command(&self, place: &Place, args: &[&str]) -> Command {
+        // With capabilities, capsh does the chroot, then drops every other capability from the
+        // bounding set and clears the inheritable set before it starts the program, as root:
+        // the program's permitted and effective sets are then exactly the ones kept, as a
+        // runtime leaves them after `capabilities: {drop: [ALL], add: [...]}`.
+        const SCRIPT: &str = r#"chroot=$1; capsh=$2; root=$3; user=$4; path=$5; keep=$6; state=$7; shift 7
 mount --bind "$root" "$root"
 mount -o remount,bind,ro "$root"
 mount -t tmpfs -o mode=1777,size=64m tmpfs "$root/tmp"
-exec env -i "$path" TMPDIR=/tmp "$chroot" --userspec="$user" "$root" "$@""#;
+mount -t tmpfs -o mode=755,size=64k tmpfs "$root/dev"
+for device in null zero full random urandom tty; do
+  : >"$root/dev/$device"
+  mount --bind "/dev/$device" "$root/dev/$device"
+done
+mount -t proc proc "$root/proc"
+if [ -n "$state" ]; then cp "$state" "$root/tmp/state.yaml"; fi
+if [ "$keep" = "-" ]; then
+  exec env -i "$path" TMPDIR=/tmp "$chroot" --userspec="$user" "$root" "$@"
+fi
+drop=$("$capsh" --print | sed -n 's/^Bounding set =//p' | tr ',' '\n' | grep -vxF -e "$keep" | paste -sd, -)
+program=$1; shift
+exec env -i "$path" TMPDIR=/tmp "$capsh" --chroot="$root" --drop="$drop" --inh= --shell="$program" -- "$@""#;
         let user = self.config["config"]["User"].as_str().unwrap();
         let path = strings(&self.config["config"]["Env"])
             .into_iter()
             .find(|e| e.starts_with("PATH="))
             .unwrap_or_else(|| panic!("{}: the image sets no PATH", self.name));
-        let mut command = Command::new(tool("unshare"));
+        let keep = match (place.capabilities.or(self.capabilities), self.capabilities) {
+            (_, None) => "-".to_owned(),
+            (Some(keep), Some(_)) => keep.to_owned(),
+            (None, Some(_)) => unreachable!(),
+        };
+        let mut args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        if keep != "-" {
+            // capsh starts a path, not a name: the image's PATH decides, as a runtime's would.
+            args[0] = self.which(&args[0], &path);
+        }
+        let mut command = match &place.netns {
+            Some(netns) => {
+                let mut command = Command::new(tool("ip"));
+                command
+                    .args(["netns", "exec", &netns.0])
+                    .arg(tool("unshare"));
+                command
+            }
+            None => Command::new(tool("unshare")),
+        };
         command
             .args(["--mount", "--propagation", "private", "--", "sh", "-euc"])
             .args([SCRIPT, "sh"])
             .arg(tool("chroot"))
+            .arg(tool("capsh"))
             .arg(self.rootfs())
-            .args([user, &path])
+            .args([user, &path, &keep])
+            .arg(place.state.as_deref().unwrap_or(Path::new("")))
             .args(args);
-        run(&mut command)
+        command
+    }
+
+    /// Where `name` is in the image, through the image's PATH (`PATH=...`).
+    fn which(&self, name: &str, path: &str) -> String {
+        if name.starts_with('/') {
+            return name.to_owned();
+        }
+        path.trim_start_matches("PATH=")
+            .split(':')
+            .map(|dir| format!("{dir}/{name}"))
+            .find(|candidate| {
+                self.rootfs()
+                    .join(candidate.trim_start_matches('/'))
+                    .symlink_metadata()
+                    .is_ok()
+            })
+            .unwrap_or_else(|| panic!("{}: no {name} on the image's {path}", self.name))
+    }
+}
+
+/// Where [`Unpacked::command`] runs a program of an image, beyond its own root.
+#[derive(Default)]
+struct Place<'a> {
+    /// A network namespace of the test (otherwise this process's).
+    netns: Option<&'a Netns>,
+    /// A file of this host, copied to the image's /tmp/state.yaml.
+    state: Option<PathBuf>,
+    /// Other capabilities to keep than the image's (only for an image run with capabilities);
+    /// "" keeps none.
+    capabilities: Option<&'static str>,
+}
+
+/// A network namespace of the test (`ip netns add`), deleted when dropped; the host's own
+/// network configuration is never touched.
+struct Netns(String);
+
+impl Netns {
+    fn new(name: String) -> Self {
+        let _ = Command::new(tool("ip"))
+            .args(["netns", "del", &name])
+            .output();
+        run(Command::new(tool("ip")).args(["netns", "add", &name]));
+        Self(name)
+    }
+
+    /// `ip -n NAME ARGS...` (the host's ip, in the namespace).
+    fn ip(&self, args: &[&str]) -> Output {
+        run(Command::new(tool("ip")).args(["-n", &self.0]).args(args))
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new(tool("ip"))
+            .args(["netns", "del", &self.0])
+            .output();
     }
 }
 
@@ -257,6 +371,7 @@ fn unpack(name: &str) -> Unpacked {
         config,
         manifest,
         runtime,
+        capabilities: None,
     }
 }
 
@@ -307,24 +422,25 @@ fn release_binary(name: &str) -> PathBuf {
     Path::new(metadata["target_directory"].as_str().unwrap()).join(format!("release/{name}"))
 }
 
-/// What both images must be: the configuration, the labels, the layers, the binary of this
-/// workspace running as the image's user on a read-only root, and the sizes. Returns the
-/// measured sizes (compressed, unpacked) in bytes.
-fn check_image(image: &Unpacked, max_mib: (u64, u64)) -> (u64, u64) {
+/// What every image must be: the configuration, the labels, the layers, the binary of this
+/// workspace running as the image's user (`uid`, its group the same) on a read-only root, and
+/// the sizes. Returns the measured sizes (compressed, unpacked) in bytes.
+fn check_image(image: &Unpacked, max_mib: (u64, u64), uid: u32) -> (u64, u64) {
     let name = image.name.as_str();
     let entry = format!("/usr/local/bin/{name}");
     let config = &image.config["config"];
 
-    // User: numeric and not root, so that runAsNonRoot can verify it; it exists in the image.
-    assert_eq!(config["User"], "65532:65532", "{name}");
-    assert_eq!(image.runtime["process"]["user"]["uid"], 65532, "{name}");
-    assert_eq!(image.runtime["process"]["user"]["gid"], 65532, "{name}");
+    // User: numeric (so that runAsNonRoot can verify a non-root one); it exists in the image.
+    assert_eq!(config["User"], format!("{uid}:{uid}"), "{name}");
+    assert_eq!(image.runtime["process"]["user"]["uid"], uid, "{name}");
+    assert_eq!(image.runtime["process"]["user"]["gid"], uid, "{name}");
     let passwd = std::fs::read_to_string(image.rootfs().join("etc/passwd")).unwrap();
     assert!(
         passwd
             .lines()
-            .any(|l| l.starts_with("nonroot:x:65532:65532:")),
-        "{name}: /etc/passwd names the user:\n{passwd}"
+            .any(|l| l.split(':').nth(2) == Some(&uid.to_string())
+                && l.split(':').nth(3) == Some(&uid.to_string())),
+        "{name}: /etc/passwd names the user {uid}:\n{passwd}"
     );
     // Entrypoint the binary, command `run`; what a runtime starts.
     assert_eq!(image.entrypoint(), std::slice::from_ref(&entry), "{name}");
@@ -398,12 +514,6 @@ fn check_image(image: &Unpacked, max_mib: (u64, u64)) -> (u64, u64) {
         String::from_utf8_lossy(&version.stdout),
         format!("{name} {VERSION}\n")
     );
-    let crd = image.run(&[&entry, "crd"]);
-    let crd = String::from_utf8_lossy(&crd.stdout);
-    assert!(
-        crd.contains("kind: CustomResourceDefinition"),
-        "{name} crd printed:\n{crd}"
-    );
 
     // The certificates for TLS to API servers.
     let bundle = image.rootfs().join("etc/ssl/certs/ca-certificates.crt");
@@ -435,6 +545,62 @@ fn check_image(image: &Unpacked, max_mib: (u64, u64)) -> (u64, u64) {
     (compressed, unpacked)
 }
 
+/// The agent's and the operator's `crd` prints their CustomResourceDefinitions.
+fn check_crd(image: &Unpacked) {
+    let name = image.name.as_str();
+    let crd = image.run(&[&format!("/usr/local/bin/{name}"), "crd"]);
+    let crd = String::from_utf8_lossy(&crd.stdout);
+    assert!(
+        crd.contains("kind: CustomResourceDefinition"),
+        "{name} crd printed:\n{crd}"
+    );
+}
+
+/// Distroless-like: no shell, no package manager; dpkg's status lists exactly the packages whose
+/// files the image holds (`packages`, the script's list), for scanners; Debian's os-release.
+fn check_only_packages(image: &Unpacked, packages: &[String]) {
+    let name = image.name.as_str();
+    let root = image.rootfs();
+    for absent in [
+        "usr/bin/sh",
+        "usr/bin/bash",
+        "usr/bin/apt-get",
+        "usr/bin/dpkg",
+    ] {
+        assert!(
+            root.join(absent).symlink_metadata().is_err(),
+            "{name}: the image has no {absent}"
+        );
+    }
+    let status = std::fs::read_to_string(root.join("var/lib/dpkg/status")).unwrap();
+    let listed: BTreeSet<&str> = status
+        .lines()
+        .filter_map(|l| l.strip_prefix("Package: "))
+        .collect();
+    assert_eq!(
+        listed,
+        packages.iter().map(String::as_str).collect::<BTreeSet<_>>(),
+        "{name}"
+    );
+    let os_release = std::fs::read_to_string(root.join("etc/os-release")).unwrap();
+    let suite = script_value("deploy/images/debian-root.sh", "SUITE");
+    assert!(
+        os_release.contains(&format!("VERSION_CODENAME={suite}")),
+        "{name}: {os_release}"
+    );
+}
+
+/// The version of a package in an image's dpkg status.
+fn package_version(image: &Unpacked, package: &str) -> String {
+    let status = std::fs::read_to_string(image.rootfs().join("var/lib/dpkg/status")).unwrap();
+    status
+        .split("\n\n")
+        .find(|stanza| stanza.lines().any(|l| l == format!("Package: {package}")))
+        .and_then(|stanza| stanza.lines().find_map(|l| l.strip_prefix("Version: ")))
+        .unwrap_or_else(|| panic!("{}: dpkg's status has no {package}", image.name))
+        .to_owned()
+}
+
 fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
 }
@@ -464,37 +630,11 @@ fn script_value(script: &str, name: &str) -> String {
 #[test]
 fn the_agent_image_runs_its_binary_as_non_root_on_a_read_only_root_and_holds_only_what_it_needs() {
     let image = unpack("clusterset-agent");
-    check_image(&image, AGENT_MAX_MIB);
-
-    // Distroless-like: no shell, no package manager; dpkg's status lists exactly the packages
-    // whose files the image holds, for scanners.
-    let root = image.rootfs();
-    for absent in [
-        "usr/bin/sh",
-        "usr/bin/bash",
-        "usr/bin/apt-get",
-        "usr/bin/dpkg",
-    ] {
-        assert!(
-            root.join(absent).symlink_metadata().is_err(),
-            "the agent's image has no {absent}"
-        );
-    }
-    let status = std::fs::read_to_string(root.join("var/lib/dpkg/status")).unwrap();
-    let listed: BTreeSet<&str> = status
-        .lines()
-        .filter_map(|l| l.strip_prefix("Package: "))
-        .collect();
-    let packages = script_array("deploy/images/build.sh", "AGENT_PACKAGES");
-    assert_eq!(
-        listed,
-        packages.iter().map(String::as_str).collect::<BTreeSet<_>>()
-    );
-    let os_release = std::fs::read_to_string(root.join("etc/os-release")).unwrap();
-    let suite = script_value("deploy/images/debian-root.sh", "SUITE");
-    assert!(
-        os_release.contains(&format!("VERSION_CODENAME={suite}")),
-        "{os_release}"
+    check_image(&image, AGENT_MAX_MIB, 65532);
+    check_crd(&image);
+    check_only_packages(
+        &image,
+        &script_array("deploy/images/build.sh", "AGENT_PACKAGES"),
     );
 }
 
@@ -502,7 +642,25 @@ fn the_agent_image_runs_its_binary_as_non_root_on_a_read_only_root_and_holds_onl
 fn the_operator_image_runs_its_binary_and_a_ceph_cli_of_at_least_17_2_6_as_non_root_on_a_read_only_root()
  {
     let image = unpack("mcs-ceph-operator");
-    check_image(&image, OPERATOR_MAX_MIB);
+    check_image(&image, OPERATOR_MAX_MIB, 65532);
+    check_crd(&image);
+
+    // The root holds nftables and iproute2 for the gateway's image only: they, and what they
+    // brought, are purged from the operator's.
+    let status = std::fs::read_to_string(image.rootfs().join("var/lib/dpkg/status")).unwrap();
+    for package in script_array("deploy/images/debian-root.sh", "GATEWAY_PACKAGES") {
+        assert!(
+            !status.contains(&format!("\nPackage: {package}\n"))
+                && !status.starts_with(&format!("Package: {package}\n")),
+            "the operator's image lists {package} in dpkg's status"
+        );
+    }
+    for absent in ["usr/sbin/nft", "usr/bin/ip", "usr/sbin/ip"] {
+        assert!(
+            image.rootfs().join(absent).symlink_metadata().is_err(),
+            "the operator's image has no {absent}"
+        );
+    }
 
     // The ceph CLI that mon migration runs, found on the image's PATH by name as the operator
     // finds it; `ceph --version` imports the rados bindings, so librados loads too.
@@ -523,6 +681,116 @@ fn the_operator_image_runs_its_binary_and_a_ceph_cli_of_at_least_17_2_6_as_non_r
         version_tuple >= CEPH_MINIMUM,
         "the operator's image carries ceph {version}; the operator requires {CEPH_MINIMUM:?} or later"
     );
+}
+
+#[test]
+fn the_gateway_image_runs_nft_and_ip_as_root_with_only_net_admin_and_programs_its_table_in_a_network_namespace()
+ {
+    let mut image = unpack("clusterset-gateway");
+    image.capabilities = Some(GATEWAY_CAPABILITIES);
+    // As root: the capability its chart adds reaches root's processes only (docs/images.md).
+    check_image(&image, GATEWAY_MAX_MIB, 0);
+    let packages = script_array("deploy/images/build.sh", "GATEWAY_PACKAGES");
+    check_only_packages(&image, &packages);
+    for package in script_array("deploy/images/build.sh", "AGENT_PACKAGES")
+        .into_iter()
+        .chain(script_array(
+            "deploy/images/debian-root.sh",
+            "GATEWAY_PACKAGES",
+        ))
+    {
+        assert!(
+            packages.contains(&package),
+            "the gateway's image holds {package} (GATEWAY_PACKAGES: {packages:?})"
+        );
+    }
+
+    // The programs the gateway runs, found on the image's PATH by name as it finds them; their
+    // libraries load.
+    let nft = image.run(&["nft", "--version"]);
+    let nft = String::from_utf8_lossy(&nft.stdout);
+    let packaged = package_version(&image, "nftables");
+    let upstream = packaged.split(['-', '+']).next().unwrap();
+    assert!(
+        nft.starts_with(&format!("nftables v{upstream} ")),
+        "nft --version printed {nft:?}; the image's nftables is {packaged}"
+    );
+    let ip = image.run(&["ip", "-V"]);
+    let ip = String::from_utf8_lossy(&ip.stdout);
+    assert!(
+        ip.starts_with("ip utility, iproute2-"),
+        "ip -V printed {ip:?}"
+    );
+    println!("clusterset-gateway: {} / {}", nft.trim(), ip.trim());
+
+    // In a network namespace of the test: the example state, whose peer gateway 172.31.255.2
+    // is on the network of a veth pair there, both ends in the namespace (a peer must be
+    // directly reachable; this kernel has no dummy interfaces).
+    let netns = Netns::new(format!("csimg-{}", std::process::id()));
+    netns.ip(&["link", "set", "lo", "up"]);
+    netns.ip(&[
+        "link", "add", "csimg0", "type", "veth", "peer", "name", "csimg1",
+    ]);
+    netns.ip(&["address", "add", "172.31.255.1/24", "dev", "csimg0"]);
+    netns.ip(&["link", "set", "csimg0", "up"]);
+    netns.ip(&["link", "set", "csimg1", "up"]);
+    let place = Place {
+        netns: Some(&netns),
+        state: Some(workspace_root().join("examples/gateway-state.yaml")),
+        capabilities: None,
+    };
+    let entry = "/usr/local/bin/clusterset-gateway";
+    let in_netns = |args: &[&str]| run(&mut image.command(&place, args));
+
+    let check = in_netns(&[entry, "check", "--state", "/tmp/state.yaml"]);
+    let check = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        check.contains("table ip clusterset_gw")
+            && check.contains("# route 242.2.0.0/16 via 172.31.255.2"),
+        "clusterset-gateway check printed:\n{check}"
+    );
+
+    // Without NET_ADMIN, nft is refused: the capabilities are really dropped, and NET_ADMIN is
+    // the one the gateway needs.
+    let refused = image
+        .command(
+            &Place {
+                netns: Some(&netns),
+                state: place.state.clone(),
+                capabilities: Some(""),
+            },
+            &[entry, "apply", "--state", "/tmp/state.yaml"],
+        )
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && stderr.contains("Operation not permitted"),
+        "apply without any capability: {} {stderr}",
+        refused.status
+    );
+
+    in_netns(&[entry, "apply", "--state", "/tmp/state.yaml"]);
+    let table = in_netns(&["nft", "list", "table", "ip", "clusterset_gw"]);
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        table.starts_with("table ip clusterset_gw {")
+            && table.contains("242.1.0.1")
+            && table.contains("10.244.0.10")
+            && table.contains("242.1.255.254"),
+        "nft list table ip clusterset_gw in the namespace:\n{table}"
+    );
+    let routes = in_netns(&["ip", "route", "show", "proto", "147"]);
+    let routes = String::from_utf8_lossy(&routes.stdout);
+    assert_eq!(
+        routes.trim(),
+        "242.2.0.0/16 via 172.31.255.2 dev csimg0",
+        "the gateway's routes in the namespace"
+    );
+    // Applying again changes nothing and succeeds (idempotent: `apply` replaces its table).
+    in_netns(&[entry, "apply", "--state", "/tmp/state.yaml"]);
+    let again = in_netns(&["nft", "list", "table", "ip", "clusterset_gw"]);
+    assert_eq!(String::from_utf8_lossy(&again.stdout), table);
 }
 
 /// The Dockerfiles, for users who build with Docker, install what the script's images hold:
