@@ -1,5 +1,6 @@
 //! `mcsctl dns serve`: the clusterset DNS server on a zone loaded from a YAML file.
 
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -140,10 +141,21 @@ async fn serve(args: &ServeArgs, store: Arc<ZoneStore>, loaded: usize) -> anyhow
     loop {
         tokio::select! {
             _ = hangup.recv() => match load_into(&store, &args.from_file) {
-                Ok(count) => println!("reloaded {count} objects from {}", args.from_file.display()),
-                Err(problems) => eprintln!(
-                    "reload rejected ({problems} problem(s)): still serving the previous zone"
-                ),
+                // Not println!: a reader of the first line that went away (`| head -1`)
+                // must not take the server down with a broken pipe.
+                Ok(count) => {
+                    let _ = writeln!(
+                        std::io::stdout().lock(),
+                        "reloaded {count} objects from {}",
+                        args.from_file.display()
+                    );
+                }
+                Err(problems) => {
+                    let _ = writeln!(
+                        std::io::stderr().lock(),
+                        "reload rejected ({problems} problem(s)): still serving the previous zone"
+                    );
+                }
             },
             _ = terminate.recv() => break,
             _ = tokio::signal::ctrl_c() => break,

@@ -94,6 +94,8 @@ fn serve(file: &Path, extra: &[&str]) -> Serve {
             let _ = tx.send(line);
         }
     });
+    // Only the first line is read, and stdout closed after it, as `| head -1` would: the
+    // server must go on serving (and reloading) without a reader of its stdout.
     let mut first = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut first)
