@@ -26,7 +26,9 @@ use mon_failover_io::{CephCli, CephInstall, CommandLine};
 use tokio::process::Child;
 use tokio::sync::Mutex;
 
-use crate::{ClusterNet, GlobalnetEndpoints, LabDns, LabError, NAMESPACE, Side, Topology};
+use crate::{
+    ClusterNet, GlobalnetEndpoints, LabDns, LabError, NAMESPACE, PodExport, Side, Topology,
+};
 
 /// The pool the lab mirrors.
 pub const POOL: &str = "rbd";
@@ -130,7 +132,27 @@ pub struct CephSite {
     version: CephVersion,
     mcs: std::sync::atomic::AtomicBool,
     osds: Mutex<BTreeMap<u32, OsdSlot>>,
+    /// The OSDs that run in a pod namespace of their own ([`CephSite::move_osd_to_new_pod`]),
+    /// by id; the others run in the cluster's pods namespace.
+    osd_netns: Mutex<BTreeMap<u32, String>>,
     daemons: Mutex<BTreeMap<String, Child>>,
+}
+
+/// An OSD restarted in a new pod ([`CephSite::move_osd_to_new_pod`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OsdPodMove {
+    /// The OSD id.
+    pub id: u32,
+    /// Its global IP (its export's), unchanged.
+    pub global: Ipv4Addr,
+    /// The pod IP it had.
+    pub old_pod: Ipv4Addr,
+    /// The pod IP it has now.
+    pub new_pod: Ipv4Addr,
+    /// The new pod's network namespace.
+    pub netns: String,
+    /// The osdmap epoch the old instance had come up in.
+    pub old_up_from: u64,
 }
 
 impl std::fmt::Debug for CephSite {
@@ -255,6 +277,7 @@ impl CephSite {
             version,
             mcs: std::sync::atomic::AtomicBool::new(mcs),
             osds: Mutex::new(BTreeMap::new()),
+            osd_netns: Mutex::new(BTreeMap::new()),
             daemons: Mutex::new(BTreeMap::new()),
         };
         site.start_mons(&initial).await?;
@@ -496,6 +519,19 @@ impl CephSite {
         args: &[&str],
         env: &[(&str, &Path)],
     ) -> Result<(), LabError> {
+        self.spawn_in(&self.net.netns, name, program, args, env)
+            .await
+    }
+
+    /// [`CephSite::spawn`] in the network namespace `netns`.
+    async fn spawn_in(
+        &self,
+        netns: &str,
+        name: &str,
+        program: &str,
+        args: &[&str],
+        env: &[(&str, &Path)],
+    ) -> Result<(), LabError> {
         let log_path = self.cluster.dir().join("log").join(format!("{name}.out"));
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -505,7 +541,7 @@ impl CephSite {
         let err = log.try_clone().map_err(step("cloning a log handle"))?;
         let line = self
             .install
-            .command(program, Some(&self.net.netns))
+            .command(program, Some(netns))
             .arg("-c")
             .arg(self.cluster.conf())
             .args(args.iter().copied());
@@ -680,12 +716,97 @@ impl CephSite {
         let id_text = id.to_string();
         all.push(&id_text);
         all.extend(args.iter().map(String::as_str));
-        self.spawn(&format!("osd.{id}"), "ceph-osd", &all, &[])
+        let netns = self
+            .osd_netns
+            .lock()
+            .await
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| self.net.netns.clone());
+        self.spawn_in(&netns, &format!("osd.{id}"), "ceph-osd", &all, &[])
             .await?;
         if let Some(slot) = self.osds.lock().await.get_mut(&id) {
             slot.advertised = public;
         }
         Ok(())
+    }
+
+    /// Restarts `osd.ID` in a new pod, as Kubernetes restarts an OSD's pod: the daemon stopped
+    /// (SIGTERM: it marks itself down), its old pod gone (its pod IP removed from the cluster's
+    /// pods namespace, or its own namespace deleted), a pod namespace of its own with the pod IP
+    /// `new_pod` ([`Topology::add_pod_netns`]), and the daemon started there with the plan's
+    /// arguments for that pod IP (`--public-bind-addr` and `--cluster-addr` the new pod IP,
+    /// `--public-addr` its global IP, unchanged). The export is **not** changed: the gateway's
+    /// state still names the old pod until the caller moves it ([`CephSite::osd_export`],
+    /// [`Topology::export`]). Does not wait for the OSD to come up.
+    pub async fn move_osd_to_new_pod(
+        &self,
+        id: u32,
+        new_pod: Ipv4Addr,
+    ) -> Result<OsdPodMove, LabError> {
+        let slot = self
+            .osds
+            .lock()
+            .await
+            .get(&id)
+            .copied()
+            .ok_or_else(|| LabError::Step {
+                step: format!("osd.{id}"),
+                source: "no such OSD in the site".into(),
+            })?;
+        let Some(IpAddr::V4(global)) = slot.global else {
+            return Err(LabError::Step {
+                step: format!("moving osd.{id} to a new pod"),
+                source: "it is not exported (MCS off?): there is no endpoint to move".into(),
+            });
+        };
+        let old_up_from = self
+            .osd_states()
+            .await?
+            .get(&id)
+            .map(|osd| osd.up_from)
+            .unwrap_or(0);
+        self.stop_daemon(&format!("osd.{id}"), Duration::from_secs(30))
+            .await?;
+        let old_netns = self.osd_netns.lock().await.remove(&id);
+        match old_netns {
+            Some(ns) => self.topology.remove_pod_netns(&ns),
+            None => {
+                self.topology
+                    .remove_pod_ip(self.spec.side, slot.pod)
+                    .await?
+            }
+        }
+        let netns = self.topology.add_pod_netns(self.spec.side, new_pod).await?;
+        self.osd_netns.lock().await.insert(id, netns.clone());
+        if let Some(slot) = self.osds.lock().await.get_mut(&id) {
+            slot.pod = new_pod;
+        }
+        self.start_osd(id).await?;
+        Ok(OsdPodMove {
+            id,
+            global,
+            old_pod: slot.pod,
+            new_pod,
+            netns,
+            old_up_from,
+        })
+    }
+
+    /// The export of `osd.ID` as the cluster's MCS implementation publishes it now: its
+    /// Service `rook-ceph-osd-<id>`, its global IP and the pod IP it runs on; `None` when it is
+    /// not exported.
+    pub async fn osd_export(&self, id: u32) -> Option<PodExport> {
+        let slot = self.osds.lock().await.get(&id).copied()?;
+        let Some(IpAddr::V4(global)) = slot.global else {
+            return None;
+        };
+        Some(PodExport {
+            namespace: NAMESPACE.to_owned(),
+            service: Daemon::Osd(id).service_name(),
+            global,
+            pod: slot.pod,
+        })
     }
 
     /// Exports every OSD (MCS on) and restarts each, one at a time, with the plan's arguments,

@@ -204,14 +204,16 @@ pub fn desired_elements(rules: &RuleSet) -> BTreeMap<String, Vec<String>> {
 pub async fn programmed_elements(
     gateway_netns: &str,
 ) -> Result<Option<BTreeMap<String, Vec<String>>>, LabError> {
-    if !table_present(gateway_netns).await {
-        return Ok(None);
-    }
-    let text = run(
+    let listed = run(
         Some(gateway_netns),
         &["nft", "-j", "list", "table", "ip", TABLE],
     )
-    .await?;
+    .await;
+    let text = match listed {
+        Ok(text) => text,
+        Err(error) if table_missing(&error) => return Ok(None),
+        Err(error) => return Err(error),
+    };
     let unreadable = |detail: String| LabError::Step {
         step: format!("reading `nft -j list table ip {TABLE}` in {gateway_netns}"),
         source: detail.into(),
@@ -241,6 +243,119 @@ pub async fn programmed_elements(
         sets.insert(name.to_owned(), elements);
     }
     Ok(Some(sets))
+}
+
+/// The table `ip clusterset_gw` of a gateway as the kernel has it (`nft -j list table`), in a
+/// form two listings can be compared by: every object (the table, its chains, sets, maps and
+/// rules, with their expressions, types, flags and elements) without the handles the kernel
+/// numbers them with, sets' elements sorted, the objects sorted but each chain's rules in their
+/// order. Two tables with equal
+/// structures hold the same rules; `handle` is the table's own handle, which a replaced table
+/// (deleted and created again) does not keep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableStructure {
+    /// The kernel's handle of the table.
+    pub handle: u64,
+    /// Every object of the table, handles removed, sorted.
+    pub objects: Vec<serde_json::Value>,
+}
+
+impl TableStructure {
+    /// Whether both tables hold the same objects (whatever their handles).
+    pub fn same_rules_as(&self, other: &TableStructure) -> bool {
+        self.objects == other.objects
+    }
+
+    /// The objects one table has and the other has not, both ways, as `nft -j` JSON lines.
+    pub fn differences(&self, other: &TableStructure) -> (Vec<String>, Vec<String>) {
+        let only = |a: &TableStructure, b: &TableStructure| {
+            a.objects
+                .iter()
+                .filter(|o| !b.objects.contains(o))
+                .map(ToString::to_string)
+                .collect()
+        };
+        (only(self, other), only(other, self))
+    }
+}
+
+/// The structure of the table `ip clusterset_gw` in `gateway_netns` ([`TableStructure`]);
+/// `None` when the table does not exist.
+pub async fn table_structure(gateway_netns: &str) -> Result<Option<TableStructure>, LabError> {
+    let listed = run(
+        Some(gateway_netns),
+        &["nft", "-j", "list", "table", "ip", TABLE],
+    )
+    .await;
+    let text = match listed {
+        Ok(text) => text,
+        // Gone (or never there): not an error. Anything else is.
+        Err(error) if table_missing(&error) => return Ok(None),
+        Err(error) => return Err(error),
+    };
+    structure_of(&text)
+        .map(Some)
+        .map_err(|detail| LabError::Step {
+            step: format!("reading `nft -j list table ip {TABLE}` in {gateway_netns}"),
+            source: detail.into(),
+        })
+}
+
+/// [`TableStructure`] of the text of `nft -j list table`.
+fn structure_of(text: &str) -> Result<TableStructure, String> {
+    fn strip(value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::Object(map) => {
+                map.remove("handle");
+                for (key, inner) in map.iter_mut() {
+                    strip(inner);
+                    if key == "elem"
+                        && let serde_json::Value::Array(elements) = inner
+                    {
+                        elements.sort_by_key(ToString::to_string);
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let json: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let items = json["nftables"]
+        .as_array()
+        .ok_or_else(|| format!("no `nftables` array in {text}"))?;
+    let handle = items
+        .iter()
+        .find_map(|item| item.get("table")?.get("handle")?.as_u64())
+        .ok_or_else(|| format!("no table with a handle in {text}"))?;
+    // Rules keep their order within their chain (it is their meaning); every other object is
+    // sorted, as the order the kernel lists them in depends on how the table was built.
+    let mut objects = Vec::new();
+    let mut rules: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
+    for item in items.iter().filter(|item| item.get("metainfo").is_none()) {
+        let mut item = item.clone();
+        strip(&mut item);
+        match item.get("rule") {
+            Some(rule) => rules
+                .entry(rule["chain"].as_str().unwrap_or_default().to_owned())
+                .or_default()
+                .push(item),
+            None => objects.push(item),
+        }
+    }
+    objects.sort_by_key(ToString::to_string);
+    objects.extend(
+        rules
+            .into_iter()
+            .map(|(chain, rules)| serde_json::json!({ "rules of chain": chain, "rules": rules })),
+    );
+    Ok(TableStructure { handle, objects })
+}
+
+/// Whether `nft list table` failed because the table does not exist (`nft` says "No such file
+/// or directory"), rather than for another reason.
+fn table_missing(error: &LabError) -> bool {
+    matches!(error, LabError::Command { detail, .. } if detail.contains("No such file or directory"))
 }
 
 /// Whether the table `ip clusterset_gw` exists in `gateway_netns`.
@@ -400,5 +515,102 @@ pub async fn wait_programmed(
             });
         }
         tokio::time::sleep(TABLE_POLL).await;
+    }
+}
+
+/// Polls the table in `gateway_netns` until it is a new table (its handle is not
+/// `old_handle`: a gateway replaced it) whose sets and maps hold exactly `want`, within
+/// [`PROGRAMMED_WITHIN`]; `alive` fails the wait as soon as the gateway is known to have
+/// stopped. Returns the new table's structure.
+pub async fn wait_replaced(
+    gateway_netns: &str,
+    old_handle: u64,
+    want: &BTreeMap<String, Vec<String>>,
+    mut alive: impl FnMut() -> Result<(), LabError>,
+) -> Result<TableStructure, LabError> {
+    let started = Instant::now();
+    loop {
+        alive()?;
+        let table = table_structure(gateway_netns).await?;
+        let last = match table {
+            Some(table) if table.handle != old_handle => {
+                let seen = programmed_elements(gateway_netns).await?;
+                if seen.as_ref() == Some(want) {
+                    return Ok(table);
+                }
+                format!("a new table (handle {}) holding {seen:?}", table.handle)
+            }
+            Some(table) => format!("the old table still (handle {})", table.handle),
+            None => "no table".to_owned(),
+        };
+        if started.elapsed() > PROGRAMMED_WITHIN {
+            return Err(LabError::NotReached {
+                what: format!(
+                    "the gateway in {gateway_netns} replacing its table (handle {old_handle}) with one holding {want:?}"
+                ),
+                within: PROGRAMMED_WITHIN,
+                last,
+            });
+        }
+        tokio::time::sleep(TABLE_POLL).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::structure_of;
+
+    fn listing(table_handle: u64, elements: &str, rules: &str) -> String {
+        format!(
+            r#"{{"nftables": [{{"metainfo": {{"version": "1.1.3"}}}},
+              {{"table": {{"family": "ip", "name": "clusterset_gw", "handle": {table_handle}}}}},
+              {{"map": {{"family": "ip", "name": "global_to_backend", "table": "clusterset_gw", "type": "ipv4_addr", "handle": {}, "map": "ipv4_addr", "elem": {elements}}}}},
+              {{"chain": {{"family": "ip", "table": "clusterset_gw", "name": "prerouting", "handle": 1}}}},
+              {rules}]}}"#,
+            table_handle + 1
+        )
+    }
+
+    fn rule(handle: u64, comment: &str) -> String {
+        format!(
+            r#"{{"rule": {{"family": "ip", "table": "clusterset_gw", "chain": "prerouting", "handle": {handle}, "expr": [{{"accept": null}}], "comment": "{comment}"}}}}"#
+        )
+    }
+
+    #[test]
+    fn structures_ignore_handles_and_element_order_but_not_rule_order() {
+        let a = structure_of(&listing(
+            7,
+            r#"[["242.1.0.1", "10.244.0.11"], ["242.1.0.2", "10.244.0.12"]]"#,
+            &format!("{}, {}", rule(3, "first"), rule(4, "second")),
+        ))
+        .unwrap();
+        let b = structure_of(&listing(
+            42,
+            r#"[["242.1.0.2", "10.244.0.12"], ["242.1.0.1", "10.244.0.11"]]"#,
+            &format!("{}, {}", rule(90, "first"), rule(91, "second")),
+        ))
+        .unwrap();
+        assert_eq!((a.handle, b.handle), (7, 42));
+        assert!(a.same_rules_as(&b), "{:?}", a.differences(&b));
+        let swapped = structure_of(&listing(
+            7,
+            r#"[["242.1.0.1", "10.244.0.11"], ["242.1.0.2", "10.244.0.12"]]"#,
+            &format!("{}, {}", rule(3, "second"), rule(4, "first")),
+        ))
+        .unwrap();
+        assert!(
+            !a.same_rules_as(&swapped),
+            "the rules' order is their meaning"
+        );
+        let other_pod = structure_of(&listing(
+            7,
+            r#"[["242.1.0.1", "10.244.0.36"], ["242.1.0.2", "10.244.0.12"]]"#,
+            &format!("{}, {}", rule(3, "first"), rule(4, "second")),
+        ))
+        .unwrap();
+        assert!(!a.same_rules_as(&other_pod));
+        assert_eq!(a.differences(&other_pod).0.len(), 1, "the map differs");
     }
 }

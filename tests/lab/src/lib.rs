@@ -40,16 +40,17 @@ mod netns;
 mod topology;
 
 pub use ceph::{
-    CephSite, MGR_POD, OsdSlot, OsdState, POOL, SiteSpec, back_ip, ceph_version, front_ip,
-    poll_until,
+    CephSite, MGR_POD, OsdPodMove, OsdSlot, OsdState, POOL, SiteSpec, back_ip, ceph_version,
+    front_ip, poll_until,
 };
 pub use dns::{LabDns, NAMESPACE};
 pub use endpoints::{GlobalnetEndpoints, mon_service};
 pub use error::LabError;
 pub use gateway::{
-    GATEWAY_BIN_DIR_ENV, GATEWAY_BINARY, PROGRAMMED_WITHIN, PodExport, gateway_binary,
+    GATEWAY_BIN_DIR_ENV, GATEWAY_BINARY, PROGRAMMED_WITHIN, PodExport, TableStructure,
+    gateway_binary,
 };
 pub use host::{CEPH_ROOT_TOOLS, REQUIRED_TOOLS, require_ceph_root, require_host};
 pub use logs::print_log_tails;
 pub use netns::NetnsThread;
-pub use topology::{ClusterNet, Side, Topology, lab_namespaces};
+pub use topology::{ClusterNet, GatewayRestart, Side, Topology, lab_namespaces};

@@ -23,7 +23,7 @@
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use gateway_rules::{Collection, RuleSet, TABLE};
 use ipnet::Ipv4Net;
@@ -31,8 +31,9 @@ use tokio::sync::Mutex;
 
 use crate::LabError;
 use crate::gateway::{
-    GatewayProcess, PodExport, desired_elements, gateway_binary, gateway_state,
-    programmed_elements, table_present, wait_programmed, write_state,
+    GatewayProcess, PodExport, TableStructure, desired_elements, gateway_binary, gateway_state,
+    programmed_elements, table_present, table_structure, wait_programmed, wait_replaced,
+    write_state,
 };
 
 /// Every namespace of the lab starts with this; leftovers with it are removed at start.
@@ -88,6 +89,24 @@ pub struct Topology {
     files: tempfile::TempDir,
     gateway_a: Mutex<Gateway>,
     gateway_b: Mutex<Gateway>,
+    /// The pods' own namespaces ([`Topology::add_pod_netns`]), removed before the others.
+    pod_namespaces: std::sync::Mutex<Vec<String>>,
+}
+
+/// What a gateway restart ([`Topology::restart_gateway`]) saw.
+#[derive(Debug, Clone)]
+pub struct GatewayRestart {
+    /// From SIGTERM to the old process's exit.
+    pub stopped_in: Duration,
+    /// From the new process's start to its table in place: replaced (a new table handle) and
+    /// holding its state file's elements.
+    pub replaced_in: Duration,
+    /// The table before the restart.
+    pub before: TableStructure,
+    /// The table while no gateway process ran (the stopped one leaves it in place).
+    pub while_stopped: TableStructure,
+    /// The table the new process programmed.
+    pub after: TableStructure,
 }
 
 /// One cluster's gateway: the exports the lab gave it (its state file's), and its process
@@ -157,6 +176,7 @@ impl Topology {
             files,
             gateway_a: Mutex::default(),
             gateway_b: Mutex::default(),
+            pod_namespaces: std::sync::Mutex::default(),
         };
         // On error, `topology` is dropped here and tears down what exists.
         topology.build().await?;
@@ -254,6 +274,87 @@ impl Topology {
         Ok(())
     }
 
+    /// Removes a pod IP from the cluster's pods namespace (the pod that had it is gone).
+    pub async fn remove_pod_ip(&self, side: Side, pod: Ipv4Addr) -> Result<(), LabError> {
+        let c = self.cluster(side);
+        let addr = format!("{pod}/{}", c.pod_cidr.prefix_len());
+        run(Some(&c.netns), &["ip", "addr", "del", &addr, "dev", "eth0"]).await?;
+        Ok(())
+    }
+
+    /// Gives a pod of the cluster a network namespace of its own with the pod IP `pod`, as a
+    /// CNI plugin does for a new pod, and returns its name (`csl-a-pod-36` for 10.244.0.36 in
+    /// A). The cluster's pods namespace is the node: a veth pair (`pod36` there, `eth0` in the
+    /// pod) carries the pod's traffic, the node routes `pod/32` to it and answers ARP for it on
+    /// the pods link (proxy ARP, as Calico does), so the gateway reaches the pod as any other
+    /// pod IP; the pod's default route goes through the node. Removed with the topology.
+    pub async fn add_pod_netns(&self, side: Side, pod: Ipv4Addr) -> Result<String, LabError> {
+        let c = self.cluster(side);
+        if !c.pod_cidr.contains(&pod) {
+            return Err(LabError::Alloc(format!(
+                "{pod} is not in {}'s pod CIDR {}",
+                c.cluster_id, c.pod_cidr
+            )));
+        }
+        let host = pod.octets()[3];
+        let ns = format!("{}-pod-{host}", c.netns);
+        let node_end = format!("pod{host}");
+        run(None, &["ip", "netns", "add", &ns]).await?;
+        if let Ok(mut namespaces) = self.pod_namespaces.lock() {
+            namespaces.push(ns.clone());
+        }
+        run(Some(&ns), &["ip", "link", "set", "lo", "up"]).await?;
+        run(
+            Some(&c.netns),
+            &[
+                "ip", "link", "add", &node_end, "type", "veth", "peer", "name", "eth0", "netns",
+                &ns,
+            ],
+        )
+        .await?;
+        // The node forwards between the pods link and the pod, answers ARP for the pod on the
+        // pods link and for everything else on the pod's link, at once (proxy_delay 0: by
+        // default proxy ARP answers up to 0.8 s late).
+        for sysctl in [
+            "net.ipv4.ip_forward=1".to_owned(),
+            "net.ipv4.conf.all.send_redirects=0".to_owned(),
+            "net.ipv4.conf.all.rp_filter=0".to_owned(),
+            "net.ipv4.conf.eth0.send_redirects=0".to_owned(),
+            "net.ipv4.conf.eth0.rp_filter=0".to_owned(),
+            "net.ipv4.conf.eth0.proxy_arp=1".to_owned(),
+            "net.ipv4.neigh.eth0.proxy_delay=0".to_owned(),
+            format!("net.ipv4.conf.{node_end}.rp_filter=0"),
+            format!("net.ipv4.conf.{node_end}.proxy_arp=1"),
+            format!("net.ipv4.neigh.{node_end}.proxy_delay=0"),
+        ] {
+            run(Some(&c.netns), &["sysctl", "-q", "-w", &sysctl]).await?;
+        }
+        run(Some(&c.netns), &["ip", "link", "set", &node_end, "up"]).await?;
+        let host_route = format!("{pod}/32");
+        run(
+            Some(&c.netns),
+            &["ip", "route", "add", &host_route, "dev", &node_end],
+        )
+        .await?;
+        run(
+            Some(&ns),
+            &["ip", "addr", "add", &host_route, "dev", "eth0"],
+        )
+        .await?;
+        run(Some(&ns), &["ip", "link", "set", "eth0", "up"]).await?;
+        run(Some(&ns), &["ip", "route", "add", "default", "dev", "eth0"]).await?;
+        Ok(ns)
+    }
+
+    /// Deletes a pod's namespace made by [`Topology::add_pod_netns`] (killing what runs in it):
+    /// the pod is gone.
+    pub fn remove_pod_netns(&self, ns: &str) {
+        if let Ok(mut namespaces) = self.pod_namespaces.lock() {
+            namespaces.retain(|n| n != ns);
+        }
+        remove_netns(ns);
+    }
+
     /// The other cluster.
     fn peer(&self, side: Side) -> &ClusterNet {
         match side {
@@ -290,11 +391,22 @@ impl Topology {
         exports: &BTreeMap<Ipv4Addr, PodExport>,
     ) -> Result<BTreeMap<String, Vec<String>>, LabError> {
         let state = gateway_state(self.cluster(side), self.peer(side), exports.values());
+        let want = self.elements_for(side, exports)?;
+        write_state(&self.gateway_state_file(side), &state)?;
+        Ok(want)
+    }
+
+    /// The elements the gateway's table must hold for `exports`.
+    fn elements_for(
+        &self,
+        side: Side,
+        exports: &BTreeMap<Ipv4Addr, PodExport>,
+    ) -> Result<BTreeMap<String, Vec<String>>, LabError> {
+        let state = gateway_state(self.cluster(side), self.peer(side), exports.values());
         let rules = RuleSet::desired(&state).map_err(|e| LabError::Step {
             step: format!("the state of {}'s gateway", self.cluster(side).cluster_id),
             source: Box::new(e),
         })?;
-        write_state(&self.gateway_state_file(side), &state)?;
         Ok(desired_elements(&rules))
     }
 
@@ -367,7 +479,9 @@ impl Topology {
 
     /// Starts the cluster's gateway (`clusterset-gateway run --state FILE` in its namespace)
     /// with the state file of every export made so far, and waits until its table holds it;
-    /// how long that took. A gateway already running is left as it is.
+    /// how long that took. If a stopped gateway left a table, the wait is for the new process
+    /// to have replaced it (a new table handle), as it does when it starts. A gateway already
+    /// running is left as it is.
     pub async fn start_gateway(&self, side: Side) -> Result<Duration, LabError> {
         let started = std::time::Instant::now();
         let mut gateway = self.gateway(side).lock().await;
@@ -378,13 +492,21 @@ impl Topology {
         }
         let want = self.write_gateway_state(side, &gateway.exports)?;
         let c = self.cluster(side);
+        let left = table_structure(&c.gateway).await?.map(|table| table.handle);
         let process = gateway.process.insert(GatewayProcess::start(
             &self.gateway_binary,
             &c.gateway,
             &self.gateway_state_file(side),
             &self.gateway_log(side),
         )?);
-        wait_programmed(&c.gateway, &want, || process.check_running()).await?;
+        match left {
+            Some(handle) => {
+                wait_replaced(&c.gateway, handle, &want, || process.check_running()).await?;
+            }
+            None => {
+                wait_programmed(&c.gateway, &want, || process.check_running()).await?;
+            }
+        }
         Ok(started.elapsed())
     }
 
@@ -397,6 +519,58 @@ impl Topology {
             Some(process) => process.stop().await,
             None => Ok(()),
         }
+    }
+
+    /// Restarts the cluster's gateway as an operator would: SIGTERM, a wait for the process to
+    /// exit (the table must then still be there: the gateway leaves its rules in place), and a
+    /// new `clusterset-gateway run` on the same state file, waited for until it has replaced the
+    /// table (a new table handle) with one holding the file's elements. Returns the three
+    /// tables (before, while stopped, after) for the caller to compare. Fails if no gateway
+    /// runs, if the stopped one left no table, or if the new one does not program it within
+    /// [`crate::PROGRAMMED_WITHIN`].
+    pub async fn restart_gateway(&self, side: Side) -> Result<GatewayRestart, LabError> {
+        let c = self.cluster(side);
+        let missing = |when: &str| LabError::Step {
+            step: format!("restarting {}'s gateway", c.cluster_id),
+            source: format!("no table ip {TABLE} in {} {when}", c.gateway).into(),
+        };
+        let mut gateway = self.gateway(side).lock().await;
+        let old = gateway
+            .process
+            .take()
+            .ok_or_else(|| missing("and no gateway running"))?;
+        let before = table_structure(&c.gateway)
+            .await?
+            .ok_or_else(|| missing("before the restart"))?;
+        let stopping = Instant::now();
+        old.stop().await?;
+        let stopped_in = stopping.elapsed();
+        let while_stopped = table_structure(&c.gateway)
+            .await?
+            .ok_or_else(|| missing("once the gateway had stopped (it must leave its rules)"))?;
+        let want = self.elements_for(side, &gateway.exports)?;
+        let starting = Instant::now();
+        let process = gateway.process.insert(GatewayProcess::start(
+            &self.gateway_binary,
+            &c.gateway,
+            &self.gateway_state_file(side),
+            &self.gateway_log(side),
+        )?);
+        let after =
+            wait_replaced(&c.gateway, before.handle, &want, || process.check_running()).await?;
+        Ok(GatewayRestart {
+            stopped_in,
+            replaced_in: starting.elapsed(),
+            before,
+            while_stopped,
+            after,
+        })
+    }
+
+    /// The structure of the cluster's gateway table (`nft -j list table ip clusterset_gw`,
+    /// handles removed); `None` when it does not exist.
+    pub async fn gateway_table(&self, side: Side) -> Result<Option<TableStructure>, LabError> {
+        table_structure(&self.cluster(side).gateway).await
     }
 
     /// A gateway outage: the gateway stopped and its table `ip clusterset_gw` deleted, as the
@@ -425,6 +599,14 @@ impl Topology {
 
 impl Drop for Topology {
     fn drop(&mut self) {
+        let pods = self
+            .pod_namespaces
+            .lock()
+            .map(|mut namespaces| std::mem::take(&mut *namespaces))
+            .unwrap_or_default();
+        for ns in &pods {
+            remove_netns(ns);
+        }
         for ns in [
             &self.a.netns,
             &self.a.gateway,
