@@ -279,3 +279,337 @@ async fn an_export_removed_from_the_state_file_loses_its_dnat_within_a_second() 
         "the DNAT of {global} went {gone_after:?} after the file changed, not within {FOLLOWS_THE_FILE_WITHIN:?}"
     );
 }
+
+/// The port of the echo listener the restart test streams through.
+const STREAM_PORT: u16 = 7001;
+/// How many bytes the streaming client writes every [`STREAM_PACE`] (3.2 MB/s).
+const STREAM_CHUNK: usize = 16 * 1024;
+/// How often the streaming client writes a chunk.
+const STREAM_PACE: Duration = Duration::from_millis(5);
+/// How long the restart test lets each kind of traffic show progress before and after a restart.
+const PROGRESS_WITHIN: Duration = Duration::from_secs(10);
+
+/// The byte at offset `i` of the restart test's stream (a period of 251 never lines up with a
+/// chunk, so a lost, repeated or reordered chunk changes what is read).
+fn stream_byte(i: u64) -> u8 {
+    (i % 251) as u8
+}
+
+/// What the streaming client saw.
+#[derive(Debug, Default, Clone, Copy)]
+struct StreamReport {
+    written: u64,
+    echoed: u64,
+    longest_silence: Duration,
+}
+
+/// One TCP connection from `from` to `to`:[`STREAM_PORT`] that writes [`STREAM_CHUNK`] bytes
+/// every [`STREAM_PACE`] until `stop` turns true, then shuts its side down, and checks that every
+/// byte comes back in order (the echo listener returns them). `echoed` follows the bytes read
+/// back so far.
+async fn stream(
+    from: Ipv4Addr,
+    to: Ipv4Addr,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+    echoed: std::sync::Arc<std::sync::atomic::AtomicU64>,
+) -> std::io::Result<StreamReport> {
+    use std::sync::atomic::Ordering;
+    use tokio::io::AsyncReadExt;
+    let socket = TcpSocket::new_v4()?;
+    socket.bind((from, 0).into())?;
+    let connection = tokio::time::timeout(CONNECT_WITHIN, socket.connect((to, STREAM_PORT).into()))
+        .await
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
+    let (mut reader, mut writer) = connection.into_split();
+    let write = async move {
+        let mut written = 0u64;
+        let mut chunk = vec![0u8; STREAM_CHUNK];
+        let mut pace = tokio::time::interval(STREAM_PACE);
+        while !*stop.borrow() {
+            tokio::select! {
+                _ = stop.changed() => continue,
+                _ = pace.tick() => {}
+            }
+            for (offset, byte) in chunk.iter_mut().enumerate() {
+                *byte = stream_byte(written + offset as u64);
+            }
+            writer.write_all(&chunk).await?;
+            written += chunk.len() as u64;
+        }
+        writer.shutdown().await?;
+        Ok::<u64, std::io::Error>(written)
+    };
+    let read = async move {
+        let mut total = 0u64;
+        let mut buffer = vec![0u8; 64 * 1024];
+        let mut last = Instant::now();
+        let mut longest_silence = Duration::ZERO;
+        loop {
+            let n = reader.read(&mut buffer).await?;
+            longest_silence = longest_silence.max(last.elapsed());
+            last = Instant::now();
+            if n == 0 {
+                return Ok::<_, std::io::Error>((total, longest_silence));
+            }
+            for (offset, byte) in buffer[..n].iter().enumerate() {
+                let at = total + offset as u64;
+                if *byte != stream_byte(at) {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!(
+                            "byte {at} of the stream came back as {byte}, not {}",
+                            stream_byte(at)
+                        ),
+                    ));
+                }
+            }
+            total += n as u64;
+            echoed.store(total, Ordering::SeqCst);
+        }
+    };
+    let (written, read) = tokio::join!(write, read);
+    let (echoed, longest_silence) = read?;
+    Ok(StreamReport {
+        written: written?,
+        echoed,
+        longest_silence,
+    })
+}
+
+/// One attempt of the new-connections client: when it started and ended, and its error.
+#[derive(Debug)]
+struct Attempt {
+    started: Instant,
+    ended: Instant,
+    connect: Duration,
+    error: Option<String>,
+}
+
+/// Opens connections from `from` to `to`:[`PORT`] one after the other (each reads the
+/// listener's line) until `stop` turns true; every attempt with its outcome. `succeeded` counts
+/// the successful ones so far.
+async fn open_connections(
+    from: Ipv4Addr,
+    to: Ipv4Addr,
+    stop: tokio::sync::watch::Receiver<bool>,
+    succeeded: std::sync::Arc<std::sync::atomic::AtomicU64>,
+) -> Vec<Attempt> {
+    let mut attempts = Vec::new();
+    while !*stop.borrow() {
+        let started = Instant::now();
+        let mut connect = Duration::ZERO;
+        let outcome = async {
+            let socket = TcpSocket::new_v4()?;
+            socket.bind((from, 0).into())?;
+            let stream = tokio::time::timeout(CONNECT_WITHIN, socket.connect((to, PORT).into()))
+                .await
+                .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
+            connect = started.elapsed();
+            let mut line = String::new();
+            tokio::time::timeout(CONNECT_WITHIN, BufReader::new(stream).read_line(&mut line))
+                .await
+                .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
+            if line.ends_with('\n') {
+                Ok(())
+            } else {
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!("the listener's line was cut: {line:?}"),
+                ))
+            }
+        }
+        .await;
+        if outcome.is_ok() {
+            succeeded.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        attempts.push(Attempt {
+            started,
+            ended: Instant::now(),
+            connect,
+            error: outcome.err().map(|e| e.to_string()),
+        });
+        // About 200 connections a second: a gap of a few milliseconds cannot fall between two.
+        tokio::time::sleep(Duration::from_millis(3)).await;
+    }
+    attempts
+}
+
+/// A counter of `/proc/net/netstat` or `/proc/net/snmp` (`TcpExt: TCPSynRetrans`, `Tcp:
+/// RetransSegs`) in a cluster's pods namespace.
+async fn tcp_counter(topology: &Topology, side: Side, file: &str, name: &str) -> u64 {
+    let text = topology.exec(side, &["cat", file]).await.unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    for pair in lines.chunks(2) {
+        let [names, values] = pair else { continue };
+        let names: Vec<&str> = names.split_whitespace().collect();
+        let values: Vec<&str> = values.split_whitespace().collect();
+        if let Some(at) = names.iter().position(|n| *n == name) {
+            return values[at].parse().unwrap();
+        }
+    }
+    panic!("no counter {name} in {file}: {text}")
+}
+
+/// Waits until `counter` exceeds `above`, within [`PROGRESS_WITHIN`]; panics with `what`.
+async fn wait_beyond(counter: &std::sync::atomic::AtomicU64, above: u64, what: &str) {
+    let started = Instant::now();
+    while counter.load(std::sync::atomic::Ordering::SeqCst) <= above {
+        assert!(
+            started.elapsed() < PROGRESS_WITHIN,
+            "{what}: still {} after {PROGRESS_WITHIN:?}",
+            counter.load(std::sync::atomic::Ordering::SeqCst)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Issue 32: "a gateway restarted reprograms exactly the same rule set (the established Ceph
+/// connections survive a restart: no rule is ever missing between the old and the new set —
+/// test it with traffic flowing)". While one connection streams through both gateways (a west
+/// pod without an export to east-one, echoed back) and another west pod (with an export) opens
+/// new connections to east-two without pause, east's gateway and then west's are restarted
+/// (SIGTERM, the process waited for, started again, its table waited for).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_restarted_under_traffic_reprograms_the_same_table_and_no_connection_fails() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let probes = Probes::start().await;
+    let topology = &probes.topology;
+    // An echo listener on east-one's pod.
+    probes
+        .in_east
+        .run(|| async {
+            let listener = TcpListener::bind((pod(61), STREAM_PORT)).await?;
+            tokio::task::spawn_local(async move {
+                while let Ok((connection, _)) = listener.accept().await {
+                    tokio::task::spawn_local(async move {
+                        let (mut reader, mut writer) = connection.into_split();
+                        let _ = tokio::io::copy(&mut reader, &mut writer).await;
+                        let _ = writer.shutdown().await;
+                    });
+                }
+            });
+            Ok::<(), std::io::Error>(())
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    let counters = |side| async move {
+        (
+            tcp_counter(topology, side, "/proc/net/netstat", "TCPSynRetrans").await,
+            tcp_counter(topology, side, "/proc/net/snmp", "RetransSegs").await,
+        )
+    };
+    let (west_before, east_before) = (counters(Side::B).await, counters(Side::A).await);
+
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let echoed = Arc::new(AtomicU64::new(0));
+    let succeeded = Arc::new(AtomicU64::new(0));
+    let streaming = {
+        let (stopped, echoed) = (stopped.clone(), echoed.clone());
+        probes
+            .in_west
+            .run(move || stream(pod(62), EAST_ONE, stopped, echoed))
+    };
+    let opening = {
+        let (stopped, succeeded) = (stopped.clone(), succeeded.clone());
+        probes
+            .in_west
+            .run(move || open_connections(pod(61), EAST_TWO, stopped, succeeded))
+    };
+    let restarting = async {
+        wait_beyond(&echoed, 1 << 20, "the stream before the restarts").await;
+        wait_beyond(&succeeded, 50, "new connections before the restarts").await;
+        let mut windows = Vec::new();
+        for side in [Side::A, Side::B] {
+            let id = topology.cluster(side).cluster_id;
+            let began = Instant::now();
+            let restart = topology.restart_gateway(side).await.unwrap();
+            let ended = Instant::now();
+            windows.push((id, began, ended, restart.clone()));
+            assert!(
+                restart.while_stopped.same_rules_as(&restart.before),
+                "{id}'s stopped gateway left its table as it was: {:?}",
+                restart.before.differences(&restart.while_stopped)
+            );
+            assert_ne!(
+                restart.after.handle, restart.before.handle,
+                "{id}'s new gateway replaced the table"
+            );
+            assert!(
+                restart.after.same_rules_as(&restart.before),
+                "{id}'s restarted gateway programmed the same table (only before, only after): {:?}",
+                restart.before.differences(&restart.after)
+            );
+            // Both kinds of traffic carry on after the restart.
+            let (bytes, opened) = (
+                echoed.load(Ordering::SeqCst),
+                succeeded.load(Ordering::SeqCst),
+            );
+            wait_beyond(&echoed, bytes + (1 << 20), "the stream after the restart").await;
+            wait_beyond(&succeeded, opened + 50, "new connections after the restart").await;
+        }
+        stop.send(true).unwrap();
+        windows
+    };
+    let (streamed, attempts, windows) = tokio::join!(streaming, opening, restarting);
+    let streamed = streamed
+        .unwrap()
+        .expect("the stream carried on: no reset, no lost byte");
+    let attempts = attempts.unwrap();
+    let (west_after, east_after) = (counters(Side::B).await, counters(Side::A).await);
+
+    assert_eq!(
+        streamed.echoed, streamed.written,
+        "every byte written came back, in order"
+    );
+    let began = attempts
+        .first()
+        .map(|a| a.started)
+        .unwrap_or_else(Instant::now);
+    let failed: Vec<String> = attempts
+        .iter()
+        .filter_map(|a| {
+            let error = a.error.as_ref()?;
+            Some(format!(
+                "{:.3?} to {:.3?} after the first: {error}",
+                a.started - began,
+                a.ended - began
+            ))
+        })
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} of {} new connections failed: {failed:?}",
+        failed.len(),
+        attempts.len()
+    );
+    let mut during = Vec::new();
+    for (id, began, ended, restart) in &windows {
+        let overlapping = attempts
+            .iter()
+            .filter(|a| a.started < *ended && a.ended > *began)
+            .count();
+        assert!(
+            overlapping > 0,
+            "new connections were opened while {id}'s gateway restarted"
+        );
+        during.push(format!(
+            "{id}: SIGTERM to exit {:.3?}, start to table replaced {:.3?}, {overlapping} connections opened meanwhile",
+            restart.stopped_in, restart.replaced_in
+        ));
+    }
+    // A SYN (or SYN-ACK) lost to a moment without a rule would have been sent again after 1 s.
+    let syn_retransmits = (west_after.0 - west_before.0) + (east_after.0 - east_before.0);
+    assert_eq!(syn_retransmits, 0, "no SYN or SYN-ACK was sent twice");
+    let retransmitted = (west_after.1 - west_before.1) + (east_after.1 - east_before.1);
+    let slowest = attempts.iter().map(|a| a.connect).max().unwrap_or_default();
+    eprintln!(
+        "gateway restart under traffic: {}; stream {} bytes echoed intact, longest silence {:.3?}; {} new connections, 0 failed, slowest connect {:.3?}; TCP segments retransmitted in the pods namespaces {retransmitted}, SYN retransmits 0; tables after = before",
+        during.join("; "),
+        streamed.echoed,
+        streamed.longest_silence,
+        attempts.len(),
+        slowest,
+    );
+}
