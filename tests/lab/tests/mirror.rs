@@ -7,15 +7,16 @@
 //! (`tests/lab/ceph-reef-root.sh`; `.ci/run` builds it) and fails, never skips, without them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::BTreeSet;
-use std::net::IpAddr;
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clusterset_error_chain::ErrorChain;
 use clusterset_lab::mirror::{
-    IMAGE_MIB, MirrorLab, connections_of, listeners_of, run_mirror_scenario, wait_for_content,
+    IMAGE_MIB, MIRROR_WITHIN, MirrorLab, connections_of, create_mirrored_image, listeners_of,
+    run_mirror_scenario, wait_for_content,
 };
 use clusterset_lab::{
     CephSite, MGR_POD, POOL, Side, back_ip, front_ip, poll_until, print_log_tails,
@@ -531,5 +532,415 @@ async fn mcs_turned_on_under_a_writing_client_loses_no_write_and_mirroring_resum
         mon_report.elapsed,
         upgrade_done - upgrade_started,
         caught_up,
+    );
+}
+
+/// The pod IP osd.0 of A gets when its pod is restarted (A's OSDs start on .31 and .32).
+const MOVED_OSD_POD: Ipv4Addr = Ipv4Addr::new(10, 244, 0, 36);
+/// Issue 32: an endpoint that moves is followed within 1 s.
+const FOLLOWED_WITHIN: Duration = Duration::from_secs(1);
+/// Issue 32: a gateway stopped for 60 s.
+const GATEWAY_STOPPED_FOR: Duration = Duration::from_secs(60);
+
+/// Starts `rbd_io.py load` in `site` on `image` (4 KiB blocks over 8 MiB, without pause, every
+/// acknowledged write logged to `<name>.log` in the site's directory, until `<name>.stop`
+/// exists); the client, its log and its stop file.
+fn start_load(
+    site: &CephSite,
+    image: &str,
+    name: &str,
+) -> (tokio::process::Child, PathBuf, PathBuf) {
+    let dir = site.cluster().dir().to_owned();
+    let (log, stop) = (
+        dir.join(format!("{name}.log")),
+        dir.join(format!("{name}.stop")),
+    );
+    let client = site
+        .rbd_io_line(
+            "load",
+            &[
+                "--image",
+                image,
+                "--blocks",
+                "2048",
+                "--log",
+                &log.to_string_lossy(),
+                "--stop-file",
+                &stop.to_string_lossy(),
+            ],
+        )
+        .command()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    (client, log, stop)
+}
+
+/// Waits (2 minutes at most) until the client's log `log` holds `writes` acknowledged writes;
+/// on failure, the end of the log, `ceph -s` and the osdmap of `site`.
+async fn wait_for_writes(site: &CephSite, log: &Path, writes: usize, what: &str) {
+    let waited = poll_until(what, Duration::from_secs(120), || async {
+        let count = acknowledged(log);
+        Ok(((count >= writes).then_some(()), format!("{count} writes")))
+    })
+    .await;
+    if let Err(error) = waited {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(5).collect();
+        let status = site
+            .ceph(&["-s"])
+            .await
+            .map(|out| String::from_utf8_lossy(&out).into_owned());
+        let osds = site.osd_states().await;
+        panic!(
+            "{}\nthe client's last log lines (newest first): {tail:#?}\nceph -s: {status:?}\nosds: {osds:?}",
+            ErrorChain(&error)
+        );
+    }
+}
+
+/// Stops a load client (its stop file) and checks it saw no IO error; its number of writes.
+async fn stop_load(client: tokio::process::Child, stop: &Path) -> serde_json::Value {
+    std::fs::write(stop, "").unwrap();
+    let output = tokio::time::timeout(Duration::from_secs(120), client.wait_with_output())
+        .await
+        .expect("the client stops within 2 minutes of its stop file")
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "the client failed: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(summary["errors"], 0, "no client IO error: {summary}");
+    summary
+}
+
+/// Every block of the load log `log` holds its last acknowledged write in `image` of `site`
+/// (the log is copied into the site's directory first); how many blocks were checked.
+async fn verify_load(site: &CephSite, image: &str, log: &Path) -> u64 {
+    let copy = site.cluster().dir().join(format!(
+        "verify-{}",
+        log.file_name().unwrap().to_string_lossy()
+    ));
+    if copy != log {
+        std::fs::copy(log, &copy).unwrap();
+    }
+    let verified = site
+        .rbd_io(
+            "verify",
+            &["--image", image, "--log", &copy.to_string_lossy()],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        verified["mismatches"],
+        serde_json::json!([]),
+        "every acknowledged write is in {}'s {image}: {verified}",
+        site.net().cluster_id
+    );
+    verified["blocks"].as_u64().unwrap()
+}
+
+/// Waits until B lists `image` (its mirrored copy exists).
+async fn wait_for_copy_in_b(lab: &MirrorLab, image: &str) {
+    poll_until(
+        &format!("B has a copy of {image}"),
+        MIRROR_WITHIN,
+        || async {
+            let listed = lab.b.rbd(&["ls", POOL]).await?;
+            let names = String::from_utf8_lossy(&listed).into_owned();
+            Ok((names.lines().any(|l| l == image).then_some(()), names))
+        },
+    )
+    .await
+    .unwrap();
+}
+
+/// `rbd mirror image status` of `image` in B: its state (`up+replaying`, ...) and description.
+async fn status_in_b(lab: &MirrorLab, image: &str) -> (String, String) {
+    let out = lab
+        .b
+        .rbd(&[
+            "mirror",
+            "image",
+            "status",
+            &format!("{POOL}/{image}"),
+            "--format",
+            "json",
+        ])
+        .await
+        .unwrap();
+    let status: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    (
+        status["state"].as_str().unwrap_or_default().to_owned(),
+        status["description"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    )
+}
+
+/// The journal entry B's copy has replayed up to, from the description of `rbd mirror image
+/// status` (`replaying, {..."non_primary_position":{"entry_tid":N,...}...}`); 0 before the
+/// first.
+fn replayed_entry(description: &str) -> u64 {
+    let json = description
+        .find('{')
+        .and_then(|at| serde_json::from_str::<serde_json::Value>(&description[at..]).ok());
+    json.and_then(|json| json["non_primary_position"]["entry_tid"].as_u64())
+        .unwrap_or(0)
+}
+
+/// Issue 32's faults under mirroring, on one mirroring lab (both clusters with MCS, peered,
+/// `rbd-mirror` in B replaying A's images through A's global IPs):
+///
+/// 1. "an endpoint that moves (pod restarted with a new IP) is followed within 1 s, under
+///    mirroring I/O, without breaking the mirror": while a client writes to a snapshot-mode
+///    image in A and mirror snapshots are taken one after another (each makes `rbd-mirror` in B
+///    read what changed from A's OSDs), osd.0 of A is restarted in a new pod (a namespace of its
+///    own) with a new pod IP, and its export's endpoint is changed in the gateway's state.
+/// 2. "a gateway stopped for 60 s then started: mirroring resumes with nothing lost": while a
+///    client writes to a journal-mode image in A, A's gateway process is stopped (SIGTERM) for
+///    60 s and started again.
+///
+/// The endpoint move uses a snapshot-mode image: a journal-mode client once hung for good at an
+/// OSD restart (docs/lab.md, "Deviations and limits"); the gateway stop restarts no OSD and uses
+/// a journal-mode image, which `rbd-mirror` replays by itself as it is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_osd_moved_to_a_new_pod_ip_and_a_gateway_stopped_for_a_minute_lose_no_mirrored_write() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let lab = TestLab::start(true).await;
+    lab.peer().await;
+    // B replays A's images; nothing mirrors from B to A here.
+    lab.b.start_rbd_mirror().await.unwrap();
+
+    // 1. The endpoint moves under mirroring I/O.
+    let image = "moving-img";
+    let name = format!("{POOL}/{image}");
+    create_mirrored_image(&lab.a, image, "snapshot")
+        .await
+        .unwrap();
+    wait_for_copy_in_b(&lab, image).await;
+    let (client, log, stop) = start_load(&lab.a, image, "moving");
+    wait_for_writes(
+        &lab.a,
+        &log,
+        WRITES_PER_PHASE,
+        "the client writing before the move",
+    )
+    .await;
+    let old_export = lab.a.osd_export(0).await.unwrap();
+    let global = old_export.global;
+    assert_eq!(
+        lab.topology()
+            .gateway_dnat(Side::A)
+            .await
+            .unwrap()
+            .get(&global),
+        Some(&old_export.pod),
+        "before the move {global} is DNATed to osd.0's pod"
+    );
+    let snapshots_done = AtomicBool::new(false);
+    let snapshotting = async {
+        let (mut taken, mut failed) = (0, Vec::new());
+        while !snapshots_done.load(Ordering::SeqCst) {
+            match lab.a.rbd(&["mirror", "image", "snapshot", &name]).await {
+                Ok(_) => taken += 1,
+                Err(error) => failed.push(ErrorChain(&error).to_string()),
+            }
+            // One after another, with a pause: the mirror is busy, the machine not swamped.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        (taken, failed)
+    };
+    let moving = async {
+        let move_began = Instant::now();
+        let moved = lab.a.move_osd_to_new_pod(0, MOVED_OSD_POD).await.unwrap();
+        let restarted_in = move_began.elapsed();
+        // The lab's MCS implementation publishes the new endpoint: the gateway's state file
+        // names the new pod IP, and `export` returns once the table maps the global IP to it.
+        let export = lab.a.osd_export(0).await.unwrap();
+        assert_eq!((export.global, export.pod), (global, MOVED_OSD_POD));
+        let changed = Instant::now();
+        lab.topology().export(Side::A, export).await.unwrap();
+        let followed = changed.elapsed();
+        assert_eq!(
+            lab.topology()
+                .gateway_dnat(Side::A)
+                .await
+                .unwrap()
+                .get(&global),
+            Some(&MOVED_OSD_POD),
+            "after the move {global} is DNATed to osd.0's new pod"
+        );
+        lab.a
+            .wait_for_osds_up(&BTreeMap::from([(0, moved.old_up_from)]))
+            .await
+            .unwrap();
+        let osd = lab.a.osd_states().await.unwrap()[&0];
+        assert_eq!(
+            osd.front,
+            Some(IpAddr::V4(global)),
+            "osd.0 still advertises {global}"
+        );
+        assert_eq!(
+            osd.back,
+            Some(IpAddr::V4(MOVED_OSD_POD)),
+            "osd.0's cluster address is its new pod IP"
+        );
+        lab.a
+            .wait_for_clean_pgs(Duration::from_secs(180))
+            .await
+            .unwrap();
+        let up_in = move_began.elapsed();
+        let writes = acknowledged(&log);
+        wait_for_writes(
+            &lab.a,
+            &log,
+            writes + WRITES_PER_PHASE,
+            "the client writing after the move",
+        )
+        .await;
+        snapshots_done.store(true, Ordering::SeqCst);
+        (moved, restarted_in, followed, up_in)
+    };
+    let ((snapshots, failed_snapshots), (moved, restarted_in, followed, up_in)) =
+        tokio::join!(snapshotting, moving);
+    assert!(
+        failed_snapshots.is_empty(),
+        "every mirror snapshot during the move was taken: {failed_snapshots:?}"
+    );
+    assert!(snapshots > 0, "mirror snapshots were taken during the move");
+    assert!(
+        !lab.topology()
+            .exec(Side::A, &["ip", "-o", "addr", "show", "dev", "eth0"])
+            .await
+            .unwrap()
+            .contains(&format!(" {}/", moved.old_pod)),
+        "the old pod IP {} is gone",
+        moved.old_pod
+    );
+    let summary = stop_load(client, &stop).await;
+    let blocks = verify_load(&lab.a, image, &log).await;
+    // A write after the move reaches B: the last mirror snapshot carries everything the client
+    // wrote, and B's copy then reads as A's, every acknowledged block in it.
+    let synced = Instant::now();
+    lab.a
+        .rbd(&["mirror", "image", "snapshot", &name])
+        .await
+        .unwrap();
+    let sum_a = lab.a.image_checksum(image).await.unwrap();
+    wait_for_content(&lab.b, image, &sum_a).await.unwrap();
+    let synced_in = synced.elapsed();
+    assert_eq!(verify_load(&lab.b, image, &log).await, blocks);
+    let peers = connections_of(lab.topology(), Side::B, "rbd-mirror")
+        .await
+        .unwrap();
+    eprintln!(
+        "endpoint move: osd.0 restarted in pod {} (netns {}) instead of {} in {restarted_in:.1?}; the DNAT of {global} followed the state file in {followed:.3?}; osd.0 up and PGs clean {up_in:.1?} after the move began; client {} writes, 0 errors, {blocks} blocks verified in A and B; {snapshots} mirror snapshots taken during the move; B read the same as A {synced_in:.1?} after the last snapshot (sha256 {}); rbd-mirror in B connected to {peers:?}",
+        moved.new_pod,
+        moved.netns,
+        moved.old_pod,
+        summary["writes"],
+        &sum_a[..12],
+    );
+    assert!(
+        followed < FOLLOWED_WITHIN,
+        "the DNAT of {global} followed the move in {followed:?}, not within {FOLLOWED_WITHIN:?}"
+    );
+
+    // 2. A's gateway stopped for 60 s under mirroring. Stopped as clusterset-gateway stops
+    // (SIGTERM): the process exits and leaves its table, so the established connections (the
+    // client's, B's rbd-mirror's) carry on; nothing follows its state file meanwhile.
+    let image = "stopped-gw-img";
+    create_mirrored_image(&lab.a, image, "journal")
+        .await
+        .unwrap();
+    wait_for_copy_in_b(&lab, image).await;
+    let (client, log, stop) = start_load(&lab.a, image, "stopped-gw");
+    wait_for_writes(
+        &lab.a,
+        &log,
+        WRITES_PER_PHASE,
+        "the client writing before the stop",
+    )
+    .await;
+    let table_before = lab
+        .topology()
+        .gateway_table(Side::A)
+        .await
+        .unwrap()
+        .unwrap();
+    lab.topology().stop_gateway(Side::A).await.unwrap();
+    let writes_at_stop = acknowledged(&log);
+    assert!(
+        !lab.topology().gateway_running(Side::A).await,
+        "A's gateway process has exited"
+    );
+    assert!(
+        lab.topology()
+            .gateway_table(Side::A)
+            .await
+            .unwrap()
+            .unwrap()
+            .same_rules_as(&table_before),
+        "the stopped gateway left its table"
+    );
+    let (state_at_stop, description_at_stop) = status_in_b(&lab, image).await;
+    // The fault lasts its full length: this is its duration, not a wait for a condition.
+    tokio::time::sleep(GATEWAY_STOPPED_FOR).await;
+    assert!(
+        !lab.topology().gateway_running(Side::A).await,
+        "A's gateway stayed stopped"
+    );
+    let written_while_stopped = acknowledged(&log) - writes_at_stop;
+    let (state_at_end, description_at_end) = status_in_b(&lab, image).await;
+    let started_in = lab.topology().start_gateway(Side::A).await.unwrap();
+    assert!(
+        lab.topology()
+            .gateway_table(Side::A)
+            .await
+            .unwrap()
+            .unwrap()
+            .same_rules_as(&table_before),
+        "the started gateway programmed the same table"
+    );
+    let writes = acknowledged(&log);
+    wait_for_writes(
+        &lab.a,
+        &log,
+        writes + WRITES_PER_PHASE,
+        "the client writing after the start",
+    )
+    .await;
+    let summary = stop_load(client, &stop).await;
+    let client_stopped = Instant::now();
+    let blocks = verify_load(&lab.a, image, &log).await;
+    let sum_a = lab.a.image_checksum(image).await.unwrap();
+    wait_for_content(&lab.b, image, &sum_a).await.unwrap();
+    let caught_up = client_stopped.elapsed();
+    assert_eq!(verify_load(&lab.b, image, &log).await, blocks);
+    let (state_after, _) = status_in_b(&lab, image).await;
+    eprintln!(
+        "gateway stopped {GATEWAY_STOPPED_FOR:?}: A's gateway process stopped (table left in place), {written_while_stopped} writes acknowledged meanwhile; B's copy {state_at_stop} at the stop ({description_at_stop}), {state_at_end} at its end ({description_at_end}); started again in {started_in:.3?}; client {} writes, 0 errors, {blocks} blocks verified in A and B; B read the same as A {caught_up:.1?} after the client stopped (sha256 {}), {state_after}",
+        summary["writes"],
+        &sum_a[..12],
+    );
+    assert!(
+        written_while_stopped > 0,
+        "the client wrote while the gateway was stopped"
+    );
+    assert_eq!(
+        state_at_end, "up+replaying",
+        "B's copy was replaying at the end of the stop: {description_at_end}"
+    );
+    // rbd-mirror refreshes the status every 30 s, so within the 60 s it reported progress.
+    assert!(
+        replayed_entry(&description_at_end) > replayed_entry(&description_at_stop),
+        "B replayed A's journal through the stopped gateway's rules: at the stop {description_at_stop}, at its end {description_at_end}"
     );
 }
