@@ -938,7 +938,8 @@ async fn an_osd_moved_to_a_new_pod_ip_and_a_gateway_stopped_for_a_minute_lose_no
         state_at_end, "up+replaying",
         "B's copy was replaying at the end of the stop: {description_at_end}"
     );
-    // rbd-mirror refreshes the status every 30 s, so within the 60 s it reported progress.
+    // rbd-mirror reports the status periodically (tens of seconds apart, as seen here): within
+    // the 60 s it reported progress.
     assert!(
         replayed_entry(&description_at_end) > replayed_entry(&description_at_stop),
         "B replayed A's journal through the stopped gateway's rules: at the stop {description_at_stop}, at its end {description_at_end}"
