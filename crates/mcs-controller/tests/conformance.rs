@@ -582,7 +582,9 @@ fn t16_endpoint_slices_have_the_mcs_labels_and_one_source_cluster_each() {
         // Never the exported Service's own name (conformance test 20 counts that Service's
         // endpoints by it); the derived Service's, so that kube-proxy serves the clusterset IP.
         assert_eq!(
-            labels.get(KUBERNETES_SERVICE_NAME_LABEL).map(String::as_str),
+            labels
+                .get(KUBERNETES_SERVICE_NAME_LABEL)
+                .map(String::as_str),
             Some("clusterset-hello")
         );
         assert_eq!(s.address_type, "IPv4");
