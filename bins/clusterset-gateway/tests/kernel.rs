@@ -262,3 +262,97 @@ fn run_follows_the_file_keeps_the_last_good_rules_and_leaves_them_on_sigterm() {
     assert!(status.success(), "{status}: {}", read_log());
     assert_eq!(ns.table().unwrap(), good);
 }
+
+/// Sends `count` UDP datagrams to `to`, each from a socket of its own (a new source port: a new
+/// connection, so a new NAT decision), from a thread inside namespace `netns`.
+fn send_udp_from(netns: &Netns, to: &str, count: usize) {
+    let path = format!("/run/netns/{}", netns.name);
+    let to: std::net::SocketAddr = to.parse().unwrap();
+    std::thread::spawn(move || {
+        let file = std::fs::File::open(&path).unwrap();
+        nix::sched::setns(&file, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+        for _ in 0..count {
+            let socket = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+            socket.send_to(b"probe", to).unwrap();
+        }
+    })
+    .join()
+    .unwrap();
+}
+
+/// The packets counted by each rule `ip daddr <address> ... counter` of table `ip probe`, by
+/// address.
+fn probe_counts(ns: &Netns) -> std::collections::BTreeMap<String, u64> {
+    ns.sh("nft list table ip probe")
+        .lines()
+        .filter_map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let after = |word: &str| {
+                let at = words.iter().position(|w| *w == word)?;
+                words.get(at + 1).copied()
+            };
+            Some((after("daddr")?.to_owned(), after("packets")?.parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn a_connection_to_a_global_ip_reaches_its_pod_or_one_of_its_pods() {
+    // The pods are addresses of the gateway namespace itself: a DNATed datagram is delivered
+    // there, and counted by destination at the input hook of a second table, `ip probe`.
+    let ns = gateway_netns("packets");
+    let pods = [
+        "10.244.0.10",
+        "10.244.0.11",
+        "10.244.0.20",
+        "10.244.0.21",
+        "10.244.0.22",
+    ];
+    for pod in pods {
+        ns.sh(&format!("ip addr add {pod}/32 dev lo"));
+    }
+    let client = Netns::create(BINARY, "packets-client");
+    client.sh(&format!(
+        "ip link add c0 type veth peer name g0 netns {}",
+        ns.name
+    ));
+    client.sh("ip addr add 192.168.77.2/24 dev c0");
+    client.sh("ip link set c0 up");
+    client.sh("ip route add 242.1.0.0/16 via 192.168.77.1");
+    ns.sh("ip addr add 192.168.77.1/24 dev g0");
+    ns.sh("ip link set g0 up");
+    let dir = tempfile::tempdir().unwrap();
+    let state = write(dir.path(), "state.yaml", &example());
+    ok(ns.gateway(&["apply", "--state", &state]), "apply");
+    let probe = pods
+        .iter()
+        .map(|pod| format!("\t\tip daddr {pod} udp dport 9999 counter\n"))
+        .collect::<String>();
+    let probe = format!(
+        "table ip probe {{\n\tchain input {{\n\t\ttype filter hook input priority filter; policy accept;\n{probe}\t}}\n}}\n"
+    );
+    let mut child = std::process::Command::new("ip")
+        .args(["netns", "exec", &ns.name, "nft", "-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(probe.as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+
+    // One pod: every connection reaches it.
+    send_udp_from(&client, "242.1.0.1:9999", 20);
+    // Three pods: each connection reaches one of them, and over 300 connections each of them
+    // (the chance that a pod gets none of 300 random picks is 3 * (2/3)^300, about 10^-52).
+    send_udp_from(&client, "242.1.0.3:9999", 300);
+    let counts = probe_counts(&ns);
+    assert_eq!(counts["10.244.0.10"], 20, "{counts:?}");
+    assert_eq!(counts["10.244.0.11"], 0, "{counts:?}");
+    let spread = ["10.244.0.20", "10.244.0.21", "10.244.0.22"].map(|pod| counts[pod]);
+    assert_eq!(spread.iter().sum::<u64>(), 300, "{counts:?}");
+    assert!(spread.iter().all(|n| *n > 0), "{counts:?}");
+}
