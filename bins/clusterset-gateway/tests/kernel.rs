@@ -58,7 +58,15 @@ fn apply_programs_exactly_the_state_s_elements_and_routes() {
     );
     assert_eq!(
         elements["multi_endpoint_exports"],
-        strings(&["242.1.0.3 : goto export_242_1_0_3"])
+        strings(&["242.1.0.3 : goto one_of_3"])
+    );
+    assert_eq!(
+        elements["export_endpoints"],
+        strings(&[
+            "242.1.0.3 . 0 : 10.244.0.20",
+            "242.1.0.3 . 1 : 10.244.0.21",
+            "242.1.0.3 . 2 : 10.244.0.22",
+        ])
     );
     assert_eq!(
         elements["pod_to_global"],
@@ -74,12 +82,12 @@ fn apply_programs_exactly_the_state_s_elements_and_routes() {
         elements["global_cidrs"],
         strings(&["242.1.0.0/16", "242.2.0.0/16"])
     );
-    assert_eq!(elements.len(), 4, "{elements:?}");
+    assert_eq!(elements.len(), 5, "{elements:?}");
     assert_eq!(ns.routes(), strings(&["242.2.0.0/16 via 172.31.255.2"]));
     // `show` prints the table.
     let shown = ok(ns.gateway(&["show"]), "show");
     assert_eq!(Some(shown.clone()), ns.table());
-    assert!(shown.contains("chain export_242_1_0_3"), "{shown}");
+    assert!(shown.contains("chain one_of_3"), "{shown}");
 
     // A peer gone and an export's pod moved: its route goes, the maps follow.
     let changed = example()
@@ -355,4 +363,97 @@ fn a_connection_to_a_global_ip_reaches_its_pod_or_one_of_its_pods() {
     let spread = ["10.244.0.20", "10.244.0.21", "10.244.0.22"].map(|pod| counts[pod]);
     assert_eq!(spread.iter().sum::<u64>(), 300, "{counts:?}");
     assert!(spread.iter().all(|n| *n > 0), "{counts:?}");
+}
+
+/// Our table as `nft -j` lists it, without handles, its sets and chains sorted (the kernel
+/// lists them in the order they were created), every set's elements sorted, and the rules of
+/// each chain in their order: two tables with the same sets, elements, chains and rules give the
+/// same value, however they were built.
+fn normalized_table(ns: &Netns) -> Vec<String> {
+    let text = ns.sh("nft -j list table ip clusterset_gw");
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut items: Vec<(String, String)> = Vec::new();
+    for item in json["nftables"].as_array().unwrap() {
+        let mut item = item.clone();
+        let (kind, body) = item.as_object_mut().unwrap().iter_mut().next().unwrap();
+        if kind == "metainfo" {
+            continue;
+        }
+        let body = body.as_object_mut().unwrap();
+        body.remove("handle");
+        if let Some(elements) = body.get_mut("elem").and_then(|e| e.as_array_mut()) {
+            elements.sort_by_key(|e| e.to_string());
+        }
+        // Rules by their chain only: a stable sort keeps their order within it.
+        let key = match body.get("chain") {
+            Some(chain) if kind == "rule" => format!("rule {chain}"),
+            _ => format!("{kind} {}", serde_json::Value::Object(body.clone())),
+        };
+        items.push((key, item.to_string()));
+    }
+    items.sort_by(|a, b| a.0.cmp(&b.0));
+    items.into_iter().map(|(_, item)| item).collect()
+}
+
+/// A child process killed when dropped (a failed test leaves no `run` behind).
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn run_applies_a_change_of_endpoint_counts_as_a_delta_that_gives_the_full_table() {
+    let ns = gateway_netns("counts");
+    let fresh = gateway_netns("counts-fresh");
+    let dir = tempfile::tempdir().unwrap();
+    let state = write(dir.path(), "state.yaml", &example());
+    let log_path = dir.path().join("log");
+    let _run = KillOnDrop(
+        std::process::Command::new("ip")
+            .args(["netns", "exec", &ns.name])
+            .arg(env!("CARGO_BIN_EXE_clusterset-gateway"))
+            .args(["run", "--state", &state])
+            .stderr(std::fs::File::create(&log_path).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let deltas = || {
+        std::fs::read_to_string(&log_path)
+            .unwrap_or_default()
+            .matches("Delta")
+            .count()
+    };
+    wait_for("the first apply", || {
+        ns.table().is_some_and(|t| t.contains("one_of_3"))
+    });
+    // 242.1.0.2 gets a second pod and 242.1.0.3 loses its third: `one_of_2` comes, and
+    // `one_of_3` goes (no export has three pods any more).
+    let changed = example()
+        .replace(
+            "endpoints: [10.244.0.11]",
+            "endpoints: [10.244.0.11, 10.244.0.12]",
+        )
+        .replace(
+            "endpoints: [10.244.0.20, 10.244.0.21, 10.244.0.22]",
+            "endpoints: [10.244.0.20, 10.244.0.21]",
+        );
+    // And back: `one_of_3` comes again, `one_of_2` goes.
+    for (i, text) in [changed, example()].into_iter().enumerate() {
+        // Written whole (renamed into place), so the gateway never reads half of it.
+        let next = write(dir.path(), "next.yaml", &text);
+        std::fs::rename(&next, &state).unwrap();
+        wait_for("the delta's log line", || deltas() == i + 1);
+        let full = write(dir.path(), &format!("full-{i}.yaml"), &text);
+        ok(fresh.gateway(&["apply", "--state", &full]), "apply");
+        assert_eq!(normalized_table(&ns), normalized_table(&fresh), "step {i}");
+    }
+    let table = ns.table().unwrap();
+    assert!(
+        table.contains("chain one_of_3") && !table.contains("one_of_2"),
+        "{table}"
+    );
 }

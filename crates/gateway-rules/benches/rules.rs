@@ -1,7 +1,7 @@
 //! The rule set of a gateway with 10,000 exports computed and rendered (goal: under 10 ms), and
 //! the delta of a change of one export computed and rendered (the compute part of the 20 ms
-//! goal to apply it; the kernel part is measured by `clusterset-gateway`'s tests' timing note in
-//! docs/benchmarks.md).
+//! goal to apply it; the kernel part is measured by `clusterset-gateway`'s bench `apply`, with
+//! the same state: docs/benchmarks.md).
 
 use std::hint::black_box;
 use std::net::Ipv4Addr;

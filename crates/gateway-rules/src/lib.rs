@@ -5,9 +5,10 @@
 //! by [`GatewayState::validate`] and turned by [`RuleSet::desired`] into the one nftables table
 //! the gateway owns, `ip clusterset_gw`, and the routes to the peers, Globalnet style:
 //!
-//! - ingress: an export's global IP is DNATed to its pod (map `global_to_backend`) or, with
-//!   several endpoints, to one of them per connection (verdict map `multi_endpoint_exports` to
-//!   a chain `export_<ip>` with `numgen random mod N`); an export served by kube-proxy
+//! - ingress: an export's global IP is DNATed to its pod (map `global_to_backend`) or, with N
+//!   endpoints, to one of them per connection (verdict map `multi_endpoint_exports` to the chain
+//!   `one_of_<N>`, which looks up `ip daddr . numgen random mod N` in map `export_endpoints`;
+//!   one such chain for all exports with N endpoints); an export served by kube-proxy
 //!   (`clusterIp`) is left to kube-proxy, which DNATs it as an `externalIPs` entry of its
 //!   Service;
 //! - egress: a connection from a pod to a global CIDR (a peer's, or ours: hairpin) leaves with
@@ -34,7 +35,7 @@ mod state;
 mod validate;
 
 pub use rules::{
-    Chain, ChainName, Collection, Element, Hook, Ingress, Route, Rule, RuleSet, TABLE,
+    Chain, ChainName, Collection, Element, ElementKey, Hook, Ingress, Route, Rule, RuleSet, TABLE,
 };
 pub use script::Delta;
 pub use state::{Backend, BackendChoiceError, Export, GatewayState, ParseError, Peer};

@@ -32,9 +32,12 @@ pub enum Collection {
     GlobalCidrs,
     /// `map global_to_backend`: an export's global IP to its one backend (pod IP).
     GlobalToBackend,
-    /// `map multi_endpoint_exports`: an export's global IP to the chain that spreads its
-    /// connections over its endpoints (a verdict map).
+    /// `map multi_endpoint_exports`: the global IP of an export with N endpoints (N > 1) to
+    /// the chain `one_of_<N>`, which picks one of them per connection (a verdict map).
     MultiEndpointExports,
+    /// `map export_endpoints`: `global IP . i` to the i-th endpoint (sorted, from 0) of an
+    /// export with several endpoints; `one_of_<N>` looks up `ip daddr . numgen random mod N`.
+    ExportEndpoints,
     /// `map pod_to_global`: the pod IP of an export's endpoint to the export's global IP, the
     /// source it leaves with.
     PodToGlobal,
@@ -42,10 +45,11 @@ pub enum Collection {
 
 impl Collection {
     /// Every collection, in the order the script declares them.
-    pub const ALL: [Collection; 4] = [
+    pub const ALL: [Collection; 5] = [
         Collection::GlobalCidrs,
         Collection::GlobalToBackend,
         Collection::MultiEndpointExports,
+        Collection::ExportEndpoints,
         Collection::PodToGlobal,
     ];
 
@@ -55,6 +59,7 @@ impl Collection {
             Collection::GlobalCidrs => "global_cidrs",
             Collection::GlobalToBackend => "global_to_backend",
             Collection::MultiEndpointExports => "multi_endpoint_exports",
+            Collection::ExportEndpoints => "export_endpoints",
             Collection::PodToGlobal => "pod_to_global",
         }
     }
@@ -69,6 +74,12 @@ impl Collection {
             Collection::MultiEndpointExports => {
                 "map multi_endpoint_exports {\n\t\ttype ipv4_addr : verdict"
             }
+            // A key of an IPv4 address and a 32-bit number, as `numgen` gives it: `typeof`
+            // takes an expression for its type only (its `mod 1` is not used; the chains
+            // `one_of_<N>` choose N).
+            Collection::ExportEndpoints => {
+                "map export_endpoints {\n\t\ttypeof ip daddr . numgen random mod 1 : ip daddr"
+            }
             Collection::PodToGlobal => "map pod_to_global {\n\t\ttype ipv4_addr : ipv4_addr",
         }
     }
@@ -81,16 +92,47 @@ pub enum Element {
     Prefix(Ipv4Net),
     /// `key : value` of `global_to_backend` or `pod_to_global`.
     Mapping(Ipv4Addr, Ipv4Addr),
-    /// `global : goto export_<global>` of `multi_endpoint_exports`.
-    GotoExport(Ipv4Addr),
+    /// `global : goto one_of_<endpoints>` of `multi_endpoint_exports`.
+    GotoOneOf(Ipv4Addr, usize),
+    /// `global . index : endpoint` of `export_endpoints`.
+    Endpoint {
+        /// The export's global IP.
+        global: Ipv4Addr,
+        /// The endpoint's place among the export's endpoints (sorted), from 0.
+        index: u32,
+        /// The endpoint (pod IP).
+        endpoint: Ipv4Addr,
+    },
 }
 
 impl Element {
     /// The element's key (what `delete element` names).
-    pub fn key(&self) -> Ipv4Net {
+    pub fn key(&self) -> ElementKey {
         match self {
-            Element::Prefix(net) => *net,
-            Element::Mapping(key, _) | Element::GotoExport(key) => host(*key),
+            Element::Prefix(net) => ElementKey::Prefix(*net),
+            Element::Mapping(key, _) | Element::GotoOneOf(key, _) => ElementKey::Address(*key),
+            Element::Endpoint { global, index, .. } => ElementKey::Endpoint(*global, *index),
+        }
+    }
+}
+
+/// The key of an [`Element`]: within one collection, every key is of the same kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ElementKey {
+    /// A prefix of `global_cidrs`.
+    Prefix(Ipv4Net),
+    /// An address: a global IP or a pod IP.
+    Address(Ipv4Addr),
+    /// `global . index` of `export_endpoints`.
+    Endpoint(Ipv4Addr, u32),
+}
+
+impl fmt::Display for ElementKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ElementKey::Prefix(net) => write!(f, "{net}"),
+            ElementKey::Address(ip) => write!(f, "{ip}"),
+            ElementKey::Endpoint(global, index) => write!(f, "{global} . {index}"),
         }
     }
 }
@@ -100,9 +142,14 @@ impl fmt::Display for Element {
         match self {
             Element::Prefix(net) => write!(f, "{net}"),
             Element::Mapping(key, value) => write!(f, "{key} : {value}"),
-            Element::GotoExport(global) => {
-                write!(f, "{global} : goto {}", ChainName::Export(*global))
+            Element::GotoOneOf(global, endpoints) => {
+                write!(f, "{global} : goto {}", ChainName::OneOf(*endpoints))
             }
+            Element::Endpoint {
+                global,
+                index,
+                endpoint,
+            } => write!(f, "{global} . {index} : {endpoint}"),
         }
     }
 }
@@ -110,8 +157,9 @@ impl fmt::Display for Element {
 /// A chain of the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ChainName {
-    /// `export_<a>_<b>_<c>_<d>`: the DNAT of one export with several endpoints.
-    Export(Ipv4Addr),
+    /// `one_of_<N>`: the DNAT of the exports with N endpoints (N > 1) to one of them, for every
+    /// export with that many.
+    OneOf(usize),
     /// `prerouting` (nat, dstnat): ingress DNAT.
     Prerouting,
     /// `postrouting` (nat, srcnat): egress SNAT.
@@ -123,10 +171,7 @@ pub enum ChainName {
 impl fmt::Display for ChainName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ChainName::Export(ip) => {
-                let [a, b, c, d] = ip.octets();
-                write!(f, "export_{a}_{b}_{c}_{d}")
-            }
+            ChainName::OneOf(endpoints) => write!(f, "one_of_{endpoints}"),
             ChainName::Prerouting => f.write_str("prerouting"),
             ChainName::Postrouting => f.write_str("postrouting"),
             ChainName::Forward => f.write_str("forward"),
@@ -143,9 +188,9 @@ pub enum Rule {
     /// `dnat ip to ip daddr map @global_to_backend`: an export with one backend; a global IP
     /// that is not in the map ends the rule (no match).
     DnatToSingleBackend,
-    /// `dnat ip to numgen random mod N map { 0 : e0, ... }`: one endpoint at random per
-    /// connection.
-    DnatToOneOf(Vec<Ipv4Addr>),
+    /// `dnat ip to ip daddr . numgen random mod N map @export_endpoints`: one of the N
+    /// endpoints of the export addressed, at random, per connection.
+    DnatToOneOf(usize),
     /// `ct original ip daddr != @global_cidrs return`: only connections first addressed to a
     /// global CIDR are source-translated (so hairpin traffic, DNATed to a local pod, still is).
     ReturnUnlessToGlobalCidr,
@@ -172,7 +217,6 @@ impl Rule {
     /// The addresses and networks the rule names.
     pub fn addresses(&self) -> Vec<Ipv4Net> {
         match self {
-            Rule::DnatToOneOf(endpoints) => endpoints.iter().map(|ip| host(*ip)).collect(),
             Rule::SnatPodToEgress {
                 pod_cidr,
                 egress_ips,
@@ -181,6 +225,7 @@ impl Rule {
                 .collect(),
             Rule::RejectUntranslated { global_cidr } => vec![*global_cidr],
             Rule::GotoMultiEndpointExport
+            | Rule::DnatToOneOf(_)
             | Rule::DnatToSingleBackend
             | Rule::ReturnUnlessToGlobalCidr
             | Rule::SnatExportedPod => Vec::new(),
@@ -213,9 +258,8 @@ impl fmt::Display for Rule {
             ),
             Rule::DnatToOneOf(endpoints) => write!(
                 f,
-                "dnat ip to numgen random mod {} map {{ {} }}",
-                endpoints.len(),
-                numbered(endpoints)
+                "dnat ip to ip daddr . numgen random mod {endpoints} map @{}",
+                Collection::ExportEndpoints.name()
             ),
             Rule::ReturnUnlessToGlobalCidr => write!(
                 f,
@@ -417,8 +461,21 @@ impl RuleSet {
                 .collect(),
             Collection::MultiEndpointExports => self
                 .multi_endpoint_exports
-                .keys()
-                .map(|k| Element::GotoExport(*k))
+                .iter()
+                .map(|(k, endpoints)| Element::GotoOneOf(*k, endpoints.len()))
+                .collect(),
+            Collection::ExportEndpoints => self
+                .multi_endpoint_exports
+                .iter()
+                .flat_map(|(global, endpoints)| {
+                    (0u32..)
+                        .zip(endpoints)
+                        .map(|(index, endpoint)| Element::Endpoint {
+                            global: *global,
+                            index,
+                            endpoint: *endpoint,
+                        })
+                })
                 .collect(),
             Collection::PodToGlobal => self
                 .pod_to_global
@@ -459,11 +516,12 @@ impl RuleSet {
         ]
     }
 
-    /// The chains of the exports with several endpoints, by global IP.
+    /// The chains `one_of_<N>`, one for each number N of endpoints that an export with several
+    /// has, by N.
     pub fn export_chains(&self) -> Vec<Chain> {
-        self.multi_endpoint_exports
-            .iter()
-            .map(|(global, endpoints)| export_chain(*global, endpoints))
+        self.endpoint_counts()
+            .into_iter()
+            .map(one_of_chain)
             .collect()
     }
 
@@ -474,7 +532,8 @@ impl RuleSet {
         chains
     }
 
-    /// How many rules the table has (one per export with several endpoints, plus six).
+    /// How many rules the table has: six, plus one for each number of endpoints that an export
+    /// with several has (one for any number of exports with three).
     pub fn rule_count(&self) -> usize {
         self.chains().iter().map(|chain| chain.rules.len()).sum()
     }
@@ -498,26 +557,31 @@ impl RuleSet {
             for element in self.elements(collection) {
                 match element {
                     Element::Prefix(net) => out.push(net),
-                    Element::Mapping(k, v) => out.extend([host(k), host(v)]),
-                    Element::GotoExport(k) => out.push(host(k)),
+                    Element::Mapping(k, v)
+                    | Element::Endpoint {
+                        global: k,
+                        endpoint: v,
+                        ..
+                    } => out.extend([host(k), host(v)]),
+                    Element::GotoOneOf(k, _) => out.push(host(k)),
                 }
             }
         }
         out
     }
 
-    /// The exports with several endpoints: global IP to endpoints.
-    pub(crate) fn export_endpoints(&self) -> &BTreeMap<Ipv4Addr, Vec<Ipv4Addr>> {
-        &self.multi_endpoint_exports
+    /// The numbers of endpoints of the exports with several, each once, sorted.
+    pub(crate) fn endpoint_counts(&self) -> BTreeSet<usize> {
+        self.multi_endpoint_exports.values().map(Vec::len).collect()
     }
 }
 
-/// The chain that spreads one export's connections over its endpoints.
-pub(crate) fn export_chain(global: Ipv4Addr, endpoints: &[Ipv4Addr]) -> Chain {
+/// The chain that sends a connection to one of the N endpoints of the export addressed.
+pub(crate) fn one_of_chain(endpoints: usize) -> Chain {
     Chain {
-        name: ChainName::Export(global),
+        name: ChainName::OneOf(endpoints),
         hook: None,
-        rules: vec![Rule::DnatToOneOf(endpoints.to_vec())],
+        rules: vec![Rule::DnatToOneOf(endpoints)],
     }
 }
 

@@ -5,7 +5,7 @@ use std::fmt::{self, Write as _};
 use std::net::Ipv4Addr;
 
 use crate::rules::{
-    Chain, ChainName, Collection, Element, RuleSet, TABLE, declaration, export_chain,
+    Chain, ChainName, Collection, Element, RuleSet, TABLE, declaration, one_of_chain,
 };
 
 impl RuleSet {
@@ -47,7 +47,7 @@ impl RuleSet {
     }
 
     /// The transaction that turns the table of `self` (as applied) into that of `next` by
-    /// adding and deleting set and map elements and export chains only, or `None` when the base
+    /// adding and deleting set and map elements and `one_of_<N>` chains only, or `None` when the base
     /// chains differ (another pod CIDR, global CIDR or egress IPs): then replace the whole table
     /// with [`RuleSet::to_nft_script`]. Routes are not part of it.
     pub fn delta_to(&self, next: &RuleSet) -> Option<Delta> {
@@ -64,22 +64,17 @@ impl RuleSet {
                 .add_elements
                 .extend(added.into_iter().map(|e| (collection, e)));
         }
-        let old = self.export_endpoints();
-        let new = next.export_endpoints();
-        for global in old.keys() {
-            if !new.contains_key(global) {
-                delta.delete_chains.push(ChainName::Export(*global));
-            }
-        }
-        for (global, endpoints) in new {
-            match old.get(global) {
-                None => delta.add_chains.push(export_chain(*global, endpoints)),
-                Some(before) if before != endpoints => {
-                    delta.replace_chains.push(export_chain(*global, endpoints));
-                }
-                Some(_) => {}
-            }
-        }
+        // A chain `one_of_<N>` depends on N only: it is added when the first export with N
+        // endpoints comes and deleted when the last goes, never rewritten.
+        let (old, new) = (self.endpoint_counts(), next.endpoint_counts());
+        delta.delete_chains.extend(
+            old.difference(&new)
+                .map(|endpoints| ChainName::OneOf(*endpoints)),
+        );
+        delta.add_chains.extend(
+            new.difference(&old)
+                .map(|endpoints| one_of_chain(*endpoints)),
+        );
         Some(delta)
     }
 }
@@ -134,14 +129,13 @@ fn write_chain(out: &mut String, chain: &Chain) -> fmt::Result {
     writeln!(out, "\t}}")
 }
 
-/// The changes from one applied [`RuleSet`] to the next, as element and export-chain commands
-/// of one transaction (see [`RuleSet::delta_to`]).
+/// The changes from one applied [`RuleSet`] to the next, as element and `one_of_<N>` chain
+/// commands of one transaction (see [`RuleSet::delta_to`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Delta {
     delete_elements: Vec<(Collection, Element)>,
     delete_chains: Vec<ChainName>,
     add_chains: Vec<Chain>,
-    replace_chains: Vec<Chain>,
     add_elements: Vec<(Collection, Element)>,
 }
 
@@ -151,7 +145,6 @@ impl Delta {
         self.delete_elements.is_empty()
             && self.delete_chains.is_empty()
             && self.add_chains.is_empty()
-            && self.replace_chains.is_empty()
             && self.add_elements.is_empty()
     }
 
@@ -160,7 +153,6 @@ impl Delta {
         self.delete_elements.len()
             + self.delete_chains.len()
             + self.add_chains.len()
-            + self.replace_chains.len()
             + self.add_elements.len()
     }
 
@@ -171,7 +163,9 @@ impl Delta {
             .iter()
             .chain(&self.add_elements)
             .filter_map(|(_, element)| match element {
-                Element::Mapping(key, _) | Element::GotoExport(key) => Some(*key),
+                Element::Mapping(key, _)
+                | Element::GotoOneOf(key, _)
+                | Element::Endpoint { global: key, .. } => Some(*key),
                 Element::Prefix(_) => None,
             })
             .collect();
@@ -180,9 +174,9 @@ impl Delta {
         out
     }
 
-    /// The text of the transaction: element deletions, export chains deleted, created or
-    /// rewritten (`flush chain` then its rule), element additions; a changed element is deleted
-    /// and added again. `nft -f` applies it all or nothing; it fails (changing nothing) if the
+    /// The text of the transaction: element deletions, `one_of_<N>` chains deleted (no export
+    /// has N endpoints any more) or created (with their rule), element additions; a changed
+    /// element is deleted and added again. `nft -f` applies it all or nothing; it fails (changing nothing) if the
     /// table is not the one the delta starts from, and the caller then replaces the table.
     pub fn to_nft_script(&self) -> String {
         let mut out = String::new();
@@ -197,10 +191,7 @@ impl Delta {
                 out,
                 "delete element ip {TABLE} {} {{ {} }}",
                 collection.name(),
-                match element {
-                    Element::Prefix(net) => net.to_string(),
-                    Element::Mapping(key, _) | Element::GotoExport(key) => key.to_string(),
-                }
+                element.key()
             )?;
         }
         for chain in &self.delete_chains {
@@ -208,10 +199,6 @@ impl Delta {
         }
         for chain in &self.add_chains {
             writeln!(out, "add chain ip {TABLE} {}", chain.name)?;
-            write_rules(out, chain)?;
-        }
-        for chain in &self.replace_chains {
-            writeln!(out, "flush chain ip {TABLE} {}", chain.name)?;
             write_rules(out, chain)?;
         }
         for (collection, element) in &self.add_elements {
@@ -246,16 +233,21 @@ fn push_element(out: &mut String, element: &Element) {
             out.push_str(" : ");
             push_ipv4(out, *value);
         }
-        Element::GotoExport(global) => {
+        Element::GotoOneOf(global, endpoints) => {
             push_ipv4(out, *global);
-            out.push_str(" : goto export_");
-            let [a, b, c, d] = global.octets();
-            for (i, octet) in [a, b, c, d].into_iter().enumerate() {
-                if i > 0 {
-                    out.push('_');
-                }
-                push_decimal(out, octet);
-            }
+            out.push_str(" : goto one_of_");
+            push_number(out, *endpoints);
+        }
+        Element::Endpoint {
+            global,
+            index,
+            endpoint,
+        } => {
+            push_ipv4(out, *global);
+            out.push_str(" . ");
+            push_number(out, *index as usize);
+            out.push_str(" : ");
+            push_ipv4(out, *endpoint);
         }
     }
 }
@@ -267,6 +259,13 @@ fn push_ipv4(out: &mut String, ip: Ipv4Addr) {
         }
         push_decimal(out, octet);
     }
+}
+
+fn push_number(out: &mut String, n: usize) {
+    if n >= 10 {
+        push_number(out, n / 10);
+    }
+    out.push(char::from(b'0' + (n % 10) as u8));
 }
 
 fn push_decimal(out: &mut String, n: u8) {

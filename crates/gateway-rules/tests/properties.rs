@@ -128,11 +128,21 @@ proptest! {
             .into_iter()
             .filter_map(|e| match e { Element::Mapping(k, v) => Some((k, v)), _ => None })
             .collect();
-        let multi: BTreeSet<Ipv4Addr> = rules
+        let multi: BTreeMap<Ipv4Addr, usize> = rules
             .elements(Collection::MultiEndpointExports)
             .into_iter()
-            .filter_map(|e| match e { Element::GotoExport(k) => Some(k), _ => None })
+            .filter_map(|e| match e { Element::GotoOneOf(k, n) => Some((k, n)), _ => None })
             .collect();
+        // global IP -> its endpoints, in the order of their index.
+        let mut picked: BTreeMap<Ipv4Addr, Vec<(u32, Ipv4Addr)>> = BTreeMap::new();
+        for element in rules.elements(Collection::ExportEndpoints) {
+            match element {
+                Element::Endpoint { global, index, endpoint } => {
+                    picked.entry(global).or_default().push((index, endpoint));
+                }
+                other => prop_assert!(false, "{} in export_endpoints", other),
+            }
+        }
         let chains: BTreeMap<String, Vec<String>> = rules
             .export_chains()
             .iter()
@@ -141,7 +151,7 @@ proptest! {
         for export in &state.exports {
             let g = export.global_ip;
             let in_single = single.contains_key(&g);
-            let in_multi = multi.contains(&g);
+            let in_multi = multi.contains_key(&g);
             prop_assert!(!(in_single && in_multi), "{} is in both maps", g);
             match &export.backend {
                 Backend::ClusterIp(ip) => {
@@ -161,22 +171,21 @@ proptest! {
                             prop_assert!(!in_multi);
                         }
                         many => {
+                            // The export goes to `one_of_<N>`, which picks `g . i` for i < N,
+                            // and `g . i` is its i-th endpoint: each of its endpoints and only
+                            // those.
                             prop_assert!(in_multi && !in_single);
-                            let [a, b, c, d] = g.octets();
-                            let chain = &chains[&format!("export_{a}_{b}_{c}_{d}")];
-                            let listed: Vec<String> = many
-                                .iter()
-                                .enumerate()
-                                .map(|(i, ip)| format!("{i} : {ip}"))
-                                .collect();
+                            prop_assert_eq!(multi[&g], many.len());
+                            let chain = &chains[&format!("one_of_{}", many.len())];
                             prop_assert_eq!(
                                 chain,
                                 &vec![format!(
-                                    "dnat ip to numgen random mod {} map {{ {} }}",
-                                    many.len(),
-                                    listed.join(", ")
+                                    "dnat ip to ip daddr . numgen random mod {} map @export_endpoints",
+                                    many.len()
                                 )]
                             );
+                            let expected: Vec<(u32, Ipv4Addr)> = (0u32..).zip(many.iter().copied()).collect();
+                            prop_assert_eq!(&picked[&g], &expected);
                         }
                     }
                 }
@@ -187,6 +196,14 @@ proptest! {
             single.len() + multi.len(),
             rules.ingress().values().filter(|i| matches!(i, Ingress::Single(_) | Ingress::OneOf(_))).count()
         );
+        prop_assert_eq!(picked.keys().collect::<Vec<_>>(), multi.keys().collect::<Vec<_>>());
+        // One chain per number of endpoints in use, no other.
+        let counts: BTreeSet<usize> = multi.values().copied().collect();
+        prop_assert_eq!(
+            chains.keys().cloned().collect::<BTreeSet<_>>(),
+            counts.iter().map(|n| format!("one_of_{n}")).collect::<BTreeSet<_>>()
+        );
+        prop_assert_eq!(rules.rule_count(), 6 + counts.len());
     }
 
     #[test]

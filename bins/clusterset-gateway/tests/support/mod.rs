@@ -95,7 +95,7 @@ impl Netns {
     }
 
     /// The elements of every set and map of our table, read from `nft -j`, each as the script
-    /// writes it (`k : v`, a prefix, `k : goto chain`), by set name.
+    /// writes it (`k : v`, a prefix, `k : goto chain`, `k . i : v`), by set name.
     pub fn elements(&self) -> BTreeMap<String, Vec<String>> {
         let text = self.sh("nft -j list table ip clusterset_gw");
         let json: serde_json::Value = serde_json::from_str(&text).unwrap();
@@ -141,6 +141,13 @@ fn element_text(element: &serde_json::Value) -> String {
         }
         if let Some(goto) = v.get("goto") {
             return format!("goto {}", goto["target"].as_str().unwrap());
+        }
+        if let Some(parts) = v.get("concat").and_then(|c| c.as_array()) {
+            return parts
+                .iter()
+                .map(|part| part.as_u64().map_or_else(|| value(part), |n| n.to_string()))
+                .collect::<Vec<_>>()
+                .join(" . ");
         }
         panic!("an element part this test does not read: {v}")
     }
