@@ -14,7 +14,9 @@
 //!   export's change (the delta and the routes);
 //!
 //! and the table's rules, chains and elements as the kernel lists them (`nft -j`), checked
-//! against what `gateway-rules` computes.
+//! against what `gateway-rules` computes. Each time is wall time, and beside it the CPU time
+//! (user and system) of the programs it ran (`nft`, `ip`): on a busy machine the first grows with
+//! the load, the second much less.
 
 use std::net::Ipv4Addr;
 use std::process::Command;
@@ -110,7 +112,7 @@ fn main() -> Result<()> {
         );
     }
     println!(
-        "{} runs; min / median / max (every run, in order)",
+        "{} runs; wall time min / median / max, median CPU time of nft and ip (every run's wall time, in order)",
         options.runs
     );
     for (what, samples) in [
@@ -313,35 +315,66 @@ impl Drop for Netns {
     }
 }
 
-/// The time `work` took; its error if it failed.
-fn timed<T>(work: impl FnOnce() -> Result<T>) -> Result<Duration> {
+/// One measurement: wall time, and the CPU time of the programs run meanwhile.
+#[derive(Clone, Copy)]
+struct Sample {
+    wall: Duration,
+    cpu: Duration,
+}
+
+/// The user and system time of this process's children that have ended.
+fn children_cpu() -> Result<Duration> {
+    let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        .context("getrusage")?;
+    let time = |t: nix::sys::time::TimeVal| {
+        Duration::from_secs(t.tv_sec().unsigned_abs())
+            + Duration::from_micros(t.tv_usec().unsigned_abs())
+    };
+    Ok(time(usage.user_time()) + time(usage.system_time()))
+}
+
+/// How long `work` took; its error if it failed.
+fn timed<T>(work: impl FnOnce() -> Result<T>) -> Result<Sample> {
+    let cpu = children_cpu()?;
     let start = Instant::now();
     work()?;
-    Ok(start.elapsed())
+    let wall = start.elapsed();
+    Ok(Sample {
+        wall,
+        cpu: children_cpu()?.saturating_sub(cpu),
+    })
 }
 
 #[derive(Default)]
 struct Times {
-    first: Vec<Duration>,
-    replace: Vec<Duration>,
-    delta: Vec<Duration>,
-    delta_back: Vec<Duration>,
-    apply_full: Vec<Duration>,
-    apply_delta: Vec<Duration>,
+    first: Vec<Sample>,
+    replace: Vec<Sample>,
+    delta: Vec<Sample>,
+    delta_back: Vec<Sample>,
+    apply_full: Vec<Sample>,
+    apply_delta: Vec<Sample>,
 }
 
-/// `min / median / max ms (every sample)`.
-fn summary(samples: &[Duration]) -> String {
-    let ms = |d: &Duration| d.as_secs_f64() * 1000.0;
-    let mut sorted: Vec<f64> = samples.iter().map(ms).collect();
-    sorted.sort_by(f64::total_cmp);
-    let pick = |at: usize| sorted.get(at).copied().unwrap_or(f64::NAN);
-    let every: Vec<String> = samples.iter().map(|d| format!("{:.0}", ms(d))).collect();
+/// `min / median / max ms of wall time (every sample) | median CPU time`.
+fn summary(samples: &[Sample]) -> String {
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let sorted = |pick: fn(&Sample) -> Duration| {
+        let mut values: Vec<f64> = samples.iter().map(|s| ms(pick(s))).collect();
+        values.sort_by(f64::total_cmp);
+        values
+    };
+    let (wall, cpu) = (sorted(|s| s.wall), sorted(|s| s.cpu));
+    let at = |values: &[f64], i: usize| values.get(i).copied().unwrap_or(f64::NAN);
+    let every: Vec<String> = samples
+        .iter()
+        .map(|s| format!("{:.0}", ms(s.wall)))
+        .collect();
     format!(
-        "{:7.1} / {:7.1} / {:7.1} ms  ({})",
-        pick(0),
-        pick(sorted.len() / 2),
-        pick(sorted.len().saturating_sub(1)),
+        "{:6.1} / {:6.1} / {:6.1} ms  CPU {:6.1} ms  ({})",
+        at(&wall, 0),
+        at(&wall, wall.len() / 2),
+        at(&wall, wall.len().saturating_sub(1)),
+        at(&cpu, cpu.len() / 2),
         every.join(", ")
     )
 }
