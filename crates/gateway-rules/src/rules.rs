@@ -525,7 +525,7 @@ impl RuleSet {
             .collect()
     }
 
-    /// Every chain: the export chains, then the base chains.
+    /// Every chain: the `one_of_<N>` chains, then the base chains.
     pub fn chains(&self) -> Vec<Chain> {
         let mut chains = self.export_chains();
         chains.extend(self.base_chains());
