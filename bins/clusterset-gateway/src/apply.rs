@@ -54,7 +54,15 @@ pub enum Applied {
 /// only elements changed; the whole table otherwise, or if the delta is refused), then the
 /// routes. If the check or `nft` fails, nothing has changed.
 pub fn apply(rules: &RuleSet, previous: Option<&RuleSet>) -> Result<Applied> {
-    for route in rules.routes() {
+    // Only the routes not in place yet are checked and written: a steady change costs one
+    // `ip -j route show`, and a route someone deleted is put back at the next apply.
+    let present = our_routes()?;
+    let missing: Vec<&Route> = rules
+        .routes()
+        .iter()
+        .filter(|r| !present.contains(&(r.destination.to_string(), Some(r.via))))
+        .collect();
+    for route in &missing {
         check_direct(route.via, &route.destination.to_string())?;
     }
     let applied = match previous.and_then(|p| p.delta_to(rules)) {
@@ -75,7 +83,7 @@ pub fn apply(rules: &RuleSet, previous: Option<&RuleSet>) -> Result<Applied> {
             Applied::Replaced
         }
     };
-    apply_routes(rules.routes())?;
+    apply_routes(rules.routes(), &missing, &present)?;
     Ok(applied)
 }
 
@@ -160,7 +168,7 @@ pub fn check_direct(via: Ipv4Addr, destination: &str) -> Result<()> {
 }
 
 /// Our routes now: destination and next hop.
-fn our_routes() -> Result<Vec<(String, Option<Ipv4Addr>)>> {
+pub fn our_routes() -> Result<Vec<(String, Option<Ipv4Addr>)>> {
     let text = run("ip", &["-j", "route", "show", "proto", ROUTE_PROTOCOL])?;
     let json: serde_json::Value =
         serde_json::from_str(if text.trim().is_empty() { "[]" } else { &text })
@@ -180,9 +188,14 @@ fn our_routes() -> Result<Vec<(String, Option<Ipv4Addr>)>> {
         .unwrap_or_default())
 }
 
-/// Replaces each route (idempotent) and deletes our routes no longer wanted.
-fn apply_routes(routes: &[Route]) -> Result<()> {
-    for route in routes {
+/// Writes the `missing` routes (`ip route replace`, idempotent) and deletes those of ours
+/// (`present`) no longer wanted.
+fn apply_routes(
+    wanted: &[Route],
+    missing: &[&Route],
+    present: &[(String, Option<Ipv4Addr>)],
+) -> Result<()> {
+    for route in missing {
         let (dst, via) = (route.destination.to_string(), route.via.to_string());
         run(
             "ip",
@@ -197,9 +210,9 @@ fn apply_routes(routes: &[Route]) -> Result<()> {
             ],
         )?;
     }
-    for (dst, _) in our_routes()? {
-        if !routes.iter().any(|r| r.destination.to_string() == dst) {
-            run("ip", &["route", "del", &dst, "proto", ROUTE_PROTOCOL])?;
+    for (dst, _) in present {
+        if !wanted.iter().any(|r| r.destination.to_string() == *dst) {
+            run("ip", &["route", "del", dst, "proto", ROUTE_PROTOCOL])?;
         }
     }
     Ok(())

@@ -382,7 +382,12 @@ impl Follower {
         );
         // A peer whose gateway this node cannot reach directly would make the whole
         // transaction fail: it is left out (and logged) so that the others are served.
+        // A peer whose route is in place already was reachable when it was written.
+        let routed = apply::our_routes().unwrap_or_default();
         assembled.state.peers.retain(|peer| {
+            if routed.contains(&(peer.global_cidr.to_string(), Some(peer.gateway))) {
+                return true;
+            }
             match apply::check_direct(peer.gateway, &peer.global_cidr.to_string()) {
                 Ok(()) => true,
                 Err(error) => {
