@@ -54,9 +54,18 @@ pub enum Applied {
 /// only elements changed; the whole table otherwise, or if the delta is refused), then the
 /// routes. If the check or `nft` fails, nothing has changed.
 pub fn apply(rules: &RuleSet, previous: Option<&RuleSet>) -> Result<Applied> {
-    // Only the routes not in place yet are checked and written: a steady change costs one
-    // `ip -j route show`, and a route someone deleted is put back at the next apply.
-    let present = our_routes()?;
+    // Only the routes not in place yet are checked and written. When the routes are those
+    // this process applied last, they are not even listed (a change of exports costs the `nft`
+    // delta alone); `ensure_routes`, which `run` calls every ROUTES_RESYNC, puts back a
+    // route someone deleted.
+    let present = match previous {
+        Some(previous) if previous.routes() == rules.routes() => rules
+            .routes()
+            .iter()
+            .map(|r| (r.destination.to_string(), Some(r.via)))
+            .collect(),
+        _ => our_routes()?,
+    };
     let missing: Vec<&Route> = rules
         .routes()
         .iter()
@@ -85,6 +94,49 @@ pub fn apply(rules: &RuleSet, previous: Option<&RuleSet>) -> Result<Applied> {
     };
     apply_routes(rules.routes(), &missing, &present)?;
     Ok(applied)
+}
+
+/// How often `run` checks that its routes are still in place ([`ensure_routes`]).
+pub const ROUTES_RESYNC: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Puts back the routes of `rules` that are not in place (someone deleted or changed them), and
+/// deletes ours no longer wanted; how many it wrote or deleted.
+pub fn ensure_routes(rules: &RuleSet) -> Result<usize> {
+    let present = our_routes()?;
+    let missing: Vec<&Route> = rules
+        .routes()
+        .iter()
+        .filter(|r| !present.contains(&(r.destination.to_string(), Some(r.via))))
+        .collect();
+    for route in &missing {
+        check_direct(route.via, &route.destination.to_string())?;
+    }
+    let extra = present
+        .iter()
+        .filter(|(dst, _)| {
+            !rules
+                .routes()
+                .iter()
+                .any(|r| r.destination.to_string() == *dst)
+        })
+        .count();
+    apply_routes(rules.routes(), &missing, &present)?;
+    Ok(missing.len() + extra)
+}
+
+/// [`ensure_routes`] for the rule set in place, if any, logging what it put back.
+pub fn resync_routes(applied: Option<&RuleSet>) {
+    let Some(rules) = applied else {
+        return;
+    };
+    match ensure_routes(rules) {
+        Ok(0) => {}
+        Ok(changed) => tracing::warn!(
+            changed,
+            "routes were not as applied (deleted or changed by someone else): put back"
+        ),
+        Err(error) => tracing::error!(error = format!("{error:#}"), "checking the routes failed"),
+    }
 }
 
 /// Runs `nft -f -` with `script` on stdin: one transaction.

@@ -317,6 +317,7 @@ pub async fn run(args: &ClusterArgs) -> Result<()> {
     };
     let mut dirty = true;
     let mut tick = tokio::time::interval(SETTLE);
+    let mut routes_tick = tokio::time::interval(apply::ROUTES_RESYNC);
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("listening for SIGTERM")?;
     loop {
@@ -328,6 +329,7 @@ pub async fn run(args: &ClusterArgs) -> Result<()> {
                 tracing::info!("every watch has listed");
             }
             Some(()) = events.next() => dirty = true,
+            _ = routes_tick.tick() => apply::resync_routes(follower.applied.as_ref()),
             _ = tick.tick() => {
                 if is_synced && dirty {
                     dirty = !follower.step(&slices, &records, &gateways).await;

@@ -102,12 +102,17 @@ async fn run(path: &Path) -> Result<()> {
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("listening for SIGTERM")?;
     let mut tick = tokio::time::interval(POLL);
+    let mut routes_tick = tokio::time::interval(apply::ROUTES_RESYNC);
     let mut seen: Option<String> = None;
     let mut applied: Option<RuleSet> = None;
     loop {
         tokio::select! {
             _ = terminate.recv() => break,
             _ = tokio::signal::ctrl_c() => break,
+            _ = routes_tick.tick() => {
+                apply::resync_routes(applied.as_ref());
+                continue;
+            }
             _ = tick.tick() => {}
         }
         let text = match std::fs::read_to_string(path) {

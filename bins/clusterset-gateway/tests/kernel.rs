@@ -210,8 +210,13 @@ fn applying_the_same_state_twice_gives_the_same_ruleset() {
 }
 
 /// Waits until `condition` holds, up to 10 s; panics with `what` otherwise.
-fn wait_for(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
+fn wait_for(what: &str, condition: impl FnMut() -> bool) {
+    wait_within(what, Duration::from_secs(10), condition);
+}
+
+/// Waits until `condition` holds, up to `limit`; panics with `what` otherwise.
+fn wait_within(what: &str, limit: Duration, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
     while !condition() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(50));
@@ -249,6 +254,18 @@ fn run_follows_the_file_keeps_the_last_good_rules_and_leaves_them_on_sigterm() {
     });
     wait_for("the delta's log line", || read_log().contains("Delta"));
     let good = ns.table().unwrap();
+
+    // A route someone else deleted: put back within the route check's period (10 s).
+    let routes = ns.sh("ip route show proto 147");
+    assert!(routes.contains("242.2.0.0/16"), "{routes}");
+    ns.sh("ip route del 242.2.0.0/16 proto 147");
+    assert!(!ns.sh("ip route show proto 147").contains("242.2.0.0/16"));
+    wait_within(
+        "the deleted route put back",
+        Duration::from_secs(15),
+        || ns.sh("ip route show proto 147") == routes,
+    );
+    wait_for("the route's log line", || read_log().contains("put back"));
 
     // An invalid file: logged, the rules stay.
     std::fs::write(&state, example().replace("242.2.0.0/16", "242.1.0.0/16")).unwrap();
