@@ -20,6 +20,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 use gateway_rules::{GatewayState, Route, RuleSet, TABLE};
+use ipnet::Ipv4Net;
 
 /// The routing protocol number that marks the routes this gateway owns (`ip route ... proto
 /// 147`): the routes it removes when a peer goes are only these.
@@ -62,14 +63,14 @@ pub fn apply(rules: &RuleSet, previous: Option<&RuleSet>) -> Result<Applied> {
         Some(previous) if previous.routes() == rules.routes() => rules
             .routes()
             .iter()
-            .map(|r| (r.destination.to_string(), Some(r.via)))
+            .map(|r| (r.destination, Some(r.via)))
             .collect(),
         _ => our_routes()?,
     };
     let missing: Vec<&Route> = rules
         .routes()
         .iter()
-        .filter(|r| !present.contains(&(r.destination.to_string(), Some(r.via))))
+        .filter(|r| !present.contains(&(r.destination, Some(r.via))))
         .collect();
     for route in &missing {
         check_direct(route.via, &route.destination.to_string())?;
@@ -103,22 +104,22 @@ pub const ROUTES_RESYNC: std::time::Duration = std::time::Duration::from_secs(10
 /// deletes ours no longer wanted; how many it wrote or deleted.
 pub fn ensure_routes(rules: &RuleSet) -> Result<usize> {
     let present = our_routes()?;
+    // A route whose peer is not reachable now is skipped (and logged); the others are put back.
     let missing: Vec<&Route> = rules
         .routes()
         .iter()
-        .filter(|r| !present.contains(&(r.destination.to_string(), Some(r.via))))
+        .filter(|r| !present.contains(&(r.destination, Some(r.via))))
+        .filter(|r| match check_direct(r.via, &r.destination.to_string()) {
+            Ok(()) => true,
+            Err(error) => {
+                tracing::error!(error = format!("{error:#}"), "a route cannot be put back");
+                false
+            }
+        })
         .collect();
-    for route in &missing {
-        check_direct(route.via, &route.destination.to_string())?;
-    }
     let extra = present
         .iter()
-        .filter(|(dst, _)| {
-            !rules
-                .routes()
-                .iter()
-                .any(|r| r.destination.to_string() == *dst)
-        })
+        .filter(|(dst, _)| !rules.routes().iter().any(|r| r.destination == *dst))
         .count();
     apply_routes(rules.routes(), &missing, &present)?;
     Ok(missing.len() + extra)
@@ -219,8 +220,8 @@ pub fn check_direct(via: Ipv4Addr, destination: &str) -> Result<()> {
     Ok(())
 }
 
-/// Our routes now: destination and next hop.
-pub fn our_routes() -> Result<Vec<(String, Option<Ipv4Addr>)>> {
+/// Our routes now: destination and next hop (`ip` prints a /32 without its length).
+pub fn our_routes() -> Result<Vec<(Ipv4Net, Option<Ipv4Addr>)>> {
     let text = run("ip", &["-j", "route", "show", "proto", ROUTE_PROTOCOL])?;
     let json: serde_json::Value =
         serde_json::from_str(if text.trim().is_empty() { "[]" } else { &text })
@@ -231,7 +232,12 @@ pub fn our_routes() -> Result<Vec<(String, Option<Ipv4Addr>)>> {
             routes
                 .iter()
                 .filter_map(|r| {
-                    let dst = r.get("dst")?.as_str()?.to_owned();
+                    let dst = r.get("dst")?.as_str()?;
+                    let dst: Ipv4Net = if dst.contains('/') {
+                        dst.parse().ok()?
+                    } else {
+                        Ipv4Net::new(dst.parse().ok()?, 32).ok()?
+                    };
                     let via = r.get("gateway").and_then(|g| g.as_str()?.parse().ok());
                     Some((dst, via))
                 })
@@ -245,7 +251,7 @@ pub fn our_routes() -> Result<Vec<(String, Option<Ipv4Addr>)>> {
 fn apply_routes(
     wanted: &[Route],
     missing: &[&Route],
-    present: &[(String, Option<Ipv4Addr>)],
+    present: &[(Ipv4Net, Option<Ipv4Addr>)],
 ) -> Result<()> {
     for route in missing {
         let (dst, via) = (route.destination.to_string(), route.via.to_string());
@@ -263,8 +269,11 @@ fn apply_routes(
         )?;
     }
     for (dst, _) in present {
-        if !wanted.iter().any(|r| r.destination.to_string() == *dst) {
-            run("ip", &["route", "del", dst, "proto", ROUTE_PROTOCOL])?;
+        if !wanted.iter().any(|r| r.destination == *dst) {
+            run(
+                "ip",
+                &["route", "del", &dst.to_string(), "proto", ROUTE_PROTOCOL],
+            )?;
         }
     }
     Ok(())

@@ -39,6 +39,9 @@ use crate::apply::{self, Applied};
 const SETTLE: Duration = Duration::from_millis(100);
 /// How often a failed apply or publication is tried again.
 const RETRY: Duration = Duration::from_secs(2);
+/// How long a gateway whose record another gateway of its cluster rewrote waits before it
+/// writes its own again.
+const CONFLICT_BACKOFF: Duration = Duration::from_secs(30);
 /// The field manager of the gateway record.
 const MANAGER: &str = "clusterset-gateway";
 
@@ -66,6 +69,10 @@ pub struct ClusterArgs {
     /// This cluster's id (the agent's `--cluster-id`).
     #[arg(long, env = "CLUSTERSET_CLUSTER_ID")]
     pub cluster_id: Option<String>,
+    /// The clusterset's global range, the same on every gateway: every cluster's global CIDR
+    /// is inside it, and a peer that publishes one outside it is not routed.
+    #[arg(long, env = "CLUSTERSET_GLOBAL_RANGE", default_value = "242.0.0.0/8")]
+    pub global_range: Ipv4Net,
     /// This cluster's IPv4 global CIDR (the agent's `--global-cidr`).
     #[arg(long, env = "CLUSTERSET_GLOBAL_CIDR")]
     pub global_cidr: Option<Ipv4Net>,
@@ -127,7 +134,14 @@ impl ClusterArgs {
             (Some(id), Some(global_cidr), Some(pod_cidr), Some(service_cidr), Some(gateway_ip))
                 if missing.is_empty() =>
             {
+                if !self.global_range.contains(&global_cidr) {
+                    bail!(
+                        "--global-cidr {global_cidr} is outside --global-range {}: every cluster's global CIDR must be inside the clusterset's global range (the peers would not route to it); fix one of the two",
+                        self.global_range
+                    );
+                }
                 Ok(ClusterNetworks {
+                    global_range: self.global_range,
                     cluster_id: ClusterId::new(id)
                         .with_context(|| format!("--cluster-id {id:?}"))?,
                     global_cidr,
@@ -313,7 +327,9 @@ pub async fn run(args: &ClusterArgs) -> Result<()> {
         applied: None,
         computed: None,
         published: false,
-        publish_failed: None,
+        publish_blocked_until: None,
+        apply_blocked_until: None,
+        peers_left_out: false,
     };
     let mut dirty = true;
     let mut tick = tokio::time::interval(SETTLE);
@@ -329,9 +345,14 @@ pub async fn run(args: &ClusterArgs) -> Result<()> {
                 tracing::info!("every watch has listed");
             }
             Some(()) = events.next() => dirty = true,
-            _ = routes_tick.tick() => apply::resync_routes(follower.applied.as_ref()),
+            _ = routes_tick.tick() => {
+                apply::resync_routes(follower.applied.as_ref());
+                // An unreachable peer may be reachable now; a record not stored is tried again.
+                dirty |= follower.peers_left_out || !follower.published;
+            }
             _ = tick.tick() => {
-                if is_synced && dirty {
+                let now = tokio::time::Instant::now();
+                if is_synced && dirty && follower.apply_blocked_until.is_none_or(|t| now >= t) {
                     dirty = !follower.step(&slices, &records, &gateways).await;
                 }
             }
@@ -353,15 +374,21 @@ struct Follower {
     applied: Option<RuleSet>,
     /// The state last computed (its problems logged once).
     computed: Option<gateway_rules::GatewayState>,
-    /// Whether the stored gateway record is ours.
+    /// Whether this process has stored its gateway record (and, once the watch shows it, that
+    /// the stored one is ours).
     published: bool,
-    /// When publishing last failed: the next attempt waits [`RETRY`].
-    publish_failed: Option<tokio::time::Instant>,
+    /// No publication before this (after a failure, or another gateway of this cluster).
+    publish_blocked_until: Option<tokio::time::Instant>,
+    /// No apply before this (after a failed one).
+    apply_blocked_until: Option<tokio::time::Instant>,
+    /// Whether a peer was left out as unreachable (checked again on the routes' tick).
+    peers_left_out: bool,
 }
 
 impl Follower {
     /// Publishes this gateway's record if needed, computes the state and applies it if it
-    /// changed. Whether everything is done (else the step is tried again after [`RETRY`]).
+    /// changed. Whether the rules are done (else the step is tried again after [`RETRY`]); the
+    /// publication is tried again on its own schedule.
     async fn step(
         &mut self,
         slices: &Store<EndpointSlice>,
@@ -369,7 +396,7 @@ impl Follower {
         gateways: &Store<GatewayRecord>,
     ) -> bool {
         let (slices, records, gateways) = (slices.state(), records.state(), gateways.state());
-        let published = self.publish(&gateways).await;
+        self.publish(&gateways).await;
         let slices: Vec<&EndpointSlice> = slices.iter().map(AsRef::as_ref).collect();
         let records: Vec<&BrokerRecord> = records.iter().map(AsRef::as_ref).collect();
         let gateways: Vec<&GatewayRecord> = gateways.iter().map(AsRef::as_ref).collect();
@@ -385,9 +412,16 @@ impl Follower {
         // A peer whose gateway this node cannot reach directly would make the whole
         // transaction fail: it is left out (and logged) so that the others are served.
         // A peer whose route is in place already was reachable when it was written.
-        let routed = apply::our_routes().unwrap_or_default();
+        let routed = apply::our_routes().unwrap_or_else(|error| {
+            tracing::warn!(
+                error = format!("{error:#}"),
+                "listing our routes failed; checking every peer"
+            );
+            Vec::new()
+        });
+        let peers_before = assembled.state.peers.len();
         assembled.state.peers.retain(|peer| {
-            if routed.contains(&(peer.global_cidr.to_string(), Some(peer.gateway))) {
+            if routed.contains(&(peer.global_cidr, Some(peer.gateway))) {
                 return true;
             }
             match apply::check_direct(peer.gateway, &peer.global_cidr.to_string()) {
@@ -398,8 +432,9 @@ impl Follower {
                 }
             }
         });
+        self.peers_left_out = assembled.state.peers.len() < peers_before;
         if self.computed.as_ref() == Some(&assembled.state) && self.applied.is_some() {
-            return published;
+            return true;
         }
         for skipped in &assembled.skipped {
             tracing::warn!(reason = %skipped, "object left out of the rules");
@@ -413,7 +448,7 @@ impl Follower {
                 tracing::error!(error = %ErrorChain(&error), "the clusterset's state is invalid; keeping the rules in place");
                 self.metrics.applied("failed");
                 self.computed = Some(assembled.state);
-                return published;
+                return true;
             }
         };
         let previous = self.applied.clone();
@@ -444,7 +479,7 @@ impl Follower {
                 self.applied = Some(rules);
                 self.computed = Some(assembled.state);
                 self.metrics.ready.store(true, Ordering::Relaxed);
-                published
+                true
             }
             Ok(Err(error)) => {
                 tracing::error!(
@@ -452,32 +487,45 @@ impl Follower {
                     "applying failed; keeping the last good rules"
                 );
                 self.metrics.applied("failed");
-                tokio::time::sleep(RETRY).await;
+                self.apply_blocked_until = Some(tokio::time::Instant::now() + RETRY);
                 false
             }
             Err(error) => {
                 tracing::error!(error = %error, "the apply task failed; keeping the last good rules");
                 self.metrics.applied("failed");
+                self.apply_blocked_until = Some(tokio::time::Instant::now() + RETRY);
                 false
             }
         }
     }
 
-    /// Publishes this gateway's record unless the stored one is it. Whether it is stored.
-    async fn publish(&mut self, stored: &[Arc<GatewayRecord>]) -> bool {
+    /// Publishes this gateway's record unless the stored one is it.
+    async fn publish(&mut self, stored: &[Arc<GatewayRecord>]) {
         let spec = self.networks.gateway_spec();
-        let ours = stored
+        let stored_spec = stored
             .iter()
-            .any(|record| record.checked_spec(&self.broker_namespace).as_ref() == Ok(&spec));
-        if ours {
-            self.published = true;
-            return true;
+            .filter_map(|record| record.checked_spec(&self.broker_namespace).ok())
+            .find(|s| s.cluster_id == spec.cluster_id);
+        if stored_spec.as_ref() == Some(&spec) {
+            return;
         }
-        if self
-            .publish_failed
-            .is_some_and(|failed| failed.elapsed() < RETRY)
-        {
-            return false;
+        let now = tokio::time::Instant::now();
+        if self.publish_blocked_until.is_some_and(|t| now < t) {
+            return;
+        }
+        if let Some(other) = stored_spec.filter(|_| self.published) {
+            // Ours was stored, and something rewrote it: another gateway of this cluster (two
+            // labelled nodes) or a stale one. Say so, and do not fight it at every change.
+            tracing::error!(
+                cluster = %spec.cluster_id,
+                ours = %spec.gateway_ip,
+                theirs = %other.gateway_ip,
+                theirs_cidr = %other.global_cidr,
+                "this cluster's gateway record was rewritten with another gateway: is another node labelled as this cluster's gateway? Label exactly one; writing ours again in 30 s"
+            );
+            self.publish_blocked_until = Some(now + CONFLICT_BACKOFF);
+            self.published = false;
+            return;
         }
         let record = GatewayRecord::new(&spec, &self.broker_namespace);
         match clusterset_daemon::apply::apply(
@@ -490,17 +538,13 @@ impl Follower {
         .await
         {
             Ok(_) => {
-                if !self.published {
-                    tracing::info!(cluster = %spec.cluster_id, global_cidr = %spec.global_cidr, gateway = %spec.gateway_ip, "gateway record published");
-                }
+                tracing::info!(cluster = %spec.cluster_id, global_cidr = %spec.global_cidr, gateway = %spec.gateway_ip, "gateway record published");
                 self.published = true;
-                self.publish_failed = None;
-                true
+                self.publish_blocked_until = None;
             }
             Err(error) => {
-                self.publish_failed = Some(tokio::time::Instant::now());
+                self.publish_blocked_until = Some(now + RETRY);
                 tracing::error!(error = %ErrorChain(&error), "publishing the gateway record failed; the peers cannot route to this cluster until it is stored");
-                false
             }
         }
     }

@@ -272,18 +272,25 @@ impl AgentWriter for KubeWriter {
                 apply::delete::<EndpointSlice>(local, &key.namespace, name, Precondition::None)
                     .await?;
             }
+            // Not forced: a Service of that name that someone else made since the decision read
+            // the cache keeps its fields (a 409 conflict), and is never taken over.
             Write::ApplyDerivedService(service) => {
                 apply::apply(
                     local,
                     FIELD_MANAGER,
-                    Ownership::Force,
+                    Ownership::Shared,
                     service.as_ref(),
                     CORE,
                 )
                 .await?;
             }
-            Write::DeleteDerivedService { key, name } => {
-                apply::delete::<Service>(local, &key.namespace, name, Precondition::None).await?;
+            Write::DeleteDerivedService { key, name, uid } => {
+                let precondition = if uid.is_empty() {
+                    Precondition::None
+                } else {
+                    Precondition::Uid(uid)
+                };
+                apply::delete::<Service>(local, &key.namespace, name, precondition).await?;
             }
             Write::ApplyServiceExportStatus { key, status } => {
                 apply::apply_status::<ServiceExport>(

@@ -12,9 +12,10 @@
 //! One bad object does not take the others' rules away: an export whose global IP is outside
 //! this cluster's global CIDR, an endpoint outside the pod CIDR (a host-network pod), a record
 //! or gateway record that cannot be read or was written by another cluster's credentials are
-//! left out and reported ([`Skipped`]). What remains is checked by
-//! [`GatewayState::validate`] as a state file is (overlapping peers refuse the whole state,
-//! and the gateway keeps the rules in place).
+//! left out and reported ([`Skipped`]). So are peers a member could use to steer this node's
+//! traffic: a global CIDR outside the clusterset's global range, or one that overlaps this
+//! cluster's networks or an older peer's (the newer record is left out, the others routed).
+//! What remains is checked by [`GatewayState::validate`] as a state file is.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
@@ -38,6 +39,10 @@ use crate::{Backend, Export, GatewayState, Peer};
 pub struct ClusterNetworks {
     /// This cluster's id (the agent's `--cluster-id`).
     pub cluster_id: ClusterId,
+    /// The clusterset's global range: every cluster's global CIDR is inside it (Globalnet's
+    /// `globalnetCIDRRange`, 242.0.0.0/8 by default). A peer that publishes a global CIDR
+    /// outside it is not routed: a member cannot steer this node's traffic to other addresses.
+    pub global_range: Ipv4Net,
     /// This cluster's IPv4 global CIDR (the agent's `--global-cidr`).
     pub global_cidr: Ipv4Net,
     /// This cluster's pod CIDR.
@@ -112,6 +117,34 @@ pub enum Skipped {
     /// A gateway record that cannot be read or was written by another cluster's credentials.
     #[error("{0}")]
     Gateway(GatewayRecordError),
+    /// A peer whose global CIDR is outside the clusterset's global range.
+    #[error(
+        "the gateway record of cluster {cluster} publishes global CIDR {global_cidr}, outside the clusterset's global range {global_range}: it is not routed; fix: give that cluster a global CIDR inside {global_range}, or set --global-range (the same on every gateway)"
+    )]
+    OutsideGlobalRange {
+        /// The peer.
+        cluster: ClusterId,
+        /// Its global CIDR.
+        global_cidr: Ipv4Net,
+        /// The clusterset's global range.
+        global_range: Ipv4Net,
+    },
+    /// A peer whose global CIDR overlaps this cluster's or an older peer's, or whose gateway
+    /// address is inside a global CIDR or this cluster's pod or service CIDR.
+    #[error(
+        "the gateway record of cluster {cluster} ({global_cidr} via {gateway}) conflicts with {other}: it is not routed, the others are; fix: give each cluster its own global CIDR, and its gateway an address outside every global, pod and service CIDR"
+    )]
+    ConflictingPeer {
+        /// The peer left out.
+        cluster: ClusterId,
+        /// Its global CIDR.
+        global_cidr: Ipv4Net,
+        /// Its gateway.
+        gateway: Ipv4Addr,
+        /// What it conflicts with, with the value (`this cluster's global CIDR 242.1.0.0/16`,
+        /// `cluster north's global CIDR 242.3.0.0/16`, `the pod CIDR 10.244.0.0/16`).
+        other: String,
+    },
     /// A peer whose global CIDR or gateway is IPv6: the gateway programs IPv4 only.
     #[error(
         "the gateway of cluster {cluster} publishes {global_cidr} via {gateway_ip}: not IPv4, which is all this gateway routes; the peer is left out"
@@ -189,8 +222,14 @@ pub fn gateway_state(networks: &ClusterNetworks, objects: ClusterObjects<'_>) ->
             },
         );
     }
-    let mut peers = BTreeMap::new();
-    for gateway in objects.gateways {
+    // Older records first (then by cluster id): when two conflict, the newer one is left out.
+    let mut gateways: Vec<&&GatewayRecord> = objects.gateways.iter().collect();
+    gateways.sort_by(|a, b| {
+        (&a.metadata.creation_timestamp, &a.metadata.name)
+            .cmp(&(&b.metadata.creation_timestamp, &b.metadata.name))
+    });
+    let mut peers: BTreeMap<String, Peer> = BTreeMap::new();
+    for gateway in gateways {
         let spec = match gateway.checked_spec(objects.broker_namespace) {
             Ok(spec) => spec,
             Err(error) => {
@@ -203,14 +242,17 @@ pub fn gateway_state(networks: &ClusterNetworks, objects: ClusterObjects<'_>) ->
         }
         match (spec.global_cidr, spec.gateway_ip) {
             (IpNet::V4(global_cidr), IpAddr::V4(gateway)) => {
-                peers.insert(
-                    spec.cluster_id.to_string(),
-                    Peer {
-                        cluster_id: spec.cluster_id.to_string(),
-                        global_cidr,
-                        gateway,
-                    },
-                );
+                let peer = Peer {
+                    cluster_id: spec.cluster_id.to_string(),
+                    global_cidr,
+                    gateway,
+                };
+                match peer_problem(networks, &peer, peers.values()) {
+                    Some(problem) => skipped.push(problem),
+                    None => {
+                        peers.insert(peer.cluster_id.clone(), peer);
+                    }
+                }
             }
             (global_cidr, gateway_ip) => skipped.push(Skipped::NotIpv4 {
                 cluster: spec.cluster_id,
@@ -231,6 +273,65 @@ pub fn gateway_state(networks: &ClusterNetworks, objects: ClusterObjects<'_>) ->
         },
         skipped,
     }
+}
+
+/// Why `peer` must not be routed, if it must not: its global CIDR outside the clusterset's
+/// global range, overlapping this cluster's global, pod or service CIDR or an accepted peer's,
+/// or its gateway inside one of those.
+fn peer_problem<'a>(
+    networks: &ClusterNetworks,
+    peer: &Peer,
+    accepted: impl Iterator<Item = &'a Peer>,
+) -> Option<Skipped> {
+    let cluster = ClusterId::new(&peer.cluster_id).ok()?;
+    if !networks.global_range.contains(&peer.global_cidr) {
+        return Some(Skipped::OutsideGlobalRange {
+            cluster,
+            global_cidr: peer.global_cidr,
+            global_range: networks.global_range,
+        });
+    }
+    let conflict = |other: String| Skipped::ConflictingPeer {
+        cluster: cluster.clone(),
+        global_cidr: peer.global_cidr,
+        gateway: peer.gateway,
+        other,
+    };
+    let overlaps = |a: &Ipv4Net, b: &Ipv4Net| a.contains(&b.network()) || b.contains(&a.network());
+    let mut ours = vec![
+        (
+            format!("this cluster's global CIDR {}", networks.global_cidr),
+            networks.global_cidr,
+        ),
+        (
+            format!("the pod CIDR {}", networks.pod_cidr),
+            networks.pod_cidr,
+        ),
+        (
+            format!("the service CIDR {}", networks.service_cidr),
+            networks.service_cidr,
+        ),
+    ];
+    ours.extend(accepted.map(|p| {
+        (
+            format!("cluster {}'s global CIDR {}", p.cluster_id, p.global_cidr),
+            p.global_cidr,
+        )
+    }));
+    for (what, cidr) in &ours {
+        if overlaps(cidr, &peer.global_cidr) {
+            return Some(conflict(what.clone()));
+        }
+        if cidr.contains(&peer.gateway) {
+            return Some(conflict(format!("{what} (its gateway is inside it)")));
+        }
+    }
+    if peer.global_cidr.contains(&peer.gateway) {
+        return Some(conflict(
+            "its own global CIDR (its gateway is inside it)".to_owned(),
+        ));
+    }
+    None
 }
 
 /// The record, if it is readable, this cluster's, and stored in this cluster's records

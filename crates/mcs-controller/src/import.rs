@@ -16,7 +16,9 @@ use mcs_types::labels::{
     KUBERNETES_SERVICE_NAME_LABEL, SERVICE_NAME_LABEL, SOURCE_CLUSTER_LABEL,
 };
 use mcs_types::v1beta1::ServiceImport;
-use mcs_types::{ClusterStatus, ServiceImportSpec, ServiceImportStatus, ServiceImportType};
+use mcs_types::{
+    ClusterStatus, ServiceImportSpec, ServiceImportStatus, ServiceImportType, ServiceKey,
+};
 
 use crate::merge::MergedService;
 use crate::model::{ExportRecord, InvalidExport, family_of};
@@ -58,6 +60,22 @@ pub fn derived_service_name(import_name: &str) -> String {
         "{DERIVED_SERVICE_PREFIX}{kept}-{:08x}",
         fnv1a(import_name.as_bytes())
     )
+}
+
+/// The import a Service was derived from, if the agent derived it (its managed-by label
+/// [`DERIVED_SERVICE_MANAGED_BY`] and its `multicluster.kubernetes.io/service-name`).
+pub fn derived_from(service: &Service) -> Option<ServiceKey> {
+    let labels = service.metadata.labels.as_ref()?;
+    if labels.get(DERIVED_SERVICE_MANAGED_BY.0).map(String::as_str)
+        != Some(DERIVED_SERVICE_MANAGED_BY.1)
+    {
+        return None;
+    }
+    let name = labels.get(SERVICE_NAME_LABEL)?;
+    Some(ServiceKey::new(
+        service.metadata.namespace.as_deref().unwrap_or_default(),
+        name,
+    ))
 }
 
 /// The Service an importing cluster derives from a `ClusterSetIP` import so that the node's

@@ -81,8 +81,8 @@ pub mod write;
 pub use alloc::{AllocError, IpPool};
 pub use import::{
     DERIVED_SERVICE_MANAGED_BY, DERIVED_SERVICE_PREFIX, ExportConditions, MAX_ENDPOINTS_PER_SLICE,
-    Publication, derived_service_name, desired_derived_service, desired_endpoint_slices,
-    desired_import, export_conditions, import_ready_condition,
+    Publication, derived_from, derived_service_name, desired_derived_service,
+    desired_endpoint_slices, desired_import, export_conditions, import_ready_condition,
 };
 pub use merge::{MergeError, MergedService, merge_exports};
 pub use model::{

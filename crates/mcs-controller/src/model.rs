@@ -286,7 +286,6 @@ impl ExportRecord {
     }
 }
 
-/// The local slices' endpoints, grouped by address family, in a stable order.
 /// Whether an endpoint of an EndpointSlice takes new connections: its `ready` condition, which
 /// an absent value means true (the EndpointSlice API's rule, and kube-proxy's).
 ///
@@ -307,6 +306,7 @@ pub fn endpoint_ready(endpoint: &Endpoint) -> bool {
         .unwrap_or(true)
 }
 
+/// The local slices' endpoints, grouped by address family, in a stable order.
 fn pod_endpoints(slices: &[EndpointSlice]) -> Vec<ExportedEndpoints> {
     let mut by_family: BTreeMap<String, ExportedEndpoints> = BTreeMap::new();
     for slice in slices {

@@ -36,12 +36,15 @@ pub enum Write {
     /// Server-side apply of the Service derived from a ServiceImport
     /// ([`crate::desired_derived_service`]).
     ApplyDerivedService(Box<Service>),
-    /// Deletes the Service derived from a ServiceImport.
+    /// Deletes the Service derived from a ServiceImport: only the object with `uid` (one made
+    /// again under the name since, perhaps a user's, is left alone).
     DeleteDerivedService {
         /// The import it was derived from.
         key: ServiceKey,
         /// The Service's name.
         name: String,
+        /// The uid of the derived Service as observed.
+        uid: String,
     },
     /// Server-side apply of our conditions on a local ServiceExport's status.
     ApplyServiceExportStatus {
@@ -145,7 +148,7 @@ impl Write {
             Self::ApplyDerivedService(service) => {
                 Target::DerivedService(ObjectId::of(service.as_ref()))
             }
-            Self::DeleteDerivedService { key, name } => {
+            Self::DeleteDerivedService { key, name, .. } => {
                 Target::DerivedService(ObjectId::new(&key.namespace, name))
             }
             Self::ApplyServiceExportStatus { key, .. } => {

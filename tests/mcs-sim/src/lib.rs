@@ -713,7 +713,12 @@ impl Simulation {
                         let old = s.services.get(&id);
                         // The API server keeps what it defaulted (the cluster IP) and what
                         // other managers set; ours are the spec fields and labels we send.
-                        let mut stored = old.cloned().unwrap_or_else(|| (**desired).clone());
+                        let mut stored = old.cloned().unwrap_or_else(|| {
+                            let mut new = (**desired).clone();
+                            // The API server's uid of the new object.
+                            new.metadata.uid = Some(format!("uid-{}/{}", id.namespace, id.name));
+                            new
+                        });
                         merge_maps(
                             &mut stored.metadata.labels,
                             desired.metadata.labels.as_ref(),
@@ -737,9 +742,19 @@ impl Simulation {
                             })
                         }
                     }
-                    Write::DeleteDerivedService { key, name } => {
-                        match s.services.remove(&ObjectId::new(&key.namespace, name)) {
-                            Some(o) => Answer::Stored(Box::new(Input::Service(Event::Delete(o)))),
+                    Write::DeleteDerivedService { key, name, uid } => {
+                        let id = ObjectId::new(&key.namespace, name);
+                        match s.services.get(&id) {
+                            // Another object under the name (409 on the uid precondition): done.
+                            Some(o) if o.metadata.uid.as_deref().is_some_and(|u| u != uid) => {
+                                Answer::Unchanged
+                            }
+                            Some(_) => match s.services.remove(&id) {
+                                Some(o) => {
+                                    Answer::Stored(Box::new(Input::Service(Event::Delete(o))))
+                                }
+                                None => Answer::Unchanged,
+                            },
                             None => Answer::Unchanged, // 404 on a delete: done
                         }
                     }

@@ -623,12 +623,35 @@ fn a_service_of_the_derived_name_that_is_not_ours_is_left_alone() {
     assert!(sim.import(1, &web()).is_some(), "web is imported in c1");
     assert_eq!(
         derived(&sim, 1, &web()),
-        Some(user),
+        Some(user.clone()),
         "the user's Service is untouched"
     );
     assert_eq!(sim.clusters[1].writes_of("apply_derived_service"), 0);
+    // Nor does it get the imported endpoints: c1's slices are not labelled as its.
+    for slice in sim.imported_slices(1, &web()) {
+        let labels = slice.metadata.labels.as_ref().unwrap();
+        assert!(
+            !labels.contains_key("kubernetes.io/service-name"),
+            "the user's Service would get the imported endpoints: {labels:?}"
+        );
+    }
     assert!(
         derived(&sim, 0, &web()).is_some(),
         "c0 derives its Service as usual"
     );
+
+    // The user deletes theirs: c1 derives its own, and its slices become that Service's.
+    sim.local_apply(1, Input::Service(Event::Delete(user)));
+    settle(&mut sim);
+    let ours = derived(&sim, 1, &web()).expect("c1's derived Service once the name is free");
+    assert_eq!(
+        ours.spec.unwrap().external_ips,
+        Some(sim.import(1, &web()).unwrap().spec.ips.clone())
+    );
+    for slice in sim.imported_slices(1, &web()) {
+        assert_eq!(
+            slice.metadata.labels.as_ref().unwrap()["kubernetes.io/service-name"],
+            "clusterset-web"
+        );
+    }
 }

@@ -1,4 +1,6 @@
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
 use mcs_controller::broker::{BrokerRecord, GatewayRecord, GatewaySpec};
 use serde_json::json;
 
@@ -10,6 +12,7 @@ const BROKER: &str = "clusterset-broker";
 fn east() -> ClusterNetworks {
     ClusterNetworks {
         cluster_id: ClusterId::new("east").unwrap(),
+        global_range: "242.0.0.0/8".parse().unwrap(),
         global_cidr: "242.1.0.0/16".parse().unwrap(),
         pod_cidr: "10.244.0.0/16".parse().unwrap(),
         service_cidr: "10.96.0.0/12".parse().unwrap(),
@@ -281,19 +284,53 @@ fn a_bad_object_is_left_out_with_its_reason_and_the_others_keep_their_rules() {
 }
 
 #[test]
-fn overlapping_peers_refuse_the_whole_state_naming_both() {
+fn a_peer_that_could_steer_this_node_s_traffic_is_not_routed_and_the_others_are() {
+    let mut older = gateway("west", "242.2.0.0/16", "172.30.0.2");
+    older.metadata.creation_timestamp = Some(Time(Timestamp::from_second(1_800_000_000).unwrap()));
+    let mut newer = gateway("north", "242.2.128.0/17", "172.30.0.3");
+    newer.metadata.creation_timestamp = Some(Time(Timestamp::from_second(1_800_000_100).unwrap()));
     let assembled = assemble(
         &[own("a", "x", "242.1.0.1")],
         &[],
         &[
-            gateway("west", "242.2.0.0/16", "172.30.0.2"),
-            gateway("north", "242.2.128.0/17", "172.30.0.3"),
+            newer,
+            older,
+            // The hub's API server, or any address: outside the clusterset's global range.
+            gateway("south", "10.0.0.1/32", "172.30.0.4"),
+            // Overlapping this cluster's global CIDR, and a gateway inside the pod CIDR.
+            gateway("east2", "242.1.128.0/17", "172.30.0.5"),
+            gateway("west2", "242.5.0.0/16", "10.244.3.3"),
+            gateway("ok", "242.6.0.0/16", "172.30.0.6"),
         ],
     );
-    let error = RuleSet::desired(&assembled.state).unwrap_err().to_string();
+    let reasons: Vec<String> = assembled.skipped.iter().map(ToString::to_string).collect();
+    let expect = [
+        "cluster north (242.2.128.0/17 via 172.30.0.3) conflicts with cluster west's global CIDR 242.2.0.0/16",
+        "cluster south publishes global CIDR 10.0.0.1/32, outside the clusterset's global range 242.0.0.0/8",
+        "cluster east2 (242.1.128.0/17 via 172.30.0.5) conflicts with this cluster's global CIDR 242.1.0.0/16",
+        "cluster west2 (242.5.0.0/16 via 10.244.3.3) conflicts with the pod CIDR 10.244.0.0/16 (its gateway is inside it)",
+    ];
+    for expected in expect {
+        assert!(
+            reasons.iter().any(|r| r.contains(expected)),
+            "no {expected:?} in {reasons:#?}"
+        );
+    }
+    assert_eq!(reasons.len(), expect.len(), "{reasons:#?}");
+    let peers: Vec<&str> = assembled
+        .state
+        .peers
+        .iter()
+        .map(|p| p.cluster_id.as_str())
+        .collect();
+    assert_eq!(
+        peers,
+        ["ok", "west"],
+        "the older of two overlapping peers keeps its route"
+    );
     assert!(
-        error.contains("242.2.0.0/16") && error.contains("242.2.128.0/17"),
-        "{error}"
+        RuleSet::desired(&assembled.state).is_ok(),
+        "what is left is a valid state"
     );
 }
 

@@ -65,23 +65,26 @@ impl AgentCore {
             if self.observed.exports.get(&change.id).is_some() {
                 self.decided.dirty.insert(key_of(&change.id));
             }
-            let derived_from = |service: &Service| {
-                let labels = service.metadata.labels.as_ref()?;
-                (labels
-                    .get(crate::DERIVED_SERVICE_MANAGED_BY.0)
-                    .map(String::as_str)
-                    == Some(crate::DERIVED_SERVICE_MANAGED_BY.1))
-                .then(|| labels.get(SERVICE_NAME_LABEL))
-                .flatten()
-                .map(|name| ServiceKey::new(&change.id.namespace, name))
-            };
-            let imports: Vec<ServiceKey> = change
+            // The import a Service of ours was derived from, and the import whose derived
+            // name it has (a user's Service of that name, gone or made, changes what we may do).
+            let mut imports: Vec<ServiceKey> = change
                 .old
                 .as_ref()
-                .and_then(derived_from)
+                .and_then(crate::derived_from)
                 .into_iter()
-                .chain(change.new.as_ref().and_then(derived_from))
+                .chain(change.new.as_ref().and_then(crate::derived_from))
                 .collect();
+            if let Some(name) = change.id.name.strip_prefix(crate::DERIVED_SERVICE_PREFIX) {
+                let key = ServiceKey::new(&change.id.namespace, name);
+                if self
+                    .observed
+                    .imports
+                    .get(&ObjectId::new(&key.namespace, &key.name))
+                    .is_some()
+                {
+                    imports.push(key);
+                }
+            }
             if imports.is_empty() {
                 continue;
             }

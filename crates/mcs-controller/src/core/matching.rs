@@ -155,8 +155,12 @@ pub fn derived_service_matches(desired: &Service, observed: &Service) -> bool {
     ) && ports(d) == ports(o)
         && d.external_ips == o.external_ips
         && o.selector.as_ref().is_none_or(BTreeMap::is_empty)
+        && d.type_.as_deref().unwrap_or("ClusterIP") == o.type_.as_deref().unwrap_or("ClusterIP")
         && d.session_affinity.as_deref().unwrap_or("None")
             == o.session_affinity.as_deref().unwrap_or("None")
+        // The API server fills in ClientIP's default timeout when none is sent.
+        && (d.session_affinity_config.is_none()
+            || d.session_affinity_config == o.session_affinity_config)
 }
 
 pub(super) fn export_status_matches(

@@ -10,6 +10,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use mcs_types::conditions::{ConditionStatus, DesiredCondition};
+use mcs_types::labels::KUBERNETES_SERVICE_NAME_LABEL;
 use mcs_types::v1beta1::ServiceExport;
 use mcs_types::{ServiceExportStatus, ServiceImportType, ServiceKey};
 
@@ -24,7 +25,7 @@ use crate::cache::ObjectId;
 use crate::write::{Target, Write};
 use crate::{
     ExportConditions, ExportRecord, ExportedService, InvalidExport, LocalExport, MergeError,
-    MergedService, Publication, derived_service_name, desired_derived_service,
+    MergedService, Publication, derived_from, derived_service_name, desired_derived_service,
     desired_endpoint_slices, desired_import, export_conditions, import_ready_condition,
     merge_exports,
 };
@@ -636,14 +637,34 @@ impl AgentCore {
         }
 
         let slices = desired_endpoint_slices(merged);
+        // The slices are the derived Service's only while that name is free or ours: a user's
+        // Service of the derived name must not get the imported endpoints through kube-proxy.
+        let derived_is_ours_or_free = self
+            .observed
+            .services
+            .get(&ObjectId::new(
+                &key.namespace,
+                &derived_service_name(&key.name),
+            ))
+            .is_none_or(|s| derived_from(s).is_some());
         let mut wanted = BTreeSet::new();
-        for slice in slices {
+        for mut slice in slices {
             let name = slice.metadata.name.clone().unwrap_or_default();
+            if !derived_is_ours_or_free && let Some(labels) = slice.metadata.labels.as_mut() {
+                labels.remove(KUBERNETES_SERVICE_NAME_LABEL);
+            }
             let stored = self
                 .observed
                 .imported_slices
                 .get(&ObjectId::new(&key.namespace, &name));
-            if stored.is_none_or(|s| !slice_matches(&slice, s)) {
+            let stray_label = |s: &EndpointSlice| {
+                !derived_is_ours_or_free
+                    && s.metadata
+                        .labels
+                        .as_ref()
+                        .is_some_and(|l| l.contains_key(KUBERNETES_SERVICE_NAME_LABEL))
+            };
+            if stored.is_none_or(|s| !slice_matches(&slice, s) || stray_label(s)) {
                 self.emit(out, Write::ApplyEndpointSlice(Box::new(slice)), holding);
             }
             wanted.insert(name);
@@ -685,7 +706,7 @@ impl AgentCore {
             .observed
             .services
             .get(&ObjectId::new(&key.namespace, &name));
-        let ours = stored.is_some_and(is_derived_service);
+        let ours = stored.and_then(derived_from).is_some();
         if stored.is_some() && !ours {
             self.problems.push(format!(
                 "Service {}/{name} exists and was not derived by clusterset: the import {}/{} gets no Service, so kube-proxy does not serve its clusterset IP; rename or delete that Service",
@@ -697,14 +718,20 @@ impl AgentCore {
             Some(desired) if stored.is_none_or(|s| !derived_service_matches(&desired, s)) => {
                 self.emit(out, Write::ApplyDerivedService(Box::new(desired)), holding);
             }
-            None if ours => self.emit(
-                out,
-                Write::DeleteDerivedService {
-                    key: key.clone(),
-                    name,
-                },
-                holding,
-            ),
+            None if ours => {
+                let uid = stored
+                    .and_then(|s| s.metadata.uid.clone())
+                    .unwrap_or_default();
+                self.emit(
+                    out,
+                    Write::DeleteDerivedService {
+                        key: key.clone(),
+                        name,
+                        uid,
+                    },
+                    holding,
+                );
+            }
             _ => {}
         }
     }
@@ -752,15 +779,4 @@ fn overlay_written(list: &mut Vec<Condition>, written: &[Condition]) {
             None => list.push(condition.clone()),
         }
     }
-}
-
-/// Whether a Service is one the agent derived from an import (its managed-by label).
-fn is_derived_service(service: &Service) -> bool {
-    service
-        .metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(crate::DERIVED_SERVICE_MANAGED_BY.0))
-        .map(String::as_str)
-        == Some(crate::DERIVED_SERVICE_MANAGED_BY.1)
 }
