@@ -259,10 +259,9 @@ where
     (store, stream)
 }
 
-/// Runs the gateway from the API servers until SIGTERM (the rules stay in place).
-pub async fn run(args: &ClusterArgs) -> Result<()> {
-    let networks = args.networks()?;
-    let broker_kubeconfig = args.broker_kubeconfig.as_deref();
+/// Clients of the member cluster (`--kubeconfig`, `--context`) and of the hub
+/// (`--broker-kubeconfig`, `--broker-context`), by kubectl's rules.
+async fn clients(args: &ClusterArgs) -> Result<(Client, Client)> {
     let local = args
         .cluster
         .connect()
@@ -270,7 +269,7 @@ pub async fn run(args: &ClusterArgs) -> Result<()> {
         .context("cannot reach the member cluster")?
         .client;
     let hub = kubeconfig::connect(
-        broker_kubeconfig,
+        args.broker_kubeconfig.as_deref(),
         args.broker_context.as_deref(),
         &FlagNames {
             kubeconfig: "--broker-kubeconfig",
@@ -280,6 +279,13 @@ pub async fn run(args: &ClusterArgs) -> Result<()> {
     .await
     .context("cannot reach the hub cluster")?
     .client;
+    Ok((local, hub))
+}
+
+/// Runs the gateway from the API servers until SIGTERM (the rules stay in place).
+pub async fn run(args: &ClusterArgs) -> Result<()> {
+    let networks = args.networks()?;
+    let (local, hub) = clients(args).await?;
     let metrics = Arc::new(Metrics::new());
     let (bound, _server) = Endpoints::new(metrics.clone(), metrics.clone())
         .listen(args.http_listen)
@@ -409,30 +415,7 @@ impl Follower {
                 gateways: &gateways,
             },
         );
-        // A peer whose gateway this node cannot reach directly would make the whole
-        // transaction fail: it is left out (and logged) so that the others are served.
-        // A peer whose route is in place already was reachable when it was written.
-        let routed = apply::our_routes().unwrap_or_else(|error| {
-            tracing::warn!(
-                error = format!("{error:#}"),
-                "listing our routes failed; checking every peer"
-            );
-            Vec::new()
-        });
-        let peers_before = assembled.state.peers.len();
-        assembled.state.peers.retain(|peer| {
-            if routed.contains(&(peer.global_cidr, Some(peer.gateway))) {
-                return true;
-            }
-            match apply::check_direct(peer.gateway, &peer.global_cidr.to_string()) {
-                Ok(()) => true,
-                Err(error) => {
-                    tracing::error!(peer = %peer.cluster_id, error = format!("{error:#}"), "peer left out");
-                    false
-                }
-            }
-        });
-        self.peers_left_out = assembled.state.peers.len() < peers_before;
+        self.peers_left_out = keep_reachable_peers(&mut assembled.state.peers);
         if self.computed.as_ref() == Some(&assembled.state) && self.applied.is_some() {
             return true;
         }
@@ -548,4 +531,31 @@ impl Follower {
             }
         }
     }
+}
+
+/// Leaves out the peers whose gateway this node cannot reach directly (they would make the
+/// whole transaction fail), logging each, so that the others are served; a peer whose route is
+/// in place already was reachable when it was written. Whether any was left out.
+fn keep_reachable_peers(peers: &mut Vec<gateway_rules::Peer>) -> bool {
+    let routed = apply::our_routes().unwrap_or_else(|error| {
+        tracing::warn!(
+            error = format!("{error:#}"),
+            "listing our routes failed; checking every peer"
+        );
+        Vec::new()
+    });
+    let before = peers.len();
+    peers.retain(|peer| {
+        if routed.contains(&(peer.global_cidr, Some(peer.gateway))) {
+            return true;
+        }
+        match apply::check_direct(peer.gateway, &peer.global_cidr.to_string()) {
+            Ok(()) => true,
+            Err(error) => {
+                tracing::error!(peer = %peer.cluster_id, error = format!("{error:#}"), "peer left out");
+                false
+            }
+        }
+    });
+    peers.len() < before
 }

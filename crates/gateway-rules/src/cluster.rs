@@ -175,6 +175,28 @@ pub struct Assembled {
 /// in.
 pub fn gateway_state(networks: &ClusterNetworks, objects: ClusterObjects<'_>) -> Assembled {
     let mut skipped = Vec::new();
+    let exports = exports(networks, objects, &mut skipped);
+    let peers = peers(networks, objects, &mut skipped);
+    Assembled {
+        state: GatewayState {
+            cluster_id: networks.cluster_id.to_string(),
+            global_cidr: networks.global_cidr,
+            pod_cidr: networks.pod_cidr,
+            service_cidr: networks.service_cidr,
+            egress_ips: networks.egress_ips.clone(),
+            exports,
+            peers,
+        },
+        skipped,
+    }
+}
+
+/// This cluster's exports, from its records and its Services' slices, by namespace and name.
+fn exports(
+    networks: &ClusterNetworks,
+    objects: ClusterObjects<'_>,
+    skipped: &mut Vec<Skipped>,
+) -> Vec<Export> {
     let backends = ready_endpoints(objects.local_slices);
     let mut exports = BTreeMap::new();
     for broker_record in objects.own_records {
@@ -222,6 +244,15 @@ pub fn gateway_state(networks: &ClusterNetworks, objects: ClusterObjects<'_>) ->
             },
         );
     }
+    exports.into_values().collect()
+}
+
+/// The peers to route, from every cluster's gateway record, by cluster id.
+fn peers(
+    networks: &ClusterNetworks,
+    objects: ClusterObjects<'_>,
+    skipped: &mut Vec<Skipped>,
+) -> Vec<Peer> {
     // Older records first (then by cluster id): when two conflict, the newer one is left out.
     let mut gateways: Vec<&&GatewayRecord> = objects.gateways.iter().collect();
     gateways.sort_by(|a, b| {
@@ -261,18 +292,7 @@ pub fn gateway_state(networks: &ClusterNetworks, objects: ClusterObjects<'_>) ->
             }),
         }
     }
-    Assembled {
-        state: GatewayState {
-            cluster_id: networks.cluster_id.to_string(),
-            global_cidr: networks.global_cidr,
-            pod_cidr: networks.pod_cidr,
-            service_cidr: networks.service_cidr,
-            egress_ips: networks.egress_ips.clone(),
-            exports: exports.into_values().collect(),
-            peers: peers.into_values().collect(),
-        },
-        skipped,
-    }
+    peers.into_values().collect()
 }
 
 /// Why `peer` must not be routed, if it must not: its global CIDR outside the clusterset's

@@ -636,6 +636,19 @@ impl AgentCore {
             );
         }
 
+        self.write_slices(key, merged, holding, out);
+        self.write_derived_service(key, desired_derived_service(merged, &ips), holding, out);
+    }
+
+    /// Writes the import's EndpointSlices that differ from the stored ones and deletes the
+    /// stored ones no longer wanted.
+    fn write_slices(
+        &mut self,
+        key: &ServiceKey,
+        merged: &MergedService,
+        holding: bool,
+        out: &mut Output,
+    ) {
         let slices = desired_endpoint_slices(merged);
         // The slices are the derived Service's only while that name is free or ours: a user's
         // Service of the derived name must not get the imported endpoints through kube-proxy.
@@ -688,7 +701,6 @@ impl AgentCore {
                 holding,
             );
         }
-        self.write_derived_service(key, desired_derived_service(merged, &ips), holding, out);
     }
 
     /// Writes the Service derived from the import of `key` (or deletes ours when none is
