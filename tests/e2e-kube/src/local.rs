@@ -625,6 +625,21 @@ impl LocalCluster {
     /// manager's ServiceAccount and token controllers run). Fails at once, with the log, when
     /// one of the controllers exited.
     async fn settled(&self, client: &kube::Client) -> anyhow::Result<()> {
+        self.settled_since(client, None).await
+    }
+
+    /// [`Self::settled`], with the node's Lease renewed after `started` (when the controllers
+    /// were restarted), so that the check proves the new kwok runs: a kwok started against an
+    /// API server that has just come back sometimes never renews (its log ends at "Watch
+    /// nodes"), and then no pod of the cluster ever starts or goes. Without a renewal 30 s after
+    /// a start, the controllers are restarted again.
+    async fn settled_since(
+        &self,
+        client: &kube::Client,
+        started: Option<k8s_openapi::jiff::Timestamp>,
+    ) -> anyhow::Result<()> {
+        let mut started = started;
+        let mut restarted_at = std::time::Instant::now();
         let name = &self.name;
         let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
         let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
@@ -647,9 +662,24 @@ impl LocalCluster {
                 .await
                 .ok()
                 .flatten()
-                .is_some_and(|l| l.spec.and_then(|s| s.renew_time).is_some());
+                .and_then(|l| l.spec.and_then(|s| s.renew_time))
+                .is_some_and(|renewed| started.is_none_or(|since| renewed.0 > since));
             if node_ready && account && lease {
                 return Ok(());
+            }
+            if let Some(since) = started
+                && !lease
+                && restarted_at.elapsed() > Duration::from_secs(30)
+            {
+                eprintln!(
+                    "{name}: kwok has not renewed the node's Lease since the controllers restarted at {since}; restarting them again"
+                );
+                started = Some(k8s_openapi::jiff::Timestamp::now());
+                restarted_at = std::time::Instant::now();
+                for process in self.controllers.lock().await.iter_mut() {
+                    process.stop().await?;
+                    process.start()?;
+                }
             }
             if std::time::Instant::now() > deadline {
                 let logs: Vec<String> = self
@@ -739,11 +769,13 @@ impl LocalCluster {
         )
         .await?;
         drop(apiserver);
+        // kwok renews the node's Lease after this (the same machine's clock).
+        let restarted = k8s_openapi::jiff::Timestamp::now();
         for process in self.controllers.lock().await.iter_mut() {
             process.stop().await?;
             process.start()?;
         }
-        self.settled(&client).await
+        self.settled_since(&client, Some(restarted)).await
     }
 
     /// Restarts the API server.
