@@ -629,10 +629,10 @@ impl LocalCluster {
     }
 
     /// [`Self::settled`], with the node's Lease renewed after `started` (when the controllers
-    /// were restarted), so that the check proves the new kwok runs: a kwok started against an
-    /// API server that has just come back sometimes never renews (its log ends at "Watch
-    /// nodes"), and then no pod of the cluster ever starts or goes. Without a renewal 30 s after
-    /// a start, the controllers are restarted again.
+    /// were restarted), so that the check proves the new kwok runs (the old renewal counted
+    /// before, and a kwok that never took the node over went unnoticed: no pod of the cluster
+    /// started or went, and every later scenario failed). Without a renewal 30 s after a start,
+    /// the controllers are restarted again ([`Self::restart_controllers`]).
     async fn settled_since(
         &self,
         client: &kube::Client,
@@ -676,10 +676,7 @@ impl LocalCluster {
                 );
                 started = Some(k8s_openapi::jiff::Timestamp::now());
                 restarted_at = std::time::Instant::now();
-                for process in self.controllers.lock().await.iter_mut() {
-                    process.stop().await?;
-                    process.start()?;
-                }
+                self.restart_controllers(client).await?;
             }
             if std::time::Instant::now() > deadline {
                 let logs: Vec<String> = self
@@ -771,11 +768,33 @@ impl LocalCluster {
         drop(apiserver);
         // kwok renews the node's Lease after this (the same machine's clock).
         let restarted = k8s_openapi::jiff::Timestamp::now();
-        for process in self.controllers.lock().await.iter_mut() {
+        self.restart_controllers(&client).await?;
+        self.settled_since(&client, Some(restarted)).await
+    }
+
+    /// Stops the controller manager, the scheduler and kwok, deletes the node's Lease and
+    /// starts them again. The Lease names the stopped kwok as its holder: a new kwok process
+    /// (another holder identity) that finds it at start leaves the node alone for good (seen:
+    /// its log ends at `Watch nodes`, the Lease is never renewed again, no pod starts or goes),
+    /// whereas without a Lease it creates one at once, as on the cluster's first start.
+    async fn restart_controllers(&self, client: &kube::Client) -> anyhow::Result<()> {
+        let mut controllers = self.controllers.lock().await;
+        for process in controllers.iter_mut() {
             process.stop().await?;
+        }
+        let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+            Api::namespaced(client.clone(), "kube-node-lease");
+        match leases.delete(NODE, &Default::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(error) => {
+                return Err(error).context("deleting the node's Lease before kwok's restart");
+            }
+        }
+        for process in controllers.iter_mut() {
             process.start()?;
         }
-        self.settled_since(&client, Some(restarted)).await
+        Ok(())
     }
 
     /// Restarts the API server.
