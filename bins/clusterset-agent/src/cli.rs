@@ -285,12 +285,6 @@ pub fn crd_yaml() -> anyhow::Result<String> {
     Ok(out)
 }
 
-/// The flags of the hub cluster, which its connection errors name.
-const HUB_FLAGS: FlagNames = FlagNames {
-    kubeconfig: "--broker-kubeconfig",
-    context: "--broker-context",
-};
-
 /// Clients of the member cluster (`--kubeconfig`, `--context`) and of the hub
 /// (`--broker-kubeconfig`, `--broker-context`), both by kubectl's rules.
 async fn clients(args: &RunArgs) -> anyhow::Result<(kube::Client, kube::Client)> {
@@ -302,7 +296,7 @@ async fn clients(args: &RunArgs) -> anyhow::Result<(kube::Client, kube::Client)>
     let broker = kubeconfig::connect(
         Some(&args.broker_kubeconfig),
         args.broker_context.as_deref(),
-        &HUB_FLAGS,
+        &FlagNames::BROKER,
     )
     .await
     .context("cannot reach the hub cluster")?;

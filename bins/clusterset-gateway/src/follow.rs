@@ -271,10 +271,7 @@ async fn clients(args: &ClusterArgs) -> Result<(Client, Client)> {
     let hub = kubeconfig::connect(
         args.broker_kubeconfig.as_deref(),
         args.broker_context.as_deref(),
-        &FlagNames {
-            kubeconfig: "--broker-kubeconfig",
-            context: "--broker-context",
-        },
+        &FlagNames::BROKER,
     )
     .await
     .context("cannot reach the hub cluster")?

@@ -99,6 +99,13 @@ impl FlagNames {
         kubeconfig: "--kubeconfig",
         context: "--context",
     };
+
+    /// `--broker-kubeconfig` and `--broker-context`: the hub cluster's flags of the agent and
+    /// the gateway.
+    pub const BROKER: Self = Self {
+        kubeconfig: "--broker-kubeconfig",
+        context: "--broker-context",
+    };
 }
 
 /// Why the cluster cannot be reached: each says which file and what to do.

@@ -276,6 +276,31 @@ impl Run {
         Ok(())
     }
 
+    /// The Secret `clusterset-broker` in `namespace` of `cluster`, as docs/clusterset-agent.md
+    /// says: a kubeconfig with a token of the hub's `agent-<id>` and the hub's CA embedded.
+    async fn broker_secret(
+        &self,
+        cluster: &Cluster,
+        id: &str,
+        namespace: &str,
+    ) -> anyhow::Result<()> {
+        let broker = self
+            .east
+            .service_account_kubeconfig(
+                crate::BROKER_NAMESPACE,
+                &format!("agent-{id}"),
+                self.dir.path(),
+            )
+            .await?;
+        cluster
+            .apply(&json!({
+                "apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": BROKER_SECRET, "namespace": namespace},
+                "data": {"kubeconfig": base64(&embedded_ca(&broker)?)?},
+            }))
+            .await
+    }
+
     /// `helm install` of the agent chart into cluster `id` with the values a user gives:
     /// cluster id, CIDRs as the harness's agents have them (`242.<n>.0.0/16` global,
     /// `243.<n>.0.0/16` clusterset), Lighthouse names (which the operator resolves), and the
@@ -285,20 +310,7 @@ impl Run {
         let namespace = self.agent_namespace.clone();
         crate::create_namespace(&[&cluster], &namespace).await?;
         self.releases.push((id.to_owned(), namespace.clone()));
-        let broker = self
-            .east
-            .service_account_kubeconfig(
-                crate::BROKER_NAMESPACE,
-                &format!("agent-{id}"),
-                self.dir.path(),
-            )
-            .await?;
-        let secret = json!({
-            "apiVersion": "v1", "kind": "Secret",
-            "metadata": {"name": BROKER_SECRET, "namespace": namespace},
-            "data": {"kubeconfig": base64(&embedded_ca(&broker)?)?},
-        });
-        cluster.apply(&secret).await?;
+        self.broker_secret(&cluster, id, &namespace).await?;
         let mut values = json!({
             "clusterId": id,
             "globalCidrs": [format!("242.{n}.0.0/16")],
@@ -581,21 +593,7 @@ impl Run {
         let namespace = self.gateway_namespace.clone();
         crate::create_namespace(&[&cluster], &namespace).await?;
         self.releases.push((id.to_owned(), namespace.clone()));
-        let broker = self
-            .east
-            .service_account_kubeconfig(
-                crate::BROKER_NAMESPACE,
-                &format!("agent-{id}"),
-                self.dir.path(),
-            )
-            .await?;
-        cluster
-            .apply(&json!({
-                "apiVersion": "v1", "kind": "Secret",
-                "metadata": {"name": BROKER_SECRET, "namespace": namespace},
-                "data": {"kubeconfig": base64(&embedded_ca(&broker)?)?},
-            }))
-            .await?;
+        self.broker_secret(&cluster, id, &namespace).await?;
         if self.pods {
             cluster
                 .apply(&json!({

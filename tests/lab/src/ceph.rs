@@ -679,11 +679,9 @@ impl CephSite {
             .await
     }
 
-    /// The arguments the plan gives `osd.ID`, `$(ROOK_POD_IP)` replaced by its pod IP; without
-    /// MCS (the plan gives none) `--public-addr <pod IP>`.
-    pub async fn osd_args(&self, id: u32) -> Result<Vec<String>, LabError> {
-        let slot = self
-            .osds
+    /// The slot of `osd.ID` (its pod and global addresses), or the error naming it.
+    async fn osd_slot(&self, id: u32) -> Result<OsdSlot, LabError> {
+        self.osds
             .lock()
             .await
             .get(&id)
@@ -691,7 +689,13 @@ impl CephSite {
             .ok_or_else(|| LabError::Step {
                 step: format!("osd.{id}"),
                 source: "no such OSD in the site".into(),
-            })?;
+            })
+    }
+
+    /// The arguments the plan gives `osd.ID`, `$(ROOK_POD_IP)` replaced by its pod IP; without
+    /// MCS (the plan gives none) `--public-addr <pod IP>`.
+    pub async fn osd_args(&self, id: u32) -> Result<Vec<String>, LabError> {
+        let slot = self.osd_slot(id).await?;
         let plan = self.plan().await?;
         Ok(match plan.daemon_args(&Daemon::Osd(id)) {
             Some(args) => args
@@ -744,16 +748,7 @@ impl CephSite {
         id: u32,
         new_pod: Ipv4Addr,
     ) -> Result<OsdPodMove, LabError> {
-        let slot = self
-            .osds
-            .lock()
-            .await
-            .get(&id)
-            .copied()
-            .ok_or_else(|| LabError::Step {
-                step: format!("osd.{id}"),
-                source: "no such OSD in the site".into(),
-            })?;
+        let slot = self.osd_slot(id).await?;
         let Some(IpAddr::V4(global)) = slot.global else {
             return Err(LabError::Step {
                 step: format!("moving osd.{id} to a new pod"),

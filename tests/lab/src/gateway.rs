@@ -198,21 +198,29 @@ pub fn desired_elements(rules: &RuleSet) -> BTreeMap<String, Vec<String>> {
         .collect()
 }
 
+/// `nft -j list table ip clusterset_gw` in `gateway_netns`; `None` when the table is gone (or
+/// was never there), which is not an error. Anything else is.
+async fn listed_table(gateway_netns: &str) -> Result<Option<String>, LabError> {
+    match run(
+        Some(gateway_netns),
+        &["nft", "-j", "list", "table", "ip", TABLE],
+    )
+    .await
+    {
+        Ok(text) => Ok(Some(text)),
+        Err(error) if table_missing(&error) => Ok(None),
+        Err(error) => Err(error),
+    }
+}
+
 /// What the gateway in namespace `gateway_netns` has programmed: the elements of every set and
 /// map of its table, read from `nft -j`, sorted, by set name; `None` when the table does not
 /// exist.
 pub async fn programmed_elements(
     gateway_netns: &str,
 ) -> Result<Option<BTreeMap<String, Vec<String>>>, LabError> {
-    let listed = run(
-        Some(gateway_netns),
-        &["nft", "-j", "list", "table", "ip", TABLE],
-    )
-    .await;
-    let text = match listed {
-        Ok(text) => text,
-        Err(error) if table_missing(&error) => return Ok(None),
-        Err(error) => return Err(error),
+    let Some(text) = listed_table(gateway_netns).await? else {
+        return Ok(None);
     };
     let unreadable = |detail: String| LabError::Step {
         step: format!("reading `nft -j list table ip {TABLE}` in {gateway_netns}"),
@@ -282,16 +290,8 @@ impl TableStructure {
 /// The structure of the table `ip clusterset_gw` in `gateway_netns` ([`TableStructure`]);
 /// `None` when the table does not exist.
 pub async fn table_structure(gateway_netns: &str) -> Result<Option<TableStructure>, LabError> {
-    let listed = run(
-        Some(gateway_netns),
-        &["nft", "-j", "list", "table", "ip", TABLE],
-    )
-    .await;
-    let text = match listed {
-        Ok(text) => text,
-        // Gone (or never there): not an error. Anything else is.
-        Err(error) if table_missing(&error) => return Ok(None),
-        Err(error) => return Err(error),
+    let Some(text) = listed_table(gateway_netns).await? else {
+        return Ok(None);
     };
     structure_of(&text)
         .map(Some)
