@@ -735,20 +735,26 @@ impl LocalCluster {
         Ok(client.apiserver_version().await?.git_version)
     }
 
-    /// Stops the API server (SIGTERM, as a control-plane node going down); the rest of the
-    /// cluster goes on, retrying.
+    /// Stops the API server (SIGTERM, as a control-plane node going down), and with it the
+    /// controller manager and the scheduler: in a real control plane they run with leader
+    /// election, cannot renew their Lease while the API server is away, and exit (the kubelet
+    /// starts them again, and they crash until it is back). Left running, the controller
+    /// manager acted on its stale view in the second after the API server returned: it marked
+    /// the node `Unknown` (its Lease had not been renewed during the outage) and tainted it, and
+    /// kwok, which reports a node Ready again only in its 10-minute heartbeat, left it so for 8
+    /// minutes (no pod was scheduled or started; seen in CI after the hub's 60 s outage). kwok
+    /// goes on, retrying, as a kubelet does.
     pub async fn stop_apiserver(&self) -> anyhow::Result<()> {
-        self.apiserver.lock().await.stop().await
+        self.apiserver.lock().await.stop().await?;
+        self.stop_control_loops().await
     }
 
     /// Starts the API server again, with the same flags and port, and waits for `/readyz`;
-    /// then restarts the controller manager, the scheduler and kwok and waits until the
-    /// cluster is settled again, as a real control plane comes back from an outage: there the
-    /// controller manager and the scheduler run with leader election, cannot renew their Lease
-    /// during the outage, exit, and are restarted by the kubelet with fresh informers. The suite
-    /// runs them without leader election, and left running they came back with stale caches
-    /// (ReplicaSets scaled 20-40 s late, EndpointSlices left "informer cache is out of date"),
-    /// which the next scenario would have paid for.
+    /// then starts the controller manager and the scheduler (stopped with the API server) and
+    /// waits until the cluster is settled again, as a real control plane comes back from an
+    /// outage: there the kubelet starts them again with fresh informers. (Left running through
+    /// the outage they also came back with stale caches: ReplicaSets scaled 20-40 s late,
+    /// EndpointSlices left "informer cache is out of date".)
     pub async fn start_apiserver(&self) -> anyhow::Result<()> {
         let client = crate::kubeconfig_client(&self.kubeconfig).await?;
         let mut apiserver = self.apiserver.lock().await;
@@ -777,12 +783,21 @@ impl LocalCluster {
     /// process (another holder identity for the node's Lease) sometimes never took the node over
     /// (its log ended at `Watch nodes`, no pod started or went, every later scenario failed).
     async fn restart_controllers(&self, _client: &kube::Client) -> anyhow::Result<()> {
+        self.stop_control_loops().await?;
         for process in self.controllers.lock().await.iter_mut() {
-            if process.name.ends_with(" kwok") {
-                continue;
+            if !process.name.ends_with(" kwok") {
+                process.start()?;
             }
-            process.stop().await?;
-            process.start()?;
+        }
+        Ok(())
+    }
+
+    /// Stops the controller manager and the scheduler (not kwok, the cluster's kubelet).
+    async fn stop_control_loops(&self) -> anyhow::Result<()> {
+        for process in self.controllers.lock().await.iter_mut() {
+            if !process.name.ends_with(" kwok") {
+                process.stop().await?;
+            }
         }
         Ok(())
     }
