@@ -27,6 +27,7 @@ use anyhow::{Context, bail};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::runtime::watcher;
 use mcs_types::v1beta1::{ServiceExport, ServiceImport};
@@ -93,6 +94,88 @@ pub struct ExportsReport {
     pub idle: Duration,
     /// The agents' resources at the end (east, west).
     pub agents: [Resources; 2],
+    /// What a watch on east's ServiceExports saw of the bulk's statuses, up to when the
+    /// agents' writes were counted.
+    pub export_statuses: StatusHistory,
+}
+
+/// What a watch saw of the statuses of a set of ServiceExports: how often each one's status
+/// changed, and how often a condition got a new `lastTransitionTime` while its status stayed
+/// (the Kubernetes condition convention forbids that: a rewrite of the same status).
+#[derive(Debug, Default, Clone)]
+pub struct StatusHistory {
+    /// Per export, the number of events that changed its status (the first status included).
+    pub changes: BTreeMap<String, u32>,
+    /// Conditions seen with a new `lastTransitionTime` and the same status, per export.
+    pub transition_rewrites: BTreeMap<String, u32>,
+}
+
+impl StatusHistory {
+    /// Status changes of all the exports.
+    pub fn total_changes(&self) -> u32 {
+        self.changes.values().sum()
+    }
+
+    /// Conditions rewritten with a new `lastTransitionTime` and the same status, in all.
+    pub fn total_transition_rewrites(&self) -> u32 {
+        self.transition_rewrites.values().sum()
+    }
+
+    /// How many exports had each number of status changes (`{1: 3, 2: 197}`).
+    pub fn distribution(&self) -> BTreeMap<u32, u32> {
+        let mut counts = BTreeMap::new();
+        for changes in self.changes.values() {
+            *counts.entry(*changes).or_insert(0) += 1;
+        }
+        counts
+    }
+
+    /// Takes in one observed object's status conditions, after `previous` (the export's
+    /// conditions seen last, if any).
+    fn observe(&mut self, name: &str, previous: Option<&[Condition]>, now: &[Condition]) {
+        if previous.is_none_or(|p| p != now) && !(previous.is_none() && now.is_empty()) {
+            *self.changes.entry(name.to_owned()).or_insert(0) += 1;
+        }
+        let Some(previous) = previous else { return };
+        for condition in now {
+            let rewritten = previous.iter().any(|p| {
+                p.type_ == condition.type_
+                    && p.status == condition.status
+                    && p.last_transition_time != condition.last_transition_time
+            });
+            if rewritten {
+                *self.transition_rewrites.entry(name.to_owned()).or_insert(0) += 1;
+            }
+        }
+    }
+}
+
+/// Watches the ServiceExports of `api` and records their status history until aborted.
+fn watch_statuses(
+    api: Api<ServiceExport>,
+) -> (Arc<Mutex<StatusHistory>>, tokio::task::JoinHandle<()>) {
+    let history: Arc<Mutex<StatusHistory>> = Arc::default();
+    let shared = Arc::clone(&history);
+    let task = tokio::spawn(async move {
+        let mut last: BTreeMap<String, Vec<Condition>> = BTreeMap::new();
+        let mut events = std::pin::pin!(watcher(api, watcher::Config::default()));
+        while let Some(event) = events.next().await {
+            let export = match event {
+                Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => o,
+                _ => continue,
+            };
+            let Some(name) = export.metadata.name.clone() else {
+                continue;
+            };
+            let conditions = export.status.map(|s| s.conditions).unwrap_or_default();
+            shared
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .observe(&name, last.get(&name).map(Vec::as_slice), &conditions);
+            last.insert(name, conditions);
+        }
+    });
+    (history, task)
 }
 
 /// When each watched object was first seen meeting a condition: `Apply` events of a watcher,
@@ -575,6 +658,8 @@ pub async fn exports_run(
     let imports: Api<ServiceImport> = Api::namespaced(west.client.clone(), &namespace);
     let (imported, imported_task) =
         stamp_when(imports, |i: &ServiceImport| i.metadata.name.clone());
+    let (statuses, statuses_task) =
+        watch_statuses(Api::namespaced(east.client.clone(), &namespace));
     let before = agents_writes(world).await?;
     let started = Instant::now();
     futures::stream::iter((0..exports).map(|i| format!("bulk-{i}")))
@@ -601,6 +686,12 @@ pub async fn exports_run(
     let quiet = settle(world, Duration::from_secs(3), limit).await?;
     println!("the agents were quiet again {quiet:.1?} later");
     let agent_writes = agents_writes_since(world, &before).await?;
+    // The statuses the watch saw up to now (it has caught up: the agents were quiet for 3 s).
+    statuses_task.abort();
+    let export_statuses = statuses
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
 
     let mut single_times = Vec::new();
     for i in 0..singles {
@@ -634,6 +725,7 @@ pub async fn exports_run(
             world.agents[0].daemon.resources()?,
             world.agents[1].daemon.resources()?,
         ],
+        export_statuses,
     })
 }
 
@@ -752,6 +844,12 @@ pub fn print_exports(report: &ExportsReport) {
         per_export(&r.agent_writes[1], r.exports)
     );
     println!(
+        "export statuses seen by a watch: {} changes ({:?} exports by number of changes), {} conditions rewritten with a new lastTransitionTime and the same status",
+        r.export_statuses.total_changes(),
+        r.export_statuses.distribution(),
+        r.export_statuses.total_transition_rewrites()
+    );
+    println!(
         "{} single exports, create -> imported in west: p50 {:.1?}, p99 {:.1?}",
         r.singles.len(),
         quantile(&r.singles, 0.5),
@@ -768,4 +866,42 @@ pub fn print_exports(report: &ExportsReport) {
         "writes in {:?} idle (both agents): {}",
         r.idle, r.idle_writes
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use k8s_openapi::jiff::Timestamp;
+
+    fn condition(type_: &str, status: &str, at: i64) -> Condition {
+        Condition {
+            type_: type_.into(),
+            status: status.into(),
+            reason: String::new(),
+            message: String::new(),
+            observed_generation: None,
+            last_transition_time: Time(Timestamp::from_second(at).unwrap()),
+        }
+    }
+
+    #[test]
+    fn status_history_counts_changes_and_rewrites_of_the_same_status() {
+        let mut history = StatusHistory::default();
+        let pending = [condition("Valid", "True", 1), condition("Ready", "False", 1)];
+        let ready = [condition("Valid", "True", 1), condition("Ready", "True", 2)];
+        // Ready rewritten with a new time and the same status.
+        let rewritten = [condition("Valid", "True", 1), condition("Ready", "True", 3)];
+        history.observe("web", None, &[]);
+        history.observe("web", Some(&[]), &pending);
+        history.observe("web", Some(&pending), &ready);
+        history.observe("web", Some(&ready), &ready);
+        assert_eq!(history.total_changes(), 2);
+        assert_eq!(history.total_transition_rewrites(), 0);
+        history.observe("web", Some(&ready), &rewritten);
+        assert_eq!(history.total_changes(), 3);
+        assert_eq!(history.transition_rewrites.get("web"), Some(&1));
+        history.observe("api", None, &ready);
+        assert_eq!(history.distribution(), BTreeMap::from([(1, 1), (3, 1)]));
+    }
 }
