@@ -108,6 +108,9 @@ pub struct StatusHistory {
     pub changes: BTreeMap<String, u32>,
     /// Conditions seen with a new `lastTransitionTime` and the same status, per export.
     pub transition_rewrites: BTreeMap<String, u32>,
+    /// Per export, the statuses it went through, each as `type=status/reason` of its
+    /// conditions.
+    pub sequences: BTreeMap<String, Vec<String>>,
 }
 
 impl StatusHistory {
@@ -119,6 +122,17 @@ impl StatusHistory {
     /// Conditions rewritten with a new `lastTransitionTime` and the same status, in all.
     pub fn total_transition_rewrites(&self) -> u32 {
         self.transition_rewrites.values().sum()
+    }
+
+    /// How many exports went through each sequence of statuses, the commonest first.
+    pub fn sequence_counts(&self) -> Vec<(String, u32)> {
+        let mut counts: BTreeMap<String, u32> = BTreeMap::new();
+        for sequence in self.sequences.values() {
+            *counts.entry(sequence.join(" -> ")).or_insert(0) += 1;
+        }
+        let mut counts: Vec<(String, u32)> = counts.into_iter().collect();
+        counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        counts
     }
 
     /// How many exports had each number of status changes (`{1: 3, 2: 197}`).
@@ -135,6 +149,14 @@ impl StatusHistory {
     fn observe(&mut self, name: &str, previous: Option<&[Condition]>, now: &[Condition]) {
         if previous.is_none_or(|p| p != now) && !(previous.is_none() && now.is_empty()) {
             *self.changes.entry(name.to_owned()).or_insert(0) += 1;
+            let summary: Vec<String> = now
+                .iter()
+                .map(|c| format!("{}={}/{}", c.type_, c.status, c.reason))
+                .collect();
+            self.sequences
+                .entry(name.to_owned())
+                .or_default()
+                .push(summary.join(","));
         }
         let Some(previous) = previous else { return };
         for condition in now {
@@ -849,6 +871,9 @@ pub fn print_exports(report: &ExportsReport) {
         r.export_statuses.distribution(),
         r.export_statuses.total_transition_rewrites()
     );
+    for (sequence, exports) in r.export_statuses.sequence_counts() {
+        println!("  {exports} exports: {sequence}");
+    }
     println!(
         "{} single exports, create -> imported in west: p50 {:.1?}, p99 {:.1?}",
         r.singles.len(),
@@ -888,7 +913,10 @@ mod tests {
     #[test]
     fn status_history_counts_changes_and_rewrites_of_the_same_status() {
         let mut history = StatusHistory::default();
-        let pending = [condition("Valid", "True", 1), condition("Ready", "False", 1)];
+        let pending = [
+            condition("Valid", "True", 1),
+            condition("Ready", "False", 1),
+        ];
         let ready = [condition("Valid", "True", 1), condition("Ready", "True", 2)];
         // Ready rewritten with a new time and the same status.
         let rewritten = [condition("Valid", "True", 1), condition("Ready", "True", 3)];
@@ -903,5 +931,17 @@ mod tests {
         assert_eq!(history.transition_rewrites.get("web"), Some(&1));
         history.observe("api", None, &ready);
         assert_eq!(history.distribution(), BTreeMap::from([(1, 1), (3, 1)]));
+        assert_eq!(
+            history.sequence_counts()[1],
+            ("Valid=True/,Ready=True/".to_owned(), 1)
+        );
+        assert_eq!(
+            history.sequences["web"],
+            [
+                "Valid=True/,Ready=False/",
+                "Valid=True/,Ready=True/",
+                "Valid=True/,Ready=True/"
+            ]
+        );
     }
 }
