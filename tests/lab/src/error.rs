@@ -52,6 +52,16 @@ pub enum LabError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// A stage of a scenario saw something other than what it claims.
+    #[error("{stage}: the claim \"{claim}\" does not hold: {seen}")]
+    Claim {
+        /// The stage.
+        stage: String,
+        /// What the stage claims.
+        claim: String,
+        /// What it saw instead.
+        seen: String,
+    },
     /// A condition was not reached in time.
     #[error("{what} not reached within {within:?}; last seen: {last}")]
     NotReached {

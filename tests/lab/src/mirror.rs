@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use mon_failover_io::CephInstall;
 
 use crate::ceph::step;
-use crate::{CephSite, LabDns, LabError, POOL, PodExport, Side, SiteSpec, Topology, poll_until};
+use crate::{
+    CephSite, LabDns, LabError, MGR_POD, POOL, PodExport, Side, SiteSpec, Topology, poll_until,
+};
 
 /// One MiB.
 pub const MIB: usize = 1 << 20;
@@ -267,10 +269,29 @@ pub async fn fill_image(
     image: &str,
     data_file: &Path,
 ) -> Result<String, LabError> {
+    fill_image_at(site, image, data_file, 0).await
+}
+
+/// Writes `data_file` to `image` in `site` from byte `offset`; returns the sha256 of what the
+/// client wrote (once `rbd_io.py` returns, librbd has acknowledged and flushed it).
+pub async fn fill_image_at(
+    site: &CephSite,
+    image: &str,
+    data_file: &Path,
+    offset: usize,
+) -> Result<String, LabError> {
+    let offset = offset.to_string();
     let filled = site
         .rbd_io(
             "fill",
-            &["--image", image, "--file", &data_file.to_string_lossy()],
+            &[
+                "--image",
+                image,
+                "--file",
+                &data_file.to_string_lossy(),
+                "--offset",
+                &offset,
+            ],
         )
         .await?;
     filled["sha256"]
@@ -295,6 +316,73 @@ pub async fn is_primary(site: &CephSite, image: &str) -> Result<bool, LabError> 
             step: format!("reading whether {image} is primary"),
             source: format!("`rbd info` has no mirroring.primary: {info}").into(),
         })
+}
+
+/// Whether the journal-mode and the snapshot-mode image of the scenario are primary in `site`.
+pub async fn primaries(site: &CephSite) -> Result<(bool, bool), LabError> {
+    Ok((
+        is_primary(site, JOURNAL_IMAGE).await?,
+        is_primary(site, SNAPSHOT_IMAGE).await?,
+    ))
+}
+
+/// A planned switch of the primary side: every image of `images` demoted in `from`, then
+/// promoted in `to` **without** `--force`. Ceph refuses that promotion until `to`'s `rbd-mirror`
+/// has caught up with the demotion (journal mode: replayed the journal up to the demotion;
+/// snapshot mode: synced the demotion snapshot), so it is retried until it succeeds, within
+/// [`MIRROR_WITHIN`]. Returns how long it took from the first demotion to the last promotion.
+pub async fn planned_switch(
+    from: &CephSite,
+    to: &CephSite,
+    images: &[&str],
+) -> Result<Duration, LabError> {
+    let started = Instant::now();
+    for image in images {
+        let name = format!("{POOL}/{image}");
+        from.rbd(&["mirror", "image", "demote", &name]).await?;
+    }
+    for image in images {
+        let name = format!("{POOL}/{image}");
+        let what = format!(
+            "{name} promoted in {} without --force after its demotion in {}",
+            to.net().cluster_id,
+            from.net().cluster_id
+        );
+        poll_until(&what, MIRROR_WITHIN, || async {
+            // A promotion that succeeded after its command timed out is not repeated.
+            if !is_primary(to, image).await? {
+                to.rbd(&["mirror", "image", "promote", &name]).await?;
+            }
+            Ok((Some(()), String::new()))
+        })
+        .await?;
+    }
+    Ok(started.elapsed())
+}
+
+/// Fails `stage` with `claim` unless the claim `holds`; `seen` is what was seen.
+pub fn claim(
+    stage: &str,
+    claim: &str,
+    holds: bool,
+    seen: impl FnOnce() -> String,
+) -> Result<(), LabError> {
+    if holds {
+        Ok(())
+    } else {
+        Err(LabError::Claim {
+            stage: stage.to_owned(),
+            claim: claim.to_owned(),
+            seen: seen(),
+        })
+    }
+}
+
+/// Writes `content` to `path`; its sha256 (by [`sha256_file`]), which an image holding exactly
+/// `content` reads as.
+pub fn content_sha(path: &Path, content: &[u8]) -> Result<String, LabError> {
+    std::fs::write(path, content).map_err(step(format!("writing {}", path.display())))?;
+    sha256_file(path)
 }
 
 /// Waits until `image` in `site` reads as `want` (sha256); how long that took.
@@ -402,12 +490,47 @@ pub struct MirrorReport {
     pub failback: Duration,
     /// Of it, from `rbd mirror image resync` in A to both images reading as B's.
     pub failback_resync: Duration,
-    /// The sha256 of A's snapshot image after the failback.
+    /// The sha256 of A's snapshot image after the resync.
     pub a_snapshot_after_failback_sha: String,
-    /// Whether A's journal and snapshot images are primary after the failback.
-    pub a_primary_after_failback: (bool, bool),
-    /// Whether B's journal and snapshot images are primary after the failback.
-    pub b_primary_after_failback: (bool, bool),
+    /// Whether A's journal and snapshot images are primary after the resync.
+    pub a_primary_after_resync: (bool, bool),
+    /// Whether B's journal and snapshot images are primary after the resync.
+    pub b_primary_after_resync: (bool, bool),
+    /// The planned switch back: from the demotion of B's images to both promoted in A without
+    /// `--force`.
+    pub switch_back: Duration,
+    /// From the end of the 4 MiB write in A after the switch back to B's copies reading it.
+    pub switch_back_write_replicated: Duration,
+    /// The sha256 (computed from the data files) the journal and the snapshot image must have
+    /// after that write: every byte written in A and in B.
+    pub expected_after_switch_back: (String, String),
+    /// The sha256 of the journal and the snapshot image in A after that write.
+    pub a_after_switch_back: (String, String),
+    /// The sha256 of the journal and the snapshot image in B after that write replicated.
+    pub b_after_switch_back: (String, String),
+    /// Whether A's journal and snapshot images are primary after the switch back.
+    pub a_primary_after_switch_back: (bool, bool),
+    /// Whether B's journal and snapshot images are primary after the switch back.
+    pub b_primary_after_switch_back: (bool, bool),
+    /// The sha256 of the journal and the snapshot image as A's client acknowledged them just
+    /// before the planned failover (computed from the data files).
+    pub acknowledged_before_planned_failover: (String, String),
+    /// The planned failover: from the demotion of A's images (right after A's write) to both
+    /// promoted in B without `--force`.
+    pub planned_failover: Duration,
+    /// The sha256 of the journal and the snapshot image in B after the planned failover: equal
+    /// to what A acknowledged when no acknowledged write was lost (RPO 0).
+    pub b_after_planned_failover: (String, String),
+    /// Whether B's journal and snapshot images were primary after the planned failover.
+    pub b_primary_after_planned_failover: (bool, bool),
+    /// The planned return to A: from the demotion of B's images to both promoted in A.
+    pub planned_return: Duration,
+    /// The sha256 of the journal and the snapshot image in A and in B at the end.
+    pub at_end: ((String, String), (String, String)),
+    /// Whether A's journal and snapshot images are primary at the end.
+    pub a_primary_at_end: (bool, bool),
+    /// Whether B's journal and snapshot images are primary at the end.
+    pub b_primary_at_end: (bool, bool),
 }
 
 /// A stage of the scenario, as it finishes: its name, how long it took, what it saw.
@@ -421,12 +544,82 @@ pub struct Stage {
     pub detail: String,
 }
 
+/// The journal-mode and the snapshot-mode image of the scenario.
+pub const IMAGES: [&str; 2] = [JOURNAL_IMAGE, SNAPSHOT_IMAGE];
+/// Stage: the journal-mode image mirrored from A to B.
+pub const STAGE_JOURNAL: &str = "journal-mode image mirrored";
+/// Stage: the snapshot-mode image mirrored from A to B.
+pub const STAGE_SNAPSHOT: &str = "snapshot-mode image mirrored";
+/// Stage: A lost, B's images force-promoted and written.
+pub const STAGE_DISASTER: &str = "disaster: A lost, B promoted";
+/// Stage: A back, its stale primaries demoted and resynced from B.
+pub const STAGE_RESYNC: &str = "failback: A resynced from B";
+/// Stage: B demoted, A promoted without force, a write in A replicated to B.
+pub const STAGE_SWITCH_BACK: &str = "failback: planned switch back to A";
+/// Stage: A demoted right after a write, B promoted without force, nothing lost; and back.
+pub const STAGE_PLANNED: &str = "planned failover: A to B and back, RPO 0";
+
+/// Where A's client writes after the switch back, and how much.
+const SWITCH_BACK_WRITE: (usize, usize) = (40 * MIB, 4 * MIB);
+/// Where A's client writes just before the planned failover, and how much.
+const PLANNED_WRITE: (usize, usize) = (20 * MIB, 4 * MIB);
+
+/// The first 12 hex digits of a sha256, for a line.
+fn short(sha: &str) -> &str {
+    sha.get(..12).unwrap_or(sha)
+}
+
+/// The sha256 of the journal and the snapshot image in `site`.
+async fn checksums(site: &CephSite) -> Result<(String, String), LabError> {
+    Ok((
+        site.image_checksum(JOURNAL_IMAGE).await?,
+        site.image_checksum(SNAPSHOT_IMAGE).await?,
+    ))
+}
+
+/// The images' contents as the scenario wrote them, and the directory their files are computed
+/// in.
+struct Contents {
+    journal: Vec<u8>,
+    snapshot: Vec<u8>,
+    dir: PathBuf,
+}
+
+impl Contents {
+    /// Writes `bytes` random bytes at `offset` of both images in `site` (a mirror snapshot is
+    /// not taken); both images' sha256 as the client acknowledged them, computed from the data.
+    async fn write_both(
+        &mut self,
+        site: &CephSite,
+        (offset, bytes): (usize, usize),
+        name: &str,
+    ) -> Result<(String, String), LabError> {
+        // The client runs in `site`'s root, which sees `site`'s directory.
+        let file = site.cluster().dir().join(name);
+        let data = random_file(&file, bytes)?;
+        for image in IMAGES {
+            fill_image_at(site, image, &file, offset).await?;
+        }
+        let end = offset + bytes;
+        self.journal[offset..end].copy_from_slice(&data);
+        self.snapshot[offset..end].copy_from_slice(&data);
+        Ok((
+            content_sha(&self.dir.join(format!("{name}-journal")), &self.journal)?,
+            content_sha(&self.dir.join(format!("{name}-snapshot")), &self.snapshot)?,
+        ))
+    }
+}
+
 /// Runs the mirroring and disaster scenario on a peered lab with `rbd-mirror` running in both
-/// clusters, calling `on_stage` after each stage.
+/// clusters, calling `on_stage` after each stage. Each stage checks what it claims (checksums
+/// equal, which side is primary) and fails with [`LabError::Claim`] when a claim does not hold.
 ///
 /// 64 MiB of random data into a journal-mode and a snapshot-mode image in A, both replicated
 /// to B; every daemon of A killed; both images force-promoted in B, which takes a write; A
-/// restarted, both its stale primaries demoted and resynced from B.
+/// restarted, both its stale primaries demoted and resynced from B; the planned switch back
+/// (B demoted, A promoted without `--force`) and a write in A replicated to B; a planned
+/// failover right after a write in A (A demoted, B promoted without `--force`, nothing lost)
+/// and the planned return to A, which is primary at the end.
 pub async fn run_mirror_scenario(
     lab: &MirrorLab,
     mut on_stage: impl FnMut(&Stage),
@@ -457,22 +650,44 @@ pub async fn run_mirror_scenario(
     report.journal_written_sha = journal_sha?;
     report.first_mirrored = appeared?;
     report.journal_in_a_sha = lab.a.image_checksum(JOURNAL_IMAGE).await?;
+    claim(
+        STAGE_JOURNAL,
+        "A's client wrote the data and A's journal image reads it back",
+        report.journal_written_sha == report.data_sha && report.journal_in_a_sha == report.data_sha,
+        || {
+            format!(
+                "data {}, written {}, read in A {}",
+                report.data_sha, report.journal_written_sha, report.journal_in_a_sha
+            )
+        },
+    )?;
     wait_for_content(&lab.b, JOURNAL_IMAGE, &report.journal_written_sha).await?;
     report.journal_replay = written.elapsed();
     stage(
-        "journal-mode image mirrored",
+        STAGE_JOURNAL,
         enabled.elapsed(),
         format!(
             "{IMAGE_MIB} MiB written in A; the image existed in B {:.1?} after mirroring was enabled, and read the same {:.1?} after the write ended (sha256 {})",
             report.first_mirrored,
             report.journal_replay,
-            &report.data_sha[..12]
+            short(&report.data_sha)
         ),
     );
 
     let started = Instant::now();
     create_mirrored_image(&lab.a, SNAPSHOT_IMAGE, "snapshot").await?;
     report.snapshot_written_sha = fill_image(&lab.a, SNAPSHOT_IMAGE, &data_file).await?;
+    claim(
+        STAGE_SNAPSHOT,
+        "A's client wrote the data",
+        report.snapshot_written_sha == report.data_sha,
+        || {
+            format!(
+                "data {}, written {}",
+                report.data_sha, report.snapshot_written_sha
+            )
+        },
+    )?;
     let snapshot = Instant::now();
     lab.a
         .rbd(&[
@@ -485,8 +700,24 @@ pub async fn run_mirror_scenario(
     wait_for_content(&lab.b, SNAPSHOT_IMAGE, &report.snapshot_written_sha).await?;
     report.snapshot_sync = snapshot.elapsed();
     report.rbd_mirror_peers_in_b = connections_of(lab.topology(), Side::B, "rbd-mirror").await?;
+    // The pod CIDR is the same in both clusters, so a pod IP seen from B is one of B's own
+    // pods: only B's mgr, which Rook does not export, may be one.
+    let a_global = lab.topology().cluster(Side::A).global_cidr;
+    let b_global = lab.topology().cluster(Side::B).global_cidr;
+    let in_a = |ip: &IpAddr| matches!(ip, IpAddr::V4(v4) if a_global.contains(v4));
+    let in_b = |ip: &IpAddr| matches!(ip, IpAddr::V4(v4) if b_global.contains(v4));
+    let peers = &report.rbd_mirror_peers_in_b;
+    claim(
+        STAGE_SNAPSHOT,
+        "rbd-mirror in B is connected to A by A's global IPs and to nothing else but global IPs and its own mgr",
+        peers.iter().any(in_a)
+            && peers
+                .iter()
+                .all(|ip| in_a(ip) || in_b(ip) || *ip == IpAddr::V4(MGR_POD)),
+        || format!("{peers:?}"),
+    )?;
     stage(
-        "snapshot-mode image mirrored",
+        STAGE_SNAPSHOT,
         started.elapsed(),
         format!(
             "mirror snapshot synced in {:.1?}; rbd-mirror in B connected to {:?}",
@@ -496,7 +727,7 @@ pub async fn run_mirror_scenario(
 
     let disaster = Instant::now();
     lab.a.kill_all().await;
-    for image in [JOURNAL_IMAGE, SNAPSHOT_IMAGE] {
+    for image in IMAGES {
         lab.b
             .rbd(&[
                 "mirror",
@@ -509,27 +740,49 @@ pub async fn run_mirror_scenario(
     }
     let head_file = lab.b.cluster().dir().join("head");
     let head = random_file(&head_file, 4 * MIB)?;
-    lab.b
-        .rbd_io(
-            "fill",
-            &[
-                "--image",
-                JOURNAL_IMAGE,
-                "--file",
-                &head_file.to_string_lossy(),
-            ],
-        )
-        .await?;
+    fill_image(&lab.b, JOURNAL_IMAGE, &head_file).await?;
     report.failover = disaster.elapsed();
     report.promoted_snapshot_sha = lab.b.image_checksum(SNAPSHOT_IMAGE).await?;
-    let mut expected = data;
-    expected[..head.len()].copy_from_slice(&head);
-    let expected_file = lab.b.cluster().dir().join("expected");
-    std::fs::write(&expected_file, &expected).map_err(step("writing the expected image"))?;
-    report.expected_after_write_sha = sha256_file(&expected_file)?;
+    let mut contents = Contents {
+        journal: data.clone(),
+        snapshot: data,
+        dir: lab.b.cluster().dir().to_owned(),
+    };
+    contents.journal[..head.len()].copy_from_slice(&head);
+    report.expected_after_write_sha =
+        content_sha(&contents.dir.join("expected"), &contents.journal)?;
     report.b_after_write_sha = lab.b.image_checksum(JOURNAL_IMAGE).await?;
+    claim(
+        STAGE_DISASTER,
+        "B's promoted snapshot image holds what A acknowledged",
+        report.promoted_snapshot_sha == report.data_sha,
+        || {
+            format!(
+                "data {}, B {}",
+                report.data_sha, report.promoted_snapshot_sha
+            )
+        },
+    )?;
+    claim(
+        STAGE_DISASTER,
+        "B's journal image holds what A acknowledged with B's 4 MiB head write",
+        report.b_after_write_sha == report.expected_after_write_sha,
+        || {
+            format!(
+                "expected {}, B {}",
+                report.expected_after_write_sha, report.b_after_write_sha
+            )
+        },
+    )?;
+    let b_primary = primaries(&lab.b).await?;
+    claim(
+        STAGE_DISASTER,
+        "both images are primary in B",
+        b_primary == (true, true),
+        || format!("B primary (journal, snapshot): {b_primary:?}"),
+    )?;
     stage(
-        "disaster: A lost, B promoted",
+        STAGE_DISASTER,
         report.failover,
         format!(
             "every daemon of A killed; images force-promoted in B and 4 MiB written there {:.1?} after the kill",
@@ -541,12 +794,12 @@ pub async fn run_mirror_scenario(
     lab.a.restart().await?;
     lab.a.start_rbd_mirror().await?;
     // Both images were primary in A when it died: demote them there and resync from B.
-    for image in [JOURNAL_IMAGE, SNAPSHOT_IMAGE] {
+    for image in IMAGES {
         let name = format!("{POOL}/{image}");
         lab.a.rbd(&["mirror", "image", "demote", &name]).await?;
     }
     let resync = Instant::now();
-    for image in [JOURNAL_IMAGE, SNAPSHOT_IMAGE] {
+    for image in IMAGES {
         let name = format!("{POOL}/{image}");
         lab.a.rbd(&["mirror", "image", "resync", &name]).await?;
     }
@@ -555,20 +808,167 @@ pub async fn run_mirror_scenario(
     report.failback_resync = resync.elapsed();
     report.failback = back.elapsed();
     report.a_snapshot_after_failback_sha = lab.a.image_checksum(SNAPSHOT_IMAGE).await?;
-    report.a_primary_after_failback = (
-        is_primary(&lab.a, JOURNAL_IMAGE).await?,
-        is_primary(&lab.a, SNAPSHOT_IMAGE).await?,
-    );
-    report.b_primary_after_failback = (
-        is_primary(&lab.b, JOURNAL_IMAGE).await?,
-        is_primary(&lab.b, SNAPSHOT_IMAGE).await?,
-    );
+    report.a_primary_after_resync = primaries(&lab.a).await?;
+    report.b_primary_after_resync = primaries(&lab.b).await?;
+    claim(
+        STAGE_RESYNC,
+        "A's snapshot image holds the data again",
+        report.a_snapshot_after_failback_sha == report.data_sha,
+        || {
+            format!(
+                "data {}, A {}",
+                report.data_sha, report.a_snapshot_after_failback_sha
+            )
+        },
+    )?;
+    claim(
+        STAGE_RESYNC,
+        "A's images are non-primary, B's primary",
+        report.a_primary_after_resync == (false, false)
+            && report.b_primary_after_resync == (true, true),
+        || {
+            format!(
+                "primary (journal, snapshot): A {:?}, B {:?}",
+                report.a_primary_after_resync, report.b_primary_after_resync
+            )
+        },
+    )?;
     stage(
-        "failback: A resynced from B",
+        STAGE_RESYNC,
         report.failback,
         format!(
             "A restarted, both images demoted there and resynced from B in {:.1?}",
             report.failback_resync
+        ),
+    );
+
+    let started = Instant::now();
+    report.switch_back = planned_switch(&lab.b, &lab.a, &IMAGES).await?;
+    report.a_primary_after_switch_back = primaries(&lab.a).await?;
+    report.b_primary_after_switch_back = primaries(&lab.b).await?;
+    claim(
+        STAGE_SWITCH_BACK,
+        "A's images are primary, B's non-primary",
+        report.a_primary_after_switch_back == (true, true)
+            && report.b_primary_after_switch_back == (false, false),
+        || {
+            format!(
+                "primary (journal, snapshot): A {:?}, B {:?}",
+                report.a_primary_after_switch_back, report.b_primary_after_switch_back
+            )
+        },
+    )?;
+    report.expected_after_switch_back = contents
+        .write_both(&lab.a, SWITCH_BACK_WRITE, "after-switch-back")
+        .await?;
+    let written = Instant::now();
+    lab.a
+        .rbd(&[
+            "mirror",
+            "image",
+            "snapshot",
+            &format!("{POOL}/{SNAPSHOT_IMAGE}"),
+        ])
+        .await?;
+    let (journal_want, snapshot_want) = &report.expected_after_switch_back;
+    wait_for_content(&lab.b, JOURNAL_IMAGE, journal_want).await?;
+    wait_for_content(&lab.b, SNAPSHOT_IMAGE, snapshot_want).await?;
+    report.switch_back_write_replicated = written.elapsed();
+    report.a_after_switch_back = checksums(&lab.a).await?;
+    report.b_after_switch_back = checksums(&lab.b).await?;
+    claim(
+        STAGE_SWITCH_BACK,
+        "both images read the same in A and B, with every byte written in A and in B",
+        report.a_after_switch_back == report.expected_after_switch_back
+            && report.b_after_switch_back == report.expected_after_switch_back,
+        || {
+            format!(
+                "(journal, snapshot) expected {:?}, A {:?}, B {:?}",
+                report.expected_after_switch_back,
+                report.a_after_switch_back,
+                report.b_after_switch_back
+            )
+        },
+    )?;
+    stage(
+        STAGE_SWITCH_BACK,
+        started.elapsed(),
+        format!(
+            "B demoted, A promoted without --force {:.1?} later; 4 MiB written in A at 40 MiB, in B {:.1?} after the write (mirror snapshot taken); sha256 in A = in B (journal {}, snapshot {}); A primary, B not",
+            report.switch_back,
+            report.switch_back_write_replicated,
+            short(journal_want),
+            short(snapshot_want)
+        ),
+    );
+
+    let started = Instant::now();
+    report.acknowledged_before_planned_failover = contents
+        .write_both(&lab.a, PLANNED_WRITE, "before-planned-failover")
+        .await?;
+    // Demoted at once: the write may not have reached B yet (no mirror snapshot was taken);
+    // the demotion carries it.
+    report.planned_failover = planned_switch(&lab.a, &lab.b, &IMAGES).await?;
+    report.b_after_planned_failover = checksums(&lab.b).await?;
+    report.b_primary_after_planned_failover = primaries(&lab.b).await?;
+    claim(
+        STAGE_PLANNED,
+        "RPO 0: B's images read as A's client acknowledged them before the demotion",
+        report.b_after_planned_failover == report.acknowledged_before_planned_failover,
+        || {
+            format!(
+                "(journal, snapshot) acknowledged in A {:?}, B {:?}",
+                report.acknowledged_before_planned_failover, report.b_after_planned_failover
+            )
+        },
+    )?;
+    claim(
+        STAGE_PLANNED,
+        "B's images are primary after the planned failover",
+        report.b_primary_after_planned_failover == (true, true),
+        || {
+            format!(
+                "B primary (journal, snapshot): {:?}",
+                report.b_primary_after_planned_failover
+            )
+        },
+    )?;
+    report.planned_return = planned_switch(&lab.b, &lab.a, &IMAGES).await?;
+    report.at_end = (checksums(&lab.a).await?, checksums(&lab.b).await?);
+    report.a_primary_at_end = primaries(&lab.a).await?;
+    report.b_primary_at_end = primaries(&lab.b).await?;
+    claim(
+        STAGE_PLANNED,
+        "back in A, both sides read what A acknowledged",
+        report.at_end.0 == report.acknowledged_before_planned_failover
+            && report.at_end.1 == report.acknowledged_before_planned_failover,
+        || {
+            format!(
+                "(journal, snapshot) A {:?}, B {:?}",
+                report.at_end.0, report.at_end.1
+            )
+        },
+    )?;
+    claim(
+        STAGE_PLANNED,
+        "at the end A's images are primary, B's non-primary",
+        report.a_primary_at_end == (true, true) && report.b_primary_at_end == (false, false),
+        || {
+            format!(
+                "primary (journal, snapshot): A {:?}, B {:?}",
+                report.a_primary_at_end, report.b_primary_at_end
+            )
+        },
+    )?;
+    stage(
+        STAGE_PLANNED,
+        started.elapsed(),
+        format!(
+            "4 MiB written in A at 20 MiB and A demoted at once; B promoted without --force {:.1?} after the demotion, reading what A acknowledged (RPO 0: journal {}, snapshot {}); back to A in {:.1?}; at the end A primary, B not",
+            report.planned_failover,
+            short(&report.acknowledged_before_planned_failover.0),
+            short(&report.acknowledged_before_planned_failover.1),
+            report.planned_return
         ),
     );
     Ok(report)

@@ -242,20 +242,59 @@ async fn rbd_images_mirror_through_global_ips_and_survive_the_loss_of_a_cluster(
         report.b_after_write_sha, report.expected_after_write_sha,
         "B accepted a write on top of everything A had acknowledged"
     );
-    // The failback: A's images are B's copies again (the scenario waited for their content),
+    // The resync: A's images are B's copies again (the scenario waited for their content),
     // non-primary in A, primary in B.
     assert_eq!(report.a_snapshot_after_failback_sha, report.data_sha);
-    assert_eq!(report.a_primary_after_failback, (false, false));
-    assert_eq!(report.b_primary_after_failback, (true, true));
+    assert_eq!(report.a_primary_after_resync, (false, false));
+    assert_eq!(report.b_primary_after_resync, (true, true));
+    // The planned switch back: A primary without --force, B not; A's write reached B, and both
+    // sides hold every byte written in A and in B.
+    assert_eq!(report.a_primary_after_switch_back, (true, true));
+    assert_eq!(report.b_primary_after_switch_back, (false, false));
+    assert_eq!(
+        report.a_after_switch_back,
+        report.expected_after_switch_back
+    );
+    assert_eq!(
+        report.b_after_switch_back,
+        report.expected_after_switch_back
+    );
+    assert_ne!(
+        report.expected_after_switch_back.0, report.expected_after_write_sha,
+        "A's write after the switch back changed the journal image"
+    );
+    assert_ne!(
+        report.expected_after_switch_back.1, report.data_sha,
+        "A's write after the switch back changed the snapshot image"
+    );
+    // The planned failover right after a write in A: B promoted without --force reads what
+    // A's client acknowledged (RPO 0); back in A, A is primary and B not, both reading the same.
+    assert_eq!(report.b_primary_after_planned_failover, (true, true));
+    assert_eq!(
+        report.b_after_planned_failover, report.acknowledged_before_planned_failover,
+        "RPO 0: no write acknowledged in A before the demotion is missing in B"
+    );
+    assert_ne!(
+        report.acknowledged_before_planned_failover, report.expected_after_switch_back,
+        "A wrote just before the planned failover"
+    );
+    assert_eq!(report.at_end.0, report.acknowledged_before_planned_failover);
+    assert_eq!(report.at_end.1, report.acknowledged_before_planned_failover);
+    assert_eq!(report.a_primary_at_end, (true, true));
+    assert_eq!(report.b_primary_at_end, (false, false));
 
     eprintln!(
-        "mirror scenario: two Reef clusters up {clusters_up:.1?}; first image in B {:.1?} after enabling; {IMAGE_MIB} MiB journal replay {:.1?}; snapshot sync {:.1?}; failover (kill A to a write acknowledged in B) {:.1?}; failback {:.1?} (resync {:.1?})",
+        "mirror scenario: two Reef clusters up {clusters_up:.1?}; first image in B {:.1?} after enabling; {IMAGE_MIB} MiB journal replay {:.1?}; snapshot sync {:.1?}; failover (kill A to a write acknowledged in B) {:.1?}; failback {:.1?} (resync {:.1?}); switch back (demote B to A promoted) {:.1?}, A's 4 MiB write in B {:.1?} later; planned failover (demote A to B promoted, RPO 0) {:.1?}, back to A {:.1?}",
         report.first_mirrored,
         report.journal_replay,
         report.snapshot_sync,
         report.failover,
         report.failback,
         report.failback_resync,
+        report.switch_back,
+        report.switch_back_write_replicated,
+        report.planned_failover,
+        report.planned_return,
     );
 }
 

@@ -1,7 +1,9 @@
 //! `clusterset-lab mirror`: watch the mission on one machine. Two Ceph Reef clusters whose pod
 //! networks overlap mirror RBD images through global IPs; then every daemon of the first is
-//! killed, the second takes over, and the first fails back. Each stage prints as it finishes,
-//! with its timing. The gateways are `clusterset-gateway` processes (built by cargo when run
+//! killed, the second takes over, and the first fails back; then a planned failover and back.
+//! Each stage prints as it finishes, with its timing, and checks what it claims (checksums equal,
+//! which side is primary): the command exits non-zero when a claim does not hold. A table of the
+//! stages and their times ends the output. The gateways are `clusterset-gateway` processes (built by cargo when run
 //! through `cargo run`, else found next to this binary or in `CLUSTERSET_LAB_BIN_DIR`). Needs
 //! root, iproute2, nftables, bind9-dnsutils and the Ceph Reef root filesystem (`sudo bash
 //! tests/lab/ceph-reef-root.sh`); see docs/lab.md.
@@ -10,13 +12,14 @@
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use ceph_address_plan::{MonId, args};
 use clap::{Parser, Subcommand};
+use clusterset_error_chain::ErrorChain;
 use clusterset_lab::mirror::{MirrorLab, listeners_of, run_mirror_scenario};
-use clusterset_lab::{CephSite, Topology, require_ceph_root, require_host};
+use clusterset_lab::{CephSite, LabError, Topology, require_ceph_root, require_host};
 use mon_failover::CephMonAdmin;
 
 /// The clusterset lab: two clusters with overlapping pod networks on this machine.
@@ -82,16 +85,31 @@ async fn mirror(keep: Option<PathBuf>) -> Result<()> {
         peering.plan_mon_host,
         peering.token_mon_host
     );
-    run_mirror_scenario(&lab, |stage| {
+    let mut stages = Vec::new();
+    let outcome = run_mirror_scenario(&lab, |stage| {
         println!(
             "==> {} ({:.1?})\n    {}",
             stage.name, stage.took, stage.detail
         );
+        stages.push((stage.name, stage.took));
     })
-    .await
-    .context("the mirroring scenario")?;
+    .await;
+    print_summary(&stages, outcome.as_ref().err());
+    outcome.context("the mirroring scenario")?;
     println!("==> done in {:.1?}", started.elapsed());
     Ok(())
+}
+
+/// The table of the stages that passed with their times, and the one that failed if one did.
+fn print_summary(stages: &[(&str, Duration)], failed: Option<&LabError>) {
+    let width = stages.iter().map(|(name, _)| name.len()).max().unwrap_or(0);
+    println!("==> stages");
+    for (name, took) in stages {
+        println!("    {name:<width$}  {:>8.1?}  ok", took);
+    }
+    if let Some(error) = failed {
+        println!("    FAILED after the stages above: {}", ErrorChain(error));
+    }
 }
 
 /// A cluster's mons and OSDs as they run: what each advertises (the monmap, the osdmap's
