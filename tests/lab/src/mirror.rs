@@ -326,22 +326,22 @@ pub async fn primaries(site: &CephSite) -> Result<(bool, bool), LabError> {
     ))
 }
 
-/// A planned switch of the primary side: every image of `images` demoted in `from`, then
-/// promoted in `to` **without** `--force`. Ceph refuses that promotion until `to`'s `rbd-mirror`
-/// has caught up with the demotion (journal mode: replayed the journal up to the demotion;
-/// snapshot mode: synced the demotion snapshot), so it is retried until it succeeds, within
-/// [`MIRROR_WITHIN`]. Returns how long it took from the first demotion to the last promotion.
+/// A planned switch of the primary side for the scenario's journal-mode and snapshot-mode
+/// images: both demoted in `from`, then promoted in `to` **without** `--force`. Ceph refuses
+/// that promotion until `to`'s `rbd-mirror` has caught up with the demotion (journal mode:
+/// replayed the journal up to it; snapshot mode: synced the demotion snapshot), so each is
+/// retried until it succeeds, within [`MIRROR_WITHIN`], both images at once. Returns how long
+/// after the first demotion each (journal, snapshot) was promoted.
 pub async fn planned_switch(
     from: &CephSite,
     to: &CephSite,
-    images: &[&str],
-) -> Result<Duration, LabError> {
+) -> Result<(Duration, Duration), LabError> {
     let started = Instant::now();
-    for image in images {
+    for image in IMAGES {
         let name = format!("{POOL}/{image}");
         from.rbd(&["mirror", "image", "demote", &name]).await?;
     }
-    for image in images {
+    let promote = |image: &'static str| async move {
         let name = format!("{POOL}/{image}");
         let what = format!(
             "{name} promoted in {} without --force after its demotion in {}",
@@ -353,11 +353,16 @@ pub async fn planned_switch(
             if !is_primary(to, image).await? {
                 to.rbd(&["mirror", "image", "promote", &name]).await?;
             }
-            Ok((Some(()), String::new()))
+            Ok((Some(started.elapsed()), String::new()))
         })
-        .await?;
-    }
-    Ok(started.elapsed())
+        .await
+    };
+    tokio::try_join!(promote(JOURNAL_IMAGE), promote(SNAPSHOT_IMAGE))
+}
+
+/// A time per image, for a line: `journal 1.2s, snapshot 3.4s`.
+fn per_image((journal, snapshot): (Duration, Duration)) -> String {
+    format!("journal {journal:.1?}, snapshot {snapshot:.1?}")
 }
 
 /// Fails `stage` with `claim` unless the claim `holds`; `seen` is what was seen.
@@ -496,11 +501,12 @@ pub struct MirrorReport {
     pub a_primary_after_resync: (bool, bool),
     /// Whether B's journal and snapshot images are primary after the resync.
     pub b_primary_after_resync: (bool, bool),
-    /// The planned switch back: from the demotion of B's images to both promoted in A without
-    /// `--force`.
-    pub switch_back: Duration,
-    /// From the end of the 4 MiB write in A after the switch back to B's copies reading it.
-    pub switch_back_write_replicated: Duration,
+    /// The planned switch back: from the demotion of B's images to the journal and the snapshot
+    /// image promoted in A without `--force`.
+    pub switch_back: (Duration, Duration),
+    /// From the end of the 4 MiB write in A after the switch back (and, for the snapshot image,
+    /// its mirror snapshot) to B's journal and snapshot copies reading it.
+    pub switch_back_write_replicated: (Duration, Duration),
     /// The sha256 (computed from the data files) the journal and the snapshot image must have
     /// after that write: every byte written in A and in B.
     pub expected_after_switch_back: (String, String),
@@ -515,16 +521,17 @@ pub struct MirrorReport {
     /// The sha256 of the journal and the snapshot image as A's client acknowledged them just
     /// before the planned failover (computed from the data files).
     pub acknowledged_before_planned_failover: (String, String),
-    /// The planned failover: from the demotion of A's images (right after A's write) to both
-    /// promoted in B without `--force`.
-    pub planned_failover: Duration,
+    /// The planned failover: from the demotion of A's images (right after A's write) to the
+    /// journal and the snapshot image promoted in B without `--force`.
+    pub planned_failover: (Duration, Duration),
     /// The sha256 of the journal and the snapshot image in B after the planned failover: equal
     /// to what A acknowledged when no acknowledged write was lost (RPO 0).
     pub b_after_planned_failover: (String, String),
     /// Whether B's journal and snapshot images were primary after the planned failover.
     pub b_primary_after_planned_failover: (bool, bool),
-    /// The planned return to A: from the demotion of B's images to both promoted in A.
-    pub planned_return: Duration,
+    /// The planned return to A: from the demotion of B's images to the journal and the snapshot
+    /// image promoted in A.
+    pub planned_return: (Duration, Duration),
     /// The sha256 of the journal and the snapshot image in A and in B at the end.
     pub at_end: ((String, String), (String, String)),
     /// Whether A's journal and snapshot images are primary at the end.
@@ -843,7 +850,7 @@ pub async fn run_mirror_scenario(
     );
 
     let started = Instant::now();
-    report.switch_back = planned_switch(&lab.b, &lab.a, &IMAGES).await?;
+    report.switch_back = planned_switch(&lab.b, &lab.a).await?;
     report.a_primary_after_switch_back = primaries(&lab.a).await?;
     report.b_primary_after_switch_back = primaries(&lab.b).await?;
     claim(
@@ -871,9 +878,14 @@ pub async fn run_mirror_scenario(
         ])
         .await?;
     let (journal_want, snapshot_want) = &report.expected_after_switch_back;
-    wait_for_content(&lab.b, JOURNAL_IMAGE, journal_want).await?;
-    wait_for_content(&lab.b, SNAPSHOT_IMAGE, snapshot_want).await?;
-    report.switch_back_write_replicated = written.elapsed();
+    let replicated = |image, want| async move {
+        wait_for_content(&lab.b, image, want).await?;
+        Ok::<_, LabError>(written.elapsed())
+    };
+    report.switch_back_write_replicated = tokio::try_join!(
+        replicated(JOURNAL_IMAGE, journal_want),
+        replicated(SNAPSHOT_IMAGE, snapshot_want)
+    )?;
     report.a_after_switch_back = checksums(&lab.a).await?;
     report.b_after_switch_back = checksums(&lab.b).await?;
     claim(
@@ -894,9 +906,9 @@ pub async fn run_mirror_scenario(
         STAGE_SWITCH_BACK,
         started.elapsed(),
         format!(
-            "B demoted, A promoted without --force {:.1?} later; 4 MiB written in A at 40 MiB, in B {:.1?} after the write (mirror snapshot taken); sha256 in A = in B (journal {}, snapshot {}); A primary, B not",
-            report.switch_back,
-            report.switch_back_write_replicated,
+            "B demoted, A promoted without --force after ({}); 4 MiB written in A at 40 MiB, read in B after ({}; a mirror snapshot taken); sha256 in A = in B (journal {}, snapshot {}); A primary, B not",
+            per_image(report.switch_back),
+            per_image(report.switch_back_write_replicated),
             short(journal_want),
             short(snapshot_want)
         ),
@@ -908,7 +920,7 @@ pub async fn run_mirror_scenario(
         .await?;
     // Demoted at once: the write may not have reached B yet (no mirror snapshot was taken);
     // the demotion carries it.
-    report.planned_failover = planned_switch(&lab.a, &lab.b, &IMAGES).await?;
+    report.planned_failover = planned_switch(&lab.a, &lab.b).await?;
     report.b_after_planned_failover = checksums(&lab.b).await?;
     report.b_primary_after_planned_failover = primaries(&lab.b).await?;
     claim(
@@ -933,7 +945,7 @@ pub async fn run_mirror_scenario(
             )
         },
     )?;
-    report.planned_return = planned_switch(&lab.b, &lab.a, &IMAGES).await?;
+    report.planned_return = planned_switch(&lab.b, &lab.a).await?;
     report.at_end = (checksums(&lab.a).await?, checksums(&lab.b).await?);
     report.a_primary_at_end = primaries(&lab.a).await?;
     report.b_primary_at_end = primaries(&lab.b).await?;
@@ -964,11 +976,11 @@ pub async fn run_mirror_scenario(
         STAGE_PLANNED,
         started.elapsed(),
         format!(
-            "4 MiB written in A at 20 MiB and A demoted at once; B promoted without --force {:.1?} after the demotion, reading what A acknowledged (RPO 0: journal {}, snapshot {}); back to A in {:.1?}; at the end A primary, B not",
-            report.planned_failover,
+            "4 MiB written in A at 20 MiB and A demoted at once; B promoted without --force after ({}), reading what A acknowledged (RPO 0: journal {}, snapshot {}); back to A after ({}); at the end A primary, B not",
+            per_image(report.planned_failover),
             short(&report.acknowledged_before_planned_failover.0),
             short(&report.acknowledged_before_planned_failover.1),
-            report.planned_return
+            per_image(report.planned_return)
         ),
     );
     Ok(report)

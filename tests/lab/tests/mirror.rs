@@ -284,7 +284,7 @@ async fn rbd_images_mirror_through_global_ips_and_survive_the_loss_of_a_cluster(
     assert_eq!(report.b_primary_at_end, (false, false));
 
     eprintln!(
-        "mirror scenario: two Reef clusters up {clusters_up:.1?}; first image in B {:.1?} after enabling; {IMAGE_MIB} MiB journal replay {:.1?}; snapshot sync {:.1?}; failover (kill A to a write acknowledged in B) {:.1?}; failback {:.1?} (resync {:.1?}); switch back (demote B to A promoted) {:.1?}, A's 4 MiB write in B {:.1?} later; planned failover (demote A to B promoted, RPO 0) {:.1?}, back to A {:.1?}",
+        "mirror scenario: two Reef clusters up {clusters_up:.1?}; first image in B {:.1?} after enabling; {IMAGE_MIB} MiB journal replay {:.1?}; snapshot sync {:.1?}; failover (kill A to a write acknowledged in B) {:.1?}; failback {:.1?} (resync {:.1?}); switch back (demote B to A promoted, journal and snapshot image) {:.1?}, A's 4 MiB write in B {:.1?} later; planned failover (demote A to B promoted, RPO 0) {:.1?}, back to A {:.1?}",
         report.first_mirrored,
         report.journal_replay,
         report.snapshot_sync,
