@@ -1,6 +1,7 @@
 //! The mission end to end: two Ceph clusters whose pod networks overlap, RBD images mirrored
-//! between them through global IPs, the loss of one cluster, and the failback. Each stage is a
-//! function here, used by the lab's tests (which check what each stage reports) and by the
+//! between them through global IPs, the loss of one cluster, the failback (resync, then the
+//! planned switch back) and a planned failover. Each stage is a function here, checks what it
+//! claims, and is used by the lab's tests (which check what each stage reports) and by the
 //! `clusterset-lab mirror` demo (which prints it).
 
 use std::collections::BTreeSet;

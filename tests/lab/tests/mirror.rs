@@ -1,7 +1,8 @@
 //! The mission end to end (issue 19): two real Ceph Reef clusters whose pod networks overlap,
 //! every mon and OSD bound to its pod IP and advertising its global IP with the arguments the
 //! plan computes, RBD images mirrored between them through the global IPs only, a disaster
-//! (every daemon of A killed) that loses nothing, and the failback.
+//! (every daemon of A killed) that loses nothing, the failback (resync, then the planned switch
+//! back to A) and a planned failover that loses nothing (RPO 0).
 //!
 //! Needs root, iproute2, nftables, bind9-dnsutils and the Ceph Reef root filesystem
 //! (`tests/lab/ceph-reef-root.sh`; `.ci/run` builds it) and fails, never skips, without them.
