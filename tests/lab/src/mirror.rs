@@ -986,3 +986,28 @@ pub async fn run_mirror_scenario(
     );
     Ok(report)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use super::{LabError, STAGE_PLANNED, claim};
+
+    #[test]
+    fn a_claim_that_holds_passes_and_one_that_does_not_names_the_stage_the_claim_and_what_was_seen()
+    {
+        claim(STAGE_PLANNED, "RPO 0", true, || unreachable!("not asked")).unwrap();
+        let error = claim(STAGE_PLANNED, "RPO 0", false, || "B abc, A def".to_owned()).unwrap_err();
+        match &error {
+            LabError::Claim { stage, claim, seen } => {
+                assert_eq!(stage, STAGE_PLANNED);
+                assert_eq!(claim, "RPO 0");
+                assert_eq!(seen, "B abc, A def");
+            }
+            other => panic!("not a claim: {other:?}"),
+        }
+        assert_eq!(
+            error.to_string(),
+            format!("{STAGE_PLANNED}: the claim \"RPO 0\" does not hold: B abc, A def")
+        );
+    }
+}
