@@ -3,10 +3,10 @@
 //! killed, the second takes over, and the first fails back; then a planned failover and back.
 //! Each stage prints as it finishes, with its timing, and checks what it claims (checksums equal,
 //! which side is primary): the command exits non-zero when a claim does not hold. A table of the
-//! stages and their times ends the output. The gateways are `clusterset-gateway` processes (built by cargo when run
-//! through `cargo run`, else found next to this binary or in `CLUSTERSET_LAB_BIN_DIR`). Needs
-//! root, iproute2, nftables, bind9-dnsutils and the Ceph Reef root filesystem (`sudo bash
-//! tests/lab/ceph-reef-root.sh`); see docs/lab.md.
+//! stages and their times ends the output. The gateways are `clusterset-gateway` processes
+//! (built by cargo when run through `cargo run`, else found next to this binary or in
+//! `CLUSTERSET_LAB_BIN_DIR`). Needs root, iproute2, nftables, bind9-dnsutils and the Ceph Reef
+//! root filesystem (`sudo bash tests/lab/ceph-reef-root.sh`); see docs/lab.md.
 #![forbid(unsafe_code)]
 
 use std::collections::BTreeSet;
