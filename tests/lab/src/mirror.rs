@@ -320,7 +320,7 @@ pub async fn is_primary(site: &CephSite, image: &str) -> Result<bool, LabError> 
 }
 
 /// Whether the journal-mode and the snapshot-mode image of the scenario are primary in `site`.
-pub async fn primaries(site: &CephSite) -> Result<(bool, bool), LabError> {
+pub async fn primaries(site: &CephSite) -> Result<Primaries, LabError> {
     Ok((
         is_primary(site, JOURNAL_IMAGE).await?,
         is_primary(site, SNAPSHOT_IMAGE).await?,
@@ -382,6 +382,30 @@ pub fn claim(
             seen: seen(),
         })
     }
+}
+
+/// Whether the journal-mode and the snapshot-mode image are primary, in that order.
+pub type Primaries = (bool, bool);
+
+/// Fails `stage` with `claim_text` unless each side's (journal, snapshot) images are primary
+/// as wanted; `sides` lists each side's name, what was seen and what is wanted.
+pub fn claim_primaries(
+    stage: &str,
+    claim_text: &str,
+    sides: &[(&str, Primaries, Primaries)],
+) -> Result<(), LabError> {
+    claim(
+        stage,
+        claim_text,
+        sides.iter().all(|(_, seen, want)| seen == want),
+        || {
+            let seen: Vec<String> = sides
+                .iter()
+                .map(|(name, seen, _)| format!("{name} {seen:?}"))
+                .collect();
+            format!("primary (journal, snapshot): {}", seen.join(", "))
+        },
+    )
 }
 
 /// Writes `content` to `path`; its sha256 (by [`sha256_file`]), which an image holding exactly
@@ -783,11 +807,10 @@ pub async fn run_mirror_scenario(
         },
     )?;
     let b_primary = primaries(&lab.b).await?;
-    claim(
+    claim_primaries(
         STAGE_DISASTER,
         "both images are primary in B",
-        b_primary == (true, true),
-        || format!("B primary (journal, snapshot): {b_primary:?}"),
+        &[("B", b_primary, (true, true))],
     )?;
     stage(
         STAGE_DISASTER,
@@ -829,17 +852,13 @@ pub async fn run_mirror_scenario(
             )
         },
     )?;
-    claim(
+    claim_primaries(
         STAGE_RESYNC,
         "A's images are non-primary, B's primary",
-        report.a_primary_after_resync == (false, false)
-            && report.b_primary_after_resync == (true, true),
-        || {
-            format!(
-                "primary (journal, snapshot): A {:?}, B {:?}",
-                report.a_primary_after_resync, report.b_primary_after_resync
-            )
-        },
+        &[
+            ("A", report.a_primary_after_resync, (false, false)),
+            ("B", report.b_primary_after_resync, (true, true)),
+        ],
     )?;
     stage(
         STAGE_RESYNC,
@@ -854,17 +873,13 @@ pub async fn run_mirror_scenario(
     report.switch_back = planned_switch(&lab.b, &lab.a).await?;
     report.a_primary_after_switch_back = primaries(&lab.a).await?;
     report.b_primary_after_switch_back = primaries(&lab.b).await?;
-    claim(
+    claim_primaries(
         STAGE_SWITCH_BACK,
         "A's images are primary, B's non-primary",
-        report.a_primary_after_switch_back == (true, true)
-            && report.b_primary_after_switch_back == (false, false),
-        || {
-            format!(
-                "primary (journal, snapshot): A {:?}, B {:?}",
-                report.a_primary_after_switch_back, report.b_primary_after_switch_back
-            )
-        },
+        &[
+            ("A", report.a_primary_after_switch_back, (true, true)),
+            ("B", report.b_primary_after_switch_back, (false, false)),
+        ],
     )?;
     report.expected_after_switch_back = contents
         .write_both(&lab.a, SWITCH_BACK_WRITE, "after-switch-back")
@@ -935,16 +950,10 @@ pub async fn run_mirror_scenario(
             )
         },
     )?;
-    claim(
+    claim_primaries(
         STAGE_PLANNED,
         "B's images are primary after the planned failover",
-        report.b_primary_after_planned_failover == (true, true),
-        || {
-            format!(
-                "B primary (journal, snapshot): {:?}",
-                report.b_primary_after_planned_failover
-            )
-        },
+        &[("B", report.b_primary_after_planned_failover, (true, true))],
     )?;
     report.planned_return = planned_switch(&lab.b, &lab.a).await?;
     report.at_end = (checksums(&lab.a).await?, checksums(&lab.b).await?);
@@ -962,16 +971,13 @@ pub async fn run_mirror_scenario(
             )
         },
     )?;
-    claim(
+    claim_primaries(
         STAGE_PLANNED,
         "at the end A's images are primary, B's non-primary",
-        report.a_primary_at_end == (true, true) && report.b_primary_at_end == (false, false),
-        || {
-            format!(
-                "primary (journal, snapshot): A {:?}, B {:?}",
-                report.a_primary_at_end, report.b_primary_at_end
-            )
-        },
+        &[
+            ("A", report.a_primary_at_end, (true, true)),
+            ("B", report.b_primary_at_end, (false, false)),
+        ],
     )?;
     stage(
         STAGE_PLANNED,
@@ -990,7 +996,7 @@ pub async fn run_mirror_scenario(
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::panic)]
-    use super::{LabError, STAGE_PLANNED, claim};
+    use super::{LabError, STAGE_PLANNED, claim, claim_primaries};
 
     #[test]
     fn a_claim_that_holds_passes_and_one_that_does_not_names_the_stage_the_claim_and_what_was_seen()
@@ -1009,5 +1015,26 @@ mod tests {
             error.to_string(),
             format!("{STAGE_PLANNED}: the claim \"RPO 0\" does not hold: B abc, A def")
         );
+    }
+
+    #[test]
+    fn a_primaries_claim_names_every_side_as_seen() {
+        let wanted = [
+            ("A", (true, true), (true, true)),
+            ("B", (false, false), (false, false)),
+        ];
+        claim_primaries(STAGE_PLANNED, "A primary", &wanted).unwrap();
+        let seen = [
+            ("A", (true, false), (true, true)),
+            ("B", (false, false), (false, false)),
+        ];
+        let error = claim_primaries(STAGE_PLANNED, "A primary", &seen).unwrap_err();
+        match error {
+            LabError::Claim { seen, .. } => assert_eq!(
+                seen,
+                "primary (journal, snapshot): A (true, false), B (false, false)"
+            ),
+            other => panic!("not a claim: {other:?}"),
+        }
     }
 }
