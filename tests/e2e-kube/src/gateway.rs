@@ -475,6 +475,37 @@ pub(crate) async fn dnat_becomes(
     Ok(started.elapsed())
 }
 
+/// Stops the hub's API server until east's gateway has logged a failed watch, checks that its
+/// table is unchanged and it still runs, and starts the API server again.
+async fn hub_outage_keeps_the_rules(world: &World, east_gw: &mut Gateway) -> anyhow::Result<()> {
+    const FAILED: &str = "watch failed; the rules stay as they are";
+    world.faults.ensure_possible()?;
+    let table = |gw: &Gateway| {
+        gw.netns
+            .exec("nft", &["list", "table", "ip", "clusterset_gw"])
+    };
+    let failures = |gw: &Gateway| gw.log().lines().filter(|l| l.contains(FAILED)).count();
+    let before = table(east_gw)?;
+    let failed_before = failures(east_gw);
+    let stopped = Instant::now();
+    world.faults.hub_stop().await?;
+    wait_for("east's gateway to log a failed watch", LONG, || async {
+        Ok((failures(east_gw) > failed_before).then_some(()))
+    })
+    .await?;
+    let seen = stopped.elapsed();
+    if let Some(status) = east_gw.child.try_wait()? {
+        bail!("east's gateway exited ({status}) while the hub was down");
+    }
+    assert_eq!(table(east_gw)?, before, "the table while the hub is down");
+    world.faults.hub_start().await?;
+    println!(
+        "hub stopped: east's gateway logged a failed watch {seen:.1?} later and kept its table; hub back after {:.1?}",
+        stopped.elapsed()
+    );
+    Ok(())
+}
+
 /// The scenario: both members' gateways follow the clusterset from the API servers.
 pub async fn gateway_follows_the_api_servers(world: &mut World) -> anyhow::Result<()> {
     let namespace = world.namespace("e2e-gateway").await?;
@@ -560,6 +591,11 @@ pub async fn gateway_follows_the_api_servers(world: &mut World) -> anyhow::Resul
     namespaces
         .delete(&north_namespace, &DeleteParams::default())
         .await?;
+
+    // The hub's API server (east's, also its member cluster's) goes away: east's gateway sees
+    // its watches fail and keeps its rules as they are; once the API server is back it follows
+    // again (the unexport below is seen only after the outage).
+    hub_outage_keeps_the_rules(world, &mut east_gw).await?;
 
     // Unexported: the record is withdrawn and the DNAT goes.
     let exports: Api<mcs_types::v1beta1::ServiceExport> =
