@@ -257,6 +257,7 @@ impl RunArgs {
             lease_duration: Duration::from_secs(self.lease_seconds),
             stale_drop_after: (self.stale_drop_after_seconds > 0)
                 .then(|| Duration::from_secs(self.stale_drop_after_seconds)),
+            first_status_wait: AgentConfig::DEFAULT_FIRST_STATUS_WAIT,
         };
         config.validate()?;
         Ok(config)

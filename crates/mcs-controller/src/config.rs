@@ -76,6 +76,12 @@ pub struct AgentConfig {
     /// How long a stale cluster's exports keep being imported (marked) before they are left out;
     /// `None` keeps them until the cluster returns or its records are removed.
     pub stale_drop_after: Option<Duration>,
+    /// How long the status of a valid export that has never been `Ready=True` waits for its
+    /// record to be accepted by the hub before it says `Ready=Unknown/Pending`: an export the
+    /// hub accepts within it gets one status write for its publication (`Ready=True`) instead
+    /// of two. [`Self::DEFAULT_FIRST_STATUS_WAIT`] in the
+    /// agent; zero writes `Pending` at once.
+    pub first_status_wait: Duration,
 }
 
 fn one_per_family(purpose: &'static str, cidrs: &[IpNet]) -> Result<(), ConfigError> {
@@ -101,6 +107,9 @@ fn overlaps(a: &IpNet, b: &IpNet) -> bool {
 }
 
 impl AgentConfig {
+    /// The agent's [`Self::first_status_wait`]: 5 s.
+    pub const DEFAULT_FIRST_STATUS_WAIT: Duration = Duration::from_secs(5);
+
     /// Checks the settings.
     ///
     /// ```
@@ -118,6 +127,7 @@ impl AgentConfig {
     ///     endpoint_mode: EndpointMode::GlobalIngress,
     ///     lease_duration: Duration::from_secs(30),
     ///     stale_drop_after: None,
+    ///     first_status_wait: AgentConfig::DEFAULT_FIRST_STATUS_WAIT,
     /// };
     /// assert!(config.validate().is_ok());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -186,6 +196,7 @@ mod tests {
             endpoint_mode: EndpointMode::GlobalIngress,
             lease_duration: Duration::from_secs(30),
             stale_drop_after: None,
+            first_status_wait: AgentConfig::DEFAULT_FIRST_STATUS_WAIT,
         }
     }
 

@@ -202,6 +202,7 @@ pub fn cluster_config(
         endpoint_mode: EndpointMode::GlobalIngress,
         lease_duration: Duration::from_secs(30),
         stale_drop_after,
+        first_status_wait: AgentConfig::DEFAULT_FIRST_STATUS_WAIT,
     })
 }
 

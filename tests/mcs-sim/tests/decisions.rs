@@ -223,17 +223,21 @@ fn lease_states_decide_who_publishes() {
             Write::ApplyServiceExportStatus { key, status } if *key == web => Some(status.clone()),
             _ => None,
         });
-        let ready = export_status
-            .unwrap()
-            .conditions
-            .into_iter()
-            .find(|c| c.type_ == "Ready")
-            .unwrap();
         let expected_reason = match expected {
             "blocked" => "Failed",
             _ => "Pending",
         };
-        if !publishes {
+        if publishes {
+            // The record is on its way: the export's first status waits for the hub's answer.
+            assert_eq!(export_status, None, "{holder} +{after}s");
+        } else {
+            // Nothing is published: the status says why at once.
+            let ready = export_status
+                .unwrap()
+                .conditions
+                .into_iter()
+                .find(|c| c.type_ == "Ready")
+                .unwrap();
             assert_eq!(
                 ready.reason, expected_reason,
                 "{holder} +{after}s: {ready:?}"
@@ -259,7 +263,14 @@ fn lease_states_decide_who_publishes() {
 /// A core that has listed everything of [`listings`] (c0's Lease held by this agent until 30 s
 /// after [`now`]), and the writes of its first pass.
 fn started() -> (AgentCore, Vec<Write>) {
-    started_with(sim::cluster_config(0, None).unwrap(), &[])
+    started_with(pending_at_once(sim::cluster_config(0, None).unwrap()), &[])
+}
+
+/// `config` with no wait for an export's first status: `Ready=Unknown/Pending` is written in
+/// the same pass as the record (the tests of what follows a status write want one at once).
+fn pending_at_once(mut config: AgentConfig) -> AgentConfig {
+    config.first_status_wait = Duration::ZERO;
+    config
 }
 
 /// As [`started`], for `config` and with `records` listed besides those of [`listings`].
@@ -1049,5 +1060,122 @@ fn a_lagging_export_cache_does_not_restamp_the_ready_condition() {
         None,
         "{:?}",
         out.writes
+    );
+}
+
+/// The agent's own first-status wait: a valid export whose record the hub accepts within
+/// it gets one status write, `Ready=True`, instead of `Ready=Unknown/Pending` and then
+/// `Ready=True`.
+#[test]
+fn an_export_the_hub_accepts_within_the_first_status_wait_gets_one_status_write() {
+    let web = ServiceKey::new("shop", "web");
+    let (mut core, writes) = started_with(sim::cluster_config(0, None).unwrap(), &[]);
+    let Some(Write::PublishRecord(published)) = find(&writes, "publish_record", &web) else {
+        panic!("{writes:?}")
+    };
+    assert!(
+        find(&writes, "apply_service_export_status", &web).is_none(),
+        "the first status waits for the record: {writes:?}"
+    );
+    // The core wakes up when the wait is over, not before.
+    let wait_over = now()
+        .checked_add(AgentConfig::DEFAULT_FIRST_STATUS_WAIT)
+        .unwrap();
+    assert!(core.next_wakeup().is_some_and(|at| at <= wait_over));
+
+    // The hub stores the record 1 s later: the first status is Ready=True, and the only one.
+    let mut stored = *published;
+    stored.metadata.resource_version = Some("21".into());
+    core.handle(Input::Record(Event::Apply(stored)));
+    let out = core.process(after(1_000));
+    let ready = written_ready(&out.writes, &web).unwrap();
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("True", "Exported")
+    );
+    let out = core.process(after(6_000));
+    assert!(
+        find(&out.writes, "apply_service_export_status", &web).is_none(),
+        "{:?}",
+        out.writes
+    );
+}
+
+/// A record the hub has not accepted when the wait is over: the export says
+/// `Ready=Unknown/Pending` then, once, and `Ready=True` when the record is stored.
+#[test]
+fn an_export_whose_record_waits_longer_says_pending_when_the_first_status_wait_is_over() {
+    let web = ServiceKey::new("shop", "web");
+    let (mut core, writes) = started_with(sim::cluster_config(0, None).unwrap(), &[]);
+    let Some(Write::PublishRecord(published)) = find(&writes, "publish_record", &web) else {
+        panic!("{writes:?}")
+    };
+    let wait = u64::try_from(AgentConfig::DEFAULT_FIRST_STATUS_WAIT.as_millis()).unwrap();
+    let out = core.process(after(wait - 1));
+    assert!(find(&out.writes, "apply_service_export_status", &web).is_none());
+    let out = core.process(after(wait));
+    let ready = written_ready(&out.writes, &web).unwrap();
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("Unknown", "Pending")
+    );
+    // Said once: later passes write nothing more until something changes.
+    let out = core.process(after(wait + 1_000));
+    assert!(find(&out.writes, "apply_service_export_status", &web).is_none());
+    let mut stored = *published;
+    stored.metadata.resource_version = Some("21".into());
+    core.handle(Input::Record(Event::Apply(stored)));
+    let out = core.process(after(wait + 2_000));
+    let ready = written_ready(&out.writes, &web).unwrap();
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("True", "Exported")
+    );
+}
+
+/// An export seen before its Service (the agent's watches deliver them in their own order):
+/// `Valid=False/NoService` at once, then, once the Service is there, its status waits for the
+/// record as a new export's does: two status writes in all, not three.
+#[test]
+fn an_export_seen_before_its_service_waits_for_its_record_once_valid() {
+    let late = ServiceKey::new("shop", "late");
+    let (mut core, _) = started_with(sim::cluster_config(0, None).unwrap(), &[]);
+    core.handle(Input::ServiceExport(Event::Apply(sim::service_export(
+        &late,
+        now(),
+    ))));
+    let out = core.process(after(100));
+    let valid = out.writes.iter().find_map(|w| match w {
+        Write::ApplyServiceExportStatus { key, status } if *key == late => status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Valid")
+            .cloned(),
+        _ => None,
+    });
+    let valid = valid.unwrap();
+    assert_eq!(
+        (valid.status.as_str(), valid.reason.as_str()),
+        ("False", "NoService")
+    );
+
+    core.handle(Input::Service(Event::Apply(sim::service(
+        &late,
+        "10.96.0.9",
+        &[80],
+    ))));
+    let out = core.process(after(200));
+    let Some(Write::PublishRecord(published)) = find(&out.writes, "publish_record", &late) else {
+        panic!("{:?}", out.writes)
+    };
+    assert!(find(&out.writes, "apply_service_export_status", &late).is_none());
+    let mut stored = *published;
+    stored.metadata.resource_version = Some("31".into());
+    core.handle(Input::Record(Event::Apply(stored)));
+    let out = core.process(after(1_200));
+    let ready = written_ready(&out.writes, &late).unwrap();
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("True", "Exported")
     );
 }

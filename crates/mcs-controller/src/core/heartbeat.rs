@@ -140,6 +140,9 @@ impl AgentCore {
                 consider(t);
             }
         }
+        for until in self.decided.first_status_waits.values().flatten() {
+            consider(*until);
+        }
         for (cluster, health) in &self.decided.health {
             match health {
                 ClusterHealth::Fresh => {

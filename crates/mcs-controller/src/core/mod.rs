@@ -271,6 +271,11 @@ struct Decisions {
     /// ServiceExports whose status write found them gone (404) and of which the watch has
     /// delivered nothing since: no status is written for them until it does.
     exports_gone: BTreeSet<ServiceKey>,
+    /// Valid exports never `Ready=True` yet whose record is on its way to the hub: their
+    /// status waits until this time (`None`: the wait is over) for the record to be accepted,
+    /// so that an export the hub accepts promptly gets one status write for its publication,
+    /// `Ready=True`, instead of `Ready=Unknown/Pending` and then `Ready=True`.
+    first_status_waits: HashMap<ServiceKey, Option<Timestamp>>,
     failures: HashMap<ServiceKey, Failure>,
     health: HashMap<ClusterId, ClusterHealth>,
     missing_since: HashMap<ClusterId, Timestamp>,
@@ -295,6 +300,7 @@ impl Decisions {
             in_flight: in_flight::InFlight::default(),
             export_conditions_written: HashMap::new(),
             exports_gone: BTreeSet::new(),
+            first_status_waits: HashMap::new(),
             failures: HashMap::new(),
             health: HashMap::new(),
             missing_since: HashMap::new(),
@@ -359,6 +365,7 @@ impl AgentCore {
     ///     endpoint_mode: EndpointMode::GlobalIngress,
     ///     lease_duration: Duration::from_secs(30),
     ///     stale_drop_after: None,
+    ///     first_status_wait: AgentConfig::DEFAULT_FIRST_STATUS_WAIT,
     /// };
     /// let mut core = AgentCore::follower(config);
     /// assert!(!core.is_leading());

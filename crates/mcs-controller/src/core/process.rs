@@ -158,6 +158,13 @@ impl AgentCore {
                 }
             }
         }
+        // Exports whose first status waited long enough for their record: say Pending now.
+        for (key, until) in &mut self.decided.first_status_waits {
+            if until.is_some_and(|t| t <= now) {
+                *until = None;
+                self.decided.dirty.insert(key.clone());
+            }
+        }
         // A released address may be what a waiting service needs: reconcile those again (a
         // bounded number of times; waiting services only assign, so this settles).
         for _ in 0..3 {

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use mcs_types::conditions::{ConditionStatus, DesiredCondition};
 use mcs_types::labels::KUBERNETES_SERVICE_NAME_LABEL;
 use mcs_types::v1beta1::ServiceExport;
@@ -18,7 +18,7 @@ use super::{
     AgentCore, ClusterHealth, EXPORT_CONDITIONS, FRESH_REASON, IMPORT_CONDITIONS, LeaseState,
     Output, PoolKind, RecordCopies, STALE_CLUSTERS_CONDITION, STALE_REASON, Side,
     WrittenConditions, derived_service_matches, export_status_matches, import_spec_matches,
-    import_status_matches, is_live, slice_matches,
+    import_status_matches, is_live, later, slice_matches,
 };
 use crate::broker::{BrokerRecord, RecordHome};
 use crate::cache::ObjectId;
@@ -108,9 +108,64 @@ impl AgentCore {
             .as_ref()
             .filter(|_| !self.decided.exports_gone.contains(key))
         {
+            if self.first_status_waits(key, export, &own, &publication, now) {
+                return;
+            }
             let conditions = self.own_export_conditions(&own, merged.as_ref(), &publication);
             self.write_export_status(key, export, conditions, held.export_status, now, out);
+        } else {
+            self.decided.first_status_waits.remove(key);
         }
+    }
+
+    /// Whether the export's status waits at `now` for its record: the export is valid, has
+    /// never been `Ready=True` (none stored or sent: new, or invalid until now, or its
+    /// publication failed before), and its record is on its way to the hub (this agent
+    /// publishes: it holds its cluster's heartbeat Lease). It waits the configuration's
+    /// `first_status_wait` at most; the hub's echo of the record usually comes first, and then the first status is
+    /// `Ready=True` at once. `process` reconciles the export again when the wait is over.
+    fn first_status_waits(
+        &mut self,
+        key: &ServiceKey,
+        export: &ServiceExport,
+        own: &OwnExport,
+        publication: &Publication,
+        now: Timestamp,
+    ) -> bool {
+        // The export's `Ready` as this agent last sent it, else as stored.
+        let ready_true = |conditions: &[Condition]| {
+            conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+        };
+        let never_ready = match self
+            .decided
+            .export_conditions_written
+            .get(key)
+            .filter(|w| w.uid == export.metadata.uid)
+        {
+            Some(written) => !ready_true(&written.conditions),
+            None => export
+                .status
+                .as_ref()
+                .is_none_or(|s| !ready_true(&s.conditions)),
+        };
+        let publishing = own.validity.is_ok()
+            && own.record.is_some()
+            && matches!(publication, Publication::Pending)
+            && self.decided.lease_state == LeaseState::Held;
+        if !(never_ready && publishing) {
+            self.decided.first_status_waits.remove(key);
+            return false;
+        }
+        let wait =
+            SignedDuration::try_from(self.config.first_status_wait).unwrap_or(SignedDuration::MAX);
+        let until = self
+            .decided
+            .first_status_waits
+            .entry(key.clone())
+            .or_insert_with(|| Some(later(now, wait)));
+        until.is_some_and(|until| now < until)
     }
 
     /// Which writes of the service wait for a failed write's retry time at `now`.
