@@ -39,6 +39,27 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long reading or writing a whole image may take.
 const IMAGE_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// `rbd_mirror_leader_heartbeat_interval` of the lab's `rbd-mirror` daemons, in seconds (Ceph's
+/// default is 5). Measured in the failback (2026-11-29, debug_rbd_mirror 15): after a crash, the
+/// new daemon's leader, once it holds the leader lock, still finds the dead instance in the pool's
+/// instance list, and the persisted image map keeps every image assigned to it (each `ACQUIRE`
+/// sent to it fails, once a second) until the leader removes it for missing heartbeats, which it
+/// does `interval * (1 + rbd_mirror_leader_max_missed_heartbeats (2) +
+/// rbd_mirror_leader_max_acquire_attempts_before_break (3))` after it became leader: 30.0 s
+/// with the default, 6 s with 1 s. The same interval also spaces the attempts to take the leader
+/// lock (`interval * max_missed_heartbeats`, 10 s by default). The cost is one watch-notify of
+/// the leader object a second per pool, nothing for a lab; an operator who wants a faster
+/// takeover after a crash tunes the same option.
+pub const RBD_MIRROR_HEARTBEAT_SECS: u64 = 1;
+
+/// `rbd_mirror_image_state_check_interval` of the lab's `rbd-mirror` daemons, in seconds (Ceph's
+/// default is 30). Measured in the failback (2026-11-29): a resync stops the image replayer,
+/// moves the local image to the trash and deletes it (2 s), and the replayer that creates the
+/// new image and copies it is started again only by the next periodic image state check of the
+/// instance: 5.4 s and 19.2 s after the replayer stopped for the resync in two runs with the
+/// default, where the copy itself took 1.7 s. The check only starts replayers that are stopped.
+pub const RBD_MIRROR_STATE_CHECK_SECS: u64 = 5;
+
 /// Options of a cluster of the lab that the base configuration does not have: bluestore OSDs on
 /// sparse files beside their directories, two replicas that tolerate one OSD down, one host.
 fn site_conf(dir: &Path) -> String {
@@ -64,7 +85,9 @@ fn site_conf(dir: &Path) -> String {
          [mgr]\n\
          keyring = {dir}/mgr/$cluster-$id/keyring\n\
          [client.rbd-mirror]\n\
-         keyring = {dir}/rbd-mirror.keyring\n"
+         keyring = {dir}/rbd-mirror.keyring\n\
+         rbd_mirror_leader_heartbeat_interval = {RBD_MIRROR_HEARTBEAT_SECS}\n\
+         rbd_mirror_image_state_check_interval = {RBD_MIRROR_STATE_CHECK_SECS}\n"
     )
 }
 
@@ -136,6 +159,18 @@ pub struct CephSite {
     /// by id; the others run in the cluster's pods namespace.
     osd_netns: Mutex<BTreeMap<u32, String>>,
     daemons: Mutex<BTreeMap<String, Child>>,
+}
+
+/// The object that holds the `rbd-mirror` leader lock of a pool.
+const RBD_MIRROR_LEADER_OBJECT: &str = "rbd_mirror_leader";
+
+/// The holder of a RADOS lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockOwner {
+    /// Its entity, `client.<global id>` (for `rbd-mirror`, the instance id).
+    pub client: String,
+    /// Its address, with the process's nonce (`10.244.0.2:0/123456`).
+    pub addr: String,
 }
 
 /// An OSD restarted in a new pod ([`CephSite::move_osd_to_new_pod`]).
@@ -945,6 +980,66 @@ impl CephSite {
             &[("CEPH_CONF", conf.as_path())],
         )
         .await
+    }
+
+    /// Who holds the `rbd-mirror` leader lock of the pool (the lock `rbd_lock` on the object
+    /// `rbd_mirror_leader`, read with `rados lock info`), or `None` when nobody does. The object
+    /// exists once an `rbd-mirror` has run in the pool.
+    pub async fn rbd_mirror_leader(&self) -> Result<Option<LockOwner>, LabError> {
+        let out = self
+            .tool(
+                "rados",
+                &[
+                    "-p",
+                    POOL,
+                    "lock",
+                    "info",
+                    RBD_MIRROR_LEADER_OBJECT,
+                    "rbd_lock",
+                    "--format",
+                    "json",
+                ],
+                COMMAND_TIMEOUT,
+            )
+            .await?;
+        let info: serde_json::Value =
+            serde_json::from_slice(&out).map_err(step("parsing `rados lock info`"))?;
+        let Some(locker) = info["lockers"].as_array().and_then(|l| l.first()) else {
+            return Ok(None);
+        };
+        match (locker["name"].as_str(), locker["addr"].as_str()) {
+            (Some(client), Some(addr)) => Ok(Some(LockOwner {
+                client: client.to_owned(),
+                addr: addr.to_owned(),
+            })),
+            _ => Err(LabError::Step {
+                step: "reading the rbd-mirror leader lock".into(),
+                source: format!("a locker without name or addr: {info}").into(),
+            }),
+        }
+    }
+
+    /// Fences the site's dead `rbd-mirror` before a new one starts, as an operator fences a
+    /// crashed client: the holder of the leader lock, which must not be a daemon of this site
+    /// that runs, is blocklisted (`ceph osd blocklist add <its address>`; the address carries
+    /// the dead process's nonce, so no other client is hit). The OSDs then drop its watches,
+    /// and the new daemon breaks its lock at its first attempt (`librbd`'s lock breaker breaks
+    /// the lock of an owner that no longer watches the object) instead of after three (measured
+    /// 2026-11-29: "lock owner is still alive" at 0, 10 and 20 s, the dead owner's watch having
+    /// come back with the restarted OSDs, and "breaking leader lock after 3 failed attempts"
+    /// 20.4 s after the start). Returns the fenced owner, or `None` if nobody held the lock.
+    pub async fn fence_dead_rbd_mirror(&self) -> Result<Option<LockOwner>, LabError> {
+        if self.running("rbd-mirror").await {
+            return Err(LabError::Step {
+                step: "fencing the dead rbd-mirror".into(),
+                source: "this site's rbd-mirror runs: the lock holder may be alive".into(),
+            });
+        }
+        let Some(owner) = self.rbd_mirror_leader().await? else {
+            return Ok(None);
+        };
+        self.ceph(&["osd", "blocklist", "add", &owner.addr]).await?;
+        Ok(Some(owner))
     }
 
     /// Starts `mons` at these addresses and waits until all of them are in quorum.

@@ -58,11 +58,12 @@ pub fn require_host() -> Result<(), LabError> {
 
 /// The programs the lab runs from the Ceph root filesystem besides
 /// [`ceph_local::CEPH_TOOLS`], with the package that has each.
-pub const CEPH_ROOT_TOOLS: [(&str, &str); 5] = [
+pub const CEPH_ROOT_TOOLS: [(&str, &str); 6] = [
     ("ceph-osd", "ceph-osd"),
     ("ceph-mgr", "ceph-mgr"),
     ("rbd-mirror", "rbd-mirror"),
     ("rbd", "ceph-common"),
+    ("rados", "ceph-common"),
     ("python3", "python3"),
 ];
 

@@ -40,8 +40,8 @@ mod netns;
 mod topology;
 
 pub use ceph::{
-    CephSite, MGR_POD, OsdPodMove, OsdSlot, OsdState, POOL, SiteSpec, back_ip, ceph_version,
-    front_ip, poll_until,
+    CephSite, LockOwner, MGR_POD, OsdPodMove, OsdSlot, OsdState, POOL, RBD_MIRROR_HEARTBEAT_SECS,
+    RBD_MIRROR_STATE_CHECK_SECS, SiteSpec, back_ip, ceph_version, front_ip, poll_until,
 };
 pub use dns::{LabDns, NAMESPACE};
 pub use endpoints::{GlobalnetEndpoints, mon_service};

@@ -15,7 +15,8 @@ use mon_failover_io::CephInstall;
 
 use crate::ceph::step;
 use crate::{
-    CephSite, LabDns, LabError, MGR_POD, POOL, PodExport, Side, SiteSpec, Topology, poll_until,
+    CephSite, LabDns, LabError, LockOwner, MGR_POD, POOL, PodExport, Side, SiteSpec, Topology,
+    poll_until,
 };
 
 /// One MiB.
@@ -518,8 +519,21 @@ pub struct MirrorReport {
     pub b_after_write_sha: String,
     /// From A's restart to A's resynced image reading as B's.
     pub failback: Duration,
-    /// Of it, from `rbd mirror image resync` in A to both images reading as B's.
+    /// Of it, restarting A's mons, mgr and OSDs (quorum, every OSD up again, PGs clean).
+    pub failback_restart: Duration,
+    /// The dead `rbd-mirror` of A that held the leader lock, blocklisted before its successor
+    /// started.
+    pub dead_rbd_mirror: Option<LockOwner>,
+    /// The new `rbd-mirror` of A holding the leader lock.
+    pub rbd_mirror_leader: Option<LockOwner>,
+    /// From the start of A's new `rbd-mirror` to it holding the leader lock (`rados lock info`,
+    /// polled every 500 ms; it runs while the images are demoted and resynced).
+    pub failback_leader: Duration,
+    /// From `rbd mirror image resync` in A to both images reading as B's.
     pub failback_resync: Duration,
+    /// Of it, from `rbd mirror image resync` in A to the journal and the snapshot image reading
+    /// as B's (each polled on its own, both at once).
+    pub failback_resync_images: (Duration, Duration),
     /// The sha256 of A's snapshot image after the resync.
     pub a_snapshot_after_failback_sha: String,
     /// Whether A's journal and snapshot images are primary after the resync.
@@ -823,20 +837,52 @@ pub async fn run_mirror_scenario(
 
     let back = Instant::now();
     lab.a.restart().await?;
+    report.failback_restart = back.elapsed();
+    // The dead rbd-mirror still holds the leader lock: fence it before its successor starts
+    // (see `CephSite::fence_dead_rbd_mirror` and `RBD_MIRROR_HEARTBEAT_SECS` for what it cost).
+    let dead = lab.a.fence_dead_rbd_mirror().await?;
+    report.dead_rbd_mirror = dead.clone();
     lab.a.start_rbd_mirror().await?;
-    // Both images were primary in A when it died: demote them there and resync from B.
-    for image in IMAGES {
-        let name = format!("{POOL}/{image}");
-        lab.a.rbd(&["mirror", "image", "demote", &name]).await?;
-    }
-    let resync = Instant::now();
-    for image in IMAGES {
-        let name = format!("{POOL}/{image}");
-        lab.a.rbd(&["mirror", "image", "resync", &name]).await?;
-    }
-    wait_for_content(&lab.a, JOURNAL_IMAGE, &report.b_after_write_sha).await?;
-    wait_for_content(&lab.a, SNAPSHOT_IMAGE, &report.promoted_snapshot_sha).await?;
-    report.failback_resync = resync.elapsed();
+    let mirror_started = Instant::now();
+    let leader = poll_until(
+        "a new rbd-mirror in A holds the leader lock",
+        MIRROR_WITHIN,
+        || async {
+            let owner = lab.a.rbd_mirror_leader().await?;
+            let seen = format!("{owner:?}");
+            let new = owner.filter(|owner| Some(owner) != dead.as_ref());
+            Ok((new.map(|owner| (owner, mirror_started.elapsed())), seen))
+        },
+    );
+    let resynced = async {
+        // Both images were primary in A when it died: demote them there and resync from B.
+        for image in IMAGES {
+            let name = format!("{POOL}/{image}");
+            lab.a.rbd(&["mirror", "image", "demote", &name]).await?;
+        }
+        let resync = Instant::now();
+        for image in IMAGES {
+            let name = format!("{POOL}/{image}");
+            lab.a.rbd(&["mirror", "image", "resync", &name]).await?;
+        }
+        let copied = |image, want| async move {
+            wait_for_content(&lab.a, image, want).await?;
+            Ok::<_, LabError>(resync.elapsed())
+        };
+        tokio::try_join!(
+            copied(JOURNAL_IMAGE, &report.b_after_write_sha),
+            copied(SNAPSHOT_IMAGE, &report.promoted_snapshot_sha)
+        )
+    };
+    let (leader, resynced) = tokio::join!(leader, resynced);
+    let (new_leader, leader_after) = leader?;
+    report.failback_resync_images = resynced?;
+    report.failback_resync = report
+        .failback_resync_images
+        .0
+        .max(report.failback_resync_images.1);
+    report.rbd_mirror_leader = Some(new_leader);
+    report.failback_leader = leader_after;
     report.failback = back.elapsed();
     report.a_snapshot_after_failback_sha = lab.a.image_checksum(SNAPSHOT_IMAGE).await?;
     report.a_primary_after_resync = primaries(&lab.a).await?;
@@ -860,12 +906,26 @@ pub async fn run_mirror_scenario(
             ("B", report.b_primary_after_resync, (true, true)),
         ],
     )?;
+    let fenced = match &report.dead_rbd_mirror {
+        Some(dead) => format!(
+            "its dead rbd-mirror ({} at {}) blocklisted",
+            dead.client, dead.addr
+        ),
+        None => "no rbd-mirror held the leader lock".to_owned(),
+    };
+    let leader = report
+        .rbd_mirror_leader
+        .as_ref()
+        .map_or("?", |owner| owner.client.as_str());
     stage(
         STAGE_RESYNC,
         report.failback,
         format!(
-            "A restarted, both images demoted there and resynced from B in {:.1?}",
-            report.failback_resync
+            "A restarted in {:.1?}, {fenced}; the new rbd-mirror ({leader}) held the leader lock {:.1?} after it started; both images demoted and resynced from B in {:.1?} (read as B's after the resync: {})",
+            report.failback_restart,
+            report.failback_leader,
+            report.failback_resync,
+            per_image(report.failback_resync_images)
         ),
     );
 
