@@ -532,7 +532,9 @@ pub struct MirrorReport {
     /// From `rbd mirror image resync` in A to both images reading as B's.
     pub failback_resync: Duration,
     /// Of it, from `rbd mirror image resync` in A to the journal and the snapshot image reading
-    /// as B's (each polled on its own, both at once).
+    /// as B's (each polled on its own, both at once). B wrote only to the journal image after
+    /// the disaster, so A's stale snapshot image reads as B's before its resync too: its time
+    /// does not tell its copy done.
     pub failback_resync_images: (Duration, Duration),
     /// The sha256 of A's snapshot image after the resync.
     pub a_snapshot_after_failback_sha: String,
@@ -921,11 +923,12 @@ pub async fn run_mirror_scenario(
         STAGE_RESYNC,
         report.failback,
         format!(
-            "A restarted in {:.1?}, {fenced}; the new rbd-mirror ({leader}) held the leader lock {:.1?} after it started; both images demoted and resynced from B in {:.1?} (read as B's after the resync: {})",
+            "A restarted in {:.1?}, {fenced}; the new rbd-mirror ({leader}) held the leader lock {:.1?} after it started; both images demoted and resynced from B in {:.1?} (the journal image read as B's {:.1?} after the resync; the snapshot image, which B did not write after the disaster, read as B's after {:.1?}, which does not tell its copy done)",
             report.failback_restart,
             report.failback_leader,
             report.failback_resync,
-            per_image(report.failback_resync_images)
+            report.failback_resync_images.0,
+            report.failback_resync_images.1
         ),
     );
 
