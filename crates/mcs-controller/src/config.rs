@@ -79,8 +79,7 @@ pub struct AgentConfig {
     /// How long the status of a valid export that has never been `Ready=True` waits for its
     /// record to be accepted by the hub before it says `Ready=Unknown/Pending`: an export the
     /// hub accepts within it gets one status write for its publication (`Ready=True`) instead
-    /// of two. [`Self::DEFAULT_FIRST_STATUS_WAIT`] in the
-    /// agent; zero writes `Pending` at once.
+    /// of two. [`Self::DEFAULT_FIRST_STATUS_WAIT`] in the agent; zero writes `Pending` at once.
     pub first_status_wait: Duration,
 }
 

@@ -222,6 +222,12 @@ impl Gateway {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// `nft list table ip clusterset_gw` in the gateway's network namespace.
+    pub(crate) fn table(&self) -> anyhow::Result<String> {
+        self.netns
+            .exec("nft", &["list", "table", "ip", "clusterset_gw"])
+    }
+
     /// SIGTERM, and the exit.
     pub(crate) async fn terminate(&mut self) -> anyhow::Result<()> {
         if let Some(pid) = self.child.id() {
@@ -480,12 +486,8 @@ pub(crate) async fn dnat_becomes(
 async fn hub_outage_keeps_the_rules(world: &World, east_gw: &mut Gateway) -> anyhow::Result<()> {
     const FAILED: &str = "watch failed; the rules stay as they are";
     world.faults.ensure_possible()?;
-    let table = |gw: &Gateway| {
-        gw.netns
-            .exec("nft", &["list", "table", "ip", "clusterset_gw"])
-    };
     let failures = |gw: &Gateway| gw.log().lines().filter(|l| l.contains(FAILED)).count();
-    let before = table(east_gw)?;
+    let before = east_gw.table()?;
     let failed_before = failures(east_gw);
     let stopped = Instant::now();
     world.faults.hub_stop().await?;
@@ -497,7 +499,7 @@ async fn hub_outage_keeps_the_rules(world: &World, east_gw: &mut Gateway) -> any
     if let Some(status) = east_gw.child.try_wait()? {
         bail!("east's gateway exited ({status}) while the hub was down");
     }
-    assert_eq!(table(east_gw)?, before, "the table while the hub is down");
+    assert_eq!(east_gw.table()?, before, "the table while the hub is down");
     world.faults.hub_start().await?;
     println!(
         "hub stopped: east's gateway logged a failed watch {seen:.1?} later and kept its table; hub back after {:.1?}",
@@ -618,14 +620,10 @@ pub async fn gateway_follows_the_api_servers(world: &mut World) -> anyhow::Resul
     .await?;
 
     // SIGTERM leaves the rules in place (established connections survive a restart).
-    let before = east_gw
-        .netns
-        .exec("nft", &["list", "table", "ip", "clusterset_gw"])?;
+    let before = east_gw.table()?;
     east_gw.terminate().await?;
     west_gw.terminate().await?;
-    let after = east_gw
-        .netns
-        .exec("nft", &["list", "table", "ip", "clusterset_gw"])?;
+    let after = east_gw.table()?;
     assert_eq!(before, after, "the table after SIGTERM");
     // The records stay too (the next start publishes the same); the test removes them.
     for cluster in ["east", "west"] {

@@ -180,6 +180,12 @@ impl Supervised {
         Ok(())
     }
 
+    /// Whether this is one of a cluster's control loops (the controller manager, the
+    /// scheduler), which stop and start with the API server; kwok, the cluster's kubelet, is not.
+    fn is_control_loop(&self) -> bool {
+        !self.name.ends_with(" kwok")
+    }
+
     /// The exit status, if the process exited.
     fn exited(&mut self) -> Option<std::process::ExitStatus> {
         let (child, _) = self.running.as_mut()?;
@@ -628,18 +634,15 @@ impl LocalCluster {
         self.settled_since(client, None).await
     }
 
-    /// [`Self::settled`], with the node's Lease renewed after `started` (when the controllers
-    /// were restarted), so that the check proves the new kwok runs (the old renewal counted
-    /// before, and a kwok that never took the node over went unnoticed: no pod of the cluster
-    /// started or went, and every later scenario failed). Without a renewal 30 s after a start,
-    /// the controllers are restarted again ([`Self::restart_controllers`]).
+    /// [`Self::settled`], with the node's Lease renewed after `started` (when the API server
+    /// came back), so that the check proves kwok serves the node again (the renewal from before
+    /// the outage no longer counts: a kwok that never took the node over went unnoticed, no pod
+    /// of the cluster started or went, and every later scenario failed).
     async fn settled_since(
         &self,
         client: &kube::Client,
         started: Option<k8s_openapi::jiff::Timestamp>,
     ) -> anyhow::Result<()> {
-        let mut started = started;
-        let mut restarted_at = std::time::Instant::now();
         let name = &self.name;
         let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
         let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
@@ -666,17 +669,6 @@ impl LocalCluster {
                 .is_some_and(|renewed| started.is_none_or(|since| renewed.0 > since));
             if node_ready && account && lease {
                 return Ok(());
-            }
-            if let Some(since) = started
-                && !lease
-                && restarted_at.elapsed() > Duration::from_secs(30)
-            {
-                eprintln!(
-                    "{name}: kwok has not renewed the node's Lease since the controllers restarted at {since}; restarting them again"
-                );
-                started = Some(k8s_openapi::jiff::Timestamp::now());
-                restarted_at = std::time::Instant::now();
-                self.restart_controllers(client).await?;
             }
             if std::time::Instant::now() > deadline {
                 let logs: Vec<String> = self
@@ -774,30 +766,28 @@ impl LocalCluster {
         drop(apiserver);
         // kwok renews the node's Lease after this (the same machine's clock).
         let restarted = k8s_openapi::jiff::Timestamp::now();
-        self.restart_controllers(&client).await?;
+        self.start_control_loops().await?;
         self.settled_since(&client, Some(restarted)).await
     }
 
-    /// Restarts the controller manager and the scheduler. kwok keeps running: its watches and
-    /// its Lease renewals resume by themselves once the API server answers, whereas a new kwok
-    /// process (another holder identity for the node's Lease) sometimes never took the node over
-    /// (its log ended at `Watch nodes`, no pod started or went, every later scenario failed).
-    async fn restart_controllers(&self, _client: &kube::Client) -> anyhow::Result<()> {
-        self.stop_control_loops().await?;
-        for process in self.controllers.lock().await.iter_mut() {
-            if !process.name.ends_with(" kwok") {
-                process.start()?;
-            }
+    /// Starts the controller manager and the scheduler (stopped with the API server). kwok
+    /// keeps running: its watches and its Lease renewals resume by themselves once the API
+    /// server answers, whereas a new kwok process (another holder identity for the node's
+    /// Lease) sometimes never took the node over (its log ended at `Watch nodes`, no pod started
+    /// or went, every later scenario failed).
+    async fn start_control_loops(&self) -> anyhow::Result<()> {
+        let mut controllers = self.controllers.lock().await;
+        for process in controllers.iter_mut().filter(|p| p.is_control_loop()) {
+            process.start()?;
         }
         Ok(())
     }
 
     /// Stops the controller manager and the scheduler (not kwok, the cluster's kubelet).
     async fn stop_control_loops(&self) -> anyhow::Result<()> {
-        for process in self.controllers.lock().await.iter_mut() {
-            if !process.name.ends_with(" kwok") {
-                process.stop().await?;
-            }
+        let mut controllers = self.controllers.lock().await;
+        for process in controllers.iter_mut().filter(|p| p.is_control_loop()) {
+            process.stop().await?;
         }
         Ok(())
     }

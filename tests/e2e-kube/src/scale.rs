@@ -104,19 +104,17 @@ pub struct ExportsReport {
 /// (the Kubernetes condition convention forbids that: a rewrite of the same status).
 #[derive(Debug, Default, Clone)]
 pub struct StatusHistory {
-    /// Per export, the number of events that changed its status (the first status included).
-    pub changes: BTreeMap<String, u32>,
     /// Conditions seen with a new `lastTransitionTime` and the same status, per export.
     pub transition_rewrites: BTreeMap<String, u32>,
-    /// Per export, the statuses it went through, each as `type=status/reason` of its
-    /// conditions.
+    /// Per export, the statuses it went through (one per event that changed its status, the
+    /// first status included), each as `type=status/reason` of its conditions.
     pub sequences: BTreeMap<String, Vec<String>>,
 }
 
 impl StatusHistory {
     /// Status changes of all the exports.
-    pub fn total_changes(&self) -> u32 {
-        self.changes.values().sum()
+    pub fn total_changes(&self) -> usize {
+        self.sequences.values().map(Vec::len).sum()
     }
 
     /// Conditions rewritten with a new `lastTransitionTime` and the same status, in all.
@@ -136,10 +134,10 @@ impl StatusHistory {
     }
 
     /// How many exports had each number of status changes (`{1: 3, 2: 197}`).
-    pub fn distribution(&self) -> BTreeMap<u32, u32> {
+    pub fn distribution(&self) -> BTreeMap<usize, u32> {
         let mut counts = BTreeMap::new();
-        for changes in self.changes.values() {
-            *counts.entry(*changes).or_insert(0) += 1;
+        for sequence in self.sequences.values() {
+            *counts.entry(sequence.len()).or_insert(0) += 1;
         }
         counts
     }
@@ -148,7 +146,6 @@ impl StatusHistory {
     /// conditions seen last, if any).
     fn observe(&mut self, name: &str, previous: Option<&[Condition]>, now: &[Condition]) {
         if previous.is_none_or(|p| p != now) && !(previous.is_none() && now.is_empty()) {
-            *self.changes.entry(name.to_owned()).or_insert(0) += 1;
             let summary: Vec<String> = now
                 .iter()
                 .map(|c| format!("{}={}/{}", c.type_, c.status, c.reason))

@@ -199,7 +199,7 @@ async fn scale_counts_at_small_size() -> anyhow::Result<()> {
             // the ServiceExport before its Service: `Valid=False` first), not on a fixed count.
             let statuses = &report.export_statuses;
             assert!(
-                count("apply_service_export_status") <= f64::from(statuses.total_changes()),
+                count("apply_service_export_status") <= statuses.total_changes() as f64,
                 "{} export status writes, {} status changes seen: {east:?}",
                 count("apply_service_export_status"),
                 statuses.total_changes()

@@ -122,8 +122,9 @@ impl AgentCore {
     /// never been `Ready=True` (none stored or sent: new, or invalid until now, or its
     /// publication failed before), and its record is on its way to the hub (this agent
     /// publishes: it holds its cluster's heartbeat Lease). It waits the configuration's
-    /// `first_status_wait` at most; the hub's echo of the record usually comes first, and then the first status is
-    /// `Ready=True` at once. `process` reconciles the export again when the wait is over.
+    /// `first_status_wait` at most; the hub's echo of the record usually comes first, and then
+    /// the first status is `Ready=True` at once. `process` reconciles the export again when the
+    /// wait is over.
     fn first_status_waits(
         &mut self,
         key: &ServiceKey,
@@ -138,12 +139,7 @@ impl AgentCore {
                 .iter()
                 .any(|c| c.type_ == "Ready" && c.status == "True")
         };
-        let never_ready = match self
-            .decided
-            .export_conditions_written
-            .get(key)
-            .filter(|w| w.uid == export.metadata.uid)
-        {
+        let never_ready = match self.written_conditions(key, export) {
             Some(written) => !ready_true(&written.conditions),
             None => export
                 .status
@@ -166,6 +162,18 @@ impl AgentCore {
             .entry(key.clone())
             .or_insert_with(|| Some(later(now, wait)));
         until.is_some_and(|until| now < until)
+    }
+
+    /// The export conditions this agent last sent for `export` (its uid), if any.
+    fn written_conditions(
+        &self,
+        key: &ServiceKey,
+        export: &ServiceExport,
+    ) -> Option<&WrittenConditions> {
+        self.decided
+            .export_conditions_written
+            .get(key)
+            .filter(|w| w.uid == export.metadata.uid)
     }
 
     /// Which writes of the service wait for a failed write's retry time at `now`.
@@ -582,12 +590,7 @@ impl AgentCore {
                     .collect()
             })
             .unwrap_or_default();
-        if let Some(written) = self
-            .decided
-            .export_conditions_written
-            .get(key)
-            .filter(|w| w.uid == export.metadata.uid)
-        {
+        if let Some(written) = self.written_conditions(key, export) {
             overlay_written(&mut list, &written.conditions);
         }
         for remove in &conditions.remove {
