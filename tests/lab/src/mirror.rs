@@ -416,6 +416,31 @@ pub fn content_sha(path: &Path, content: &[u8]) -> Result<String, LabError> {
     sha256_file(path)
 }
 
+/// Takes a mirror snapshot of the snapshot-mode `image` in `site` (`rbd mirror image
+/// snapshot`): what the peer's `rbd-mirror` syncs next.
+pub async fn take_mirror_snapshot(site: &CephSite, image: &str) -> Result<(), LabError> {
+    site.rbd(&["mirror", "image", "snapshot", &format!("{POOL}/{image}")])
+        .await
+        .map(drop)
+}
+
+/// Waits until the scenario's journal and snapshot image in `site` read as `want` (their
+/// sha256s), both at once; how long after `since` each did.
+async fn both_read_as(
+    site: &CephSite,
+    (journal, snapshot): (&str, &str),
+    since: Instant,
+) -> Result<(Duration, Duration), LabError> {
+    let reads = |image, want| async move {
+        wait_for_content(site, image, want).await?;
+        Ok::<_, LabError>(since.elapsed())
+    };
+    tokio::try_join!(
+        reads(JOURNAL_IMAGE, journal),
+        reads(SNAPSHOT_IMAGE, snapshot)
+    )
+}
+
 /// Waits until `image` in `site` reads as `want` (sha256); how long that took.
 pub async fn wait_for_content(
     site: &CephSite,
@@ -737,14 +762,7 @@ pub async fn run_mirror_scenario(
         },
     )?;
     let snapshot = Instant::now();
-    lab.a
-        .rbd(&[
-            "mirror",
-            "image",
-            "snapshot",
-            &format!("{POOL}/{SNAPSHOT_IMAGE}"),
-        ])
-        .await?;
+    take_mirror_snapshot(&lab.a, SNAPSHOT_IMAGE).await?;
     wait_for_content(&lab.b, SNAPSHOT_IMAGE, &report.snapshot_written_sha).await?;
     report.snapshot_sync = snapshot.elapsed();
     report.rbd_mirror_peers_in_b = connections_of(lab.topology(), Side::B, "rbd-mirror").await?;
@@ -867,14 +885,12 @@ pub async fn run_mirror_scenario(
             let name = format!("{POOL}/{image}");
             lab.a.rbd(&["mirror", "image", "resync", &name]).await?;
         }
-        let copied = |image, want| async move {
-            wait_for_content(&lab.a, image, want).await?;
-            Ok::<_, LabError>(resync.elapsed())
-        };
-        tokio::try_join!(
-            copied(JOURNAL_IMAGE, &report.b_after_write_sha),
-            copied(SNAPSHOT_IMAGE, &report.promoted_snapshot_sha)
+        both_read_as(
+            &lab.a,
+            (&report.b_after_write_sha, &report.promoted_snapshot_sha),
+            resync,
         )
+        .await
     };
     let (leader, resynced) = tokio::join!(leader, resynced);
     let (new_leader, leader_after) = leader?;
@@ -948,23 +964,10 @@ pub async fn run_mirror_scenario(
         .write_both(&lab.a, SWITCH_BACK_WRITE, "after-switch-back")
         .await?;
     let written = Instant::now();
-    lab.a
-        .rbd(&[
-            "mirror",
-            "image",
-            "snapshot",
-            &format!("{POOL}/{SNAPSHOT_IMAGE}"),
-        ])
-        .await?;
+    take_mirror_snapshot(&lab.a, SNAPSHOT_IMAGE).await?;
     let (journal_want, snapshot_want) = &report.expected_after_switch_back;
-    let replicated = |image, want| async move {
-        wait_for_content(&lab.b, image, want).await?;
-        Ok::<_, LabError>(written.elapsed())
-    };
-    report.switch_back_write_replicated = tokio::try_join!(
-        replicated(JOURNAL_IMAGE, journal_want),
-        replicated(SNAPSHOT_IMAGE, snapshot_want)
-    )?;
+    report.switch_back_write_replicated =
+        both_read_as(&lab.b, (journal_want, snapshot_want), written).await?;
     report.a_after_switch_back = checksums(&lab.a).await?;
     report.b_after_switch_back = checksums(&lab.b).await?;
     claim(

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use clusterset_error_chain::ErrorChain;
 use clusterset_lab::mirror::{
     IMAGE_MIB, MIRROR_WITHIN, MirrorLab, connections_of, create_mirrored_image, listeners_of,
-    run_mirror_scenario, wait_for_content,
+    run_mirror_scenario, take_mirror_snapshot, wait_for_content,
 };
 use clusterset_lab::{
     CephSite, MGR_POD, POOL, Side, back_ip, front_ip, poll_until, print_log_tails,
@@ -525,10 +525,7 @@ async fn mcs_turned_on_under_a_writing_client_loses_no_write_and_mirroring_resum
         "every acknowledged write is in A: {verified}"
     );
     // The client has stopped: a mirror snapshot carries everything it wrote to B.
-    lab.a
-        .rbd(&["mirror", "image", "snapshot", &name])
-        .await
-        .unwrap();
+    take_mirror_snapshot(&lab.a, image).await.unwrap();
     let sum_a = lab.a.image_checksum(image).await.unwrap();
     wait_for_content(&lab.b, image, &sum_a).await.unwrap();
     let caught_up = resumed.elapsed();
@@ -869,10 +866,7 @@ async fn an_osd_moved_to_a_new_pod_ip_and_a_gateway_stopped_for_a_minute_lose_no
     // A write after the move reaches B: the last mirror snapshot carries everything the client
     // wrote, and B's copy then reads as A's, every acknowledged block in it.
     let synced = Instant::now();
-    lab.a
-        .rbd(&["mirror", "image", "snapshot", &name])
-        .await
-        .unwrap();
+    take_mirror_snapshot(&lab.a, image).await.unwrap();
     let sum_a = lab.a.image_checksum(image).await.unwrap();
     wait_for_content(&lab.b, image, &sum_a).await.unwrap();
     let synced_in = synced.elapsed();
