@@ -564,6 +564,14 @@ impl LocalCluster {
                     format!("--root-ca-file={}", pki.ca.display()),
                     "--service-cluster-ip-range=10.96.0.0/16".to_owned(),
                     "--use-service-account-credentials=true".to_owned(),
+                    // kwok renews the node's Lease from its informer's copy, and after an API
+                    // server restart that copy can be a minute old (its watch reconnects with
+                    // client-go's backoff, up to 60 s): every renewal until then conflicts.
+                    // A kubelet reads the Lease again on a conflict. With the default 50 s the
+                    // node lifecycle controller marked the node NotReady in that minute, and
+                    // kwok reports it Ready again only in its 10-minute heartbeat (CI at
+                    // 2cc12a7, 2026-11-29: no pod started on 1.37's east for 9 minutes).
+                    "--node-monitor-grace-period=5m".to_owned(),
                     // Rollouts finish at once, as the scale bench needs (its OSD rollouts of
                     // 10 pods each waited 4 s for the default 20 requests per second).
                     "--kube-api-qps=500".to_owned(),
@@ -634,10 +642,12 @@ impl LocalCluster {
         self.settled_since(client, None).await
     }
 
-    /// [`Self::settled`], with the node's Lease renewed after `started` (when the API server
-    /// came back), so that the check proves kwok serves the node again (the renewal from before
-    /// the outage no longer counts: a kwok that never took the node over went unnoticed, no pod
-    /// of the cluster started or went, and every later scenario failed).
+    /// [`Self::settled`], with the node's Lease renewed twice after `started` (when the API
+    /// server came back), so that the check proves kwok serves the node again: the renewal from
+    /// before the outage no longer counts (a kwok that never took the node over went unnoticed,
+    /// no pod of the cluster started or went, and every later scenario failed), and the first
+    /// one after it is made from kwok's copy of the Lease from before the outage, so only a
+    /// second one shows that kwok's watches are back (until then its renewals conflict).
     async fn settled_since(
         &self,
         client: &kube::Client,
@@ -650,6 +660,8 @@ impl LocalCluster {
         let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
             Api::namespaced(client.clone(), "kube-node-lease");
         let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        // The first renewal after `started`, once seen.
+        let mut first_renewal = None;
         loop {
             for process in self.controllers.lock().await.iter_mut() {
                 process.ensure_running()?;
@@ -660,13 +672,25 @@ impl LocalCluster {
                     .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
             });
             let account = accounts.get_opt("default").await.ok().flatten().is_some();
-            let lease = leases
+            let renewed = leases
                 .get_opt(NODE)
                 .await
                 .ok()
                 .flatten()
                 .and_then(|l| l.spec.and_then(|s| s.renew_time))
-                .is_some_and(|renewed| started.is_none_or(|since| renewed.0 > since));
+                .map(|renewed| renewed.0);
+            let lease = match (started, renewed) {
+                (_, None) => false,
+                (None, Some(_)) => true,
+                (Some(since), Some(renewed)) if renewed > since => match first_renewal {
+                    None => {
+                        first_renewal = Some(renewed);
+                        false
+                    }
+                    Some(first) => renewed > first,
+                },
+                (Some(_), Some(_)) => false,
+            };
             if node_ready && account && lease {
                 return Ok(());
             }
@@ -687,7 +711,12 @@ impl LocalCluster {
                     .collect();
                 bail!(
                     "{name} did not become ready in 120 s (node {NODE} Ready: {node_ready}, \
-                     its Lease renewed: {lease}, ServiceAccount default/default: {account}):\n{}",
+                     its Lease renewed{}: {lease}, ServiceAccount default/default: {account}):\n{}",
+                    if started.is_some() {
+                        " twice since the restart"
+                    } else {
+                        ""
+                    },
                     logs.join("\n")
                 );
             }
