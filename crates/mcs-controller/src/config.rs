@@ -76,10 +76,12 @@ pub struct AgentConfig {
     /// How long a stale cluster's exports keep being imported (marked) before they are left out;
     /// `None` keeps them until the cluster returns or its records are removed.
     pub stale_drop_after: Option<Duration>,
-    /// How long the status of a valid export that has never been `Ready=True` waits for its
-    /// record to be accepted by the hub before it says `Ready=Unknown/Pending`: an export the
-    /// hub accepts within it gets one status write for its publication (`Ready=True`) instead
-    /// of two. [`Self::DEFAULT_FIRST_STATUS_WAIT`] in the agent; zero writes `Pending` at once.
+    /// How long the first status of an export waits for the export to be published: a valid
+    /// export that has never been `Ready=True` waits for the hub to accept its record before it
+    /// says `Ready=Unknown/Pending`, and a new export seen before its Service waits for the
+    /// Service before it says `Valid=False/NoService`. An export published within it gets one
+    /// status write for its publication (`Ready=True`) instead of two or three.
+    /// [`Self::DEFAULT_FIRST_STATUS_WAIT`] in the agent; zero writes each state at once.
     pub first_status_wait: Duration,
 }
 

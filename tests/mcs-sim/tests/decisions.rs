@@ -986,12 +986,26 @@ fn written_ready(
     writes: &[Write],
     key: &ServiceKey,
 ) -> Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
+    written_condition(writes, key, "Ready")
+}
+
+fn written_valid(
+    writes: &[Write],
+    key: &ServiceKey,
+) -> Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
+    written_condition(writes, key, "Valid")
+}
+
+/// The condition `type_` of the first status written for `key`'s export in `writes`.
+fn written_condition(
+    writes: &[Write],
+    key: &ServiceKey,
+    type_: &str,
+) -> Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
     writes.iter().find_map(|w| match w {
-        Write::ApplyServiceExportStatus { key: k, status } if k == key => status
-            .conditions
-            .iter()
-            .find(|c| c.type_ == "Ready")
-            .cloned(),
+        Write::ApplyServiceExportStatus { key: k, status } if k == key => {
+            status.conditions.iter().find(|c| c.type_ == type_).cloned()
+        }
         _ => None,
     })
 }
@@ -1134,10 +1148,10 @@ fn an_export_whose_record_waits_longer_says_pending_when_the_first_status_wait_i
 }
 
 /// An export seen before its Service (the agent's watches deliver them in their own order):
-/// `Valid=False/NoService` at once, then, once the Service is there, its status waits for the
-/// record as a new export's does: two status writes in all, not three.
+/// its first status waits for the Service, then for the record, and is `Ready=True` at once:
+/// one status write in all, not three.
 #[test]
-fn an_export_seen_before_its_service_waits_for_its_record_once_valid() {
+fn an_export_seen_before_its_service_waits_for_it_and_gets_one_status_write() {
     let late = ServiceKey::new("shop", "late");
     let (mut core, _) = started_with(sim::cluster_config(0, None).unwrap(), &[]);
     core.handle(Input::ServiceExport(Event::Apply(sim::service_export(
@@ -1145,18 +1159,10 @@ fn an_export_seen_before_its_service_waits_for_its_record_once_valid() {
         now(),
     ))));
     let out = core.process(after(100));
-    let valid = out.writes.iter().find_map(|w| match w {
-        Write::ApplyServiceExportStatus { key, status } if *key == late => status
-            .conditions
-            .iter()
-            .find(|c| c.type_ == "Valid")
-            .cloned(),
-        _ => None,
-    });
-    let valid = valid.unwrap();
-    assert_eq!(
-        (valid.status.as_str(), valid.reason.as_str()),
-        ("False", "NoService")
+    assert!(
+        find(&out.writes, "apply_service_export_status", &late).is_none(),
+        "the first status waits for the Service: {:?}",
+        out.writes
     );
 
     core.handle(Input::Service(Event::Apply(sim::service(
@@ -1173,9 +1179,90 @@ fn an_export_seen_before_its_service_waits_for_its_record_once_valid() {
     stored.metadata.resource_version = Some("31".into());
     core.handle(Input::Record(Event::Apply(stored)));
     let out = core.process(after(1_200));
+    let statuses: Vec<_> = out
+        .writes
+        .iter()
+        .filter(|w| matches!(w, Write::ApplyServiceExportStatus { key, .. } if *key == late))
+        .collect();
+    assert_eq!(statuses.len(), 1, "{:?}", out.writes);
+    assert_eq!(written_valid(&out.writes, &late).unwrap().status, "True");
     let ready = written_ready(&out.writes, &late).unwrap();
     assert_eq!(
         (ready.status.as_str(), ready.reason.as_str()),
         ("True", "Exported")
+    );
+}
+
+/// A new export whose Service does not come within the first-status wait says
+/// `Valid=False/NoService` when the wait is over, once; its Service coming later is published
+/// and the export turns `Ready=True`.
+#[test]
+fn an_export_whose_service_does_not_come_says_no_service_when_the_wait_is_over() {
+    let lonely = ServiceKey::new("shop", "lonely");
+    let (mut core, _) = started_with(sim::cluster_config(0, None).unwrap(), &[]);
+    core.handle(Input::ServiceExport(Event::Apply(sim::service_export(
+        &lonely,
+        now(),
+    ))));
+    let out = core.process(now());
+    assert!(find(&out.writes, "apply_service_export_status", &lonely).is_none());
+    let wait = u64::try_from(AgentConfig::DEFAULT_FIRST_STATUS_WAIT.as_millis()).unwrap();
+    let out = core.process(after(wait - 1));
+    assert!(find(&out.writes, "apply_service_export_status", &lonely).is_none());
+    let wait_over = now()
+        .checked_add(AgentConfig::DEFAULT_FIRST_STATUS_WAIT)
+        .unwrap();
+    assert!(core.next_wakeup().is_some_and(|at| at <= wait_over));
+    let out = core.process(after(wait));
+    let valid = written_valid(&out.writes, &lonely).unwrap();
+    assert_eq!(
+        (valid.status.as_str(), valid.reason.as_str()),
+        ("False", "NoService")
+    );
+    let out = core.process(after(wait + 1_000));
+    assert!(find(&out.writes, "apply_service_export_status", &lonely).is_none());
+
+    core.handle(Input::Service(Event::Apply(sim::service(
+        &lonely,
+        "10.96.0.7",
+        &[80],
+    ))));
+    let out = core.process(after(wait + 2_000));
+    let Some(Write::PublishRecord(published)) = find(&out.writes, "publish_record", &lonely) else {
+        panic!("{:?}", out.writes)
+    };
+    let mut stored = *published;
+    stored.metadata.resource_version = Some("41".into());
+    core.handle(Input::Record(Event::Apply(stored)));
+    let out = core.process(after(wait + 2_500));
+    assert_eq!(written_valid(&out.writes, &lonely).unwrap().status, "True");
+    assert_eq!(written_ready(&out.writes, &lonely).unwrap().status, "True");
+}
+
+/// The Service of a published export deleted: `Valid=False/NoService` at once (the wait is
+/// for new exports only).
+#[test]
+fn a_published_export_whose_service_goes_says_no_service_at_once() {
+    let web = ServiceKey::new("shop", "web");
+    let (mut core, writes) = started_with(sim::cluster_config(0, None).unwrap(), &[]);
+    let Some(Write::PublishRecord(published)) = find(&writes, "publish_record", &web) else {
+        panic!("{writes:?}")
+    };
+    let mut stored = *published;
+    stored.metadata.resource_version = Some("21".into());
+    core.handle(Input::Record(Event::Apply(stored)));
+    let out = core.process(after(1_000));
+    assert_eq!(written_ready(&out.writes, &web).unwrap().status, "True");
+
+    core.handle(Input::Service(Event::Delete(sim::service(
+        &web,
+        "10.96.0.1",
+        &[80],
+    ))));
+    let out = core.process(after(1_100));
+    let valid = written_valid(&out.writes, &web).unwrap();
+    assert_eq!(
+        (valid.status.as_str(), valid.reason.as_str()),
+        ("False", "NoService")
     );
 }

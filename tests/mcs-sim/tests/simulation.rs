@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clusterset_sim::{self as sim, Simulation};
 use k8s_openapi::jiff::Timestamp;
+use mcs_controller::AgentConfig;
 use mcs_controller::core::{ClusterHealth, Input, STALE_CLUSTERS_CONDITION};
 use mcs_controller::watch::Event;
 use mcs_types::ServiceImportType;
@@ -177,11 +178,22 @@ fn conflict_is_reported_on_every_exporter_and_ports_are_unioned() {
 #[test]
 fn an_invalid_export_gets_valid_false_and_is_not_published() {
     let mut sim = running(2, None);
-    // A ServiceExport without a Service.
+    // A ServiceExport without a Service: its first status waits for the Service, then says
+    // so.
     sim.local_apply(
         0,
         Input::ServiceExport(Event::Apply(sim::service_export(&web(), sim.now))),
     );
+    settle(&mut sim);
+    assert!(
+        sim.export_of(0, &web())
+            .expect("export")
+            .status
+            .as_ref()
+            .is_none_or(|s| s.conditions.is_empty()),
+        "the first status waits for the Service"
+    );
+    sim.advance(AgentConfig::DEFAULT_FIRST_STATUS_WAIT);
     settle(&mut sim);
     assert_eq!(
         condition(&sim, 0, &web(), "Valid"),

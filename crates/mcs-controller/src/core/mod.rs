@@ -271,10 +271,11 @@ struct Decisions {
     /// ServiceExports whose status write found them gone (404) and of which the watch has
     /// delivered nothing since: no status is written for them until it does.
     exports_gone: BTreeSet<ServiceKey>,
-    /// Valid exports never `Ready=True` yet whose record is on its way to the hub: their
-    /// status waits until this time (`None`: the wait is over) for the record to be accepted,
-    /// so that an export the hub accepts promptly gets one status write for its publication,
-    /// `Ready=True`, instead of `Ready=Unknown/Pending` and then `Ready=True`.
+    /// Exports whose first status waits until this time (`None`: the wait is over) for the
+    /// export to be published: valid exports never `Ready=True` yet whose record is on its way
+    /// to the hub, and new exports whose Service has not come yet. An export published
+    /// promptly gets one status write, `Ready=True`, instead of `Valid=False/NoService` or
+    /// `Ready=Unknown/Pending` first.
     first_status_waits: HashMap<ServiceKey, Option<Timestamp>>,
     failures: HashMap<ServiceKey, Failure>,
     health: HashMap<ClusterId, ClusterHealth>,

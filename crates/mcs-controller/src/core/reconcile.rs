@@ -118,13 +118,19 @@ impl AgentCore {
         }
     }
 
-    /// Whether the export's status waits at `now` for its record: the export is valid, has
-    /// never been `Ready=True` (none stored or sent: new, or invalid until now, or its
-    /// publication failed before), and its record is on its way to the hub (this agent
-    /// publishes: it holds its cluster's heartbeat Lease). It waits the configuration's
-    /// `first_status_wait` at most; the hub's echo of the record usually comes first, and then
-    /// the first status is `Ready=True` at once. `process` reconciles the export again when the
-    /// wait is over.
+    /// Whether the export's first status waits at `now` for the export to be published, so
+    /// that an export published promptly gets one status write, `Ready=True`:
+    /// - a valid export that has never been `Ready=True` (none stored or sent: new, or invalid
+    ///   until now, or its publication failed before) waits for its record, on its way to the
+    ///   hub (this agent publishes: it holds its cluster's heartbeat Lease);
+    /// - a new export (no status stored or sent) whose Service is not there waits for its
+    ///   Service: created one after the other, the two reach the agent through two watches,
+    ///   in either order.
+    ///
+    /// It waits the configuration's `first_status_wait` at most, from when it first waited;
+    /// the Service and the hub's echo of the record usually come first. `process` reconciles
+    /// the export again when the wait is over. Anything else (another problem, a Service
+    /// deleted under a published export, a failed publication) is shown at once.
     fn first_status_waits(
         &mut self,
         key: &ServiceKey,
@@ -133,24 +139,26 @@ impl AgentCore {
         publication: &Publication,
         now: Timestamp,
     ) -> bool {
-        // The export's `Ready` as this agent last sent it, else as stored.
-        let ready_true = |conditions: &[Condition]| {
-            conditions
-                .iter()
-                .any(|c| c.type_ == "Ready" && c.status == "True")
-        };
-        let never_ready = match self.written_conditions(key, export) {
-            Some(written) => !ready_true(&written.conditions),
-            None => export
+        // The export's conditions as this agent last sent them, else as stored.
+        let written = self
+            .written_conditions(key, export)
+            .map(|w| &w.conditions[..]);
+        let conditions = written.unwrap_or_else(|| {
+            export
                 .status
                 .as_ref()
-                .is_none_or(|s| !ready_true(&s.conditions)),
-        };
+                .map_or(&[][..], |s| &s.conditions[..])
+        });
+        let never_ready = !conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True");
         let publishing = own.validity.is_ok()
             && own.record.is_some()
             && matches!(publication, Publication::Pending)
             && self.decided.lease_state == LeaseState::Held;
-        if !(never_ready && publishing) {
+        let awaiting_service =
+            conditions.is_empty() && matches!(own.validity, Err(InvalidExport::NoService(_)));
+        if !((never_ready && publishing) || awaiting_service) {
             self.decided.first_status_waits.remove(key);
             return false;
         }
