@@ -31,6 +31,17 @@ pub enum Event<K> {
     InitDone,
 }
 
+impl<K> Event<K> {
+    /// The object the event carries (none for [`Init`](Self::Init) and
+    /// [`InitDone`](Self::InitDone)).
+    pub fn object_mut(&mut self) -> Option<&mut K> {
+        match self {
+            Self::Apply(object) | Self::Delete(object) | Self::InitApply(object) => Some(object),
+            Self::Init | Self::InitDone => None,
+        }
+    }
+}
+
 /// The label selector of the watch of the member cluster's own EndpointSlices: the slices of a
 /// Service (`kubernetes.io/service-name` set) that our controller did not write.
 ///

@@ -12,6 +12,7 @@ use mcs_types::v1beta1::{ServiceExport, ServiceImport};
 use super::{
     AgentCore, Input, Side, ZoneChange, derived_service_matches, export_status_matches,
     import_spec_matches, import_status_matches, in_flight, is_live, key_of, slice_matches,
+    trim_managed_fields,
 };
 use crate::broker::{self, BrokerRecord};
 use crate::cache::{Change, ObjectId};
@@ -40,8 +41,23 @@ pub(super) fn imported_slice_service(slice: &EndpointSlice) -> Option<ServiceKey
 }
 
 impl AgentCore {
-    /// Takes in one watch event.
-    pub fn handle(&mut self, input: Input) {
+    /// Takes in one watch event. Its object is cached with its managedFields trimmed to what
+    /// the agent reads of them (its own applied label and annotation keys).
+    pub fn handle(&mut self, mut input: Input) {
+        fn trim<K: kube_core::Resource>(event: &mut Event<K>) {
+            if let Some(object) = event.object_mut() {
+                trim_managed_fields(object.meta_mut());
+            }
+        }
+        match &mut input {
+            Input::Service(event) => trim(event),
+            Input::ServiceExport(event) => trim(event),
+            Input::LocalEndpointSlice(event) | Input::ImportedEndpointSlice(event) => trim(event),
+            Input::Namespace(event) => trim(event),
+            Input::ServiceImport(event) => trim(event),
+            Input::Record(event) => trim(event),
+            Input::Lease(event) => trim(event),
+        }
         self.answered(match &input {
             Input::Record(_) | Input::Lease(_) => Side::Broker,
             _ => Side::Member,

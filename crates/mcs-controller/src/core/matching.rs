@@ -70,6 +70,48 @@ pub(super) fn applied_keys<'a>(
         .collect()
 }
 
+/// Trims `meta.managedFields` to what [`applied_keys`] reads, before an object is cached: our
+/// field manager's `Apply` entries on the main resource, each with only its label and
+/// annotation keys. Every field of a server-side applied object is listed again in its
+/// managedFields, once per manager, so they are about half of what a cached object holds, and
+/// the agent caches every Service, ServiceExport, EndpointSlice and record it watches.
+pub(super) fn trim_managed_fields(
+    meta: &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) {
+    let Some(entries) = meta.managed_fields.take() else {
+        return;
+    };
+    let kept: Vec<_> = entries
+        .into_iter()
+        .filter(|e| {
+            e.manager.as_deref() == Some(crate::write::FIELD_MANAGER)
+                && e.operation.as_deref() == Some("Apply")
+                && e.subresource.as_deref().unwrap_or("").is_empty()
+        })
+        .filter_map(|e| {
+            let metadata = e.fields_v1.as_ref()?.0.get("f:metadata")?.as_object()?;
+            let keys: serde_json::Map<String, serde_json::Value> = ["f:labels", "f:annotations"]
+                .into_iter()
+                .filter_map(|field| Some((field.to_owned(), metadata.get(field)?.clone())))
+                .collect();
+            if keys.is_empty() {
+                return None;
+            }
+            Some(
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry {
+                    manager: e.manager,
+                    operation: e.operation,
+                    fields_v1: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldsV1(
+                        serde_json::json!({ "f:metadata": keys }),
+                    )),
+                    ..Default::default()
+                },
+            )
+        })
+        .collect();
+    meta.managed_fields = (!kept.is_empty()).then_some(kept);
+}
+
 /// Whether every key we applied earlier is still wanted (else the apply must run again, and
 /// server-side apply removes the keys we no longer send).
 pub(super) fn no_stale_keys(
@@ -260,5 +302,74 @@ mod tests {
                 observed.metadata.labels
             );
         }
+    }
+
+    /// The trimmed managedFields keep what `applied_keys` reads, and nothing else: another
+    /// manager's entries, our status (subresource) and Update entries, and the fields of ours
+    /// that are not labels or annotations are dropped.
+    #[test]
+    fn trimming_managed_fields_keeps_our_applied_label_and_annotation_keys_only() {
+        let ours = ManagedFieldsEntry {
+            manager: Some(crate::write::FIELD_MANAGER.into()),
+            operation: Some("Apply".into()),
+            api_version: Some("multicluster.x-k8s.io/v1beta1".into()),
+            fields_type: Some("FieldsV1".into()),
+            fields_v1: Some(FieldsV1(serde_json::json!({
+                "f:metadata": {
+                    "f:labels": {"f:team": {}},
+                    "f:annotations": {"f:note": {}},
+                    "f:ownerReferences": {"k:{\"uid\":\"1\"}": {}},
+                },
+                "f:spec": {"f:ports": {}, "f:type": {}},
+            }))),
+            ..Default::default()
+        };
+        let our_status = ManagedFieldsEntry {
+            subresource: Some("status".into()),
+            fields_v1: Some(FieldsV1(
+                serde_json::json!({"f:status": {"f:clusters": {}}}),
+            )),
+            ..ours.clone()
+        };
+        let our_update = ManagedFieldsEntry {
+            operation: Some("Update".into()),
+            ..ours.clone()
+        };
+        let mut observed = import(&[("team", "a"), ("tier", "1")]);
+        observed.metadata.managed_fields = Some(vec![
+            managed("kubectl", "tier"),
+            ours,
+            our_status,
+            our_update,
+        ]);
+        let before: Vec<String> = applied_keys(&observed.metadata, "f:labels")
+            .into_iter()
+            .chain(applied_keys(&observed.metadata, "f:annotations"))
+            .map(str::to_owned)
+            .collect();
+
+        trim_managed_fields(&mut observed.metadata);
+
+        let kept = observed.metadata.managed_fields.clone().unwrap();
+        assert_eq!(kept.len(), 1, "{kept:?}");
+        assert_eq!(
+            kept[0].fields_v1.as_ref().unwrap().0,
+            serde_json::json!({"f:metadata": {
+                "f:labels": {"f:team": {}},
+                "f:annotations": {"f:note": {}},
+            }})
+        );
+        let after: Vec<&str> = applied_keys(&observed.metadata, "f:labels")
+            .into_iter()
+            .chain(applied_keys(&observed.metadata, "f:annotations"))
+            .collect();
+        assert_eq!(before, ["team", "note"]);
+        assert_eq!(after, before);
+
+        // An object none of whose entries are ours keeps none.
+        let mut foreign = import(&[("tier", "1")]);
+        foreign.metadata.managed_fields = Some(vec![managed("kubectl", "tier")]);
+        trim_managed_fields(&mut foreign.metadata);
+        assert_eq!(foreign.metadata.managed_fields, None);
     }
 }

@@ -46,7 +46,7 @@ mod process;
 mod reconcile;
 
 use failures::Failure;
-use matching::{EXPORT_CONDITIONS, IMPORT_CONDITIONS, export_status_matches};
+use matching::{EXPORT_CONDITIONS, IMPORT_CONDITIONS, export_status_matches, trim_managed_fields};
 pub use matching::{
     derived_service_matches, import_spec_matches, import_status_matches, slice_matches,
 };
