@@ -196,9 +196,17 @@ fn spawn_watch<K>(
         + 'static,
 {
     let store = writer.as_reader();
+    // Cached with managedFields trimmed to what the operator reads of them.
     let watch = reflector::reflector(
         writer,
-        watcher(api, config).backoff(WatchBackoff::default()),
+        watcher(api, config)
+            .backoff(WatchBackoff::default())
+            .modify(|object| {
+                ceph_address_plan::rook_objects::trim_managed_fields(
+                    object.meta_mut(),
+                    mcs_ceph_core::FIELD_MANAGER,
+                );
+            }),
     )
     .for_each(move |result| {
         match result {
