@@ -137,8 +137,9 @@ pub struct RunArgs {
     /// CephClusters reconciled at once.
     #[arg(long, env = "MCS_CEPH_RECONCILE_CONCURRENCY", default_value_t = 4)]
     pub reconcile_concurrency: u16,
-    /// Milliseconds a queued reconcile waits for further changes of its cluster.
-    #[arg(long, env = "MCS_CEPH_DEBOUNCE_MS", default_value_t = 1000)]
+    /// Milliseconds a queued reconcile waits for further changes of its cluster (the wait
+    /// starts again with each); 0: reconcile at once.
+    #[arg(long, env = "MCS_CEPH_DEBOUNCE_MS", default_value_t = 0)]
     pub debounce_ms: u64,
     /// Seconds between checks of which MCS API is served (the operator exits to be restarted
     /// when it changes); 0: never.

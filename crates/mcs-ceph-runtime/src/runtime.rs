@@ -49,8 +49,11 @@ pub struct RunOptions {
     pub lookup_concurrency: usize,
     /// CephClusters reconciled at once.
     pub reconcile_concurrency: u16,
-    /// How long a cluster's queued reconcile waits for further changes (bursts of watch events,
-    /// such as the initial lists, become one reconcile).
+    /// How long a cluster's queued reconcile waits for further changes, the wait starting
+    /// again with each (kube-runtime's trailing-edge debounce: a burst of watch events becomes
+    /// one reconcile). Zero: reconcile as soon as something changed, so that the next failure
+    /// domain is written as soon as the previous one has rolled out; a debounce longer than
+    /// the gap between a rollout's events would hold its reconcile back until the rollout ends.
     pub debounce: std::time::Duration,
     /// How often to ask again which MCS API is served; when the answer changes, [`run`] returns
     /// [`RunError::McsApiChanged`] so that the restarted operator watches what is served now.
@@ -373,10 +376,12 @@ pub async fn run_with_election(
         "caches synced; reconciling"
     );
 
-    let reconcile_concurrency = options.reconcile_concurrency;
+    let controller_config = controller::Config::default()
+        .concurrency(options.reconcile_concurrency)
+        .debounce(options.debounce);
     let rediscover_every = options.rediscover_every;
     let context = reconcile_context(&client, options, caches, metrics);
-    let reconciling = reconcile_queued(context, clusters, triggers, reconcile_concurrency);
+    let reconciling = reconcile_queued(context, clusters, triggers, controller_config);
     let rediscovery = async {
         match rediscover_every {
             Some(every) => watch_mcs_api(client.clone(), started_with.clone(), every).await,
@@ -549,9 +554,8 @@ fn reconcile_queued(
     context: Arc<Context>,
     clusters: Store<CephCluster>,
     triggers: mpsc::UnboundedReceiver<String>,
-    concurrency: u16,
+    controller_config: controller::Config,
 ) -> impl Future<Output = ()> {
-    let controller_config = controller::Config::default().concurrency(concurrency);
     applier(
         |cluster, context| Box::pin(reconciler::reconcile(cluster, context)),
         reconciler::error_policy,

@@ -62,6 +62,25 @@ fn to_json<T: serde::Serialize>(object: &T) -> Value {
 /// Runs the operator (watching `watch_namespace`, or every namespace) against a mock API
 /// server until its first three applies, and returns every request until then.
 async fn first_applies(watch_namespace: Option<&str>) -> Vec<Seen> {
+    first_applies_debounced(watch_namespace, Duration::ZERO)
+        .await
+        .requests
+}
+
+/// What [`first_applies_debounced`] saw.
+struct FirstApplies {
+    /// Every request until the third apply.
+    requests: Vec<Seen>,
+    /// From the last list answered (the last watch event before the first reconcile) to the
+    /// first apply.
+    list_to_apply: Duration,
+}
+
+/// [`first_applies`], with the operator's `debounce`.
+async fn first_applies_debounced(
+    watch_namespace: Option<&str>,
+    debounce: Duration,
+) -> FirstApplies {
     let (client, mut handle) = strict::pair();
     let mut resolver = MockClustersetResolver::new();
     resolver.expect_resolve().never();
@@ -72,7 +91,7 @@ async fn first_applies(watch_namespace: Option<&str>) -> Vec<Seen> {
         listen: "127.0.0.1:0".parse().unwrap(),
         lookup_concurrency: 4,
         reconcile_concurrency: 1,
-        debounce: Duration::ZERO,
+        debounce,
         rediscover_every: None,
         mon_migration: false,
         watch_namespace: watch_namespace.map(str::to_owned),
@@ -85,6 +104,8 @@ async fn first_applies(watch_namespace: Option<&str>) -> Vec<Seen> {
     let mut seen: Vec<Seen> = Vec::new();
     let mut held_watches = Vec::new();
     let mut applies = 0;
+    let mut last_list = None;
+    let mut first_apply = None;
     while applies < 3 {
         let (request, send) = tokio::time::timeout(Duration::from_secs(20), handle.next_request())
             .await
@@ -117,7 +138,9 @@ async fn first_applies(watch_namespace: Option<&str>) -> Vec<Seen> {
         } else if method == "GET" {
             let answer = list_answer(&path).unwrap_or_else(|| panic!("unexpected list {path}"));
             respond_bytes(send, 200, answer);
+            last_list = Some(std::time::Instant::now());
         } else if method == "PATCH" {
+            first_apply.get_or_insert_with(std::time::Instant::now);
             applies += 1;
             respond(send, 200, &body);
         } else {
@@ -127,7 +150,10 @@ async fn first_applies(watch_namespace: Option<&str>) -> Vec<Seen> {
     let _ = stop.send(());
     operator.await.unwrap().unwrap();
     drop(held_watches);
-    seen
+    FirstApplies {
+        requests: seen,
+        list_to_apply: first_apply.unwrap() - last_list.unwrap(),
+    }
 }
 
 /// The GET requests that pass `keep`, by path, with their label or field selector.
@@ -189,6 +215,19 @@ async fn every_watch_lists_before_the_first_apply() {
 
 /// `--watch-namespace rook-ceph`: every list and watch is of that namespace (what a Role there
 /// grants), with the same selectors; the reconcile is the same.
+/// `--debounce-ms`: a cluster's reconcile waits that long after the last change it heard of
+/// (here the last list), so the first apply comes no sooner.
+#[tokio::test]
+async fn a_debounce_holds_the_reconcile_back_after_the_last_change() {
+    let debounce = Duration::from_millis(1500);
+    let seen = first_applies_debounced(None, debounce).await;
+    assert!(
+        seen.list_to_apply >= debounce,
+        "first apply {:?} after the last list, with a debounce of {debounce:?}",
+        seen.list_to_apply
+    );
+}
+
 #[tokio::test]
 async fn watching_one_namespace_lists_and_watches_only_that_namespace() {
     let seen = first_applies(Some("rook-ceph")).await;
