@@ -1,0 +1,74 @@
+//! The pod runner of the lab's nodes (issue 35, item 1): test support that runs the containers
+//! of pods bound to a node as real processes, so that Kubernetes objects (a Rook layout's
+//! Deployments, ConfigMaps and Secrets) drive real Ceph daemons.
+//!
+//! # Design
+//!
+//! **kwok is the node, the runner runs processes.** kwok already plays the kubelet's node
+//! half in the e2e harness (`clusterset_e2e::local::LocalCluster`: the Node object, its
+//! heartbeat Lease); the runner does not do that again. kwok's pod stages (`pod-ready`,
+//! `pod-complete`, `pod-delete`, written by `tests/k8s-tools/build.sh` into its `stages.yaml`)
+//! would also mark every pod Running with a made-up IP and confirm its deletion; a pod the
+//! runner serves carries the label [`MARKER`] (its value: the runner's name), and
+//! [`kwok::kwok_stages_leaving_marked_pods`] derives from kwok's stages a copy whose pod stages
+//! select only pods **without** that label. So for a marked pod kwok does nothing: the runner
+//! reports its status and, once its processes are gone, confirms its deletion (grace period 0,
+//! with the pod's UID as precondition), as a kubelet does. Unmarked pods keep kwok's behaviour.
+//!
+//! **Pure parts apart from the runtime.** [`refuse`] walks the pod spec as stored JSON and
+//! names every field the runner does not honour (unknown fields included: nothing is ignored
+//! silently); [`plan`] turns a pod, its namespace's ConfigMaps and Secrets and its pod IP into
+//! a [`plan::PodPlan`] (command lines with `$(VAR)` expanded, environment from values,
+//! `configMapKeyRef`, `secretKeyRef`, `envFrom` and `fieldRef`, volumes resolved to host paths
+//! with their files, mounts, init containers in order, the restart policy); [`status`] turns
+//! what the runner knows of the processes into the `PodStatus` a kubelet would write. None of
+//! them does IO or reads the clock. [`runner`] is the kube and tokio shell around them.
+//!
+//! **What honours what.**
+//! - *Processes* come from the Ceph Reef root filesystem through the lab's one way of running
+//!   Ceph programs, [`mon_failover_io::CephInstall`] (`ip netns exec NS unshare --mount ...
+//!   chroot ROOT`): the runner runs `/bin/sh` of the root with a small script that bind-mounts
+//!   each volume at its `mountPath` (read-only where asked, ConfigMap and Secret volumes always)
+//!   in the process's own mount namespace, changes to `workingDir`, and `exec`s the container's
+//!   command. The runner's directory is shared into the root at its own path, and must be under
+//!   `/tmp`, whose mount points live in the process's private `/tmp`: nothing is left in the
+//!   shared root. The container's `image` is reported but not pulled: every container runs
+//!   the root's programs.
+//! - *Network*: each pod gets an IP from the runner's pool, added to the device of the network
+//!   namespace the runner is given, and reported as `status.podIP` (and to `fieldRef:
+//!   status.podIP`); the processes run in that namespace. Pods of one runner share it (as the
+//!   lab's pods share their cluster's namespace), each with its own address.
+//! - *Volumes*: ConfigMap and Secret volumes are written as the kubelet's atomic writer writes
+//!   them (a timestamped directory, `..data` pointing at it, each key a link through `..data`),
+//!   and written again when the object changes, so a process sees the new files at once and
+//!   never half of them; `emptyDir` is a directory of the pod, removed with it; `hostPath` is a
+//!   path under the runner's node directory (never the real host's), kept across pods.
+//! - *Lifecycle*: init containers one after the other (a failed one run again unless the
+//!   policy is `Never`, when the pod fails), then every container; a container that exits is
+//!   started again by the restart policy after a back-off (doubling, capped); each process is
+//!   the leader of its own process group, and a deleted pod's groups get SIGTERM, then SIGKILL
+//!   after the grace period. Status: phase, `PodScheduled`, `Initialized`, `ContainersReady`,
+//!   `Ready` (a running container is ready: probes are refused), pod IP, each container's
+//!   state, last state and restart count.
+//! - *Refused by name* (the pod stays Pending, `status.reason` and the conditions' reason
+//!   [`status::UNSUPPORTED_REASON`], the message listing each field): probes, lifecycle hooks,
+//!   resources with requests or limits, security contexts that are not empty, projected,
+//!   downward API and every other volume type, `subPath`, host ports, sidecars,
+//!   `enableServiceLinks` other than false, `dnsPolicy` other than `Default`, host network,
+//!   and any field not listed in [`refuse`]. A pod therefore sets
+//!   `automountServiceAccountToken: false` (the API server's token volume is projected),
+//!   `enableServiceLinks: false` and `dnsPolicy: Default`.
+//! - *Not honoured, and not a field*: the processes share the host's PID, IPC and UTS
+//!   namespaces (their hostname is the machine's) and run as root without cgroups; no
+//!   termination message is read (the API server's default `terminationMessagePath` is
+//!   accepted).
+#![forbid(unsafe_code)]
+
+pub mod kwok;
+pub mod plan;
+pub mod refuse;
+pub mod status;
+
+/// The label that leaves a pod to the runner whose name is its value (kwok's derived stages
+/// skip it).
+pub const MARKER: &str = "clusterset.io/pod-runner";

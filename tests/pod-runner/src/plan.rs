@@ -1,0 +1,860 @@
+//! A pod turned into what to run (pure): each container's command line and environment, the
+//! volumes' host directories and files, the mounts, the restart policy.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Container, EnvVar, KeyToPath, Pod, Secret, Volume};
+
+use crate::refuse::{Unsupported, unsupported_fields};
+
+/// The `fieldRef` paths the runner resolves (`metadata.labels['k']` and
+/// `metadata.annotations['k']` too).
+pub const FIELD_REFS: &[&str] = &[
+    "metadata.name",
+    "metadata.namespace",
+    "metadata.uid",
+    "metadata.labels['<key>']",
+    "metadata.annotations['<key>']",
+    "spec.nodeName",
+    "spec.serviceAccountName",
+    "status.podIP",
+    "status.podIPs",
+];
+
+/// The file mode of a ConfigMap's or Secret's files when the volume names none (the API
+/// server's default, 0644).
+pub const DEFAULT_MODE: u32 = 0o644;
+
+/// What a pod needs from around it to be planned.
+#[derive(Debug, Clone)]
+pub struct PlanInputs<'a> {
+    /// The pod's IP (already chosen: the runner gives one before planning).
+    pub pod_ip: IpAddr,
+    /// The ConfigMaps of the pod's namespace, by name.
+    pub config_maps: &'a BTreeMap<String, ConfigMap>,
+    /// The Secrets of the pod's namespace, by name.
+    pub secrets: &'a BTreeMap<String, Secret>,
+    /// The pod's own directory (its volumes live under it).
+    pub pod_dir: PathBuf,
+    /// The node's root: a `hostPath` volume's path is taken under it, never on the real host.
+    pub node_dir: PathBuf,
+}
+
+/// Why a pod cannot be planned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// It needs fields the runner does not honour: it stays Pending for good.
+    #[error("the pod runner does not honour {}", list(.0))]
+    Refused(Vec<Unsupported>),
+    /// It needs an object (or a key of one) that does not exist yet: planned again later.
+    #[error("{reason}: {message}")]
+    Waiting {
+        /// The kubelet's reason (`CreateContainerConfigError`, `FailedMount`).
+        reason: &'static str,
+        /// What is missing.
+        message: String,
+    },
+}
+
+fn list(fields: &[Unsupported]) -> String {
+    fields
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A pod's restart policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestartPolicy {
+    /// Restart every container that exits.
+    Always,
+    /// Restart a container that exits with a non-zero code.
+    OnFailure,
+    /// Never restart.
+    Never,
+}
+
+impl RestartPolicy {
+    /// Whether a container that exited with `code` is started again.
+    pub fn restarts(self, code: i32) -> bool {
+        match self {
+            RestartPolicy::Always => true,
+            RestartPolicy::OnFailure => code != 0,
+            RestartPolicy::Never => false,
+        }
+    }
+
+    /// Whether a failed init container (non-zero exit) is run again, as the kubelet does: for
+    /// every policy but `Never`.
+    pub fn retries_init(self) -> bool {
+        self != RestartPolicy::Never
+    }
+}
+
+/// What to run for one pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodPlan {
+    /// The pod's namespace.
+    pub namespace: String,
+    /// The pod's name.
+    pub name: String,
+    /// The pod's UID (a pod made again under the same name is another pod).
+    pub uid: String,
+    /// Its restart policy.
+    pub restart_policy: RestartPolicy,
+    /// From SIGTERM to SIGKILL when it is deleted.
+    pub grace_period: Duration,
+    /// Its volumes, in the spec's order.
+    pub volumes: Vec<VolumePlan>,
+    /// Its init containers, run one after the other, in order.
+    pub init_containers: Vec<ContainerPlan>,
+    /// Its containers, run together once every init container succeeded.
+    pub containers: Vec<ContainerPlan>,
+}
+
+/// A volume and where it is on the host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VolumePlan {
+    /// The volume's name.
+    pub name: String,
+    /// Its directory (or file, for a `hostPath` of type `File`) on the host.
+    pub host_path: PathBuf,
+    /// What it holds.
+    pub source: VolumeSource,
+}
+
+/// What a volume holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VolumeSource {
+    /// The files of a ConfigMap or a Secret, written as the kubelet writes them (and rewritten
+    /// when the object changes).
+    Files(Vec<VolumeFile>),
+    /// An empty directory of the pod, removed with it.
+    EmptyDir,
+    /// A path of the node, kept across pods.
+    HostPath {
+        /// The volume's `type` (`""` for none).
+        kind: String,
+    },
+}
+
+/// One file of a ConfigMap or Secret volume.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VolumeFile {
+    /// Its path in the volume (a key, or an item's `path`).
+    pub path: String,
+    /// Its content.
+    pub data: Vec<u8>,
+    /// Its mode.
+    pub mode: u32,
+}
+
+/// One container, ready to start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerPlan {
+    /// The container's name.
+    pub name: String,
+    /// The image it names (reported in its status; the processes come from the root).
+    pub image: String,
+    /// The command and its arguments, `$(VAR)` references expanded.
+    pub argv: Vec<String>,
+    /// Its environment, in order.
+    pub env: Vec<(String, String)>,
+    /// Its working directory, if it names one.
+    pub working_dir: Option<String>,
+    /// Its volume mounts.
+    pub mounts: Vec<Mount>,
+}
+
+/// A volume mounted in a container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    /// The volume's path on the host.
+    pub host: PathBuf,
+    /// Where the container sees it.
+    pub container: String,
+    /// Mounted read-only.
+    pub read_only: bool,
+}
+
+/// Plans `pod`: refuses it by name if it needs what the runner does not honour, waits if it
+/// needs an object that is missing, else says what to run.
+pub fn plan_pod(pod: &Pod, inputs: &PlanInputs<'_>) -> Result<PodPlan, PlanError> {
+    let spec = pod.spec.as_ref().ok_or_else(|| {
+        PlanError::Refused(vec![Unsupported {
+            field: "spec".to_owned(),
+            reason: "missing".to_owned(),
+        }])
+    })?;
+    let json = serde_json::to_value(spec).unwrap_or_default();
+    let mut refused = unsupported_fields(&json);
+    if spec.containers.iter().any(|c| c.command.is_none()) {
+        refused.extend(
+            spec.containers
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.command.is_none())
+                .map(|(i, _)| Unsupported {
+                    field: format!("spec.containers[{i}].command"),
+                    reason: "missing: the image's entrypoint is not known, name the command"
+                        .to_owned(),
+                }),
+        );
+    }
+    let volumes = spec.volumes.as_deref().unwrap_or_default();
+    let planned_volumes: Vec<Result<VolumePlan, PlanError>> = volumes
+        .iter()
+        .enumerate()
+        .map(|(i, v)| plan_volume(i, v, inputs))
+        .collect();
+    for volume in &planned_volumes {
+        if let Err(PlanError::Refused(fields)) = volume {
+            refused.extend(fields.iter().cloned());
+        }
+    }
+    if !refused.is_empty() {
+        return Err(PlanError::Refused(refused));
+    }
+    let volumes: Vec<VolumePlan> = planned_volumes.into_iter().collect::<Result<_, _>>()?;
+    let meta = &pod.metadata;
+    let containers = |list: &[Container], which: &str| -> Result<Vec<ContainerPlan>, PlanError> {
+        list.iter()
+            .enumerate()
+            .map(|(i, c)| plan_container(&format!("spec.{which}[{i}]"), c, pod, &volumes, inputs))
+            .collect()
+    };
+    Ok(PodPlan {
+        namespace: meta.namespace.clone().unwrap_or_default(),
+        name: meta.name.clone().unwrap_or_default(),
+        uid: meta.uid.clone().unwrap_or_default(),
+        restart_policy: match spec.restart_policy.as_deref() {
+            Some("OnFailure") => RestartPolicy::OnFailure,
+            Some("Never") => RestartPolicy::Never,
+            _ => RestartPolicy::Always,
+        },
+        grace_period: Duration::from_secs(
+            spec.termination_grace_period_seconds
+                .unwrap_or(30)
+                .max(0)
+                .unsigned_abs(),
+        ),
+        init_containers: containers(
+            spec.init_containers.as_deref().unwrap_or_default(),
+            "initContainers",
+        )?,
+        containers: containers(&spec.containers, "containers")?,
+        volumes,
+    })
+}
+
+fn plan_volume(
+    index: usize,
+    volume: &Volume,
+    inputs: &PlanInputs<'_>,
+) -> Result<VolumePlan, PlanError> {
+    let own_dir = inputs.pod_dir.join("volumes").join(&volume.name);
+    let plan = |host_path, source| VolumePlan {
+        name: volume.name.clone(),
+        host_path,
+        source,
+    };
+    if let Some(source) = &volume.config_map {
+        let name = source.name.clone();
+        let files = match inputs.config_maps.get(&name) {
+            Some(map) => {
+                let mut data: BTreeMap<String, Vec<u8>> = map
+                    .data
+                    .iter()
+                    .flatten()
+                    .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
+                    .collect();
+                data.extend(
+                    map.binary_data
+                        .iter()
+                        .flatten()
+                        .map(|(k, v)| (k.clone(), v.0.clone())),
+                );
+                volume_files(
+                    &data,
+                    source.items.as_deref(),
+                    source.default_mode,
+                    source.optional,
+                )
+                .map_err(|key| waiting_mount(&format!("ConfigMap {name}"), &key))?
+            }
+            None if source.optional == Some(true) => Vec::new(),
+            None => return Err(waiting_mount(&format!("ConfigMap {name}"), "")),
+        };
+        return Ok(plan(own_dir, VolumeSource::Files(files)));
+    }
+    if let Some(source) = &volume.secret {
+        let name = source.secret_name.clone().unwrap_or_default();
+        let files = match inputs.secrets.get(&name) {
+            Some(secret) => {
+                let data: BTreeMap<String, Vec<u8>> = secret
+                    .data
+                    .iter()
+                    .flatten()
+                    .map(|(k, v)| (k.clone(), v.0.clone()))
+                    .collect();
+                volume_files(
+                    &data,
+                    source.items.as_deref(),
+                    source.default_mode,
+                    source.optional,
+                )
+                .map_err(|key| waiting_mount(&format!("Secret {name}"), &key))?
+            }
+            None if source.optional == Some(true) => Vec::new(),
+            None => return Err(waiting_mount(&format!("Secret {name}"), "")),
+        };
+        return Ok(plan(own_dir, VolumeSource::Files(files)));
+    }
+    if volume.empty_dir.is_some() {
+        return Ok(plan(own_dir, VolumeSource::EmptyDir));
+    }
+    if let Some(source) = &volume.host_path {
+        let path = Path::new(&source.path);
+        let clean = path.is_absolute()
+            && path
+                .components()
+                .all(|c| !matches!(c, Component::ParentDir));
+        if !clean {
+            return Err(PlanError::Refused(vec![Unsupported {
+                field: format!("spec.volumes[{index}].hostPath.path"),
+                reason: "not an absolute path without `..`".to_owned(),
+            }]));
+        }
+        let relative = path.strip_prefix("/").unwrap_or(path);
+        return Ok(plan(
+            inputs.node_dir.join(relative),
+            VolumeSource::HostPath {
+                kind: source.type_.clone().unwrap_or_default(),
+            },
+        ));
+    }
+    // Refused already, by name, by `unsupported_fields` (a volume type not honoured).
+    Err(PlanError::Refused(Vec::new()))
+}
+
+fn waiting_mount(object: &str, key: &str) -> PlanError {
+    PlanError::Waiting {
+        reason: "FailedMount",
+        message: if key.is_empty() {
+            format!("{object} not found")
+        } else {
+            format!("{object} has no key {key:?}")
+        },
+    }
+}
+
+/// A ConfigMap's or Secret's files in a volume: every key, or the `items` chosen (a missing
+/// key is an error unless the volume is optional). `Err` is the missing key.
+fn volume_files(
+    data: &BTreeMap<String, Vec<u8>>,
+    items: Option<&[KeyToPath]>,
+    default_mode: Option<i32>,
+    optional: Option<bool>,
+) -> Result<Vec<VolumeFile>, String> {
+    let mode = |m: Option<i32>| {
+        m.or(default_mode)
+            .map_or(DEFAULT_MODE, |m| m.unsigned_abs() & 0o7777)
+    };
+    match items {
+        None => Ok(data
+            .iter()
+            .map(|(key, value)| VolumeFile {
+                path: key.clone(),
+                data: value.clone(),
+                mode: mode(None),
+            })
+            .collect()),
+        Some(items) => {
+            let mut files = Vec::new();
+            for item in items {
+                match data.get(&item.key) {
+                    Some(value) => files.push(VolumeFile {
+                        path: item.path.clone(),
+                        data: value.clone(),
+                        mode: mode(item.mode),
+                    }),
+                    None if optional == Some(true) => {}
+                    None => return Err(item.key.clone()),
+                }
+            }
+            Ok(files)
+        }
+    }
+}
+
+fn plan_container(
+    path: &str,
+    container: &Container,
+    pod: &Pod,
+    volumes: &[VolumePlan],
+    inputs: &PlanInputs<'_>,
+) -> Result<ContainerPlan, PlanError> {
+    let mut env: Vec<(String, String)> = Vec::new();
+    let set = |env: &mut Vec<(String, String)>, name: String, value: String| {
+        env.retain(|(n, _)| *n != name);
+        env.push((name, value));
+    };
+    for source in container.env_from.iter().flatten() {
+        let prefix = source.prefix.clone().unwrap_or_default();
+        let pairs: Vec<(String, String)> = if let Some(r) = &source.config_map_ref {
+            match inputs.config_maps.get(&r.name) {
+                Some(map) => map
+                    .data
+                    .iter()
+                    .flatten()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+                None if r.optional == Some(true) => Vec::new(),
+                None => return Err(waiting_config(&format!("configmap {:?} not found", r.name))),
+            }
+        } else if let Some(r) = &source.secret_ref {
+            match inputs.secrets.get(&r.name) {
+                Some(secret) => secret
+                    .data
+                    .iter()
+                    .flatten()
+                    .map(|(k, v)| (k.clone(), String::from_utf8_lossy(&v.0).into_owned()))
+                    .collect(),
+                None if r.optional == Some(true) => Vec::new(),
+                None => return Err(waiting_config(&format!("secret {:?} not found", r.name))),
+            }
+        } else {
+            Vec::new()
+        };
+        for (key, value) in pairs {
+            set(&mut env, format!("{prefix}{key}"), value);
+        }
+    }
+    for var in container.env.iter().flatten() {
+        if let Some(value) = env_value(var, pod, inputs, &env)? {
+            set(&mut env, var.name.clone(), value);
+        }
+    }
+    let argv = container
+        .command
+        .iter()
+        .flatten()
+        .chain(container.args.iter().flatten())
+        .map(|arg| expand(arg, &env))
+        .collect();
+    let mut mounts = Vec::new();
+    for (i, mount) in container.volume_mounts.iter().flatten().enumerate() {
+        let volume = volumes
+            .iter()
+            .find(|v| v.name == mount.name)
+            .ok_or_else(|| {
+                PlanError::Refused(vec![Unsupported {
+                    field: format!("{path}.volumeMounts[{i}].name"),
+                    reason: format!("no volume {:?} in the pod", mount.name),
+                }])
+            })?;
+        mounts.push(Mount {
+            host: volume.host_path.clone(),
+            container: mount.mount_path.clone(),
+            read_only: mount.read_only == Some(true)
+                || matches!(volume.source, VolumeSource::Files(_)),
+        });
+    }
+    Ok(ContainerPlan {
+        name: container.name.clone(),
+        image: container.image.clone().unwrap_or_default(),
+        argv,
+        env,
+        working_dir: container.working_dir.clone().filter(|d| !d.is_empty()),
+        mounts,
+    })
+}
+
+fn waiting_config(message: &str) -> PlanError {
+    PlanError::Waiting {
+        reason: "CreateContainerConfigError",
+        message: message.to_owned(),
+    }
+}
+
+/// The value of `var` (`None`: an optional reference that is missing, so the variable is not
+/// set, as the kubelet does).
+fn env_value(
+    var: &EnvVar,
+    pod: &Pod,
+    inputs: &PlanInputs<'_>,
+    env: &[(String, String)],
+) -> Result<Option<String>, PlanError> {
+    let Some(from) = &var.value_from else {
+        return Ok(Some(expand(var.value.as_deref().unwrap_or(""), env)));
+    };
+    if let Some(r) = &from.config_map_key_ref {
+        let value = inputs
+            .config_maps
+            .get(&r.name)
+            .and_then(|m| m.data.as_ref()?.get(&r.key).cloned());
+        return match value {
+            Some(value) => Ok(Some(value)),
+            None if r.optional == Some(true) => Ok(None),
+            None => Err(waiting_config(&format!(
+                "couldn't find key {} in ConfigMap {}/{}",
+                r.key,
+                pod.metadata.namespace.as_deref().unwrap_or(""),
+                r.name
+            ))),
+        };
+    }
+    if let Some(r) = &from.secret_key_ref {
+        let value = inputs
+            .secrets
+            .get(&r.name)
+            .and_then(|s| s.data.as_ref()?.get(&r.key).cloned());
+        return match value {
+            Some(value) => Ok(Some(String::from_utf8_lossy(&value.0).into_owned())),
+            None if r.optional == Some(true) => Ok(None),
+            None => Err(waiting_config(&format!(
+                "couldn't find key {} in Secret {}/{}",
+                r.key,
+                pod.metadata.namespace.as_deref().unwrap_or(""),
+                r.name
+            ))),
+        };
+    }
+    if let Some(r) = &from.field_ref {
+        return Ok(Some(field_value(&r.field_path, pod, inputs.pod_ip)));
+    }
+    // Refused by `unsupported_fields` (resourceFieldRef, fileKeyRef, ...).
+    Ok(None)
+}
+
+/// `Some` when the runner resolves `fieldRef` path `path`.
+pub fn field_ref_supported(path: &str) -> Option<()> {
+    let keyed = |prefix: &str| {
+        path.strip_prefix(prefix)
+            .and_then(|rest| rest.strip_prefix("['"))
+            .and_then(|rest| rest.strip_suffix("']"))
+            .is_some()
+    };
+    (FIELD_REFS.contains(&path) || keyed("metadata.labels") || keyed("metadata.annotations"))
+        .then_some(())
+}
+
+fn field_value(path: &str, pod: &Pod, pod_ip: IpAddr) -> String {
+    let meta = &pod.metadata;
+    let spec = pod.spec.as_ref();
+    let key = |prefix: &str| {
+        path.strip_prefix(prefix)
+            .and_then(|rest| rest.strip_prefix("['"))
+            .and_then(|rest| rest.strip_suffix("']"))
+            .map(str::to_owned)
+    };
+    match path {
+        "metadata.name" => meta.name.clone().unwrap_or_default(),
+        "metadata.namespace" => meta.namespace.clone().unwrap_or_default(),
+        "metadata.uid" => meta.uid.clone().unwrap_or_default(),
+        "spec.nodeName" => spec.and_then(|s| s.node_name.clone()).unwrap_or_default(),
+        "spec.serviceAccountName" => spec
+            .and_then(|s| s.service_account_name.clone())
+            .unwrap_or_default(),
+        "status.podIP" | "status.podIPs" => pod_ip.to_string(),
+        _ => {
+            if let Some(k) = key("metadata.labels") {
+                meta.labels
+                    .as_ref()
+                    .and_then(|l| l.get(&k).cloned())
+                    .unwrap_or_default()
+            } else if let Some(k) = key("metadata.annotations") {
+                meta.annotations
+                    .as_ref()
+                    .and_then(|a| a.get(&k).cloned())
+                    .unwrap_or_default()
+            } else {
+                String::new()
+            }
+        }
+    }
+}
+
+/// Kubernetes' `$(VAR)` expansion: a defined variable's reference is replaced by its value, an
+/// undefined one is left as written, `$$` is a `$`.
+pub fn expand(input: &str, env: &[(String, String)]) -> String {
+    let mut out = String::with_capacity(input.len());
+    let mut rest = input;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        if let Some(tail) = after.strip_prefix('$') {
+            out.push('$');
+            rest = tail;
+        } else if let Some(tail) = after.strip_prefix('(')
+            && let Some(end) = tail.find(')')
+        {
+            let name = &tail[..end];
+            match env.iter().rev().find(|(n, _)| n == name) {
+                Some((_, value)) => out.push_str(value),
+                None => {
+                    out.push_str("$(");
+                    out.push_str(name);
+                    out.push(')');
+                }
+            }
+            rest = &tail[end + 1..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::ByteString;
+    use serde_json::json;
+
+    fn pod(spec: serde_json::Value) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": "mon-a", "namespace": "rook", "uid": "u-1",
+                         "labels": {"app": "rook-ceph-mon"}},
+            "spec": spec,
+        }))
+        .unwrap()
+    }
+
+    fn base(mut extra: serde_json::Value) -> serde_json::Value {
+        let mut spec = json!({
+            "restartPolicy": "OnFailure", "terminationGracePeriodSeconds": 5,
+            "dnsPolicy": "Default", "enableServiceLinks": false, "nodeName": "node-0",
+            "automountServiceAccountToken": false,
+            "containers": [{"name": "main", "image": "quay.io/ceph/ceph:v18",
+                            "command": ["/bin/sh", "-c"], "args": ["echo $(GREETING) $$(x) $(NOPE)"]}],
+        });
+        if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object_mut()) {
+            spec.append(extra);
+        }
+        spec
+    }
+
+    struct World {
+        maps: BTreeMap<String, ConfigMap>,
+        secrets: BTreeMap<String, Secret>,
+    }
+
+    impl World {
+        fn new() -> Self {
+            let map: ConfigMap = serde_json::from_value(json!({
+                "metadata": {"name": "conf"},
+                "data": {"ceph.conf": "[global]\n", "greeting": "hello"},
+            }))
+            .unwrap();
+            let mut secret = Secret::default();
+            secret.metadata.name = Some("keys".to_owned());
+            secret.data = Some(BTreeMap::from([(
+                "keyring".to_owned(),
+                ByteString(b"[mon.]\nkey = AQ==\n".to_vec()),
+            )]));
+            World {
+                maps: BTreeMap::from([("conf".to_owned(), map)]),
+                secrets: BTreeMap::from([("keys".to_owned(), secret)]),
+            }
+        }
+
+        fn inputs(&self) -> PlanInputs<'_> {
+            PlanInputs {
+                pod_ip: "10.244.0.11".parse().unwrap(),
+                config_maps: &self.maps,
+                secrets: &self.secrets,
+                pod_dir: "/run/pods/u-1".into(),
+                node_dir: "/run/node".into(),
+            }
+        }
+    }
+
+    #[test]
+    fn env_resolves_values_references_and_fields_in_order_and_expands_the_command() {
+        let world = World::new();
+        let spec = base(json!({"containers": [{
+            "name": "main", "image": "ceph", "command": ["/bin/sh", "-c"],
+            "args": ["echo $(GREETING) $$(x) $(NOPE) $(POD_IP)"],
+            "envFrom": [{"configMapRef": {"name": "conf"}, "prefix": "CM_"}],
+            "env": [
+                {"name": "GREETING", "valueFrom": {"configMapKeyRef": {"name": "conf", "key": "greeting"}}},
+                {"name": "KEY", "valueFrom": {"secretKeyRef": {"name": "keys", "key": "keyring"}}},
+                {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+                {"name": "APP", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['app']"}}},
+                {"name": "BIND", "value": "--public-bind-addr=$(POD_IP)"},
+                {"name": "MISSING", "valueFrom": {"configMapKeyRef": {"name": "none", "key": "k", "optional": true}}},
+            ],
+        }]}));
+        let plan = plan_pod(&pod(spec), &world.inputs()).unwrap();
+        let main = &plan.containers[0];
+        assert_eq!(
+            main.argv,
+            ["/bin/sh", "-c", "echo hello $(x) $(NOPE) 10.244.0.11"]
+        );
+        let names: Vec<&str> = main.env.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "CM_ceph.conf",
+                "CM_greeting",
+                "GREETING",
+                "KEY",
+                "POD_IP",
+                "POD_NAME",
+                "POD_NAMESPACE",
+                "APP",
+                "BIND"
+            ]
+        );
+        let get = |n: &str| {
+            main.env
+                .iter()
+                .find(|(k, _)| k == n)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(get("KEY"), Some("[mon.]\nkey = AQ==\n"));
+        assert_eq!(get("POD_NAMESPACE"), Some("rook"));
+        assert_eq!(get("APP"), Some("rook-ceph-mon"));
+        assert_eq!(get("BIND"), Some("--public-bind-addr=10.244.0.11"));
+        assert_eq!(plan.restart_policy, RestartPolicy::OnFailure);
+        assert_eq!(plan.grace_period, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn volumes_resolve_to_the_pods_directory_and_the_nodes_and_carry_their_files() {
+        let world = World::new();
+        let spec = base(json!({
+            "volumes": [
+                {"name": "config", "configMap": {"name": "conf", "items": [{"key": "ceph.conf", "path": "ceph.conf"}]}},
+                {"name": "keyring", "secret": {"secretName": "keys", "defaultMode": 0o600}},
+                {"name": "scratch", "emptyDir": {}},
+                {"name": "data", "hostPath": {"path": "/var/lib/rook/mon-a", "type": "DirectoryOrCreate"}},
+            ],
+            "initContainers": [
+                {"name": "first", "image": "ceph", "command": ["true"]},
+                {"name": "second", "image": "ceph", "command": ["true"],
+                 "volumeMounts": [{"name": "data", "mountPath": "/var/lib/ceph/mon/ceph-a"}]},
+            ],
+            "containers": [{"name": "main", "image": "ceph", "command": ["ceph-mon"],
+                "volumeMounts": [
+                    {"name": "config", "mountPath": "/etc/ceph"},
+                    {"name": "keyring", "mountPath": "/etc/ceph/keyring-store"},
+                    {"name": "scratch", "mountPath": "/scratch"},
+                    {"name": "data", "mountPath": "/var/lib/ceph/mon/ceph-a", "readOnly": true},
+                ]}],
+        }));
+        let plan = plan_pod(&pod(spec), &world.inputs()).unwrap();
+        let hosts: Vec<&Path> = plan.volumes.iter().map(|v| v.host_path.as_path()).collect();
+        assert_eq!(
+            hosts,
+            [
+                Path::new("/run/pods/u-1/volumes/config"),
+                Path::new("/run/pods/u-1/volumes/keyring"),
+                Path::new("/run/pods/u-1/volumes/scratch"),
+                Path::new("/run/node/var/lib/rook/mon-a"),
+            ]
+        );
+        assert_eq!(
+            plan.volumes[0].source,
+            VolumeSource::Files(vec![VolumeFile {
+                path: "ceph.conf".into(),
+                data: b"[global]\n".to_vec(),
+                mode: 0o644
+            }])
+        );
+        assert_eq!(
+            plan.volumes[1].source,
+            VolumeSource::Files(vec![VolumeFile {
+                path: "keyring".into(),
+                data: b"[mon.]\nkey = AQ==\n".to_vec(),
+                mode: 0o600
+            }])
+        );
+        let init: Vec<&str> = plan
+            .init_containers
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(init, ["first", "second"]);
+        let mounts: Vec<(&str, bool)> = plan.containers[0]
+            .mounts
+            .iter()
+            .map(|m| (m.container.as_str(), m.read_only))
+            .collect();
+        assert_eq!(
+            mounts,
+            [
+                ("/etc/ceph", true),
+                ("/etc/ceph/keyring-store", true),
+                ("/scratch", false),
+                ("/var/lib/ceph/mon/ceph-a", true)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_missing_object_waits_and_a_refusal_names_every_field() {
+        let world = World::new();
+        let missing = base(json!({"volumes": [{"name": "c", "configMap": {"name": "later"}}]}));
+        assert_eq!(
+            plan_pod(&pod(missing), &world.inputs()),
+            Err(PlanError::Waiting {
+                reason: "FailedMount",
+                message: "ConfigMap later not found".into()
+            })
+        );
+        let key = base(json!({"containers": [{"name": "m", "command": ["x"],
+            "env": [{"name": "A", "valueFrom": {"secretKeyRef": {"name": "keys", "key": "nope"}}}]}]}));
+        assert!(matches!(
+            plan_pod(&pod(key), &world.inputs()),
+            Err(PlanError::Waiting {
+                reason: "CreateContainerConfigError",
+                ..
+            })
+        ));
+        let refused = base(json!({
+            "volumes": [{"name": "t", "projected": {"sources": []}},
+                        {"name": "h", "hostPath": {"path": "/var/../etc"}}],
+            "containers": [{"name": "m", "image": "ceph", "tty": true}],
+        }));
+        let Err(PlanError::Refused(fields)) = plan_pod(&pod(refused), &world.inputs()) else {
+            panic!("not refused");
+        };
+        let mut names: Vec<&str> = fields.iter().map(|f| f.field.as_str()).collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "spec.containers[0].command",
+                "spec.containers[0].tty",
+                "spec.volumes[0].projected",
+                "spec.volumes[1].hostPath.path"
+            ]
+        );
+    }
+
+    #[test]
+    fn restart_policies_decide_by_exit_code() {
+        assert!(RestartPolicy::Always.restarts(0));
+        assert!(RestartPolicy::OnFailure.restarts(1));
+        assert!(!RestartPolicy::OnFailure.restarts(0));
+        assert!(!RestartPolicy::Never.restarts(1));
+        assert!(!RestartPolicy::Never.retries_init());
+    }
+
+    #[test]
+    fn expansion_follows_kubernetes() {
+        let env = vec![("A".to_owned(), "1".to_owned())];
+        assert_eq!(expand("$(A)-$$(A)-$(B)-$-$", &env), "1-$(A)-$(B)-$-$");
+        assert_eq!(expand("$(A", &env), "$(A");
+    }
+}

@@ -1,0 +1,387 @@
+//! What the runner honours, and the refusal by name of everything else (pure).
+//!
+//! The pod spec is walked as the JSON the API server stores (its field names, so a refusal
+//! names the field as `kubectl explain` does): every field present is either honoured, allowed
+//! only at a value whose meaning the runner gives (`enableServiceLinks: false`), a scheduling
+//! field the scheduler has already acted on when the pod is bound, or refused. A field this
+//! module does not know (a newer API's) is refused too: nothing is ignored silently.
+
+use serde_json::Value;
+
+/// A field of the pod spec that the runner does not honour, so the pod stays Pending.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unsupported {
+    /// The field's path in the pod (`spec.volumes[0].projected`).
+    pub field: String,
+    /// Why, and what value would be accepted when there is one.
+    pub reason: String,
+}
+
+impl std::fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.field, self.reason)
+    }
+}
+
+/// Fields the scheduler acts on before the pod is bound to the node, and the pod's identity
+/// fields whose only effect is through a token volume (refused below when present): they
+/// change nothing about how its processes run.
+const SCHEDULING_OR_IDENTITY: &[&str] = &[
+    "nodeName",
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "topologySpreadConstraints",
+    "schedulerName",
+    "priority",
+    "priorityClassName",
+    "preemptionPolicy",
+    "serviceAccountName",
+    "serviceAccount",
+    "automountServiceAccountToken",
+];
+
+/// The unsupported fields of `spec` (a pod's `spec` as JSON), each by its path; empty when
+/// the runner honours the whole spec.
+pub fn unsupported_fields(spec: &Value) -> Vec<Unsupported> {
+    let mut out = Vec::new();
+    let Some(spec) = spec.as_object() else {
+        out.push(refusal("spec", "not an object"));
+        return out;
+    };
+    for (key, value) in spec {
+        let field = format!("spec.{key}");
+        match key.as_str() {
+            "containers" | "initContainers" => {
+                for (i, container) in items(value).enumerate() {
+                    container_fields(
+                        &format!("{field}[{i}]"),
+                        container,
+                        key == "initContainers",
+                        &mut out,
+                    );
+                }
+            }
+            "volumes" => {
+                for (i, volume) in items(value).enumerate() {
+                    volume_fields(&format!("{field}[{i}]"), volume, &mut out);
+                }
+            }
+            "restartPolicy" => {
+                if !matches!(value.as_str(), Some("Always" | "OnFailure" | "Never")) {
+                    out.push(refusal(&field, "not Always, OnFailure or Never"));
+                }
+            }
+            "terminationGracePeriodSeconds" => {}
+            "enableServiceLinks" => {
+                if value != &Value::Bool(false) {
+                    out.push(refusal(
+                        &field,
+                        "Service environment variables are not injected; set it to false",
+                    ));
+                }
+            }
+            "dnsPolicy" => {
+                if value.as_str() != Some("Default") {
+                    out.push(refusal(
+                        &field,
+                        "no cluster DNS is configured in the pod: only Default (the root \
+                         filesystem's resolv.conf) is honoured",
+                    ));
+                }
+            }
+            "hostNetwork"
+            | "hostPID"
+            | "hostIPC"
+            | "shareProcessNamespace"
+            | "setHostnameAsFQDN" => {
+                if value != &Value::Bool(false) {
+                    out.push(refusal(&field, "only false is honoured"));
+                }
+            }
+            "securityContext" => {
+                if !is_empty(value) {
+                    for key in value.as_object().into_iter().flat_map(|o| o.keys()) {
+                        out.push(refusal(
+                            &format!("{field}.{key}"),
+                            "the processes run as root with the runner's privileges",
+                        ));
+                    }
+                }
+            }
+            key if SCHEDULING_OR_IDENTITY.contains(&key) => {}
+            _ => out.push(refusal(&field, "not honoured by the pod runner")),
+        }
+    }
+    out
+}
+
+fn container_fields(path: &str, container: &Value, init: bool, out: &mut Vec<Unsupported>) {
+    let Some(container) = container.as_object() else {
+        out.push(refusal(path, "not an object"));
+        return;
+    };
+    for (key, value) in container {
+        let field = format!("{path}.{key}");
+        match key.as_str() {
+            // The image is the Ceph root filesystem whatever it names; nothing is pulled.
+            "name" | "image" | "imagePullPolicy" | "command" | "args" | "workingDir" => {}
+            // Declarations only (as on a kubelet); a host port would need the node's network.
+            "ports" => {
+                for (i, port) in items(value).enumerate() {
+                    if port.get("hostPort").is_some() || port.get("hostIP").is_some() {
+                        out.push(refusal(
+                            &format!("{field}[{i}].hostPort"),
+                            "host ports are not honoured",
+                        ));
+                    }
+                }
+            }
+            "env" => {
+                for (i, var) in items(value).enumerate() {
+                    env_fields(&format!("{field}[{i}]"), var, out);
+                }
+            }
+            "envFrom" => {
+                for (i, source) in items(value).enumerate() {
+                    for (key, _) in source.as_object().into_iter().flatten() {
+                        if !matches!(key.as_str(), "configMapRef" | "secretRef" | "prefix") {
+                            out.push(refusal(&format!("{field}[{i}].{key}"), "not honoured"));
+                        }
+                    }
+                }
+            }
+            "volumeMounts" => {
+                for (i, mount) in items(value).enumerate() {
+                    for (key, value) in mount.as_object().into_iter().flatten() {
+                        let ok = match key.as_str() {
+                            "name" | "mountPath" | "readOnly" => true,
+                            "mountPropagation" => value.as_str() == Some("None"),
+                            "subPath" | "subPathExpr" => value.as_str() == Some(""),
+                            _ => false,
+                        };
+                        if !ok {
+                            out.push(refusal(&format!("{field}[{i}].{key}"), "not honoured"));
+                        }
+                    }
+                }
+            }
+            "resources" => {
+                for key in value.as_object().into_iter().flat_map(|o| o.keys()) {
+                    if !is_empty(&value[key]) {
+                        out.push(refusal(
+                            &format!("{field}.{key}"),
+                            "no cgroups: requests and limits are not enforced",
+                        ));
+                    }
+                }
+            }
+            // The API server's defaults: no termination message is read.
+            "terminationMessagePath" if value.as_str() == Some("/dev/termination-log") => {}
+            "terminationMessagePolicy" if value.as_str() == Some("File") => {}
+            "securityContext" if is_empty(value) => {}
+            "securityContext" => {
+                for key in value.as_object().into_iter().flat_map(|o| o.keys()) {
+                    out.push(refusal(
+                        &format!("{field}.{key}"),
+                        "the processes run as root with the runner's privileges",
+                    ));
+                }
+            }
+            "restartPolicy" if init => {
+                out.push(refusal(&field, "sidecar containers are not honoured"))
+            }
+            _ => out.push(refusal(&field, "not honoured by the pod runner")),
+        }
+    }
+}
+
+fn env_fields(path: &str, var: &Value, out: &mut Vec<Unsupported>) {
+    let Some(from) = var.get("valueFrom") else {
+        return;
+    };
+    for (key, value) in from.as_object().into_iter().flatten() {
+        let field = format!("{path}.valueFrom.{key}");
+        match key.as_str() {
+            "configMapKeyRef" | "secretKeyRef" => {}
+            "fieldRef" => {
+                let path = value.get("fieldPath").and_then(Value::as_str).unwrap_or("");
+                if crate::plan::field_ref_supported(path).is_none() {
+                    out.push(refusal(
+                        &format!("{field}.fieldPath"),
+                        &format!(
+                            "{path:?} is not one of {}",
+                            crate::plan::FIELD_REFS.join(", ")
+                        ),
+                    ));
+                }
+            }
+            _ => out.push(refusal(&field, "not honoured")),
+        }
+    }
+}
+
+fn volume_fields(path: &str, volume: &Value, out: &mut Vec<Unsupported>) {
+    for (key, value) in volume.as_object().into_iter().flatten() {
+        let field = format!("{path}.{key}");
+        match key.as_str() {
+            "name" | "configMap" | "secret" => {}
+            "emptyDir" => {
+                for (key, value) in value.as_object().into_iter().flatten() {
+                    let ok = key == "medium" && value.as_str() == Some("");
+                    if !ok {
+                        out.push(refusal(&format!("{field}.{key}"), "not honoured"));
+                    }
+                }
+            }
+            "hostPath" => {
+                let kind = value.get("type").and_then(Value::as_str).unwrap_or("");
+                if !matches!(
+                    kind,
+                    "" | "Directory" | "DirectoryOrCreate" | "File" | "FileOrCreate"
+                ) {
+                    out.push(refusal(
+                        &format!("{field}.type"),
+                        "only Directory, DirectoryOrCreate, File, FileOrCreate or none",
+                    ));
+                }
+            }
+            _ => out.push(refusal(&field, "this volume type is not honoured")),
+        }
+    }
+}
+
+fn items(value: &Value) -> impl Iterator<Item = &Value> {
+    value.as_array().into_iter().flatten()
+}
+
+fn is_empty(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Object(o) => o.values().all(is_empty),
+        Value::Array(a) => a.is_empty(),
+        _ => false,
+    }
+}
+
+fn refusal(field: &str, reason: &str) -> Unsupported {
+    Unsupported {
+        field: field.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fields(spec: Value) -> Vec<String> {
+        unsupported_fields(&spec)
+            .into_iter()
+            .map(|u| u.field)
+            .collect()
+    }
+
+    /// A spec as the API server stores it after defaulting, with the pod author's choices the
+    /// runner needs (no token volume, no Service links, the root's DNS).
+    fn defaulted() -> Value {
+        json!({
+            "containers": [{
+                "name": "c", "image": "ceph", "command": ["/bin/sh"], "args": ["-c", "true"],
+                "imagePullPolicy": "IfNotPresent", "resources": {},
+                "terminationMessagePath": "/dev/termination-log",
+                "terminationMessagePolicy": "File",
+                "env": [{"name": "IP", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}}],
+                "volumeMounts": [{"name": "v", "mountPath": "/etc/x", "readOnly": true}],
+            }],
+            "volumes": [{"name": "v", "configMap": {"name": "x", "defaultMode": 420}}],
+            "restartPolicy": "Always", "terminationGracePeriodSeconds": 30,
+            "dnsPolicy": "Default", "securityContext": {}, "schedulerName": "default-scheduler",
+            "enableServiceLinks": false, "automountServiceAccountToken": false,
+            "serviceAccountName": "default", "serviceAccount": "default", "nodeName": "n",
+            "priority": 0, "preemptionPolicy": "PreemptLowerPriority",
+            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}],
+        })
+    }
+
+    #[test]
+    fn a_defaulted_spec_of_honoured_fields_is_accepted() {
+        assert_eq!(fields(defaulted()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn each_unsupported_field_is_named_by_its_path() {
+        let mut spec = defaulted();
+        spec["volumes"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "token", "projected": {"sources": []}}));
+        spec["containers"][0]["livenessProbe"] = json!({"exec": {"command": ["true"]}});
+        spec["containers"][0]["resources"] = json!({"limits": {"cpu": "1"}, "requests": {}});
+        spec["containers"][0]["volumeMounts"][0]["subPath"] = json!("a");
+        spec["containers"][0]["env"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "H", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}}));
+        spec["containers"][0]["ports"] = json!([{"containerPort": 80, "hostPort": 80}]);
+        spec["initContainers"] = json!([{"name": "s", "restartPolicy": "Always"}]);
+        spec["enableServiceLinks"] = json!(true);
+        spec["dnsPolicy"] = json!("ClusterFirst");
+        spec["hostNetwork"] = json!(true);
+        spec["securityContext"] = json!({"runAsUser": 167});
+        spec["readinessGates"] = json!([{"conditionType": "x"}]);
+        spec["someFutureField"] = json!({});
+        let mut got = fields(spec);
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                "spec.containers[0].env[1].valueFrom.fieldRef.fieldPath",
+                "spec.containers[0].livenessProbe",
+                "spec.containers[0].ports[0].hostPort",
+                "spec.containers[0].resources.limits",
+                "spec.containers[0].volumeMounts[0].subPath",
+                "spec.dnsPolicy",
+                "spec.enableServiceLinks",
+                "spec.hostNetwork",
+                "spec.initContainers[0].restartPolicy",
+                "spec.readinessGates",
+                "spec.securityContext.runAsUser",
+                "spec.someFutureField",
+                "spec.volumes[1].projected",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_api_servers_token_volume_and_service_links_are_refused_with_the_fix() {
+        let mut spec = defaulted();
+        spec["enableServiceLinks"] = json!(true);
+        let refused = unsupported_fields(&spec);
+        assert_eq!(refused.len(), 1);
+        assert!(
+            refused[0].to_string().contains("set it to false"),
+            "{}",
+            refused[0]
+        );
+    }
+
+    #[test]
+    fn empty_dir_and_host_path_are_honoured_in_their_plain_forms_only() {
+        let mut spec = defaulted();
+        spec["volumes"] = json!([
+            {"name": "a", "emptyDir": {}},
+            {"name": "b", "emptyDir": {"medium": "Memory"}},
+            {"name": "c", "hostPath": {"path": "/var/lib/rook", "type": "DirectoryOrCreate"}},
+            {"name": "d", "hostPath": {"path": "/dev", "type": "CharDevice"}},
+        ]);
+        assert_eq!(
+            fields(spec),
+            [
+                "spec.volumes[1].emptyDir.medium",
+                "spec.volumes[3].hostPath.type"
+            ]
+        );
+    }
+}
