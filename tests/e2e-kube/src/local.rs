@@ -26,6 +26,8 @@ pub const DEFAULT_TOOLS_DIR: &str = "/var/cache/clusterset/k8s-tools";
 #[derive(Debug, Clone)]
 pub struct Tools {
     root: PathBuf,
+    /// kwok's stages when not the built ones ([`Tools::with_kwok_stages`]).
+    kwok_stages: Option<PathBuf>,
 }
 
 impl Tools {
@@ -49,7 +51,10 @@ impl Tools {
                 String::from_utf8_lossy(&output.stderr).trim()
             );
         }
-        Ok(Self { root })
+        Ok(Self {
+            root,
+            kwok_stages: None,
+        })
     }
 
     /// The path of `binary` of `module`.
@@ -57,9 +62,19 @@ impl Tools {
         self.root.join(module).join("bin").join(binary)
     }
 
-    /// kwok's stages (nodes Ready with Leases; pods Ready with IPs, completed, deleted).
+    /// kwok's stages (nodes Ready with Leases; pods Ready with IPs, completed, deleted): the
+    /// built ones, or those [`Tools::with_kwok_stages`] gave.
     pub fn kwok_stages(&self) -> PathBuf {
-        self.root.join("kwok/stages.yaml")
+        self.kwok_stages
+            .clone()
+            .unwrap_or_else(|| self.root.join("kwok/stages.yaml"))
+    }
+
+    /// The same tools, with kwok given the stages of file `stages` instead of the built ones
+    /// (the pod runner's tests: kwok's pod stages that leave the runner's pods alone).
+    pub fn with_kwok_stages(mut self, stages: impl Into<PathBuf>) -> Self {
+        self.kwok_stages = Some(stages.into());
+        self
     }
 }
 

@@ -66,8 +66,13 @@
 
 pub mod kwok;
 pub mod plan;
+pub mod process;
 pub mod refuse;
+pub mod runner;
 pub mod status;
+pub mod volumes;
+
+pub use runner::{Backoff, PodNetwork, PodRunner, RunnerConfig, RunnerError};
 
 /// The label that leaves a pod to the runner whose name is its value (kwok's derived stages
 /// skip it).

@@ -1,0 +1,681 @@
+//! The runtime: watches the pods of a namespace bound to the node and labelled for this
+//! runner, their ConfigMaps and Secrets; plans each pod ([`crate::plan`]), runs it (one task
+//! per pod, one process per container), keeps its volumes' files current, writes its status
+//! ([`crate::status`]), and when it is deleted stops its processes and confirms the deletion.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, PodStatus, Secret};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use mon_failover_io::{CephInstall, CommandLine};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::MARKER;
+use crate::plan::{PlanError, PlanInputs, PodPlan, VolumeFile, VolumeSource, plan_pod};
+use crate::status::{
+    ContainerRun, Exit, PodRun, State, UNSUPPORTED_REASON, pending_status, pod_status,
+};
+use crate::{process, volumes};
+
+/// How often the runner looks at its pods again (new pods, changed objects, process states).
+const TICK: Duration = Duration::from_millis(100);
+
+/// Where the pods' IPs come from and where their processes run.
+#[derive(Debug, Clone)]
+pub struct PodNetwork {
+    /// The network namespace the processes run in (`ip netns` name); the host's when `None`.
+    pub netns: Option<String>,
+    /// The device each pod's IP is added to (in `netns`), if the runner adds them.
+    pub device: Option<String>,
+    /// The prefix length the IPs are added with.
+    pub prefix_len: u8,
+    /// The pod IPs, given out in this order and taken back when a pod goes.
+    pub ips: Vec<IpAddr>,
+}
+
+/// The restart back-off: the first delay, doubled at each restart up to `max`.
+#[derive(Debug, Clone, Copy)]
+pub struct Backoff {
+    /// The first delay.
+    pub initial: Duration,
+    /// The longest.
+    pub max: Duration,
+}
+
+/// What a runner serves and how.
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    /// The runner's name: it runs the pods labelled [`MARKER`]`=<name>`.
+    pub name: String,
+    /// The node whose pods it runs (`spec.nodeName`).
+    pub node: String,
+    /// The namespace whose pods it runs.
+    pub namespace: String,
+    /// Its directory (pods' volumes and logs under `pods/`, the node's `hostPath`s under
+    /// `node/`); under `/tmp` when the processes come from a root (see the crate's design).
+    pub dir: PathBuf,
+    /// Where the processes come from.
+    pub install: CephInstall,
+    /// The pods' network.
+    pub network: PodNetwork,
+    /// The restart back-off.
+    pub backoff: Backoff,
+}
+
+/// Why a runner cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    /// Its directory would leave mount points in the shared root.
+    #[error(
+        "the runner's directory {0} is not under /tmp: shared into the root, it would leave its mount points there"
+    )]
+    DirNotUnderTmp(PathBuf),
+    /// Its directory cannot be made.
+    #[error("cannot make the runner's directory {dir}: {source}")]
+    Dir {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A watch ended before it listed its objects.
+    #[error("the watch of {0} ended before its first list")]
+    Watch(&'static str),
+}
+
+/// A running pod runner; [`PodRunner::shutdown`] stops it and its processes.
+#[derive(Debug)]
+pub struct PodRunner {
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+    watches: Vec<JoinHandle<()>>,
+}
+
+impl PodRunner {
+    /// Starts serving `config`'s pods through `client`; returns once its watches listed.
+    pub async fn start(client: kube::Client, config: RunnerConfig) -> Result<Self, RunnerError> {
+        if config.install.root_dir().is_some() && !config.dir.starts_with("/tmp") {
+            return Err(RunnerError::DirNotUnderTmp(config.dir));
+        }
+        std::fs::create_dir_all(&config.dir).map_err(|source| RunnerError::Dir {
+            dir: config.dir.clone(),
+            source,
+        })?;
+        let ns = &config.namespace;
+        let pods = watcher::Config::default()
+            .fields(&format!("spec.nodeName={}", config.node))
+            .labels(&format!("{MARKER}={}", config.name));
+        let (pods, pod_watch) = watch_store(Api::<Pod>::namespaced(client.clone(), ns), pods);
+        let (maps, map_watch) = watch_store(
+            Api::<ConfigMap>::namespaced(client.clone(), ns),
+            watcher::Config::default(),
+        );
+        let (secrets, secret_watch) = watch_store(
+            Api::<Secret>::namespaced(client.clone(), ns),
+            watcher::Config::default(),
+        );
+        pods.wait_until_ready()
+            .await
+            .map_err(|_| RunnerError::Watch("pods"))?;
+        maps.wait_until_ready()
+            .await
+            .map_err(|_| RunnerError::Watch("ConfigMaps"))?;
+        secrets
+            .wait_until_ready()
+            .await
+            .map_err(|_| RunnerError::Watch("Secrets"))?;
+        let (stop, stopped) = watch::channel(false);
+        let install = config.install.clone().sharing(&config.dir);
+        let runner = Runner {
+            api: Api::namespaced(client, ns),
+            config,
+            install,
+            pods: BTreeMap::new(),
+        };
+        let task = tokio::spawn(runner.run(pods, maps, secrets, stopped));
+        Ok(PodRunner {
+            stop,
+            task,
+            watches: vec![pod_watch, map_watch, secret_watch],
+        })
+    }
+
+    /// Stops the runner: every process killed (the pods are left as they are in the API), the
+    /// pod IPs removed.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+        for watch in self.watches {
+            watch.abort();
+        }
+    }
+}
+
+/// A reflector's store of `api`'s objects, fed by a task.
+fn watch_store<K>(api: Api<K>, config: watcher::Config) -> (Store<K>, JoinHandle<()>)
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let stream = reflector::reflector(writer, watcher(api, config).default_backoff());
+    let task = tokio::spawn(stream.for_each(|event| {
+        if let Err(error) = event {
+            tracing::warn!(%error, "pod runner watch");
+        }
+        futures::future::ready(())
+    }));
+    (reader, task)
+}
+
+/// What the runner keeps of one pod (by UID).
+#[derive(Debug)]
+struct Entry {
+    name: String,
+    ip: Option<IpAddr>,
+    /// Whether its IP was added to the device.
+    ip_added: bool,
+    worker: Option<Worker>,
+    /// The status last written.
+    written: Option<PodStatus>,
+    /// The files last written, by volume.
+    files: BTreeMap<String, Vec<VolumeFile>>,
+    dir: PathBuf,
+}
+
+/// The task running one pod's containers.
+#[derive(Debug)]
+struct Worker {
+    run: Arc<Mutex<PodRun>>,
+    /// `Some(grace)`: stop every container with that grace period.
+    stop: watch::Sender<Option<Duration>>,
+    task: JoinHandle<()>,
+}
+
+struct Runner {
+    api: Api<Pod>,
+    config: RunnerConfig,
+    /// The install, with the runner's directory shared into the root.
+    install: CephInstall,
+    pods: BTreeMap<String, Entry>,
+}
+
+impl Runner {
+    async fn run(
+        mut self,
+        pods: Store<Pod>,
+        maps: Store<ConfigMap>,
+        secrets: Store<Secret>,
+        mut stopped: watch::Receiver<bool>,
+    ) {
+        loop {
+            tokio::select! {
+                _ = stopped.wait_for(|s| *s) => break,
+                () = tokio::time::sleep(TICK) => {}
+            }
+            let by_name = |objects: Vec<Arc<ConfigMap>>| -> BTreeMap<String, ConfigMap> {
+                objects
+                    .iter()
+                    .map(|o| (o.metadata.name.clone().unwrap_or_default(), (**o).clone()))
+                    .collect()
+            };
+            let maps = by_name(maps.state());
+            let secrets: BTreeMap<String, Secret> = secrets
+                .state()
+                .iter()
+                .map(|o| (o.metadata.name.clone().unwrap_or_default(), (**o).clone()))
+                .collect();
+            let pods = pods.state();
+            let present: BTreeSet<String> =
+                pods.iter().filter_map(|p| p.metadata.uid.clone()).collect();
+            for pod in &pods {
+                self.sync(pod, &maps, &secrets).await;
+            }
+            let gone: Vec<String> = self
+                .pods
+                .keys()
+                .filter(|uid| !present.contains(*uid))
+                .cloned()
+                .collect();
+            for uid in gone {
+                self.forget(&uid, Duration::ZERO).await;
+            }
+        }
+        let all: Vec<String> = self.pods.keys().cloned().collect();
+        for uid in all {
+            self.forget(&uid, Duration::ZERO).await;
+        }
+    }
+
+    /// Brings one pod a step further: started, files updated, status written; or, deleted,
+    /// stopped and its deletion confirmed.
+    async fn sync(
+        &mut self,
+        pod: &Pod,
+        maps: &BTreeMap<String, ConfigMap>,
+        secrets: &BTreeMap<String, Secret>,
+    ) {
+        let (Some(uid), Some(name)) = (pod.metadata.uid.clone(), pod.metadata.name.clone()) else {
+            return;
+        };
+        if pod.metadata.deletion_timestamp.is_some() {
+            return self.delete(pod, &uid, &name).await;
+        }
+        let dir = self.config.dir.join("pods").join(format!("{name}_{uid}"));
+        let ip = match self.pods.get(&uid).and_then(|e| e.ip) {
+            Some(ip) => Some(ip),
+            None => self.free_ip(),
+        };
+        let entry = self.pods.entry(uid.clone()).or_insert_with(|| Entry {
+            name: name.clone(),
+            ip,
+            ip_added: false,
+            worker: None,
+            written: None,
+            files: BTreeMap::new(),
+            dir: dir.clone(),
+        });
+        let Some(ip) = entry.ip else {
+            let status = pending_status(
+                "NoPodIP",
+                "the runner has no free pod IP",
+                entry.written.as_ref(),
+                Timestamp::now(),
+            );
+            return self.write_status(&uid, status).await;
+        };
+        let inputs = PlanInputs {
+            pod_ip: ip,
+            config_maps: maps,
+            secrets,
+            pod_dir: dir,
+            node_dir: self.config.dir.join("node"),
+        };
+        let has_worker = entry.worker.is_some();
+        let written = entry.written.clone();
+        let now = Timestamp::now();
+        let status = match plan_pod(pod, &inputs) {
+            Err(refused @ PlanError::Refused(_)) if !has_worker => pending_status(
+                UNSUPPORTED_REASON,
+                &refused.to_string(),
+                written.as_ref(),
+                now,
+            ),
+            Err(PlanError::Waiting { reason, message }) if !has_worker => {
+                pending_status(reason, &message, written.as_ref(), now)
+            }
+            // A running pod whose objects went keeps its files, as on a kubelet.
+            Err(_) => return self.write_current(&uid).await,
+            Ok(plan) => match self.start_or_update(&uid, plan).await {
+                Ok(()) => return self.write_current(&uid).await,
+                Err(message) => pending_status("FailedMount", &message, written.as_ref(), now),
+            },
+        };
+        self.write_status(&uid, status).await;
+    }
+
+    /// Starts the pod's worker, or writes its volumes' files again where they changed.
+    async fn start_or_update(&mut self, uid: &str, plan: PodPlan) -> Result<(), String> {
+        let stamp = Timestamp::now().as_nanosecond().to_string();
+        let Some(entry) = self.pods.get_mut(uid) else {
+            return Ok(());
+        };
+        for volume in &plan.volumes {
+            let VolumeSource::Files(files) = &volume.source else {
+                if entry.worker.is_none() {
+                    volumes::prepare(volume, &stamp)
+                        .map_err(|e| format!("volume {:?}: {e}", volume.name))?;
+                }
+                continue;
+            };
+            if entry.files.get(&volume.name) != Some(files) {
+                volumes::prepare(volume, &stamp)
+                    .map_err(|e| format!("volume {:?}: {e}", volume.name))?;
+                entry.files.insert(volume.name.clone(), files.clone());
+            }
+        }
+        if entry.worker.is_some() {
+            return Ok(());
+        }
+        if let (Some(ip), Some(device), false) =
+            (entry.ip, &self.config.network.device, entry.ip_added)
+        {
+            let address = format!("{ip}/{}", self.config.network.prefix_len);
+            let added = CommandLine::new("ip", self.config.network.netns.as_deref())
+                .args(["addr", "add", &address, "dev", device])
+                .output(Duration::from_secs(10))
+                .await;
+            match added {
+                Ok(_) => entry.ip_added = true,
+                Err(e) if e.to_string().contains("File exists") => entry.ip_added = true,
+                Err(e) => return Err(format!("cannot add the pod IP {address}: {e}")),
+            }
+        }
+        let worker = spawn_worker(
+            plan,
+            entry.ip.unwrap_or(IpAddr::from([0, 0, 0, 0])),
+            entry.dir.clone(),
+            self.install.clone(),
+            self.config.network.netns.clone(),
+            self.config.backoff,
+        );
+        entry.worker = Some(worker);
+        Ok(())
+    }
+
+    /// The lowest pod IP no pod has.
+    fn free_ip(&self) -> Option<IpAddr> {
+        let taken: BTreeSet<IpAddr> = self.pods.values().filter_map(|e| e.ip).collect();
+        self.config
+            .network
+            .ips
+            .iter()
+            .copied()
+            .find(|ip| !taken.contains(ip))
+    }
+
+    /// A deleted pod: its processes stopped (the grace period the deletion gives), then the
+    /// deletion confirmed and the pod forgotten.
+    async fn delete(&mut self, pod: &Pod, uid: &str, name: &str) {
+        let grace = Duration::from_secs(
+            pod.metadata
+                .deletion_grace_period_seconds
+                .unwrap_or(0)
+                .max(0)
+                .unsigned_abs(),
+        );
+        if let Some(worker) = self.pods.get(uid).and_then(|e| e.worker.as_ref()) {
+            if worker.stop.borrow().is_none() {
+                let _ = worker.stop.send(Some(grace));
+            }
+            if !worker.task.is_finished() {
+                return;
+            }
+        }
+        let params = DeleteParams {
+            grace_period_seconds: Some(0),
+            preconditions: Some(Preconditions {
+                uid: Some(uid.to_owned()),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match self.api.delete(name, &params).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {}
+            Err(error) => {
+                tracing::warn!(%error, pod = name, "pod runner: cannot confirm the deletion");
+                return;
+            }
+        }
+        self.forget(uid, grace).await;
+    }
+
+    /// Stops the pod's processes (if any still run), removes its IP and its directory.
+    async fn forget(&mut self, uid: &str, grace: Duration) {
+        let Some(entry) = self.pods.remove(uid) else {
+            return;
+        };
+        if let Some(worker) = entry.worker {
+            if worker.stop.borrow().is_none() {
+                let _ = worker.stop.send(Some(grace));
+            }
+            let _ = worker.task.await;
+        }
+        if let (Some(ip), Some(device), true) =
+            (entry.ip, &self.config.network.device, entry.ip_added)
+        {
+            let address = format!("{ip}/{}", self.config.network.prefix_len);
+            let removed = CommandLine::new("ip", self.config.network.netns.as_deref())
+                .args(["addr", "del", &address, "dev", device])
+                .output(Duration::from_secs(10))
+                .await;
+            if let Err(error) = removed {
+                tracing::warn!(%error, pod = entry.name, "pod runner: cannot remove the pod IP");
+            }
+        }
+        let _ = std::fs::remove_dir_all(&entry.dir);
+    }
+
+    /// Writes the status of a running pod from its worker's view.
+    async fn write_current(&mut self, uid: &str) {
+        let Some(entry) = self.pods.get(uid) else {
+            return;
+        };
+        let Some(worker) = &entry.worker else {
+            return;
+        };
+        let run = worker
+            .run
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let status = pod_status(&run, entry.written.as_ref(), Timestamp::now());
+        self.write_status(uid, status).await;
+    }
+
+    /// Writes `status` when it differs from the one written last.
+    async fn write_status(&mut self, uid: &str, status: PodStatus) {
+        let Some(entry) = self.pods.get_mut(uid) else {
+            return;
+        };
+        if entry.written.as_ref() == Some(&status) {
+            return;
+        }
+        let mut body = serde_json::to_value(&status).unwrap_or_default();
+        // A merge patch keeps what it does not name: name every field, absent ones as null.
+        for key in [
+            "phase",
+            "conditions",
+            "podIP",
+            "podIPs",
+            "startTime",
+            "reason",
+            "message",
+            "initContainerStatuses",
+            "containerStatuses",
+        ] {
+            if body.get(key).is_none() {
+                body[key] = serde_json::Value::Null;
+            }
+        }
+        let patch = serde_json::json!({"status": body});
+        match self
+            .api
+            .patch_status(&entry.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => entry.written = Some(status),
+            Err(error) => tracing::warn!(%error, pod = entry.name, "pod runner: status write"),
+        }
+    }
+}
+
+/// Starts the task that runs `plan`: its init containers in order, then its containers.
+fn spawn_worker(
+    plan: PodPlan,
+    ip: IpAddr,
+    dir: PathBuf,
+    install: CephInstall,
+    netns: Option<String>,
+    backoff: Backoff,
+) -> Worker {
+    let waiting = |c: &crate::plan::ContainerPlan, reason: &str| ContainerRun {
+        name: c.name.clone(),
+        image: c.image.clone(),
+        state: State::Waiting {
+            reason: reason.to_owned(),
+            message: None,
+        },
+        last: None,
+        restart_count: 0,
+    };
+    let run = Arc::new(Mutex::new(PodRun {
+        restart_policy: plan.restart_policy,
+        pod_ip: ip,
+        start_time: Timestamp::now(),
+        init: plan
+            .init_containers
+            .iter()
+            .map(|c| waiting(c, "PodInitializing"))
+            .collect(),
+        containers: plan
+            .containers
+            .iter()
+            .map(|c| waiting(c, "PodInitializing"))
+            .collect(),
+    }));
+    let (stop, stopped) = watch::channel(None);
+    let context = Arc::new(PodContext {
+        plan,
+        run: Arc::clone(&run),
+        dir,
+        install,
+        netns,
+        backoff,
+    });
+    let task = tokio::spawn(run_pod(context, stopped));
+    Worker { run, stop, task }
+}
+
+/// What a pod's containers share.
+struct PodContext {
+    plan: PodPlan,
+    run: Arc<Mutex<PodRun>>,
+    dir: PathBuf,
+    install: CephInstall,
+    netns: Option<String>,
+    backoff: Backoff,
+}
+
+#[derive(Clone, Copy)]
+enum Which {
+    Init(usize),
+    Main(usize),
+}
+
+async fn run_pod(context: Arc<PodContext>, stopped: watch::Receiver<Option<Duration>>) {
+    for index in 0..context.plan.init_containers.len() {
+        if !run_container(&context, Which::Init(index), stopped.clone()).await {
+            return;
+        }
+    }
+    let containers = (0..context.plan.containers.len())
+        .map(|index| run_container(&context, Which::Main(index), stopped.clone()));
+    futures::future::join_all(containers).await;
+}
+
+/// Runs one container, restarting it by the policy; `true` when it ended with 0 (what the next
+/// init container waits for).
+async fn run_container(
+    context: &PodContext,
+    which: Which,
+    mut stopped: watch::Receiver<Option<Duration>>,
+) -> bool {
+    let (container, init) = match which {
+        Which::Init(i) => (&context.plan.init_containers[i], true),
+        Which::Main(i) => (&context.plan.containers[i], false),
+    };
+    let set = |change: &dyn Fn(&mut ContainerRun)| {
+        let mut run = context.run.lock().unwrap_or_else(PoisonError::into_inner);
+        let slot = match which {
+            Which::Init(i) => run.init.get_mut(i),
+            Which::Main(i) => run.containers.get_mut(i),
+        };
+        if let Some(slot) = slot {
+            change(slot);
+        }
+    };
+    let log = context
+        .dir
+        .join("logs")
+        .join(format!("{}.log", container.name));
+    let mut delay = context.backoff.initial;
+    loop {
+        if stopped.borrow().is_some() {
+            return false;
+        }
+        let started_at = Timestamp::now();
+        let code = match process::start(
+            &context.install,
+            context.netns.as_deref(),
+            &context.plan.name,
+            container,
+            &log,
+        ) {
+            Err(error) => {
+                tracing::warn!(%error, container = container.name, "pod runner: cannot start");
+                128
+            }
+            Ok(mut child) => {
+                set(&|c| c.state = State::Running { started_at });
+                let pgid = child.id();
+                let outcome = tokio::select! {
+                    status = child.wait() => Ok(status.map_or(-1, process::exit_code)),
+                    grace = stopped.wait_for(Option::is_some) => {
+                        Err(grace.map_or(Duration::ZERO, |g| g.unwrap_or_default()))
+                    }
+                };
+                match outcome {
+                    Ok(code) => {
+                        process::kill_leftovers(pgid);
+                        code
+                    }
+                    Err(grace) => {
+                        let grace = grace.min(context.plan.grace_period);
+                        let code = process::stop(&mut child, grace).await;
+                        let exit = Exit {
+                            exit_code: code,
+                            started_at,
+                            finished_at: Timestamp::now(),
+                        };
+                        set(&|c| c.state = State::Terminated(exit.clone()));
+                        return false;
+                    }
+                }
+            }
+        };
+        let exit = Exit {
+            exit_code: code,
+            started_at,
+            finished_at: Timestamp::now(),
+        };
+        let policy = context.plan.restart_policy;
+        let again = if init {
+            code != 0 && policy.retries_init()
+        } else {
+            policy.restarts(code)
+        };
+        if !again {
+            set(&|c| c.state = State::Terminated(exit.clone()));
+            return code == 0;
+        }
+        set(&|c| {
+            c.last = Some(exit.clone());
+            c.state = State::Waiting {
+                reason: "CrashLoopBackOff".to_owned(),
+                message: Some(format!("back-off {delay:?} restarting the container")),
+            };
+        });
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            _ = stopped.wait_for(Option::is_some) => return false,
+        }
+        set(&|c| c.restart_count += 1);
+        delay = (delay * 2).min(context.backoff.max);
+    }
+}
