@@ -97,6 +97,7 @@ pub enum RunnerError {
 pub struct PodRunner {
     stop: watch::Sender<bool>,
     task: JoinHandle<()>,
+    groups: Groups,
     watches: Vec<JoinHandle<()>>,
 }
 
@@ -135,8 +136,10 @@ impl PodRunner {
             .map_err(|_| RunnerError::Watch("Secrets"))?;
         let (stop, stopped) = watch::channel(false);
         let install = config.install.clone().sharing(&config.dir);
+        let groups = Groups::default();
         let runner = Runner {
             api: Api::namespaced(client, ns),
+            groups: Arc::clone(&groups),
             config,
             install,
             pods: BTreeMap::new(),
@@ -145,17 +148,34 @@ impl PodRunner {
         Ok(PodRunner {
             stop,
             task,
+            groups,
             watches: vec![pod_watch, map_watch, secret_watch],
         })
     }
 
     /// Stops the runner: every process killed (the pods are left as they are in the API), the
     /// pod IPs removed.
-    pub async fn shutdown(self) {
+    pub async fn shutdown(mut self) {
         let _ = self.stop.send(true);
-        let _ = self.task.await;
-        for watch in self.watches {
+        let _ = (&mut self.task).await;
+        for watch in &self.watches {
             watch.abort();
+        }
+    }
+}
+
+impl Drop for PodRunner {
+    /// A runner dropped without [`PodRunner::shutdown`] (a failed test) kills every
+    /// container's process group at once (SIGKILL); its pod IPs and files stay.
+    fn drop(&mut self) {
+        self.task.abort();
+        for watch in &self.watches {
+            watch.abort();
+        }
+        let groups =
+            std::mem::take(&mut *self.groups.lock().unwrap_or_else(PoisonError::into_inner));
+        for pgid in groups {
+            process::kill_leftovers(Some(pgid));
         }
     }
 }
@@ -208,6 +228,7 @@ struct Worker {
 
 struct Runner {
     api: Api<Pod>,
+    groups: Groups,
     config: RunnerConfig,
     /// The install, with the runner's directory shared into the root.
     install: CephInstall,
@@ -276,20 +297,22 @@ impl Runner {
             return self.delete(pod, &uid, &name).await;
         }
         let dir = self.config.dir.join("pods").join(format!("{name}_{uid}"));
+        // A pod holds an IP of the pool once it starts; until then the plan uses the one it
+        // would get (for `fieldRef: status.podIP`).
         let ip = match self.pods.get(&uid).and_then(|e| e.ip) {
             Some(ip) => Some(ip),
             None => self.free_ip(),
         };
         let entry = self.pods.entry(uid.clone()).or_insert_with(|| Entry {
             name: name.clone(),
-            ip,
+            ip: None,
             ip_added: false,
             worker: None,
             written: None,
             files: BTreeMap::new(),
             dir: dir.clone(),
         });
-        let Some(ip) = entry.ip else {
+        let Some(ip) = ip else {
             let status = pending_status(
                 "NoPodIP",
                 "the runner has no free pod IP",
@@ -320,7 +343,7 @@ impl Runner {
             }
             // A running pod whose objects went keeps its files, as on a kubelet.
             Err(_) => return self.write_current(&uid).await,
-            Ok(plan) => match self.start_or_update(&uid, plan).await {
+            Ok(plan) => match self.start_or_update(&uid, plan, ip).await {
                 Ok(()) => return self.write_current(&uid).await,
                 Err(message) => pending_status("FailedMount", &message, written.as_ref(), now),
             },
@@ -329,7 +352,12 @@ impl Runner {
     }
 
     /// Starts the pod's worker, or writes its volumes' files again where they changed.
-    async fn start_or_update(&mut self, uid: &str, plan: PodPlan) -> Result<(), String> {
+    async fn start_or_update(
+        &mut self,
+        uid: &str,
+        plan: PodPlan,
+        ip: IpAddr,
+    ) -> Result<(), String> {
         let stamp = Timestamp::now().as_nanosecond().to_string();
         let Some(entry) = self.pods.get_mut(uid) else {
             return Ok(());
@@ -351,6 +379,7 @@ impl Runner {
         if entry.worker.is_some() {
             return Ok(());
         }
+        entry.ip = Some(ip);
         if let (Some(ip), Some(device), false) =
             (entry.ip, &self.config.network.device, entry.ip_added)
         {
@@ -367,11 +396,14 @@ impl Runner {
         }
         let worker = spawn_worker(
             plan,
-            entry.ip.unwrap_or(IpAddr::from([0, 0, 0, 0])),
+            ip,
             entry.dir.clone(),
-            self.install.clone(),
-            self.config.network.netns.clone(),
-            self.config.backoff,
+            Arc::new(Shared {
+                install: self.install.clone(),
+                netns: self.config.network.netns.clone(),
+                backoff: self.config.backoff,
+                groups: Arc::clone(&self.groups),
+            }),
         );
         entry.worker = Some(worker);
         Ok(())
@@ -506,14 +538,7 @@ impl Runner {
 }
 
 /// Starts the task that runs `plan`: its init containers in order, then its containers.
-fn spawn_worker(
-    plan: PodPlan,
-    ip: IpAddr,
-    dir: PathBuf,
-    install: CephInstall,
-    netns: Option<String>,
-    backoff: Backoff,
-) -> Worker {
+fn spawn_worker(plan: PodPlan, ip: IpAddr, dir: PathBuf, shared: Arc<Shared>) -> Worker {
     let waiting = |c: &crate::plan::ContainerPlan, reason: &str| ContainerRun {
         name: c.name.clone(),
         image: c.image.clone(),
@@ -544,12 +569,18 @@ fn spawn_worker(
         plan,
         run: Arc::clone(&run),
         dir,
-        install,
-        netns,
-        backoff,
+        shared,
     });
     let task = tokio::spawn(run_pod(context, stopped));
     Worker { run, stop, task }
+}
+
+/// What every pod's containers share.
+struct Shared {
+    install: CephInstall,
+    netns: Option<String>,
+    backoff: Backoff,
+    groups: Groups,
 }
 
 /// What a pod's containers share.
@@ -557,10 +588,11 @@ struct PodContext {
     plan: PodPlan,
     run: Arc<Mutex<PodRun>>,
     dir: PathBuf,
-    install: CephInstall,
-    netns: Option<String>,
-    backoff: Backoff,
+    shared: Arc<Shared>,
 }
+
+/// The process groups of the containers running now (killed when the runner is dropped).
+type Groups = Arc<Mutex<BTreeSet<u32>>>;
 
 #[derive(Clone, Copy)]
 enum Which {
@@ -604,15 +636,16 @@ async fn run_container(
         .dir
         .join("logs")
         .join(format!("{}.log", container.name));
-    let mut delay = context.backoff.initial;
+    let shared = &context.shared;
+    let mut delay = shared.backoff.initial;
     loop {
         if stopped.borrow().is_some() {
             return false;
         }
         let started_at = Timestamp::now();
         let code = match process::start(
-            &context.install,
-            context.netns.as_deref(),
+            &shared.install,
+            shared.netns.as_deref(),
             &context.plan.name,
             container,
             &log,
@@ -624,6 +657,21 @@ async fn run_container(
             Ok(mut child) => {
                 set(&|c| c.state = State::Running { started_at });
                 let pgid = child.id();
+                let groups = &shared.groups;
+                if let Some(pgid) = pgid {
+                    groups
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .insert(pgid);
+                }
+                let forget_group = || {
+                    if let Some(pgid) = pgid {
+                        groups
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .remove(&pgid);
+                    }
+                };
                 let outcome = tokio::select! {
                     status = child.wait() => Ok(status.map_or(-1, process::exit_code)),
                     grace = stopped.wait_for(Option::is_some) => {
@@ -633,11 +681,13 @@ async fn run_container(
                 match outcome {
                     Ok(code) => {
                         process::kill_leftovers(pgid);
+                        forget_group();
                         code
                     }
                     Err(grace) => {
                         let grace = grace.min(context.plan.grace_period);
                         let code = process::stop(&mut child, grace).await;
+                        forget_group();
                         let exit = Exit {
                             exit_code: code,
                             started_at,
@@ -676,6 +726,15 @@ async fn run_container(
             _ = stopped.wait_for(Option::is_some) => return false,
         }
         set(&|c| c.restart_count += 1);
-        delay = (delay * 2).min(context.backoff.max);
+        // As the kubelet: the back-off doubles, and starts again after a long enough run.
+        let ran = exit
+            .finished_at
+            .duration_since(exit.started_at)
+            .unsigned_abs();
+        delay = if ran > shared.backoff.max * 2 {
+            shared.backoff.initial
+        } else {
+            (delay * 2).min(shared.backoff.max)
+        };
     }
 }

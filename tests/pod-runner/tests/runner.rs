@@ -326,6 +326,8 @@ cat /scratch/from-init > /out/scratch
 cat /etc/keys/token > /out/token
 readlink /proc/self/ns/net > /out/netns
 pwd > /out/pwd
+ceph-mon --version > /out/ceph-version
+if touch /etc/conf/x 2>/dev/null; then echo writable; else echo read-only; fi > /out/conf-mode
 while true; do cat /etc/conf/greeting > /out/greeting.tmp; mv /out/greeting.tmp /out/greeting; sleep 0.1; done"#;
     let mut container = shell("main", main);
     container["workingDir"] = json!("/work");
@@ -428,6 +430,16 @@ while true; do cat /etc/conf/greeting > /out/greeting.tmp; mv /out/greeting.tmp 
     );
     assert_eq!(world.read("token"), "s3cret", "the Secret's file");
     assert_eq!(world.read("pwd"), "/work\n", "workingDir");
+    let ceph = world.read("ceph-version");
+    assert!(
+        ceph.starts_with("ceph version 18.2"),
+        "the Ceph Reef root's ceph-mon: {ceph}"
+    );
+    assert_eq!(
+        world.read("conf-mode"),
+        "read-only\n",
+        "a ConfigMap volume is read-only"
+    );
     assert_eq!(
         world.read("netns").trim(),
         world.netns.identity(),
@@ -517,7 +529,12 @@ async fn containers_restart_by_policy_and_a_deleted_pod_is_stopped_and_removed()
         })
         .await
         .unwrap();
-    let container = &restarted.status.unwrap().container_statuses.unwrap()[0];
+    let container = &restarted
+        .status
+        .clone()
+        .unwrap()
+        .container_statuses
+        .unwrap()[0];
     let last = container
         .last_state
         .as_ref()
@@ -559,7 +576,17 @@ async fn containers_restart_by_policy_and_a_deleted_pod_is_stopped_and_removed()
         Path::new(&format!("/proc/{pid}")).exists(),
         "the crasher runs as process {pid}"
     );
-    let before = world.netns.addresses();
+    let crasher_ip = restarted
+        .status
+        .as_ref()
+        .and_then(|s| s.pod_ip.clone())
+        .unwrap();
+    let on_device = format!("{crasher_ip}/24");
+    assert!(
+        world.netns.addresses().contains(&on_device),
+        "{}",
+        world.netns.addresses()
+    );
     world
         .pods()
         .delete("crasher", &DeleteParams::default())
@@ -577,7 +604,11 @@ async fn containers_restart_by_policy_and_a_deleted_pod_is_stopped_and_removed()
         !Path::new(&format!("/proc/{pid}")).exists(),
         "process {pid} was stopped"
     );
-    assert_ne!(world.netns.addresses(), before, "the pod's IP was removed");
+    assert!(
+        !world.netns.addresses().contains(&on_device),
+        "the pod's IP {crasher_ip} was removed: {}",
+        world.netns.addresses()
+    );
     world.stop().await;
 }
 
