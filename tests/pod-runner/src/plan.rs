@@ -464,6 +464,8 @@ fn plan_container(
                 || matches!(volume.source, VolumeSource::Files(_)),
         });
     }
+    // Parents before the volumes inside them, as container runtimes mount them.
+    mounts.sort_by_key(|m| Path::new(&m.container).components().count());
     Ok(ContainerPlan {
         name: container.name.clone(),
         image: container.image.clone().unwrap_or_default(),
@@ -793,11 +795,12 @@ mod tests {
         assert_eq!(
             mounts,
             [
+                ("/scratch", false),
                 ("/etc/ceph", true),
                 ("/etc/ceph/keyring-store", true),
-                ("/scratch", false),
                 ("/var/lib/ceph/mon/ceph-a", true)
-            ]
+            ],
+            "parents before the volumes inside them"
         );
     }
 

@@ -22,15 +22,18 @@ const BASE_ENV: &[(&str, &str)] = &[
 ];
 
 /// Run inside the root, in the process's own mount namespace:
-/// `sh -ec SCRIPT container WORKDIR [HOST TARGET ro|rw]... -- COMMAND ARGS...`: each volume
-/// bind-mounted at its target (a file onto a file), read-only where asked, then the command.
+/// `sh -ec SCRIPT container WORKDIR [HOST TARGET]... -- [READ-ONLY TARGET]... -- COMMAND ARGS...`:
+/// each volume bind-mounted at its target (a file onto a file; parents before the volumes
+/// inside them, as the plan orders them), then the read-only ones made read-only (after every
+/// mount point was made, so a volume inside a read-only one still gets its mount point), then
+/// the command.
 const CONTAINER_SCRIPT: &str = r#"workdir=$1; shift
 while [ "$1" != -- ]; do
   if [ -d "$1" ]; then mkdir -p "$2"; else mkdir -p "$(dirname "$2")"; [ -e "$2" ] || : > "$2"; fi
   mount --bind "$1" "$2"
-  if [ "$3" = ro ]; then mount -o remount,bind,ro "$2"; fi
-  shift 3
+  shift 2
 done; shift
+while [ "$1" != -- ]; do mount -o remount,bind,ro "$1"; shift; done; shift
 if [ -n "$workdir" ]; then mkdir -p "$workdir"; cd "$workdir"; fi
 exec "$@""#;
 
@@ -49,10 +52,11 @@ pub fn start(
         .args(["-ec", CONTAINER_SCRIPT, "container"])
         .arg(container.working_dir.clone().unwrap_or_default());
     for mount in &container.mounts {
-        line = line
-            .arg(mount.host.as_os_str())
-            .arg(&mount.container)
-            .arg(if mount.read_only { "ro" } else { "rw" });
+        line = line.arg(mount.host.as_os_str()).arg(&mount.container);
+    }
+    line = line.arg("--");
+    for mount in container.mounts.iter().filter(|m| m.read_only) {
+        line = line.arg(&mount.container);
     }
     let line = line.arg("--").args(&container.argv);
     if let Some(dir) = log.parent() {

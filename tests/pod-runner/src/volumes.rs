@@ -84,7 +84,10 @@ pub fn write_atomically(dir: &Path, files: &[VolumeFile], stamp: &str) -> io::Re
     }
     for entry in std::fs::read_dir(dir)?.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let stale_link = !name.starts_with("..") && !names.contains(&name);
+        // Only the writer's own links: a mount point a container made for a volume inside
+        // this one is a directory, and stays.
+        let link = entry.file_type().is_ok_and(|t| t.is_symlink());
+        let stale_link = link && !name.starts_with("..") && !names.contains(&name);
         if stale_link {
             std::fs::remove_file(entry.path())?;
         }
@@ -123,6 +126,8 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o600);
+        // A mount point a container made for a volume inside this one.
+        std::fs::create_dir(volume.join("keyring-store")).unwrap();
         write_atomically(&volume, &[file("a", "one")], "2").unwrap();
         assert_eq!(std::fs::read_to_string(volume.join("a")).unwrap(), "one");
         assert!(
@@ -135,7 +140,7 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         names.sort();
-        assert_eq!(names, ["..2", "..data", "a"]);
+        assert_eq!(names, ["..2", "..data", "a", "keyring-store"]);
     }
 
     #[test]

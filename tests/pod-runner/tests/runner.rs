@@ -323,7 +323,7 @@ async fn a_pod_runs_init_containers_in_order_then_its_container_with_env_files_i
     let main = r#"echo main >> /out/order
 env | sort > /out/env
 cat /scratch/from-init > /out/scratch
-cat /etc/keys/token > /out/token
+cat /etc/conf/keys/token > /out/token
 readlink /proc/self/ns/net > /out/netns
 pwd > /out/pwd
 ceph-mon --version > /out/ceph-version
@@ -342,8 +342,8 @@ while true; do cat /etc/conf/greeting > /out/greeting.tmp; mv /out/greeting.tmp 
     container["volumeMounts"] = json!([
         {"name": "out", "mountPath": "/out"},
         {"name": "scratch", "mountPath": "/scratch"},
+        {"name": "keys", "mountPath": "/etc/conf/keys"},
         {"name": "conf", "mountPath": "/etc/conf"},
-        {"name": "keys", "mountPath": "/etc/keys"},
     ]);
     let mut second = shell(
         "second",
@@ -428,7 +428,11 @@ while true; do cat /etc/conf/greeting > /out/greeting.tmp; mv /out/greeting.tmp 
         "from-init\n",
         "emptyDir shared with the init container"
     );
-    assert_eq!(world.read("token"), "s3cret", "the Secret's file");
+    assert_eq!(
+        world.read("token"),
+        "s3cret",
+        "the Secret's file, mounted inside the ConfigMap's"
+    );
     assert_eq!(world.read("pwd"), "/work\n", "workingDir");
     let ceph = world.read("ceph-version");
     assert!(
