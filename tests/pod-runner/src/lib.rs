@@ -32,7 +32,9 @@
 //!   in the process's own mount namespace, changes to `workingDir`, and `exec`s the container's
 //!   command. The runner's directory is shared into the root at its own path, and must be under
 //!   `/tmp`, whose mount points live in the process's private `/tmp`: nothing is left in the
-//!   shared root. The container's `image` is reported but not pulled: every container runs
+//!   shared root. Mounts go parents first, and are made read-only only once every mount point
+//!   exists, so a Secret mounted inside a ConfigMap's volume (Rook's `/etc/ceph` and
+//!   `/etc/ceph/keyring-store`) works. The container's `image` is reported but not pulled: every container runs
 //!   the root's programs.
 //! - *Network*: each pod gets an IP from the runner's pool, added to the device of the network
 //!   namespace the runner is given, and reported as `status.podIP` (and to `fieldRef:
@@ -62,6 +64,16 @@
 //!   namespaces (their hostname is the machine's) and run as root without cgroups; no
 //!   termination message is read (the API server's default `terminationMessagePath` is
 //!   accepted).
+//!
+//! # Tests
+//!
+//! The pure parts' unit tests run anywhere. `tests/runner.rs` runs the runner against a
+//! cluster of the e2e harness (kube-apiserver 1.37, etcd, controller manager, scheduler, kwok
+//! with [`kwok::kwok_stages_leaving_marked_pods`]'s stages), in network namespaces of its own
+//! (`cspr-<pid>-<n>`, removed at the end), as root, with the Ceph root (`sudo bash
+//! tests/lab/ceph-reef-root.sh`) and the tools (`bash tests/k8s-tools/build.sh etcd kwok
+//! k8s-1.37`); without them it fails with the command that fixes it:
+//! `sudo cargo test -p clusterset-pod-runner`.
 #![forbid(unsafe_code)]
 
 pub mod kwok;
