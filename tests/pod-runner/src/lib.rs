@@ -54,7 +54,8 @@
 //!   state, last state and restart count.
 //! - *Refused by name* (the pod stays Pending, `status.reason` and the conditions' reason
 //!   [`status::UNSUPPORTED_REASON`], the message listing each field): probes, lifecycle hooks,
-//!   resources with requests or limits, security contexts that are not empty, projected,
+//!   resources with requests or limits, a pod security context, a container security context
+//!   asking anything but root, privileged, on a writable root (what the runner does), projected,
 //!   downward API and every other volume type, `subPath`, host ports, sidecars,
 //!   `enableServiceLinks` other than false, `dnsPolicy` other than `Default`, host network,
 //!   and any field not listed in [`refuse`]. A pod therefore sets

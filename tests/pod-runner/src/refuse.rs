@@ -179,13 +179,14 @@ fn container_fields(path: &str, container: &Value, init: bool, out: &mut Vec<Uns
             // The API server's defaults: no termination message is read.
             "terminationMessagePath" if value.as_str() == Some("/dev/termination-log") => {}
             "terminationMessagePolicy" if value.as_str() == Some("File") => {}
-            "securityContext" if is_empty(value) => {}
             "securityContext" => {
-                for key in value.as_object().into_iter().flat_map(|o| o.keys()) {
-                    out.push(refusal(
-                        &format!("{field}.{key}"),
-                        "the processes run as root with the runner's privileges",
-                    ));
+                for (key, value) in value.as_object().into_iter().flatten() {
+                    if !is_empty(value) && !runs_as_it_says(key, value) {
+                        out.push(refusal(
+                            &format!("{field}.{key}"),
+                            "the processes run as root, privileged, on a writable root",
+                        ));
+                    }
                 }
             }
             "restartPolicy" if init => {
@@ -193,6 +194,19 @@ fn container_fields(path: &str, container: &Value, init: bool, out: &mut Vec<Uns
             }
             _ => out.push(refusal(&field, "not honoured by the pod runner")),
         }
+    }
+}
+
+/// Whether a container's `securityContext` field says what the runner does anyway: its
+/// processes run as root (user and group 0), privileged, with privilege escalation, on a
+/// writable root filesystem (Rook's daemons ask for exactly `runAsUser: 0`,
+/// `runAsNonRoot: false`, `readOnlyRootFilesystem: false`; its OSDs `privileged: true`).
+fn runs_as_it_says(key: &str, value: &Value) -> bool {
+    match key {
+        "runAsUser" | "runAsGroup" => value.as_i64() == Some(0),
+        "runAsNonRoot" | "readOnlyRootFilesystem" => value == &Value::Bool(false),
+        "privileged" | "allowPrivilegeEscalation" => value == &Value::Bool(true),
+        _ => false,
     }
 }
 
@@ -364,6 +378,27 @@ mod tests {
             refused[0].to_string().contains("set it to false"),
             "{}",
             refused[0]
+        );
+    }
+
+    #[test]
+    fn a_containers_security_context_is_accepted_only_where_it_says_what_the_runner_does() {
+        let mut spec = defaulted();
+        spec["containers"][0]["securityContext"] = json!({
+            "runAsUser": 0, "runAsNonRoot": false, "readOnlyRootFilesystem": false,
+            "privileged": true, "capabilities": null,
+        });
+        assert_eq!(fields(spec.clone()), Vec::<String>::new());
+        spec["containers"][0]["securityContext"] = json!({
+            "runAsUser": 167, "privileged": false, "capabilities": {"drop": ["ALL"]},
+        });
+        assert_eq!(
+            fields(spec),
+            [
+                "spec.containers[0].securityContext.capabilities",
+                "spec.containers[0].securityContext.privileged",
+                "spec.containers[0].securityContext.runAsUser",
+            ]
         );
     }
 
