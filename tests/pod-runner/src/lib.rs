@@ -43,8 +43,12 @@
 //! - *Volumes*: ConfigMap and Secret volumes are written as the kubelet's atomic writer writes
 //!   them (a timestamped directory, `..data` pointing at it, each key a link through `..data`),
 //!   and written again when the object changes, so a process sees the new files at once and
-//!   never half of them; `emptyDir` is a directory of the pod, removed with it; `hostPath` is a
-//!   path under the runner's node directory (never the real host's), kept across pods.
+//!   never half of them; projected volumes the same way, from ConfigMaps, Secrets, the pod's
+//!   metadata (downward API, also as a volume of its own) and ServiceAccount tokens the runner
+//!   gets by TokenRequest, bound to the pod and renewed after 80% of their lifetime as the
+//!   kubelet does (so the API server's own token volume works); `emptyDir` is a directory of
+//!   the pod, removed with it; `hostPath` is a path under the runner's node directory (never
+//!   the real host's), kept across pods.
 //! - *Lifecycle*: init containers one after the other (a failed one run again unless the
 //!   policy is `Never`, when the pod fails), then every container; a container that exits is
 //!   started again by the restart policy after a back-off (doubling, capped); each process is
@@ -55,12 +59,12 @@
 //! - *Refused by name* (the pod stays Pending, `status.reason` and the conditions' reason
 //!   [`status::UNSUPPORTED_REASON`], the message listing each field): probes, lifecycle hooks,
 //!   resources with requests or limits, a pod security context, a container security context
-//!   asking anything but root, privileged, on a writable root (what the runner does), projected,
-//!   downward API and every other volume type, `subPath`, host ports, sidecars,
+//!   asking anything but root, privileged, on a writable root (what the runner does), volume
+//!   types other than those above, projections other than ConfigMap, Secret, downward API and
+//!   ServiceAccount token, downward API fields other than the pod's metadata, `subPath`, host ports, sidecars,
 //!   `enableServiceLinks` other than false, `dnsPolicy` other than `Default`, host network,
-//!   and any field not listed in [`refuse`]. A pod therefore sets
-//!   `automountServiceAccountToken: false` (the API server's token volume is projected),
-//!   `enableServiceLinks: false` and `dnsPolicy: Default`.
+//!   and any field not listed in [`refuse`]. A pod therefore sets `enableServiceLinks: false`
+//!   and `dnsPolicy: Default`.
 //! - *Not honoured, and not a field*: the processes share the host's PID, IPC and UTS
 //!   namespaces (their hostname is the machine's) and run as root without cgroups; no
 //!   termination message is read (the API server's default `terminationMessagePath` is

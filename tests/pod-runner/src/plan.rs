@@ -6,7 +6,10 @@ use std::net::IpAddr;
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Container, EnvVar, KeyToPath, Pod, Secret, Volume};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Container, DownwardAPIVolumeFile, EnvVar, KeyToPath, Pod, ProjectedVolumeSource,
+    Secret, Volume,
+};
 
 use crate::refuse::{Unsupported, unsupported_fields};
 
@@ -41,6 +44,22 @@ pub struct PlanInputs<'a> {
     pub pod_dir: PathBuf,
     /// The node's root: a `hostPath` volume's path is taken under it, never on the real host.
     pub node_dir: PathBuf,
+    /// The pod's ServiceAccount tokens, by audience (`""`: the API server's own), for its
+    /// `serviceAccountToken` projections ([`token_audiences`] says which it needs).
+    pub tokens: &'a BTreeMap<String, String>,
+}
+
+/// The audiences of the ServiceAccount tokens `pod` mounts (`""` for the API server's own),
+/// each with the lifetime it asks (the API server's default when `None`).
+pub fn token_audiences(pod: &Pod) -> BTreeMap<String, Option<i64>> {
+    pod.spec
+        .iter()
+        .flat_map(|s| s.volumes.iter().flatten())
+        .filter_map(|v| v.projected.as_ref())
+        .flat_map(|p| p.sources.iter().flatten())
+        .filter_map(|s| s.service_account_token.as_ref())
+        .map(|t| (t.audience.clone().unwrap_or_default(), t.expiration_seconds))
+        .collect()
 }
 
 /// Why a pod cannot be planned.
@@ -209,7 +228,7 @@ pub fn plan_pod(pod: &Pod, inputs: &PlanInputs<'_>) -> Result<PodPlan, PlanError
     let planned_volumes: Vec<Result<VolumePlan, PlanError>> = volumes
         .iter()
         .enumerate()
-        .map(|(i, v)| plan_volume(i, v, inputs))
+        .map(|(i, v)| plan_volume(i, v, pod, inputs))
         .collect();
     for volume in &planned_volumes {
         if let Err(PlanError::Refused(fields)) = volume {
@@ -254,6 +273,7 @@ pub fn plan_pod(pod: &Pod, inputs: &PlanInputs<'_>) -> Result<PodPlan, PlanError
 fn plan_volume(
     index: usize,
     volume: &Volume,
+    pod: &Pod,
     inputs: &PlanInputs<'_>,
 ) -> Result<VolumePlan, PlanError> {
     let own_dir = inputs.pod_dir.join("volumes").join(&volume.name);
@@ -265,27 +285,13 @@ fn plan_volume(
     if let Some(source) = &volume.config_map {
         let name = source.name.clone();
         let files = match inputs.config_maps.get(&name) {
-            Some(map) => {
-                let mut data: BTreeMap<String, Vec<u8>> = map
-                    .data
-                    .iter()
-                    .flatten()
-                    .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
-                    .collect();
-                data.extend(
-                    map.binary_data
-                        .iter()
-                        .flatten()
-                        .map(|(k, v)| (k.clone(), v.0.clone())),
-                );
-                volume_files(
-                    &data,
-                    source.items.as_deref(),
-                    source.default_mode,
-                    source.optional,
-                )
-                .map_err(|key| waiting_mount(&format!("ConfigMap {name}"), &key))?
-            }
+            Some(map) => volume_files(
+                &config_map_data(map),
+                source.items.as_deref(),
+                source.default_mode,
+                source.optional,
+            )
+            .map_err(|key| waiting_mount(&format!("ConfigMap {name}"), &key))?,
             None if source.optional == Some(true) => Vec::new(),
             None => return Err(waiting_mount(&format!("ConfigMap {name}"), "")),
         };
@@ -294,24 +300,25 @@ fn plan_volume(
     if let Some(source) = &volume.secret {
         let name = source.secret_name.clone().unwrap_or_default();
         let files = match inputs.secrets.get(&name) {
-            Some(secret) => {
-                let data: BTreeMap<String, Vec<u8>> = secret
-                    .data
-                    .iter()
-                    .flatten()
-                    .map(|(k, v)| (k.clone(), v.0.clone()))
-                    .collect();
-                volume_files(
-                    &data,
-                    source.items.as_deref(),
-                    source.default_mode,
-                    source.optional,
-                )
-                .map_err(|key| waiting_mount(&format!("Secret {name}"), &key))?
-            }
+            Some(secret) => volume_files(
+                &secret_data(secret),
+                source.items.as_deref(),
+                source.default_mode,
+                source.optional,
+            )
+            .map_err(|key| waiting_mount(&format!("Secret {name}"), &key))?,
             None if source.optional == Some(true) => Vec::new(),
             None => return Err(waiting_mount(&format!("Secret {name}"), "")),
         };
+        return Ok(plan(own_dir, VolumeSource::Files(files)));
+    }
+    if let Some(source) = &volume.projected {
+        let files = projected_files(source, pod, inputs)?;
+        return Ok(plan(own_dir, VolumeSource::Files(files)));
+    }
+    if let Some(source) = &volume.downward_api {
+        let items = source.items.as_deref().unwrap_or_default();
+        let files = downward_files(items, source.default_mode, pod);
         return Ok(plan(own_dir, VolumeSource::Files(files)));
     }
     if volume.empty_dir.is_some() {
@@ -339,6 +346,130 @@ fn plan_volume(
     }
     // Refused already, by name, by `unsupported_fields` (a volume type not honoured).
     Err(PlanError::Refused(Vec::new()))
+}
+
+/// The files of a projected volume: each source's, in order (the API server refuses two
+/// sources writing the same path).
+fn projected_files(
+    source: &ProjectedVolumeSource,
+    pod: &Pod,
+    inputs: &PlanInputs<'_>,
+) -> Result<Vec<VolumeFile>, PlanError> {
+    let mode = source.default_mode;
+    let mut files = Vec::new();
+    for projection in source.sources.iter().flatten() {
+        if let Some(map) = &projection.config_map {
+            let name = &map.name;
+            match inputs.config_maps.get(name) {
+                Some(object) => files.extend(
+                    volume_files(
+                        &config_map_data(object),
+                        map.items.as_deref(),
+                        mode,
+                        map.optional,
+                    )
+                    .map_err(|key| waiting_mount(&format!("ConfigMap {name}"), &key))?,
+                ),
+                None if map.optional == Some(true) => {}
+                None => return Err(waiting_mount(&format!("ConfigMap {name}"), "")),
+            }
+        }
+        if let Some(secret) = &projection.secret {
+            let name = &secret.name;
+            match inputs.secrets.get(name) {
+                Some(object) => files.extend(
+                    volume_files(
+                        &secret_data(object),
+                        secret.items.as_deref(),
+                        mode,
+                        secret.optional,
+                    )
+                    .map_err(|key| waiting_mount(&format!("Secret {name}"), &key))?,
+                ),
+                None if secret.optional == Some(true) => {}
+                None => return Err(waiting_mount(&format!("Secret {name}"), "")),
+            }
+        }
+        if let Some(downward) = &projection.downward_api {
+            files.extend(downward_files(
+                downward.items.as_deref().unwrap_or_default(),
+                mode,
+                pod,
+            ));
+        }
+        if let Some(token) = &projection.service_account_token {
+            let audience = token.audience.clone().unwrap_or_default();
+            let Some(value) = inputs.tokens.get(&audience) else {
+                return Err(PlanError::Waiting {
+                    reason: "FailedMount",
+                    message: format!(
+                        "waiting for a token of the pod's ServiceAccount (audience {audience:?})"
+                    ),
+                });
+            };
+            files.push(VolumeFile {
+                path: token.path.clone(),
+                data: value.clone().into_bytes(),
+                mode: mode.map_or(DEFAULT_MODE, |m| m.unsigned_abs() & 0o7777),
+            });
+        }
+    }
+    Ok(files)
+}
+
+/// A downward API volume's files: the pod's metadata fields (a map as the kubelet writes it,
+/// one `key="value"` line per entry, sorted).
+fn downward_files(
+    items: &[DownwardAPIVolumeFile],
+    default_mode: Option<i32>,
+    pod: &Pod,
+) -> Vec<VolumeFile> {
+    let meta = &pod.metadata;
+    let map_lines = |map: Option<&BTreeMap<String, String>>| {
+        map.into_iter()
+            .flatten()
+            .map(|(k, v)| format!("{k}={v:?}\n"))
+            .collect::<String>()
+    };
+    items
+        .iter()
+        .filter_map(|item| {
+            let path = &item.field_ref.as_ref()?.field_path;
+            let data = match path.as_str() {
+                "metadata.labels" => map_lines(meta.labels.as_ref()),
+                "metadata.annotations" => map_lines(meta.annotations.as_ref()),
+                // Only metadata fields pass `unsupported_fields`.
+                _ => field_value(path, pod, IpAddr::from([0, 0, 0, 0])),
+            };
+            let mode = item.mode.or(default_mode);
+            Some(VolumeFile {
+                path: item.path.clone(),
+                data: data.into_bytes(),
+                mode: mode.map_or(DEFAULT_MODE, |m| m.unsigned_abs() & 0o7777),
+            })
+        })
+        .collect()
+}
+
+fn config_map_data(map: &ConfigMap) -> BTreeMap<String, Vec<u8>> {
+    let mut data: BTreeMap<String, Vec<u8>> = map
+        .data
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
+        .collect();
+    let binary = map.binary_data.iter().flatten();
+    data.extend(binary.map(|(k, v)| (k.clone(), v.0.clone())));
+    data
+}
+
+fn secret_data(secret: &Secret) -> BTreeMap<String, Vec<u8>> {
+    secret
+        .data
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.0.clone()))
+        .collect()
 }
 
 fn waiting_mount(object: &str, key: &str) -> PlanError {
@@ -646,6 +777,7 @@ mod tests {
     struct World {
         maps: BTreeMap<String, ConfigMap>,
         secrets: BTreeMap<String, Secret>,
+        tokens: BTreeMap<String, String>,
     }
 
     impl World {
@@ -664,6 +796,7 @@ mod tests {
             World {
                 maps: BTreeMap::from([("conf".to_owned(), map)]),
                 secrets: BTreeMap::from([("keys".to_owned(), secret)]),
+                tokens: BTreeMap::new(),
             }
         }
 
@@ -674,6 +807,7 @@ mod tests {
                 secrets: &self.secrets,
                 pod_dir: "/run/pods/u-1".into(),
                 node_dir: "/run/node".into(),
+                tokens: &self.tokens,
             }
         }
     }
@@ -825,7 +959,7 @@ mod tests {
             })
         ));
         let refused = base(json!({
-            "volumes": [{"name": "t", "projected": {"sources": []}},
+            "volumes": [{"name": "t", "nfs": {"server": "nfs", "path": "/x"}},
                         {"name": "h", "hostPath": {"path": "/var/../etc"}}],
             "containers": [{"name": "m", "image": "ceph", "tty": true}],
         }));
@@ -839,8 +973,74 @@ mod tests {
             [
                 "spec.containers[0].command",
                 "spec.containers[0].tty",
-                "spec.volumes[0].projected",
+                "spec.volumes[0].nfs",
                 "spec.volumes[1].hostPath.path"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_api_servers_token_volume_waits_for_its_token_then_projects_every_source() {
+        let mut world = World::new();
+        let ca: ConfigMap = serde_json::from_value(json!({
+            "metadata": {"name": "kube-root-ca.crt"}, "data": {"ca.crt": "PEM"},
+        }))
+        .unwrap();
+        world.maps.insert("kube-root-ca.crt".to_owned(), ca);
+        // The volume the API server adds to a pod that does not opt out, as 1.37 writes it.
+        let spec = base(json!({"volumes": [
+            {"name": "kube-api-access-x", "projected": {"defaultMode": 420, "sources": [
+                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                {"downwardAPI": {"items": [{"path": "namespace",
+                    "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}},
+            ]}},
+            {"name": "info", "downwardAPI": {"items": [
+                {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}},
+                {"path": "name", "fieldRef": {"fieldPath": "metadata.name"}, "mode": 0o600},
+            ]}},
+        ]}));
+        let pod = pod(spec);
+        assert_eq!(
+            token_audiences(&pod),
+            BTreeMap::from([(String::new(), Some(3607))])
+        );
+        assert!(matches!(
+            plan_pod(&pod, &world.inputs()),
+            Err(PlanError::Waiting {
+                reason: "FailedMount",
+                ..
+            })
+        ));
+        world.tokens.insert(String::new(), "eyJ.token".to_owned());
+        let plan = plan_pod(&pod, &world.inputs()).unwrap();
+        let files = |i: usize| match &plan.volumes[i].source {
+            VolumeSource::Files(files) => files
+                .iter()
+                .map(|f| {
+                    (
+                        f.path.clone(),
+                        String::from_utf8_lossy(&f.data).into_owned(),
+                        f.mode,
+                    )
+                })
+                .collect::<Vec<_>>(),
+            other => panic!("{other:?}"),
+        };
+        let owned = |p: &str, d: &str, m: u32| (p.to_owned(), d.to_owned(), m);
+        assert_eq!(
+            files(0),
+            [
+                owned("token", "eyJ.token", 0o644),
+                owned("ca.crt", "PEM", 0o644),
+                owned("namespace", "rook", 0o644)
+            ]
+        );
+        assert_eq!(
+            files(1),
+            [
+                owned("labels", "app=\"rook-ceph-mon\"\n", 0o644),
+                owned("name", "mon-a", 0o600)
             ]
         );
     }

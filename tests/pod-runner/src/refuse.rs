@@ -240,6 +240,19 @@ fn volume_fields(path: &str, volume: &Value, out: &mut Vec<Unsupported>) {
         let field = format!("{path}.{key}");
         match key.as_str() {
             "name" | "configMap" | "secret" => {}
+            "downwardAPI" => downward_items(&field, &value["items"], out),
+            "projected" => {
+                for (i, source) in items(&value["sources"]).enumerate() {
+                    for (key, value) in source.as_object().into_iter().flatten() {
+                        let source = format!("{field}.sources[{i}].{key}");
+                        match key.as_str() {
+                            "configMap" | "secret" | "serviceAccountToken" => {}
+                            "downwardAPI" => downward_items(&source, &value["items"], out),
+                            _ => out.push(refusal(&source, "this projection is not honoured")),
+                        }
+                    }
+                }
+            }
             "emptyDir" => {
                 for (key, value) in value.as_object().into_iter().flatten() {
                     let ok = key == "medium" && value.as_str() == Some("");
@@ -261,6 +274,29 @@ fn volume_fields(path: &str, volume: &Value, out: &mut Vec<Unsupported>) {
                 }
             }
             _ => out.push(refusal(&field, "this volume type is not honoured")),
+        }
+    }
+}
+
+/// A downward API volume's (or projection's) items: the pod's metadata fields only.
+fn downward_items(path: &str, list: &Value, out: &mut Vec<Unsupported>) {
+    for (i, item) in items(list).enumerate() {
+        if item.get("resourceFieldRef").is_some() {
+            out.push(refusal(
+                &format!("{path}.items[{i}].resourceFieldRef"),
+                "no resources are known",
+            ));
+        }
+        let field = item["fieldRef"]["fieldPath"].as_str().unwrap_or("");
+        let metadata = field.starts_with("metadata.");
+        if item.get("fieldRef").is_some()
+            && !(matches!(field, "metadata.labels" | "metadata.annotations")
+                || metadata && crate::plan::field_ref_supported(field).is_some())
+        {
+            out.push(refusal(
+                &format!("{path}.items[{i}].fieldRef.fieldPath"),
+                &format!("{field:?} is not a metadata field the runner resolves"),
+            ));
         }
     }
 }
@@ -327,10 +363,21 @@ mod tests {
     #[test]
     fn each_unsupported_field_is_named_by_its_path() {
         let mut spec = defaulted();
-        spec["volumes"]
-            .as_array_mut()
-            .unwrap()
-            .push(json!({"name": "token", "projected": {"sources": []}}));
+        spec["volumes"].as_array_mut().unwrap().push(json!({"name": "token", "projected": {"sources": [
+            {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}},
+            {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+            {"downwardAPI": {"items": [
+                {"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}},
+                {"path": "mem", "resourceFieldRef": {"resource": "limits.memory"}},
+            ]}},
+            {"clusterTrustBundle": {"path": "bundle"}},
+        ]}}));
+        spec["volumes"].as_array_mut().unwrap().push(
+            json!({"name": "labels", "downwardAPI": {"items": [
+                {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}},
+                {"path": "ip", "fieldRef": {"fieldPath": "status.podIP"}},
+            ]}}),
+        );
         spec["containers"][0]["livenessProbe"] = json!({"exec": {"command": ["true"]}});
         spec["containers"][0]["resources"] = json!({"limits": {"cpu": "1"}, "requests": {}});
         spec["containers"][0]["volumeMounts"][0]["subPath"] = json!("a");
@@ -363,13 +410,15 @@ mod tests {
                 "spec.readinessGates",
                 "spec.securityContext.runAsUser",
                 "spec.someFutureField",
-                "spec.volumes[1].projected",
+                "spec.volumes[1].projected.sources[2].downwardAPI.items[1].resourceFieldRef",
+                "spec.volumes[1].projected.sources[3].clusterTrustBundle",
+                "spec.volumes[2].downwardAPI.items[1].fieldRef.fieldPath",
             ]
         );
     }
 
     #[test]
-    fn the_api_servers_token_volume_and_service_links_are_refused_with_the_fix() {
+    fn service_links_are_refused_with_the_fix() {
         let mut spec = defaulted();
         spec["enableServiceLinks"] = json!(true);
         let refused = unsupported_fields(&spec);

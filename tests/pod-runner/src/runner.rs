@@ -10,9 +10,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, PodStatus, Secret};
+use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, PodStatus, Secret, ServiceAccount};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use mon_failover_io::{CephInstall, CommandLine};
@@ -20,7 +21,9 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::MARKER;
-use crate::plan::{PlanError, PlanInputs, PodPlan, VolumeFile, VolumeSource, plan_pod};
+use crate::plan::{
+    PlanError, PlanInputs, PodPlan, VolumeFile, VolumeSource, plan_pod, token_audiences,
+};
 use crate::status::{
     ContainerRun, Exit, PodRun, State, UNSUPPORTED_REASON, pending_status, pod_status,
 };
@@ -138,7 +141,9 @@ impl PodRunner {
         let install = config.install.clone().sharing(&config.dir);
         let groups = Groups::default();
         let runner = Runner {
-            api: Api::namespaced(client, ns),
+            api: Api::namespaced(client.clone(), ns),
+            client,
+            tokens: BTreeMap::new(),
             groups: Arc::clone(&groups),
             config,
             install,
@@ -217,6 +222,21 @@ struct Entry {
     dir: PathBuf,
 }
 
+/// A ServiceAccount token the runner got for a pod.
+#[derive(Debug)]
+struct Token {
+    value: String,
+    obtained: std::time::Instant,
+    lifetime: Duration,
+}
+
+impl Token {
+    /// Whether to get a new one: as the kubelet, after 80% of its lifetime.
+    fn stale(&self) -> bool {
+        self.obtained.elapsed() > self.lifetime.mul_f64(0.8)
+    }
+}
+
 /// The task running one pod's containers.
 #[derive(Debug)]
 struct Worker {
@@ -227,7 +247,10 @@ struct Worker {
 }
 
 struct Runner {
+    client: kube::Client,
     api: Api<Pod>,
+    /// The ServiceAccount tokens of each pod (by UID), by audience.
+    tokens: BTreeMap<String, BTreeMap<String, Token>>,
     groups: Groups,
     config: RunnerConfig,
     /// The install, with the runner's directory shared into the root.
@@ -296,6 +319,14 @@ impl Runner {
         if pod.metadata.deletion_timestamp.is_some() {
             return self.delete(pod, &uid, &name).await;
         }
+        self.refresh_tokens(pod, &uid, &name).await;
+        let tokens: BTreeMap<String, String> = self
+            .tokens
+            .get(&uid)
+            .into_iter()
+            .flatten()
+            .map(|(audience, token)| (audience.clone(), token.value.clone()))
+            .collect();
         let dir = self.config.dir.join("pods").join(format!("{name}_{uid}"));
         // A pod holds an IP of the pool once it starts; until then the plan uses the one it
         // would get (for `fieldRef: status.podIP`).
@@ -327,6 +358,7 @@ impl Runner {
             secrets,
             pod_dir: dir,
             node_dir: self.config.dir.join("node"),
+            tokens: &tokens,
         };
         let has_worker = entry.worker.is_some();
         let written = entry.written.clone();
@@ -409,6 +441,62 @@ impl Runner {
         Ok(())
     }
 
+    /// Gets the ServiceAccount tokens `pod` mounts that it has not got, or whose time is up,
+    /// bound to the pod as the kubelet binds them (TokenRequest); a failure is logged and the
+    /// pod waits.
+    async fn refresh_tokens(&mut self, pod: &Pod, uid: &str, name: &str) {
+        let account = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.service_account_name.clone())
+            .unwrap_or_else(|| "default".to_owned());
+        let accounts: Api<ServiceAccount> =
+            Api::namespaced(self.client.clone(), &self.config.namespace);
+        for (audience, expiration) in token_audiences(pod) {
+            let held = self.tokens.get(uid).and_then(|t| t.get(&audience));
+            if held.is_some_and(|t| !t.stale()) {
+                continue;
+            }
+            let request = TokenRequest {
+                spec: TokenRequestSpec {
+                    audiences: if audience.is_empty() {
+                        Vec::new()
+                    } else {
+                        vec![audience.clone()]
+                    },
+                    expiration_seconds: expiration,
+                    bound_object_ref: Some(BoundObjectReference {
+                        api_version: Some("v1".to_owned()),
+                        kind: Some("Pod".to_owned()),
+                        name: Some(name.to_owned()),
+                        uid: Some(uid.to_owned()),
+                    }),
+                },
+                ..TokenRequest::default()
+            };
+            let issued = accounts
+                .create_token_request(&account, &PostParams::default(), &request)
+                .await;
+            let Some(status) = issued.ok().and_then(|t| t.status) else {
+                tracing::warn!(pod = name, account, "pod runner: no ServiceAccount token");
+                continue;
+            };
+            let lifetime = status
+                .expiration_timestamp
+                .0
+                .duration_since(Timestamp::now())
+                .unsigned_abs();
+            self.tokens.entry(uid.to_owned()).or_default().insert(
+                audience,
+                Token {
+                    value: status.token,
+                    obtained: std::time::Instant::now(),
+                    lifetime,
+                },
+            );
+        }
+    }
+
     /// The lowest pod IP no pod has.
     fn free_ip(&self) -> Option<IpAddr> {
         let taken: BTreeSet<IpAddr> = self.pods.values().filter_map(|e| e.ip).collect();
@@ -459,6 +547,7 @@ impl Runner {
 
     /// Stops the pod's processes (if any still run), removes its IP and its directory.
     async fn forget(&mut self, uid: &str, grace: Duration) {
+        self.tokens.remove(uid);
         let Some(entry) = self.pods.remove(uid) else {
             return;
         };

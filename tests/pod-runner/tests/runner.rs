@@ -16,6 +16,7 @@ use clusterset_e2e::local::{LocalCluster, NODE, Release, Tools};
 use clusterset_e2e::{kubeconfig_client, wait_for};
 use clusterset_pod_runner::kwok::kwok_stages_leaving_marked_pods;
 use clusterset_pod_runner::{Backoff, MARKER, PodNetwork, PodRunner, RunnerConfig};
+use k8s_openapi::api::authentication::v1::TokenReview;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, ServiceAccount};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use mon_failover_io::CephInstall;
@@ -240,15 +241,15 @@ impl World {
     }
 }
 
-/// A pod for the runner: its label, and what the runner needs of a pod spec (no token volume,
-/// no Service links, the root's DNS).
+/// A pod for the runner: its label, and what the runner needs of a pod spec (no Service
+/// links, the root's DNS).
 fn pod(name: &str, policy: &str, spec: serde_json::Value) -> serde_json::Value {
     let mut pod = json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "labels": {MARKER: RUNNER}},
         "spec": {
             "restartPolicy": policy, "terminationGracePeriodSeconds": 5,
-            "automountServiceAccountToken": false, "enableServiceLinks": false,
+            "enableServiceLinks": false,
             "dnsPolicy": "Default",
             "volumes": [{"name": "out", "hostPath": {"path": "/var/lib/cspr", "type": "DirectoryOrCreate"}}],
         },
@@ -328,6 +329,9 @@ readlink /proc/self/ns/net > /out/netns
 pwd > /out/pwd
 ceph-mon --version > /out/ceph-version
 if touch /etc/conf/x 2>/dev/null; then echo writable; else echo read-only; fi > /out/conf-mode
+SA=/var/run/secrets/kubernetes.io/serviceaccount
+cat $SA/token > /out/sa-token; cat $SA/namespace > /out/sa-namespace; cat $SA/ca.crt > /out/sa-ca.crt
+cat /etc/podinfo/labels > /out/labels
 while true; do cat /etc/conf/greeting > /out/greeting.tmp; mv /out/greeting.tmp /out/greeting; sleep 0.1; done"#;
     let mut container = shell("main", main);
     container["workingDir"] = json!("/work");
@@ -343,7 +347,8 @@ while true; do cat /etc/conf/greeting > /out/greeting.tmp; mv /out/greeting.tmp 
         {"name": "out", "mountPath": "/out"},
         {"name": "scratch", "mountPath": "/scratch"},
         {"name": "keys", "mountPath": "/etc/conf/keys"},
-        {"name": "conf", "mountPath": "/etc/conf"},
+                {"name": "conf", "mountPath": "/etc/conf"},
+        {"name": "podinfo", "mountPath": "/etc/podinfo"},
     ]);
     let mut second = shell(
         "second",
@@ -354,14 +359,19 @@ while true; do cat /etc/conf/greeting > /out/greeting.tmp; mv /out/greeting.tmp 
         .unwrap()
         .push(json!({"name": "scratch", "mountPath": "/scratch"}));
     world
-        .create(pod("writer", "Always", json!({
+                .create(pod("writer", "Always", json!({
+                        // No `automountServiceAccountToken: false`: the API server adds its token volume
+            // (projected: a token, its CA, the namespace), as to every pod of the tests.
             "initContainers": [shell("first", "echo first >> /out/order"), second],
             "containers": [container],
             "volumes": [
                 {"name": "out", "hostPath": {"path": "/var/lib/cspr", "type": "DirectoryOrCreate"}},
                 {"name": "scratch", "emptyDir": {}},
                 {"name": "conf", "configMap": {"name": "conf"}},
-                {"name": "keys", "secret": {"secretName": "keys"}},
+                                                {"name": "keys", "secret": {"secretName": "keys"}},
+                {"name": "podinfo", "downwardAPI": {"items": [
+                    {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}},
+                ]}},
             ],
         })))
         .await
@@ -434,6 +444,33 @@ while true; do cat /etc/conf/greeting > /out/greeting.tmp; mv /out/greeting.tmp 
         "the Secret's file, mounted inside the ConfigMap's"
     );
     assert_eq!(world.read("pwd"), "/work\n", "workingDir");
+    assert_eq!(
+        world.read("labels"),
+        "clusterset.io/pod-runner=\"lab\"\n",
+        "downwardAPI labels"
+    );
+    assert_eq!(
+        world.read("sa-namespace"),
+        world.namespace,
+        "the token volume's namespace"
+    );
+    let roots: Api<ConfigMap> = Api::namespaced(world.client.clone(), &world.namespace);
+    let root_ca = roots.get("kube-root-ca.crt").await.unwrap().data.unwrap()["ca.crt"].clone();
+    assert_eq!(world.read("sa-ca.crt"), root_ca, "the token volume's CA");
+    let review: TokenReview =
+        serde_json::from_value(json!({"spec": {"token": world.read("sa-token")}})).unwrap();
+    let reviewed = Api::<TokenReview>::all(world.client.clone())
+        .create(&PostParams::default(), &review)
+        .await
+        .unwrap()
+        .status
+        .unwrap();
+    assert_eq!(reviewed.authenticated, Some(true), "{reviewed:?}");
+    assert_eq!(
+        reviewed.user.and_then(|u| u.username).as_deref(),
+        Some(format!("system:serviceaccount:{}:default", world.namespace).as_str()),
+        "the token is the pod's ServiceAccount's"
+    );
     let ceph = world.read("ceph-version");
     assert!(
         ceph.starts_with("ceph version 18.2"),
