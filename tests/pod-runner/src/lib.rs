@@ -62,9 +62,12 @@
 //!   asking anything but root, privileged, on a writable root (what the runner does), volume
 //!   types other than those above, projections other than ConfigMap, Secret, downward API and
 //!   ServiceAccount token, downward API fields other than the pod's metadata, `subPath`, host ports, sidecars,
-//!   `enableServiceLinks` other than false, `dnsPolicy` other than `Default`, host network,
-//!   and any field not listed in [`refuse`]. A pod therefore sets `enableServiceLinks: false`
-//!   and `dnsPolicy: Default`.
+//!   `dnsPolicy` other than `Default`, host network, and any field not listed in [`refuse`]. A
+//!   pod therefore sets `dnsPolicy: Default` (the cluster's DNS in the pod is issue 35's item 3).
+//! - *Environment*: as the kubelet builds it: `envFrom`, then `env` (values, ConfigMap and
+//!   Secret keys, the pod's fields), `$(VAR)` expanded, then the Services' variables
+//!   (`<NAME>_SERVICE_HOST`, ... of the namespace's Services unless `enableServiceLinks:
+//!   false`, and of `default/kubernetes` always), and `HOSTNAME`, `PATH`, `HOME`.
 //! - *Not honoured, and not a field*: the processes share the host's PID, IPC and UTS
 //!   namespaces (their hostname is the machine's) and run as root without cgroups; no
 //!   termination message is read (the API server's default `terminationMessagePath` is

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
     ConfigMap, Container, DownwardAPIVolumeFile, EnvVar, KeyToPath, Pod, ProjectedVolumeSource,
-    Secret, Volume,
+    Secret, Service, Volume,
 };
 
 use crate::refuse::{Unsupported, unsupported_fields};
@@ -47,6 +47,70 @@ pub struct PlanInputs<'a> {
     /// The pod's ServiceAccount tokens, by audience (`""`: the API server's own), for its
     /// `serviceAccountToken` projections ([`token_audiences`] says which it needs).
     pub tokens: &'a BTreeMap<String, String>,
+    /// The Services of the pod's namespace and the `kubernetes` Service of `default`, for the
+    /// Service environment variables ([`service_env`]).
+    pub services: &'a [Service],
+}
+
+/// The environment variables the kubelet gives a container for the Services (Docker links
+/// style): those of `namespace` when the pod has `enableServiceLinks` (the default), and the
+/// API server's `kubernetes` Service of `default` always; Services without a cluster IP give
+/// none.
+pub fn service_env(services: &[Service], namespace: &str, links: bool) -> Vec<(String, String)> {
+    let mut chosen: BTreeMap<String, &Service> = BTreeMap::new();
+    for service in services {
+        let name = service.metadata.name.clone().unwrap_or_default();
+        let ns = service.metadata.namespace.as_deref().unwrap_or("");
+        let master = ns == "default" && name == "kubernetes";
+        if master {
+            chosen.entry(name).or_insert(service);
+        } else if ns == namespace && links {
+            chosen.insert(name, service);
+        }
+    }
+    let mut env = Vec::new();
+    for (name, service) in chosen {
+        let Some(spec) = &service.spec else { continue };
+        let Some(ip) = spec
+            .cluster_ip
+            .as_deref()
+            .filter(|ip| !ip.is_empty() && *ip != "None")
+        else {
+            continue;
+        };
+        let prefix = name.to_uppercase().replace('-', "_");
+        let ports = spec.ports.as_deref().unwrap_or_default();
+        env.push((format!("{prefix}_SERVICE_HOST"), ip.to_owned()));
+        if let Some(first) = ports.first() {
+            env.push((format!("{prefix}_SERVICE_PORT"), first.port.to_string()));
+        }
+        for port in ports {
+            if let Some(port_name) = port.name.as_deref().filter(|n| !n.is_empty()) {
+                let port_name = port_name.to_uppercase().replace('-', "_");
+                env.push((
+                    format!("{prefix}_SERVICE_PORT_{port_name}"),
+                    port.port.to_string(),
+                ));
+            }
+        }
+        let host = |port: i32| match ip.parse::<IpAddr>() {
+            Ok(IpAddr::V6(_)) => format!("[{ip}]:{port}"),
+            _ => format!("{ip}:{port}"),
+        };
+        for (i, port) in ports.iter().enumerate() {
+            let protocol = port.protocol.as_deref().unwrap_or("TCP");
+            let url = format!("{}://{}", protocol.to_lowercase(), host(port.port));
+            if i == 0 {
+                env.push((format!("{prefix}_PORT"), url.clone()));
+            }
+            let port_prefix = format!("{prefix}_PORT_{}_{}", port.port, protocol.to_uppercase());
+            env.push((port_prefix.clone(), url));
+            env.push((format!("{port_prefix}_PROTO"), protocol.to_lowercase()));
+            env.push((format!("{port_prefix}_PORT"), port.port.to_string()));
+            env.push((format!("{port_prefix}_ADDR"), ip.to_owned()));
+        }
+    }
+    env
 }
 
 /// The audiences of the ServiceAccount tokens `pod` mounts (`""` for the API server's own),
@@ -565,9 +629,21 @@ fn plan_container(
             set(&mut env, format!("{prefix}{key}"), value);
         }
     }
+    let enable_links = pod.spec.as_ref().and_then(|s| s.enable_service_links) != Some(false);
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
+    let services = service_env(inputs.services, namespace, enable_links);
+    // `$(VAR)` sees the variables defined so far, then the Services' (as the kubelet's).
+    let visible = |env: &[(String, String)]| -> Vec<(String, String)> {
+        services.iter().chain(env).cloned().collect()
+    };
     for var in container.env.iter().flatten() {
-        if let Some(value) = env_value(var, pod, inputs, &env)? {
+        if let Some(value) = env_value(var, pod, inputs, &visible(&env))? {
             set(&mut env, var.name.clone(), value);
+        }
+    }
+    for (name, value) in &services {
+        if !env.iter().any(|(n, _)| n == name) {
+            env.push((name.clone(), value.clone()));
         }
     }
     let argv = container
@@ -778,6 +854,7 @@ mod tests {
         maps: BTreeMap<String, ConfigMap>,
         secrets: BTreeMap<String, Secret>,
         tokens: BTreeMap<String, String>,
+        services: Vec<Service>,
     }
 
     impl World {
@@ -797,6 +874,7 @@ mod tests {
                 maps: BTreeMap::from([("conf".to_owned(), map)]),
                 secrets: BTreeMap::from([("keys".to_owned(), secret)]),
                 tokens: BTreeMap::new(),
+                services: Vec::new(),
             }
         }
 
@@ -808,6 +886,7 @@ mod tests {
                 pod_dir: "/run/pods/u-1".into(),
                 node_dir: "/run/node".into(),
                 tokens: &self.tokens,
+                services: &self.services,
             }
         }
     }
@@ -1043,6 +1122,96 @@ mod tests {
                 owned("name", "mon-a", 0o600)
             ]
         );
+    }
+
+    fn service(namespace: &str, name: &str, ip: &str, ports: serde_json::Value) -> Service {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"clusterIP": ip, "ports": ports},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn services_give_the_kubelets_variables_and_the_api_servers_always() {
+        let services = [
+            service(
+                "default",
+                "kubernetes",
+                "10.96.0.1",
+                json!([{"name": "https", "port": 443}]),
+            ),
+            service(
+                "rook",
+                "rook-ceph-mon-a",
+                "10.96.3.4",
+                json!([
+                    {"name": "tcp-msgr1", "port": 6789, "protocol": "TCP"},
+                    {"name": "tcp-msgr2", "port": 3300},
+                ]),
+            ),
+            service("rook", "headless", "None", json!([{"port": 80}])),
+            service("other", "elsewhere", "10.96.9.9", json!([{"port": 80}])),
+        ];
+        let env: BTreeMap<String, String> =
+            service_env(&services, "rook", true).into_iter().collect();
+        let want: BTreeMap<String, String> = [
+            ("KUBERNETES_SERVICE_HOST", "10.96.0.1"),
+            ("KUBERNETES_SERVICE_PORT", "443"),
+            ("KUBERNETES_SERVICE_PORT_HTTPS", "443"),
+            ("KUBERNETES_PORT", "tcp://10.96.0.1:443"),
+            ("KUBERNETES_PORT_443_TCP", "tcp://10.96.0.1:443"),
+            ("KUBERNETES_PORT_443_TCP_PROTO", "tcp"),
+            ("KUBERNETES_PORT_443_TCP_PORT", "443"),
+            ("KUBERNETES_PORT_443_TCP_ADDR", "10.96.0.1"),
+            ("ROOK_CEPH_MON_A_SERVICE_HOST", "10.96.3.4"),
+            ("ROOK_CEPH_MON_A_SERVICE_PORT", "6789"),
+            ("ROOK_CEPH_MON_A_SERVICE_PORT_TCP_MSGR1", "6789"),
+            ("ROOK_CEPH_MON_A_SERVICE_PORT_TCP_MSGR2", "3300"),
+            ("ROOK_CEPH_MON_A_PORT", "tcp://10.96.3.4:6789"),
+            ("ROOK_CEPH_MON_A_PORT_6789_TCP", "tcp://10.96.3.4:6789"),
+            ("ROOK_CEPH_MON_A_PORT_6789_TCP_PROTO", "tcp"),
+            ("ROOK_CEPH_MON_A_PORT_6789_TCP_PORT", "6789"),
+            ("ROOK_CEPH_MON_A_PORT_6789_TCP_ADDR", "10.96.3.4"),
+            ("ROOK_CEPH_MON_A_PORT_3300_TCP", "tcp://10.96.3.4:3300"),
+            ("ROOK_CEPH_MON_A_PORT_3300_TCP_PROTO", "tcp"),
+            ("ROOK_CEPH_MON_A_PORT_3300_TCP_PORT", "3300"),
+            ("ROOK_CEPH_MON_A_PORT_3300_TCP_ADDR", "10.96.3.4"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        assert_eq!(env, want);
+        let without: Vec<String> = service_env(&services, "rook", false)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert!(
+            without.iter().all(|k| k.starts_with("KUBERNETES_")),
+            "{without:?}"
+        );
+        assert_eq!(without.len(), 8);
+    }
+
+    #[test]
+    fn service_variables_are_seen_by_expansion_and_lose_to_the_containers_own() {
+        let mut world = World::new();
+        world.services = vec![service("rook", "mon", "10.96.3.4", json!([{"port": 6789}]))];
+        let spec = base(json!({"enableServiceLinks": true, "containers": [{
+            "name": "m", "command": ["echo", "$(MON_SERVICE_HOST)"],
+            "env": [{"name": "MON_SERVICE_PORT", "value": "1"}, {"name": "A", "value": "$(MON_PORT)"}],
+        }]}));
+        let plan = plan_pod(&pod(spec), &world.inputs()).unwrap();
+        let main = &plan.containers[0];
+        assert_eq!(main.argv, ["echo", "10.96.3.4"]);
+        let get = |n: &str| {
+            main.env
+                .iter()
+                .find(|(k, _)| k == n)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(get("MON_SERVICE_PORT"), Some("1"));
+        assert_eq!(get("A"), Some("tcp://10.96.3.4:6789"));
     }
 
     #[test]

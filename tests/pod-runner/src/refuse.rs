@@ -2,7 +2,7 @@
 //!
 //! The pod spec is walked as the JSON the API server stores (its field names, so a refusal
 //! names the field as `kubectl explain` does): every field present is either honoured, allowed
-//! only at a value whose meaning the runner gives (`enableServiceLinks: false`), a scheduling
+//! only at a value whose meaning the runner gives (`dnsPolicy: Default`), a scheduling
 //! field the scheduler has already acted on when the pod is bound, or refused. A field this
 //! module does not know (a newer API's) is refused too: nothing is ignored silently.
 
@@ -73,14 +73,8 @@ pub fn unsupported_fields(spec: &Value) -> Vec<Unsupported> {
                 }
             }
             "terminationGracePeriodSeconds" => {}
-            "enableServiceLinks" => {
-                if value != &Value::Bool(false) {
-                    out.push(refusal(
-                        &field,
-                        "Service environment variables are not injected; set it to false",
-                    ));
-                }
-            }
+            // The Services' environment variables are given (`plan::service_env`).
+            "enableServiceLinks" => {}
             "dnsPolicy" => {
                 if value.as_str() != Some("Default") {
                     out.push(refusal(
@@ -387,7 +381,6 @@ mod tests {
             .push(json!({"name": "H", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}}));
         spec["containers"][0]["ports"] = json!([{"containerPort": 80, "hostPort": 80}]);
         spec["initContainers"] = json!([{"name": "s", "restartPolicy": "Always"}]);
-        spec["enableServiceLinks"] = json!(true);
         spec["dnsPolicy"] = json!("ClusterFirst");
         spec["hostNetwork"] = json!(true);
         spec["securityContext"] = json!({"runAsUser": 167});
@@ -404,7 +397,6 @@ mod tests {
                 "spec.containers[0].resources.limits",
                 "spec.containers[0].volumeMounts[0].subPath",
                 "spec.dnsPolicy",
-                "spec.enableServiceLinks",
                 "spec.hostNetwork",
                 "spec.initContainers[0].restartPolicy",
                 "spec.readinessGates",
@@ -418,13 +410,13 @@ mod tests {
     }
 
     #[test]
-    fn service_links_are_refused_with_the_fix() {
+    fn the_default_dns_policy_is_refused_with_the_fix() {
         let mut spec = defaulted();
-        spec["enableServiceLinks"] = json!(true);
+        spec["dnsPolicy"] = json!("ClusterFirst");
         let refused = unsupported_fields(&spec);
         assert_eq!(refused.len(), 1);
         assert!(
-            refused[0].to_string().contains("set it to false"),
+            refused[0].to_string().contains("only Default"),
             "{}",
             refused[0]
         );

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, PodStatus, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, PodStatus, Secret, Service, ServiceAccount};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::reflector::{self, Store};
@@ -127,6 +127,15 @@ impl PodRunner {
             Api::<Secret>::namespaced(client.clone(), ns),
             watcher::Config::default(),
         );
+        let (services, service_watch) = watch_store(
+            Api::<Service>::namespaced(client.clone(), ns),
+            watcher::Config::default(),
+        );
+        // The API server's own Service, whose variables every container gets.
+        let (master, master_watch) = watch_store(
+            Api::<Service>::namespaced(client.clone(), "default"),
+            watcher::Config::default().fields("metadata.name=kubernetes"),
+        );
         pods.wait_until_ready()
             .await
             .map_err(|_| RunnerError::Watch("pods"))?;
@@ -137,6 +146,12 @@ impl PodRunner {
             .wait_until_ready()
             .await
             .map_err(|_| RunnerError::Watch("Secrets"))?;
+        for store in [&services, &master] {
+            store
+                .wait_until_ready()
+                .await
+                .map_err(|_| RunnerError::Watch("Services"))?;
+        }
         let (stop, stopped) = watch::channel(false);
         let install = config.install.clone().sharing(&config.dir);
         let groups = Groups::default();
@@ -149,12 +164,25 @@ impl PodRunner {
             install,
             pods: BTreeMap::new(),
         };
-        let task = tokio::spawn(runner.run(pods, maps, secrets, stopped));
+        let stores = Stores {
+            pods,
+            maps,
+            secrets,
+            services,
+            master,
+        };
+        let task = tokio::spawn(runner.run(stores, stopped));
         Ok(PodRunner {
             stop,
             task,
             groups,
-            watches: vec![pod_watch, map_watch, secret_watch],
+            watches: vec![
+                pod_watch,
+                map_watch,
+                secret_watch,
+                service_watch,
+                master_watch,
+            ],
         })
     }
 
@@ -205,6 +233,36 @@ where
         futures::future::ready(())
     }));
     (reader, task)
+}
+
+/// The watches' stores.
+struct Stores {
+    pods: Store<Pod>,
+    maps: Store<ConfigMap>,
+    secrets: Store<Secret>,
+    /// The Services of the namespace.
+    services: Store<Service>,
+    /// `default/kubernetes`.
+    master: Store<Service>,
+}
+
+/// What the pods of one pass are planned with.
+struct Objects {
+    maps: BTreeMap<String, ConfigMap>,
+    secrets: BTreeMap<String, Secret>,
+    services: Vec<Service>,
+}
+
+/// The objects of `store` by name.
+fn by_name<K: kube::Resource + Clone>(store: &Store<K>) -> BTreeMap<String, K>
+where
+    K::DynamicType: std::hash::Hash + Eq + Clone,
+{
+    store
+        .state()
+        .iter()
+        .map(|o| (o.meta().name.clone().unwrap_or_default(), (**o).clone()))
+        .collect()
 }
 
 /// What the runner keeps of one pod (by UID).
@@ -259,35 +317,28 @@ struct Runner {
 }
 
 impl Runner {
-    async fn run(
-        mut self,
-        pods: Store<Pod>,
-        maps: Store<ConfigMap>,
-        secrets: Store<Secret>,
-        mut stopped: watch::Receiver<bool>,
-    ) {
+    async fn run(mut self, stores: Stores, mut stopped: watch::Receiver<bool>) {
         loop {
             tokio::select! {
                 _ = stopped.wait_for(|s| *s) => break,
                 () = tokio::time::sleep(TICK) => {}
             }
-            let by_name = |objects: Vec<Arc<ConfigMap>>| -> BTreeMap<String, ConfigMap> {
-                objects
-                    .iter()
-                    .map(|o| (o.metadata.name.clone().unwrap_or_default(), (**o).clone()))
-                    .collect()
+            let objects = Objects {
+                maps: by_name(&stores.maps),
+                secrets: by_name(&stores.secrets),
+                services: stores
+                    .services
+                    .state()
+                    .into_iter()
+                    .chain(stores.master.state())
+                    .map(|s| (*s).clone())
+                    .collect(),
             };
-            let maps = by_name(maps.state());
-            let secrets: BTreeMap<String, Secret> = secrets
-                .state()
-                .iter()
-                .map(|o| (o.metadata.name.clone().unwrap_or_default(), (**o).clone()))
-                .collect();
-            let pods = pods.state();
+            let pods = stores.pods.state();
             let present: BTreeSet<String> =
                 pods.iter().filter_map(|p| p.metadata.uid.clone()).collect();
             for pod in &pods {
-                self.sync(pod, &maps, &secrets).await;
+                self.sync(pod, &objects).await;
             }
             let gone: Vec<String> = self
                 .pods
@@ -307,12 +358,7 @@ impl Runner {
 
     /// Brings one pod a step further: started, files updated, status written; or, deleted,
     /// stopped and its deletion confirmed.
-    async fn sync(
-        &mut self,
-        pod: &Pod,
-        maps: &BTreeMap<String, ConfigMap>,
-        secrets: &BTreeMap<String, Secret>,
-    ) {
+    async fn sync(&mut self, pod: &Pod, objects: &Objects) {
         let (Some(uid), Some(name)) = (pod.metadata.uid.clone(), pod.metadata.name.clone()) else {
             return;
         };
@@ -354,8 +400,9 @@ impl Runner {
         };
         let inputs = PlanInputs {
             pod_ip: ip,
-            config_maps: maps,
-            secrets,
+            config_maps: &objects.maps,
+            secrets: &objects.secrets,
+            services: &objects.services,
             pod_dir: dir,
             node_dir: self.config.dir.join("node"),
             tokens: &tokens,

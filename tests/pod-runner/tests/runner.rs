@@ -17,7 +17,7 @@ use clusterset_e2e::{kubeconfig_client, wait_for};
 use clusterset_pod_runner::kwok::kwok_stages_leaving_marked_pods;
 use clusterset_pod_runner::{Backoff, MARKER, PodNetwork, PodRunner, RunnerConfig};
 use k8s_openapi::api::authentication::v1::TokenReview;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, Service, ServiceAccount};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use mon_failover_io::CephInstall;
 use serde_json::json;
@@ -241,15 +241,16 @@ impl World {
     }
 }
 
-/// A pod for the runner: its label, and what the runner needs of a pod spec (no Service
-/// links, the root's DNS).
+/// A pod for the runner: its label, and the one thing the runner needs a pod spec to say
+/// (`dnsPolicy: Default`: the root's DNS); otherwise as the API server defaults it (the token
+/// volume, the Services' variables).
 fn pod(name: &str, policy: &str, spec: serde_json::Value) -> serde_json::Value {
     let mut pod = json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "labels": {MARKER: RUNNER}},
         "spec": {
             "restartPolicy": policy, "terminationGracePeriodSeconds": 5,
-            "enableServiceLinks": false,
+
             "dnsPolicy": "Default",
             "volumes": [{"name": "out", "hostPath": {"path": "/var/lib/cspr", "type": "DirectoryOrCreate"}}],
         },
@@ -314,6 +315,18 @@ async fn a_pod_runs_init_containers_in_order_then_its_container_with_env_files_i
         )
         .await
         .unwrap();
+    let services: Api<Service> = Api::namespaced(world.client.clone(), &world.namespace);
+    let mon = services
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "rook-ceph-mon-a"}, "spec": {
+                "ports": [{"name": "tcp-msgr1", "port": 6789}, {"name": "tcp-msgr2", "port": 3300}],
+            }}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let mon_ip = mon.spec.unwrap().cluster_ip.unwrap();
     world
         .create(
             json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "keys"},
@@ -332,6 +345,7 @@ if touch /etc/conf/x 2>/dev/null; then echo writable; else echo read-only; fi > 
 SA=/var/run/secrets/kubernetes.io/serviceaccount
 cat $SA/token > /out/sa-token; cat $SA/namespace > /out/sa-namespace; cat $SA/ca.crt > /out/sa-ca.crt
 cat /etc/podinfo/labels > /out/labels
+echo written > /out/written
 while true; do cat /etc/conf/greeting > /out/greeting.tmp; mv /out/greeting.tmp /out/greeting; sleep 0.1; done"#;
     let mut container = shell("main", main);
     container["workingDir"] = json!("/work");
@@ -409,6 +423,11 @@ while true; do cat /etc/conf/greeting > /out/greeting.tmp; mv /out/greeting.tmp 
         world.netns.addresses()
     );
 
+    wait_file(&world.node_file("written"), "the container's files", |t| {
+        !t.is_empty()
+    })
+    .await
+    .unwrap();
     let env = wait_file(&world.node_file("env"), "the container's env", |t| {
         t.contains("POD_IP")
     })
@@ -427,6 +446,10 @@ while true; do cat /etc/conf/greeting > /out/greeting.tmp; mv /out/greeting.tmp 
         format!("POD_NAMESPACE={}", world.namespace),
         format!("BIND=--public-bind-addr={ip}"),
         "HOSTNAME=writer".to_owned(),
+        format!("ROOK_CEPH_MON_A_SERVICE_HOST={mon_ip}"),
+        "ROOK_CEPH_MON_A_SERVICE_PORT_TCP_MSGR2=3300".to_owned(),
+        format!("ROOK_CEPH_MON_A_PORT_6789_TCP=tcp://{mon_ip}:6789"),
+        "KUBERNETES_SERVICE_HOST=10.96.0.1".to_owned(),
     ] {
         assert!(
             env.lines().any(|l| l == line),
