@@ -53,11 +53,16 @@
 //!   policy is `Never`, when the pod fails), then every container; a container that exits is
 //!   started again by the restart policy after a back-off (doubling, capped); each process is
 //!   the leader of its own process group, and a deleted pod's groups get SIGTERM, then SIGKILL
-//!   after the grace period. Status: phase, `PodScheduled`, `Initialized`, `ContainersReady`,
-//!   `Ready` (a running container is ready: probes are refused), pod IP, each container's
-//!   state, last state and restart count.
+//!   after the grace period. Exec probes as the kubelet runs them (the command in the
+//!   container's environment, mounts and network, with its timeout, period, delay and
+//!   thresholds): the startup probe gates the others and `started`, a failed startup or liveness
+//!   probe stops the container (SIGTERM, then SIGKILL after the grace period) and the restart
+//!   policy decides, the readiness probe sets the container's readiness. Status: phase,
+//!   `PodScheduled`, `Initialized`, `ContainersReady`, `Ready`, pod IP, each container's state,
+//!   last state, `started`, `ready` and restart count.
 //! - *Refused by name* (the pod stays Pending, `status.reason` and the conditions' reason
-//!   [`status::UNSUPPORTED_REASON`], the message listing each field): probes, lifecycle hooks,
+//!   [`status::UNSUPPORTED_REASON`], the message listing each field): probes other than exec
+//!   (HTTP, TCP, gRPC), lifecycle hooks,
 //!   resources with requests or limits, a pod security context, a container security context
 //!   asking anything but root, privileged, on a writable root (what the runner does), volume
 //!   types other than those above, projections other than ConfigMap, Secret, downward API and

@@ -251,6 +251,64 @@ pub struct ContainerPlan {
     pub working_dir: Option<String>,
     /// Its volume mounts.
     pub mounts: Vec<Mount>,
+    /// Its exec probes.
+    pub probes: Vec<ProbePlan>,
+}
+
+/// Which probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeKind {
+    /// Until it succeeds the others wait; failing it restarts the container.
+    Startup,
+    /// Failing it restarts the container.
+    Liveness,
+    /// The container is ready only while it succeeds.
+    Readiness,
+}
+
+/// An exec probe, with the API server's defaults filled in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbePlan {
+    /// Which probe.
+    pub kind: ProbeKind,
+    /// The command run in the container (its environment, mounts and network).
+    pub argv: Vec<String>,
+    /// Before the first run.
+    pub initial_delay: Duration,
+    /// Between runs.
+    pub period: Duration,
+    /// A run that takes longer fails.
+    pub timeout: Duration,
+    /// Successes in a row that make it succeed.
+    pub success_threshold: u32,
+    /// Failures in a row that make it fail.
+    pub failure_threshold: u32,
+}
+
+fn probes(container: &Container) -> Vec<ProbePlan> {
+    let seconds = |s: Option<i32>, default: u64| {
+        Duration::from_secs(s.map_or(default, |s| u64::from(s.max(0).unsigned_abs())))
+    };
+    let count = |n: Option<i32>, default: u32| n.map_or(default, |n| n.max(1).unsigned_abs());
+    [
+        (ProbeKind::Startup, &container.startup_probe),
+        (ProbeKind::Liveness, &container.liveness_probe),
+        (ProbeKind::Readiness, &container.readiness_probe),
+    ]
+    .into_iter()
+    .filter_map(|(kind, probe)| {
+        let probe = probe.as_ref()?;
+        Some(ProbePlan {
+            kind,
+            argv: probe.exec.as_ref()?.command.clone().unwrap_or_default(),
+            initial_delay: seconds(probe.initial_delay_seconds, 0),
+            period: seconds(probe.period_seconds, 10),
+            timeout: seconds(probe.timeout_seconds, 1),
+            success_threshold: count(probe.success_threshold, 1),
+            failure_threshold: count(probe.failure_threshold, 3),
+        })
+    })
+    .collect()
 }
 
 /// A volume mounted in a container.
@@ -680,6 +738,7 @@ fn plan_container(
         env,
         working_dir: container.working_dir.clone().filter(|d| !d.is_empty()),
         mounts,
+        probes: probes(container),
     })
 }
 
@@ -1212,6 +1271,39 @@ mod tests {
         };
         assert_eq!(get("MON_SERVICE_PORT"), Some("1"));
         assert_eq!(get("A"), Some("tcp://10.96.3.4:6789"));
+    }
+
+    #[test]
+    fn exec_probes_get_the_api_servers_defaults() {
+        let world = World::new();
+        let spec = base(json!({"containers": [{"name": "m", "command": ["ceph-mon"],
+            "startupProbe": {"exec": {"command": ["sh", "-c", "ok"]}, "failureThreshold": 6, "periodSeconds": 10},
+            "livenessProbe": {"exec": {"command": ["true"]}, "initialDelaySeconds": 10},
+        }]}));
+        let plan = plan_pod(&pod(spec), &world.inputs()).unwrap();
+        assert_eq!(
+            plan.containers[0].probes,
+            [
+                ProbePlan {
+                    kind: ProbeKind::Startup,
+                    argv: vec!["sh".into(), "-c".into(), "ok".into()],
+                    initial_delay: Duration::ZERO,
+                    period: Duration::from_secs(10),
+                    timeout: Duration::from_secs(1),
+                    success_threshold: 1,
+                    failure_threshold: 6,
+                },
+                ProbePlan {
+                    kind: ProbeKind::Liveness,
+                    argv: vec!["true".into()],
+                    initial_delay: Duration::from_secs(10),
+                    period: Duration::from_secs(10),
+                    timeout: Duration::from_secs(1),
+                    success_threshold: 1,
+                    failure_threshold: 3,
+                },
+            ]
+        );
     }
 
     #[test]

@@ -186,6 +186,25 @@ fn container_fields(path: &str, container: &Value, init: bool, out: &mut Vec<Uns
             "restartPolicy" if init => {
                 out.push(refusal(&field, "sidecar containers are not honoured"))
             }
+            "livenessProbe" | "readinessProbe" | "startupProbe" if !init => {
+                for (key, _) in value.as_object().into_iter().flatten() {
+                    let ok = matches!(
+                        key.as_str(),
+                        "exec"
+                            | "initialDelaySeconds"
+                            | "periodSeconds"
+                            | "timeoutSeconds"
+                            | "successThreshold"
+                            | "failureThreshold"
+                    );
+                    if !ok {
+                        out.push(refusal(
+                            &format!("{field}.{key}"),
+                            "only exec probes are honoured",
+                        ));
+                    }
+                }
+            }
             _ => out.push(refusal(&field, "not honoured by the pod runner")),
         }
     }
@@ -372,7 +391,10 @@ mod tests {
                 {"path": "ip", "fieldRef": {"fieldPath": "status.podIP"}},
             ]}}),
         );
-        spec["containers"][0]["livenessProbe"] = json!({"exec": {"command": ["true"]}});
+        spec["containers"][0]["livenessProbe"] =
+            json!({"httpGet": {"port": 80}, "periodSeconds": 1});
+        spec["containers"][0]["startupProbe"] =
+            json!({"exec": {"command": ["true"]}, "failureThreshold": 6});
         spec["containers"][0]["resources"] = json!({"limits": {"cpu": "1"}, "requests": {}});
         spec["containers"][0]["volumeMounts"][0]["subPath"] = json!("a");
         spec["containers"][0]["env"]
@@ -392,7 +414,7 @@ mod tests {
             got,
             [
                 "spec.containers[0].env[1].valueFrom.fieldRef.fieldPath",
-                "spec.containers[0].livenessProbe",
+                "spec.containers[0].livenessProbe.httpGet",
                 "spec.containers[0].ports[0].hostPort",
                 "spec.containers[0].resources.limits",
                 "spec.containers[0].volumeMounts[0].subPath",

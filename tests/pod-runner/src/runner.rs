@@ -22,7 +22,8 @@ use tokio::task::JoinHandle;
 
 use crate::MARKER;
 use crate::plan::{
-    PlanError, PlanInputs, PodPlan, VolumeFile, VolumeSource, plan_pod, token_audiences,
+    ContainerPlan, PlanError, PlanInputs, PodPlan, ProbeKind, ProbePlan, VolumeFile, VolumeSource,
+    plan_pod, token_audiences,
 };
 use crate::status::{
     ContainerRun, Exit, PodRun, State, UNSUPPORTED_REASON, pending_status, pod_status,
@@ -684,6 +685,8 @@ fn spawn_worker(plan: PodPlan, ip: IpAddr, dir: PathBuf, shared: Arc<Shared>) ->
         },
         last: None,
         restart_count: 0,
+        started: false,
+        probe_ready: false,
     };
     let run = Arc::new(Mutex::new(PodRun {
         restart_policy: plan.restart_policy,
@@ -747,6 +750,33 @@ async fn run_pod(context: Arc<PodContext>, stopped: watch::Receiver<Option<Durat
     futures::future::join_all(containers).await;
 }
 
+/// Changes what the runner knows of one container.
+fn update(context: &PodContext, which: Which, change: impl FnOnce(&mut ContainerRun)) {
+    let mut run = context.run.lock().unwrap_or_else(PoisonError::into_inner);
+    let slot = match which {
+        Which::Init(i) => run.init.get_mut(i),
+        Which::Main(i) => run.containers.get_mut(i),
+    };
+    if let Some(slot) = slot {
+        change(slot);
+    }
+}
+
+fn container_plan(context: &PodContext, which: Which) -> &ContainerPlan {
+    match which {
+        Which::Init(i) => &context.plan.init_containers[i],
+        Which::Main(i) => &context.plan.containers[i],
+    }
+}
+
+/// How one run of a container ended.
+enum Outcome {
+    /// Its process exited with this code (or a probe failed and it was stopped).
+    Exited(i32),
+    /// The pod is being stopped: the container was, and is not started again.
+    Stopped,
+}
+
 /// Runs one container, restarting it by the policy; `true` when it ended with 0 (what the next
 /// init container waits for).
 async fn run_container(
@@ -754,24 +784,6 @@ async fn run_container(
     which: Which,
     mut stopped: watch::Receiver<Option<Duration>>,
 ) -> bool {
-    let (container, init) = match which {
-        Which::Init(i) => (&context.plan.init_containers[i], true),
-        Which::Main(i) => (&context.plan.containers[i], false),
-    };
-    let set = |change: &dyn Fn(&mut ContainerRun)| {
-        let mut run = context.run.lock().unwrap_or_else(PoisonError::into_inner);
-        let slot = match which {
-            Which::Init(i) => run.init.get_mut(i),
-            Which::Main(i) => run.containers.get_mut(i),
-        };
-        if let Some(slot) = slot {
-            change(slot);
-        }
-    };
-    let log = context
-        .dir
-        .join("logs")
-        .join(format!("{}.log", container.name));
     let shared = &context.shared;
     let mut delay = shared.backoff.initial;
     loop {
@@ -779,61 +791,8 @@ async fn run_container(
             return false;
         }
         let started_at = Timestamp::now();
-        let code = match process::start(
-            &shared.install,
-            shared.netns.as_deref(),
-            &context.plan.name,
-            container,
-            &log,
-        ) {
-            Err(error) => {
-                tracing::warn!(%error, container = container.name, "pod runner: cannot start");
-                128
-            }
-            Ok(mut child) => {
-                set(&|c| c.state = State::Running { started_at });
-                let pgid = child.id();
-                let groups = &shared.groups;
-                if let Some(pgid) = pgid {
-                    groups
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .insert(pgid);
-                }
-                let forget_group = || {
-                    if let Some(pgid) = pgid {
-                        groups
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .remove(&pgid);
-                    }
-                };
-                let outcome = tokio::select! {
-                    status = child.wait() => Ok(status.map_or(-1, process::exit_code)),
-                    grace = stopped.wait_for(Option::is_some) => {
-                        Err(grace.map_or(Duration::ZERO, |g| g.unwrap_or_default()))
-                    }
-                };
-                match outcome {
-                    Ok(code) => {
-                        process::kill_leftovers(pgid);
-                        forget_group();
-                        code
-                    }
-                    Err(grace) => {
-                        let grace = grace.min(context.plan.grace_period);
-                        let code = process::stop(&mut child, grace).await;
-                        forget_group();
-                        let exit = Exit {
-                            exit_code: code,
-                            started_at,
-                            finished_at: Timestamp::now(),
-                        };
-                        set(&|c| c.state = State::Terminated(exit.clone()));
-                        return false;
-                    }
-                }
-            }
+        let Outcome::Exited(code) = run_once(context, which, &mut stopped, started_at).await else {
+            return false;
         };
         let exit = Exit {
             exit_code: code,
@@ -841,27 +800,27 @@ async fn run_container(
             finished_at: Timestamp::now(),
         };
         let policy = context.plan.restart_policy;
-        let again = if init {
-            code != 0 && policy.retries_init()
-        } else {
-            policy.restarts(code)
+        let again = match which {
+            Which::Init(_) => code != 0 && policy.retries_init(),
+            Which::Main(_) => policy.restarts(code),
         };
         if !again {
-            set(&|c| c.state = State::Terminated(exit.clone()));
+            update(context, which, |c| c.state = State::Terminated(exit));
             return code == 0;
         }
-        set(&|c| {
+        let waiting = State::Waiting {
+            reason: "CrashLoopBackOff".to_owned(),
+            message: Some(format!("back-off {delay:?} restarting the container")),
+        };
+        update(context, which, |c| {
             c.last = Some(exit.clone());
-            c.state = State::Waiting {
-                reason: "CrashLoopBackOff".to_owned(),
-                message: Some(format!("back-off {delay:?} restarting the container")),
-            };
+            c.state = waiting;
         });
         tokio::select! {
             () = tokio::time::sleep(delay) => {}
             _ = stopped.wait_for(Option::is_some) => return false,
         }
-        set(&|c| c.restart_count += 1);
+        update(context, which, |c| c.restart_count += 1);
         // As the kubelet: the back-off doubles, and starts again after a long enough run.
         let ran = exit
             .finished_at
@@ -872,5 +831,180 @@ async fn run_container(
         } else {
             (delay * 2).min(shared.backoff.max)
         };
+    }
+}
+
+/// Starts the container once and waits until its process exits, a startup or liveness probe
+/// fails (the container is then stopped, with the pod's grace period), or the pod is stopped.
+async fn run_once(
+    context: &PodContext,
+    which: Which,
+    stopped: &mut watch::Receiver<Option<Duration>>,
+    started_at: Timestamp,
+) -> Outcome {
+    let shared = &context.shared;
+    let container = container_plan(context, which);
+    let log = context
+        .dir
+        .join("logs")
+        .join(format!("{}.log", container.name));
+    let mut child = match process::start(
+        &shared.install,
+        shared.netns.as_deref(),
+        &context.plan.name,
+        container,
+        &log,
+    ) {
+        Ok(child) => child,
+        Err(error) => {
+            tracing::warn!(%error, container = container.name, "pod runner: cannot start");
+            return Outcome::Exited(128);
+        }
+    };
+    let has = |kind| container.probes.iter().any(|p| p.kind == kind);
+    let (started, probe_ready) = (!has(ProbeKind::Startup), !has(ProbeKind::Readiness));
+    update(context, which, |c| {
+        c.state = State::Running { started_at };
+        c.started = started;
+        c.probe_ready = probe_ready;
+    });
+    let pgid = child.id();
+    let groups = &shared.groups;
+    if let Some(pgid) = pgid {
+        groups
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(pgid);
+    }
+    enum Event {
+        Exited(i32),
+        Stop(Duration),
+        ProbeFailed(ProbeKind),
+    }
+    let event = tokio::select! {
+        status = child.wait() => Event::Exited(status.map_or(-1, process::exit_code)),
+        grace = stopped.wait_for(Option::is_some) => {
+            Event::Stop(grace.map_or(Duration::ZERO, |g| g.unwrap_or_default()))
+        }
+        kind = probe_until_failure(context, which) => Event::ProbeFailed(kind),
+    };
+    let outcome = match event {
+        Event::Exited(code) => {
+            process::kill_leftovers(pgid);
+            Outcome::Exited(code)
+        }
+        Event::Stop(grace) => {
+            let code = process::stop(&mut child, grace.min(context.plan.grace_period)).await;
+            let exit = Exit {
+                exit_code: code,
+                started_at,
+                finished_at: Timestamp::now(),
+            };
+            update(context, which, |c| c.state = State::Terminated(exit));
+            Outcome::Stopped
+        }
+        Event::ProbeFailed(kind) => {
+            tracing::info!(
+                container = container.name,
+                ?kind,
+                "pod runner: probe failed, stopping"
+            );
+            Outcome::Exited(process::stop(&mut child, context.plan.grace_period).await)
+        }
+    };
+    if let Some(pgid) = pgid {
+        groups
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&pgid);
+    }
+    outcome
+}
+
+/// Runs the container's probes as the kubelet does: the startup probe until it succeeds (the
+/// others wait), then the liveness and readiness probes, each at its period; returns the kind
+/// of the first probe to fail for good (startup or liveness; a readiness probe only marks the
+/// container unready). Pending forever when no such probe fails.
+async fn probe_until_failure(context: &PodContext, which: Which) -> ProbeKind {
+    let container = container_plan(context, which);
+    let probe = |kind| container.probes.iter().find(|p| p.kind == kind);
+    if let Some(startup) = probe(ProbeKind::Startup) {
+        if !probe_loop(context, which, startup).await {
+            return ProbeKind::Startup;
+        }
+        update(context, which, |c| c.started = true);
+    }
+    let liveness = async {
+        match probe(ProbeKind::Liveness) {
+            Some(liveness) => {
+                probe_loop(context, which, liveness).await;
+                ProbeKind::Liveness
+            }
+            None => std::future::pending().await,
+        }
+    };
+    let readiness = async {
+        match probe(ProbeKind::Readiness) {
+            Some(readiness) => probe_loop(context, which, readiness).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        kind = liveness => kind,
+        _ = readiness => ProbeKind::Readiness,
+    }
+}
+
+/// Runs `probe` at its period. A startup probe returns `true` once it succeeds and `false`
+/// once it failed `failure_threshold` times in a row; a liveness probe returns on that failure;
+/// a readiness probe never returns, and sets the container's readiness at each threshold.
+async fn probe_loop(context: &PodContext, which: Which, probe: &ProbePlan) -> bool {
+    let container = container_plan(context, which);
+    let shared = &context.shared;
+    let log = context
+        .dir
+        .join("logs")
+        .join(format!("{}.probes.log", container.name));
+    let probing = ContainerPlan {
+        argv: probe.argv.clone(),
+        ..container.clone()
+    };
+    tokio::time::sleep(probe.initial_delay).await;
+    let (mut successes, mut failures) = (0, 0);
+    loop {
+        let passed = match process::start(
+            &shared.install,
+            shared.netns.as_deref(),
+            &context.plan.name,
+            &probing,
+            &log,
+        ) {
+            Ok(mut child) => {
+                let pgid = child.id();
+                let result = tokio::time::timeout(probe.timeout, child.wait()).await;
+                process::kill_leftovers(pgid);
+                matches!(result, Ok(Ok(status)) if status.success())
+            }
+            Err(_) => false,
+        };
+        if passed {
+            (successes, failures) = (successes + 1, 0);
+        } else {
+            (successes, failures) = (0, failures + 1);
+        }
+        match probe.kind {
+            ProbeKind::Startup if successes >= probe.success_threshold => return true,
+            ProbeKind::Startup | ProbeKind::Liveness if failures >= probe.failure_threshold => {
+                return false;
+            }
+            ProbeKind::Readiness if successes >= probe.success_threshold => {
+                update(context, which, |c| c.probe_ready = true);
+            }
+            ProbeKind::Readiness if failures >= probe.failure_threshold => {
+                update(context, which, |c| c.probe_ready = false);
+            }
+            _ => {}
+        }
+        tokio::time::sleep(probe.period).await;
     }
 }

@@ -59,6 +59,10 @@ pub struct ContainerRun {
     pub last: Option<Exit>,
     /// How many times it was started again.
     pub restart_count: i32,
+    /// Its startup probe succeeded (or it has none) in this run.
+    pub started: bool,
+    /// Its readiness probe succeeds (or it has none).
+    pub probe_ready: bool,
 }
 
 /// A pod as the runner sees it.
@@ -119,11 +123,7 @@ fn initialized(run: &PodRun) -> bool {
 /// condition's `lastTransitionTime` while its status does not change.
 pub fn pod_status(run: &PodRun, previous: Option<&PodStatus>, now: Timestamp) -> PodStatus {
     let initialized = initialized(run);
-    let ready = initialized
-        && run
-            .containers
-            .iter()
-            .all(|c| matches!(c.state, State::Running { .. }));
+    let ready = initialized && run.containers.iter().all(container_ready);
     let conditions = [
         ("PodScheduled", true, None),
         (
@@ -218,13 +218,18 @@ fn condition(
     }
 }
 
+/// Running, started (its startup probe passed) and ready (its readiness probe passes).
+fn container_ready(c: &ContainerRun) -> bool {
+    matches!(c.state, State::Running { .. }) && c.started && c.probe_ready
+}
+
 fn container_status(c: &ContainerRun, can_be_ready: bool) -> ContainerStatus {
-    let running = matches!(c.state, State::Running { .. });
+    let running = matches!(c.state, State::Running { .. }) && c.started;
     ContainerStatus {
         name: c.name.clone(),
         image: c.image.clone(),
         image_id: String::new(),
-        ready: can_be_ready && running,
+        ready: can_be_ready && container_ready(c),
         started: Some(running),
         restart_count: c.restart_count,
         state: Some(k8s_state(&c.state)),
@@ -294,6 +299,8 @@ mod tests {
             state,
             last: None,
             restart_count: restarts,
+            started: true,
+            probe_ready: true,
         }
     }
 
@@ -423,6 +430,24 @@ mod tests {
         let mut stopped = pod.clone();
         stopped.containers[0].state = waiting("CrashLoopBackOff");
         let third = pod_status(&stopped, Some(&second), at(12));
+        let mut unready = pod.clone();
+        unready.containers[0].probe_ready = false;
+        let unready = pod_status(&unready, Some(&second), at(10));
+        let condition = |s: &PodStatus, kind: &str| {
+            s.conditions
+                .clone()
+                .unwrap()
+                .into_iter()
+                .find(|c| c.type_ == kind)
+                .unwrap()
+                .status
+        };
+        assert_eq!(
+            condition(&unready, "Ready"),
+            "False",
+            "a failing readiness probe"
+        );
+        assert_eq!(unready.container_statuses.unwrap()[0].started, Some(true));
         let ready = third
             .conditions
             .unwrap()

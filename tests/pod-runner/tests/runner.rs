@@ -681,7 +681,7 @@ async fn unsupported_fields_keep_a_pod_pending_by_name_and_a_missing_config_map_
     let _serial = SERIAL.lock().await;
     let world = World::start(3).await.unwrap();
     let mut probed = shell("main", "sleep 1000");
-    probed["livenessProbe"] = json!({"exec": {"command": ["true"]}});
+    probed["livenessProbe"] = json!({"httpGet": {"port": 8080}});
     probed["resources"] = json!({"limits": {"cpu": "1"}});
     world
         .create(pod("refused", "Always", json!({"containers": [probed]})))
@@ -696,7 +696,7 @@ async fn unsupported_fields_keep_a_pod_pending_by_name_and_a_missing_config_map_
     let status = refused.status.clone().unwrap();
     let message = status.message.unwrap();
     assert!(
-        message.contains("spec.containers[0].livenessProbe"),
+        message.contains("spec.containers[0].livenessProbe.httpGet"),
         "{message}"
     );
     assert!(
@@ -785,5 +785,80 @@ async fn unsupported_fields_keep_a_pod_pending_by_name_and_a_missing_config_map_
     })
     .await
     .unwrap();
+    world.stop().await;
+}
+
+fn started(pod: &Pod) -> Option<bool> {
+    pod.status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .first()?
+        .started
+}
+
+#[tokio::test]
+async fn exec_probes_gate_start_and_readiness_and_a_failed_liveness_probe_restarts() {
+    let _serial = SERIAL.lock().await;
+    let world = World::start(4).await.unwrap();
+    let mut container = shell(
+        "main",
+        "rm -f /out/kill-me; echo $$$$ >> /out/probed-starts; exec sleep 1000",
+    );
+    let exec = |command: &[&str]| json!({"exec": {"command": command}, "periodSeconds": 1});
+    container["startupProbe"] = exec(&["test", "-e", "/out/started"]);
+    container["startupProbe"]["failureThreshold"] = json!(60);
+    container["readinessProbe"] = exec(&["test", "-e", "/out/ready"]);
+    container["livenessProbe"] = exec(&["test", "!", "-e", "/out/kill-me"]);
+    container["livenessProbe"]["failureThreshold"] = json!(2);
+    world
+        .create(pod("probed", "Always", json!({"containers": [container]})))
+        .await
+        .unwrap();
+
+    let running = world
+        .pod_until("probed", "Running, not started", |p| {
+            phase(p) == "Running" && started(p) == Some(false)
+        })
+        .await
+        .unwrap();
+    assert_eq!(condition(&running, "Ready").as_deref(), Some("False"));
+    std::fs::write(world.node_file("started"), "").unwrap();
+    let unready = world
+        .pod_until("probed", "started once its startup probe passes", |p| {
+            started(p) == Some(true)
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        condition(&unready, "Ready").as_deref(),
+        Some("False"),
+        "its readiness probe fails"
+    );
+    std::fs::write(world.node_file("ready"), "").unwrap();
+    world
+        .pod_until("probed", "Ready once its readiness probe passes", |p| {
+            condition(p, "Ready").as_deref() == Some("True")
+        })
+        .await
+        .unwrap();
+    std::fs::write(world.node_file("kill-me"), "").unwrap();
+    let restarted = world
+        .pod_until(
+            "probed",
+            "restarted after its liveness probe failed, Ready again",
+            |p| restarts(p) == 1 && condition(p, "Ready").as_deref() == Some("True"),
+        )
+        .await
+        .unwrap();
+    let status = &restarted.status.unwrap().container_statuses.unwrap()[0];
+    let last = status
+        .last_state
+        .as_ref()
+        .and_then(|s| s.terminated.as_ref())
+        .unwrap();
+    assert_eq!(last.exit_code, 143, "stopped by SIGTERM");
+    let starts = world.read("probed-starts");
+    assert_eq!(starts.lines().count(), 2, "{starts}");
     world.stop().await;
 }
