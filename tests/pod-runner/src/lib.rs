@@ -70,7 +70,9 @@
 //!   `dnsPolicy` other than `Default`, host network, and any field not listed in [`refuse`]. A
 //!   pod therefore sets `dnsPolicy: Default` (the cluster's DNS in the pod is issue 35's item 3).
 //! - *Environment*: as the kubelet builds it: `envFrom`, then `env` (values, ConfigMap and
-//!   Secret keys, the pod's fields), `$(VAR)` expanded, then the Services' variables
+//!   Secret keys, the pod's fields, `resourceFieldRef`: with no requests or limits (refused
+//!   above) a limit is the node's allocatable amount and a request 0, as on a kubelet),
+//!   `$(VAR)` expanded, then the Services' variables
 //!   (`<NAME>_SERVICE_HOST`, ... of the namespace's Services unless `enableServiceLinks:
 //!   false`, and of `default/kubernetes` always), and `HOSTNAME`, `PATH`, `HOME`.
 //! - *Not honoured, and not a field*: the processes share the host's PID, IPC and UTS
@@ -92,6 +94,7 @@
 pub mod kwok;
 pub mod plan;
 pub mod process;
+pub mod quantity;
 pub mod refuse;
 pub mod runner;
 pub mod status;

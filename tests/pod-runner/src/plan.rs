@@ -50,6 +50,10 @@ pub struct PlanInputs<'a> {
     /// The Services of the pod's namespace and the `kubernetes` Service of `default`, for the
     /// Service environment variables ([`service_env`]).
     pub services: &'a [Service],
+    /// The node's allocatable resources (`status.allocatable`): what a container without
+    /// limits may use, for `resourceFieldRef`.
+    pub node_allocatable:
+        &'a BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
 }
 
 /// The environment variables the kubelet gives a container for the Services (Docker links
@@ -795,8 +799,49 @@ fn env_value(
     if let Some(r) = &from.field_ref {
         return Ok(Some(field_value(&r.field_path, pod, inputs.pod_ip)));
     }
+    if let Some(r) = &from.resource_field_ref {
+        return Ok(Some(resource_value(
+            &r.resource,
+            r.divisor.as_ref(),
+            inputs,
+        )));
+    }
     // Refused by `unsupported_fields` (resourceFieldRef, fileKeyRef, ...).
     Ok(None)
+}
+
+/// The `resourceFieldRef` resources the runner resolves.
+pub const RESOURCE_FIELDS: &[&str] = &[
+    "limits.cpu",
+    "limits.memory",
+    "limits.ephemeral-storage",
+    "requests.cpu",
+    "requests.memory",
+    "requests.ephemeral-storage",
+];
+
+/// A `resourceFieldRef`'s value as the kubelet gives it to a container without requests or
+/// limits (the runner refuses those): a limit is the node's allocatable amount, a request 0;
+/// divided by `divisor` (default 1), rounded up.
+fn resource_value(
+    resource: &str,
+    divisor: Option<&k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+    inputs: &PlanInputs<'_>,
+) -> String {
+    // The API server stores an unset divisor as "0", which means 1.
+    let divisor = divisor
+        .and_then(|d| crate::quantity::parse(&d.0))
+        .filter(|d| *d > 0.0)
+        .unwrap_or(1.0);
+    let value = match resource.split_once('.') {
+        Some(("limits", name)) => inputs
+            .node_allocatable
+            .get(name)
+            .and_then(|q| crate::quantity::parse(&q.0))
+            .unwrap_or(0.0),
+        _ => 0.0,
+    };
+    crate::quantity::divided(value, divisor)
 }
 
 /// `Some` when the runner resolves `fieldRef` path `path`.
@@ -914,6 +959,7 @@ mod tests {
         secrets: BTreeMap<String, Secret>,
         tokens: BTreeMap<String, String>,
         services: Vec<Service>,
+        allocatable: BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
     }
 
     impl World {
@@ -934,6 +980,8 @@ mod tests {
                 secrets: BTreeMap::from([("keys".to_owned(), secret)]),
                 tokens: BTreeMap::new(),
                 services: Vec::new(),
+                allocatable: serde_json::from_value(json!({"cpu": "1000", "memory": "4Ti"}))
+                    .unwrap(),
             }
         }
 
@@ -946,6 +994,7 @@ mod tests {
                 node_dir: "/run/node".into(),
                 tokens: &self.tokens,
                 services: &self.services,
+                node_allocatable: &self.allocatable,
             }
         }
     }
@@ -1302,6 +1351,43 @@ mod tests {
                     success_threshold: 1,
                     failure_threshold: 3,
                 },
+            ]
+        );
+    }
+
+    #[test]
+    fn resource_fields_give_the_nodes_allocatable_as_limits_and_zero_as_requests() {
+        let world = World::new();
+        let field = |name: &str, resource: &str, divisor: Option<&str>| {
+            let mut r = json!({"resource": resource});
+            if let Some(d) = divisor {
+                r["divisor"] = json!(d);
+            }
+            json!({"name": name, "valueFrom": {"resourceFieldRef": r}})
+        };
+        // Rook's daemons' variables.
+        let spec = base(
+            json!({"containers": [{"name": "m", "command": ["ceph-mon"], "env": [
+                            field("POD_MEMORY_LIMIT", "limits.memory", None),
+                field("POD_MEMORY_REQUEST", "requests.memory", None),
+                field("POD_CPU_LIMIT", "limits.cpu", Some("1")),
+                field("POD_CPU_REQUEST", "requests.cpu", Some("1")),
+                field("MILLICORES", "limits.cpu", Some("1m")),
+            field("STORED_UNSET", "limits.memory", Some("0")),
+            ]}]}),
+        );
+        let plan = plan_pod(&pod(spec), &world.inputs()).unwrap();
+        let env = &plan.containers[0].env;
+        let values: Vec<&str> = env.iter().map(|(_, v)| v.as_str()).collect();
+        assert_eq!(
+            values,
+            [
+                "4398046511104",
+                "0",
+                "1000",
+                "0",
+                "1000000",
+                "4398046511104"
             ]
         );
     }

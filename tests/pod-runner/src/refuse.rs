@@ -243,6 +243,18 @@ fn env_fields(path: &str, var: &Value, out: &mut Vec<Unsupported>) {
                     ));
                 }
             }
+            "resourceFieldRef" => {
+                let resource = value.get("resource").and_then(Value::as_str).unwrap_or("");
+                if !crate::plan::RESOURCE_FIELDS.contains(&resource) {
+                    out.push(refusal(
+                        &format!("{field}.resource"),
+                        &format!(
+                            "{resource:?} is not one of {}",
+                            crate::plan::RESOURCE_FIELDS.join(", ")
+                        ),
+                    ));
+                }
+            }
             _ => out.push(refusal(&field, "not honoured")),
         }
     }

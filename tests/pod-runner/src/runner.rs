@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, PodStatus, Secret, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Node, Pod, PodStatus, Secret, Service, ServiceAccount,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::reflector::{self, Store};
@@ -91,6 +94,14 @@ pub enum RunnerError {
         /// Why.
         source: std::io::Error,
     },
+    /// The node cannot be read.
+    #[error("cannot read node {node}: {source}")]
+    Node {
+        /// The node.
+        node: String,
+        /// Why.
+        source: Box<kube::Error>,
+    },
     /// A watch ended before it listed its objects.
     #[error("the watch of {0} ended before its first list")]
     Watch(&'static str),
@@ -156,7 +167,15 @@ impl PodRunner {
         let (stop, stopped) = watch::channel(false);
         let install = config.install.clone().sharing(&config.dir);
         let groups = Groups::default();
+        let node = Api::<Node>::all(client.clone())
+            .get(&config.node)
+            .await
+            .map_err(|source| RunnerError::Node {
+                node: config.node.clone(),
+                source: Box::new(source),
+            })?;
         let runner = Runner {
+            allocatable: node.status.and_then(|s| s.allocatable).unwrap_or_default(),
             api: Api::namespaced(client.clone(), ns),
             client,
             tokens: BTreeMap::new(),
@@ -307,6 +326,8 @@ struct Worker {
 
 struct Runner {
     client: kube::Client,
+    /// The node's allocatable resources, read when the runner starts.
+    allocatable: BTreeMap<String, Quantity>,
     api: Api<Pod>,
     /// The ServiceAccount tokens of each pod (by UID), by audience.
     tokens: BTreeMap<String, BTreeMap<String, Token>>,
@@ -406,6 +427,7 @@ impl Runner {
             services: &objects.services,
             pod_dir: dir,
             node_dir: self.config.dir.join("node"),
+            node_allocatable: &self.allocatable,
             tokens: &tokens,
         };
         let has_worker = entry.worker.is_some();

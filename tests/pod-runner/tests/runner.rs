@@ -355,7 +355,9 @@ while true; do cat /etc/conf/greeting > /out/greeting.tmp; mv /out/greeting.tmp 
         {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
         {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
         {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
-        {"name": "BIND", "value": "--public-bind-addr=$(POD_IP)"},
+                {"name": "BIND", "value": "--public-bind-addr=$(POD_IP)"},
+        {"name": "POD_MEMORY_LIMIT", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory"}}},
+        {"name": "POD_CPU_REQUEST", "valueFrom": {"resourceFieldRef": {"resource": "requests.cpu", "divisor": "1"}}},
     ]);
     container["volumeMounts"] = json!([
         {"name": "out", "mountPath": "/out"},
@@ -446,6 +448,9 @@ while true; do cat /etc/conf/greeting > /out/greeting.tmp; mv /out/greeting.tmp 
         format!("POD_NAMESPACE={}", world.namespace),
         format!("BIND=--public-bind-addr={ip}"),
         "HOSTNAME=writer".to_owned(),
+        // The node's allocatable memory (4Ti: the harness's node), no request.
+        "POD_MEMORY_LIMIT=4398046511104".to_owned(),
+        "POD_CPU_REQUEST=0".to_owned(),
         format!("ROOK_CEPH_MON_A_SERVICE_HOST={mon_ip}"),
         "ROOK_CEPH_MON_A_SERVICE_PORT_TCP_MSGR2=3300".to_owned(),
         format!("ROOK_CEPH_MON_A_PORT_6789_TCP=tcp://{mon_ip}:6789"),
