@@ -30,9 +30,11 @@
 //!   chroot ROOT`): the runner runs `/bin/sh` of the root with a small script that bind-mounts
 //!   each volume at its `mountPath` (read-only where asked, ConfigMap and Secret volumes always)
 //!   in the process's own mount namespace, changes to `workingDir`, and `exec`s the container's
-//!   command. The runner's directory is shared into the root at its own path, and must be under
-//!   `/tmp`, whose mount points live in the process's private `/tmp`: nothing is left in the
-//!   shared root. Mounts go parents first, and are made read-only only once every mount point
+//!   command. Each start of a container gets a root of its own ([`rootfs`]: an overlay whose
+//!   lower layer is the Ceph root and whose writable layer is removed when it ends, as a
+//!   container runtime makes a new container), so nothing a container writes, its mount points
+//!   included, reaches the shared root; its probes run in that same root. The runner's
+//!   directory is shared into it at its own path (where the volumes are). Mounts go parents first, and are made read-only only once every mount point
 //!   exists, so a Secret mounted inside a ConfigMap's volume (Rook's `/etc/ceph` and
 //!   `/etc/ceph/keyring-store`) works. The container's `image` is reported but not pulled: every container runs
 //!   the root's programs.
@@ -96,6 +98,7 @@ pub mod plan;
 pub mod process;
 pub mod quantity;
 pub mod refuse;
+pub mod rootfs;
 pub mod runner;
 pub mod status;
 pub mod volumes;

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -28,6 +28,7 @@ use crate::plan::{
     ContainerPlan, PlanError, PlanInputs, PodPlan, ProbeKind, ProbePlan, VolumeFile, VolumeSource,
     plan_pod, token_audiences,
 };
+use crate::rootfs::Rootfs;
 use crate::status::{
     ContainerRun, Exit, PodRun, State, UNSUPPORTED_REASON, pending_status, pod_status,
 };
@@ -67,10 +68,10 @@ pub struct RunnerConfig {
     pub node: String,
     /// The namespace whose pods it runs.
     pub namespace: String,
-    /// Its directory (pods' volumes and logs under `pods/`, the node's `hostPath`s under
-    /// `node/`); under `/tmp` when the processes come from a root (see the crate's design).
+    /// Its directory (pods' volumes, logs and containers' writable layers under `pods/`, the
+    /// node's `hostPath`s under `node/`).
     pub dir: PathBuf,
-    /// Where the processes come from.
+    /// The root filesystem the processes come from (a root, not the host's programs).
     pub install: CephInstall,
     /// The pods' network.
     pub network: PodNetwork,
@@ -81,11 +82,11 @@ pub struct RunnerConfig {
 /// Why a runner cannot start.
 #[derive(Debug, thiserror::Error)]
 pub enum RunnerError {
-    /// Its directory would leave mount points in the shared root.
+    /// Its install is the host's programs: containers run from a root filesystem.
     #[error(
-        "the runner's directory {0} is not under /tmp: shared into the root, it would leave its mount points there"
+        "the pod runner runs containers from a root filesystem (CephInstall::root_from_env), not from the host"
     )]
-    DirNotUnderTmp(PathBuf),
+    NoRoot,
     /// Its directory cannot be made.
     #[error("cannot make the runner's directory {dir}: {source}")]
     Dir {
@@ -119,9 +120,9 @@ pub struct PodRunner {
 impl PodRunner {
     /// Starts serving `config`'s pods through `client`; returns once its watches listed.
     pub async fn start(client: kube::Client, config: RunnerConfig) -> Result<Self, RunnerError> {
-        if config.install.root_dir().is_some() && !config.dir.starts_with("/tmp") {
-            return Err(RunnerError::DirNotUnderTmp(config.dir));
-        }
+        let Some(lower) = config.install.root_dir().map(Path::to_path_buf) else {
+            return Err(RunnerError::NoRoot);
+        };
         std::fs::create_dir_all(&config.dir).map_err(|source| RunnerError::Dir {
             dir: config.dir.clone(),
             source,
@@ -165,7 +166,7 @@ impl PodRunner {
                 .map_err(|_| RunnerError::Watch("Services"))?;
         }
         let (stop, stopped) = watch::channel(false);
-        let install = config.install.clone().sharing(&config.dir);
+
         let groups = Groups::default();
         let node = Api::<Node>::all(client.clone())
             .get(&config.node)
@@ -181,7 +182,7 @@ impl PodRunner {
             tokens: BTreeMap::new(),
             groups: Arc::clone(&groups),
             config,
-            install,
+            lower,
             pods: BTreeMap::new(),
         };
         let stores = Stores {
@@ -333,8 +334,8 @@ struct Runner {
     tokens: BTreeMap<String, BTreeMap<String, Token>>,
     groups: Groups,
     config: RunnerConfig,
-    /// The install, with the runner's directory shared into the root.
-    install: CephInstall,
+    /// The root filesystem, the lower layer of every container's own.
+    lower: PathBuf,
     pods: BTreeMap<String, Entry>,
 }
 
@@ -501,7 +502,8 @@ impl Runner {
             ip,
             entry.dir.clone(),
             Arc::new(Shared {
-                install: self.install.clone(),
+                lower: self.lower.clone(),
+                runner_dir: self.config.dir.clone(),
                 netns: self.config.network.netns.clone(),
                 backoff: self.config.backoff,
                 groups: Arc::clone(&self.groups),
@@ -738,7 +740,10 @@ fn spawn_worker(plan: PodPlan, ip: IpAddr, dir: PathBuf, shared: Arc<Shared>) ->
 
 /// What every pod's containers share.
 struct Shared {
-    install: CephInstall,
+    /// The root filesystem.
+    lower: PathBuf,
+    /// Shared into each container's root (its pods' volumes are under it).
+    runner_dir: PathBuf,
     netns: Option<String>,
     backoff: Backoff,
     groups: Groups,
@@ -870,14 +875,26 @@ async fn run_once(
         .dir
         .join("logs")
         .join(format!("{}.log", container.name));
-    let mut child = match process::start(
-        &shared.install,
-        shared.netns.as_deref(),
-        &context.plan.name,
-        container,
-        &log,
-    ) {
-        Ok(child) => child,
+    // A root filesystem of its own for this run, as a container runtime makes a new
+    // container for each start; unmounted and removed when the run ends.
+    let layer = context.dir.join("containers").join(format!(
+        "{}-{}",
+        container.name,
+        started_at.as_nanosecond()
+    ));
+    let started = Rootfs::mount(&shared.lower, &layer).and_then(|rootfs| {
+        let install = CephInstall::root(rootfs.path()).sharing(&shared.runner_dir);
+        let child = process::start(
+            &install,
+            shared.netns.as_deref(),
+            &context.plan.name,
+            container,
+            &log,
+        )?;
+        Ok((rootfs, install, child))
+    });
+    let (_rootfs, install, mut child) = match started {
+        Ok(started) => started,
         Err(error) => {
             tracing::warn!(%error, container = container.name, "pod runner: cannot start");
             return Outcome::Exited(128);
@@ -908,7 +925,7 @@ async fn run_once(
         grace = stopped.wait_for(Option::is_some) => {
             Event::Stop(grace.map_or(Duration::ZERO, |g| g.unwrap_or_default()))
         }
-        kind = probe_until_failure(context, which) => Event::ProbeFailed(kind),
+        kind = probe_until_failure(context, which, &install) => Event::ProbeFailed(kind),
     };
     let outcome = match event {
         Event::Exited(code) => {
@@ -947,11 +964,15 @@ async fn run_once(
 /// others wait), then the liveness and readiness probes, each at its period; returns the kind
 /// of the first probe to fail for good (startup or liveness; a readiness probe only marks the
 /// container unready). Pending forever when no such probe fails.
-async fn probe_until_failure(context: &PodContext, which: Which) -> ProbeKind {
+async fn probe_until_failure(
+    context: &PodContext,
+    which: Which,
+    install: &CephInstall,
+) -> ProbeKind {
     let container = container_plan(context, which);
     let probe = |kind| container.probes.iter().find(|p| p.kind == kind);
     if let Some(startup) = probe(ProbeKind::Startup) {
-        if !probe_loop(context, which, startup).await {
+        if !probe_loop(context, which, install, startup).await {
             return ProbeKind::Startup;
         }
         update(context, which, |c| c.started = true);
@@ -959,7 +980,7 @@ async fn probe_until_failure(context: &PodContext, which: Which) -> ProbeKind {
     let liveness = async {
         match probe(ProbeKind::Liveness) {
             Some(liveness) => {
-                probe_loop(context, which, liveness).await;
+                probe_loop(context, which, install, liveness).await;
                 ProbeKind::Liveness
             }
             None => std::future::pending().await,
@@ -967,7 +988,7 @@ async fn probe_until_failure(context: &PodContext, which: Which) -> ProbeKind {
     };
     let readiness = async {
         match probe(ProbeKind::Readiness) {
-            Some(readiness) => probe_loop(context, which, readiness).await,
+            Some(readiness) => probe_loop(context, which, install, readiness).await,
             None => std::future::pending().await,
         }
     };
@@ -980,7 +1001,12 @@ async fn probe_until_failure(context: &PodContext, which: Which) -> ProbeKind {
 /// Runs `probe` at its period. A startup probe returns `true` once it succeeds and `false`
 /// once it failed `failure_threshold` times in a row; a liveness probe returns on that failure;
 /// a readiness probe never returns, and sets the container's readiness at each threshold.
-async fn probe_loop(context: &PodContext, which: Which, probe: &ProbePlan) -> bool {
+async fn probe_loop(
+    context: &PodContext,
+    which: Which,
+    install: &CephInstall,
+    probe: &ProbePlan,
+) -> bool {
     let container = container_plan(context, which);
     let shared = &context.shared;
     let log = context
@@ -995,7 +1021,7 @@ async fn probe_loop(context: &PodContext, which: Which, probe: &ProbePlan) -> bo
     let (mut successes, mut failures) = (0, 0);
     loop {
         let passed = match process::start(
-            &shared.install,
+            install,
             shared.netns.as_deref(),
             &context.plan.name,
             &probing,

@@ -345,6 +345,7 @@ if touch /etc/conf/x 2>/dev/null; then echo writable; else echo read-only; fi > 
 SA=/var/run/secrets/kubernetes.io/serviceaccount
 cat $SA/token > /out/sa-token; cat $SA/namespace > /out/sa-namespace; cat $SA/ca.crt > /out/sa-ca.crt
 cat /etc/podinfo/labels > /out/labels
+echo mine > /etc/cspr-written && cat /etc/cspr-written > /out/rootfs-write
 echo written > /out/written
 while true; do cat /etc/conf/greeting > /out/greeting.tmp; mv /out/greeting.tmp /out/greeting; sleep 0.1; done"#;
     let mut container = shell("main", main);
@@ -499,6 +500,29 @@ while true; do cat /etc/conf/greeting > /out/greeting.tmp; mv /out/greeting.tmp 
         Some(format!("system:serviceaccount:{}:default", world.namespace).as_str()),
         "the token is the pod's ServiceAccount's"
     );
+    // The container's root is its own (an overlay of the Ceph root): what it wrote and its
+    // mount points are not in the shared root.
+    assert_eq!(
+        world.read("rootfs-write"),
+        "mine\n",
+        "the container's root is writable"
+    );
+    let shared = CephInstall::root_from_env().unwrap();
+    let root = shared.root_dir().unwrap();
+    for path in [
+        "etc/cspr-written",
+        "out",
+        "scratch",
+        "etc/conf",
+        "etc/podinfo",
+        "run/secrets",
+    ] {
+        assert!(
+            !root.join(path).exists(),
+            "{} is in the shared root",
+            root.join(path).display()
+        );
+    }
     let ceph = world.read("ceph-version");
     assert!(
         ceph.starts_with("ceph version 18.2"),
