@@ -891,3 +891,116 @@ async fn exec_probes_gate_start_and_readiness_and_a_failed_liveness_probe_restar
     assert_eq!(starts.lines().count(), 2, "{starts}");
     world.stop().await;
 }
+
+/// A mon as Rook lays it out (simplified: its keyring made by an init container instead of
+/// Rook's Secret): the config from a ConfigMap projected at `/etc/ceph`, the mon's data and
+/// admin socket on the node's `hostPath`s, `--public-addr` from `fieldRef: status.podIP`, the
+/// store made by an init container, a startup probe on the admin socket.
+#[tokio::test]
+async fn a_rook_layout_mon_pod_runs_ceph_mon_reachable_at_its_pod_ip() {
+    let _serial = SERIAL.lock().await;
+    let world = World::start(5).await.unwrap();
+    let fsid = "6e7c1f1a-3c1e-4a57-9a4e-0c2b8f6f2d11";
+    world
+        .create(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "rook-config-override"},
+        "data": {"config": format!(
+            "[global]\nfsid = {fsid}\nauth_cluster_required = cephx\n\
+             auth_service_required = cephx\nauth_client_required = cephx\n\
+             mon_data_avail_crit = 0\nlog_to_stderr = true\nlog_file = \"\"\n"
+        )}}))
+        .await
+        .unwrap();
+    let data = "/var/lib/ceph/mon/ceph-a";
+    let keyring = format!("{data}/keyring");
+    let mon_host = "[v2:$(ROOK_POD_IP):3300,v1:$(ROOK_POD_IP):6789]";
+    let env =
+        json!([{"name": "ROOK_POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]);
+    let mounts = json!([
+        {"name": "rook-config-override", "mountPath": "/etc/ceph", "readOnly": true},
+        {"name": "ceph-daemon-data", "mountPath": data},
+        {"name": "ceph-daemons-sock-dir", "mountPath": "/run/ceph"},
+    ]);
+    let container = |name: &str, command: serde_json::Value, args: serde_json::Value| {
+        json!({"name": name, "image": "quay.io/ceph/ceph:v18.2.7", "command": command,
+               "args": args, "env": env, "volumeMounts": mounts})
+    };
+    let keyring_init = format!(
+        "ceph-authtool --create-keyring {keyring} --gen-key -n mon. --cap mon 'allow *' && \
+         ceph-authtool {keyring} --gen-key -n client.admin --cap mon 'allow *'"
+    );
+    let mkfs = format!(
+        "monmaptool --create --fsid {fsid} --addv a {mon_host} /tmp/monmap && \
+         ceph-mon --mkfs -i a --monmap /tmp/monmap --keyring {keyring} --mon-data {data}/data"
+    );
+    let mut mon = container(
+        "mon",
+        json!(["ceph-mon"]),
+        json!([
+            "--foreground",
+            "--id=a",
+            format!("--mon-data={data}/data"),
+            format!("--keyring={keyring}"),
+            "--public-addr=$(ROOK_POD_IP)",
+            format!("--mon-host={mon_host}"),
+            "--admin-socket=/run/ceph/ceph-mon.a.asok",
+        ]),
+    );
+    mon["startupProbe"] = json!({"exec": {"command": ["ceph", "--admin-daemon", "/run/ceph/ceph-mon.a.asok", "mon_status"]},
+                                 "periodSeconds": 2, "timeoutSeconds": 20, "failureThreshold": 30});
+    world
+        .create(pod("rook-ceph-mon-a", "Always", json!({
+            "initContainers": [
+                container("keyring", json!(["/bin/sh", "-c"]), json!([keyring_init])),
+                container("init-mon-fs", json!(["/bin/sh", "-c"]), json!([mkfs])),
+            ],
+            "containers": [mon],
+            "volumes": [
+                {"name": "rook-config-override", "projected": {"sources": [
+                    {"configMap": {"name": "rook-config-override", "items": [{"key": "config", "path": "ceph.conf", "mode": 0o444}]}},
+                ]}},
+                {"name": "ceph-daemon-data", "hostPath": {"path": "/var/lib/rook/mon-a/data", "type": "DirectoryOrCreate"}},
+                {"name": "ceph-daemons-sock-dir", "hostPath": {"path": "/var/lib/rook/exporter", "type": "DirectoryOrCreate"}},
+            ],
+        })))
+        .await
+        .unwrap();
+    let ready = world
+        .pod_until(
+            "rook-ceph-mon-a",
+            "Ready (its startup probe on the admin socket passed)",
+            |p| condition(p, "Ready").as_deref() == Some("True"),
+        )
+        .await
+        .unwrap();
+    let ip = ready.status.unwrap().pod_ip.unwrap();
+
+    // A client in the pods' network namespace reaches the mon at the pod IP the status reports.
+    let node_data = world.dir.path().join("node/var/lib/rook/mon-a/data");
+    let quorum = CephInstall::root_from_env()
+        .unwrap()
+        .sharing(&node_data)
+        .command("ceph", Some(&world.netns.name))
+        .args([
+            "-c",
+            "/dev/null",
+            "--mon-host",
+            &ip,
+            "-n",
+            "client.admin",
+            "--keyring",
+        ])
+        .arg(node_data.join("keyring"))
+        .args(["quorum_status", "-f", "json", "--connect-timeout", "30"])
+        .output(Duration::from_secs(60))
+        .await
+        .unwrap();
+    let quorum: serde_json::Value = serde_json::from_slice(&quorum).unwrap();
+    assert_eq!(quorum["quorum_names"], json!(["a"]), "{quorum}");
+    let addr = quorum["monmap"]["mons"][0]["public_addr"].as_str().unwrap();
+    assert!(
+        addr.starts_with(&format!("{ip}:6789")),
+        "mon.a at {addr}, the pod's IP {ip}"
+    );
+    world.stop().await;
+}
