@@ -62,21 +62,25 @@
 //!   policy decides, the readiness probe sets the container's readiness. Status: phase,
 //!   `PodScheduled`, `Initialized`, `ContainersReady`, `Ready`, pod IP, each container's state,
 //!   last state, `started`, `ready` and restart count.
+//! - *Environment*: as the kubelet builds it: `envFrom`, then `env` (values, ConfigMap and
+//!   Secret keys, the pod's fields, `resourceFieldRef`: with no requests or limits (they are
+//!   refused, below) a limit is the node's allocatable amount and a request 0, as on a
+//!   kubelet), `$(VAR)` expanded, then the Services' variables (`<NAME>_SERVICE_HOST`, ... of
+//!   the namespace's Services unless `enableServiceLinks: false`, and of `default/kubernetes`
+//!   always), and `HOSTNAME`, `PATH`, `HOME`.
+//! - *DNS*: the pod's `resolv.conf` as the kubelet writes it, mounted at `/etc/resolv.conf`:
+//!   `ClusterFirst` with the cluster DNS the runner is given (`--cluster-dns`), `None` and
+//!   `dnsConfig`; `Default` (and `ClusterFirst` when the runner has no cluster DNS, as such a
+//!   kubelet falls back) keeps the root's. The cluster's DNS server itself is not the runner's
+//!   (issue 35's item 3).
 //! - *Refused by name* (the pod stays Pending, `status.reason` and the conditions' reason
 //!   [`status::UNSUPPORTED_REASON`], the message listing each field): probes other than exec
-//!   (HTTP, TCP, gRPC), lifecycle hooks,
-//!   resources with requests or limits, a pod security context, a container security context
-//!   asking anything but root, privileged, on a writable root (what the runner does), volume
-//!   types other than those above, projections other than ConfigMap, Secret, downward API and
-//!   ServiceAccount token, downward API fields other than the pod's metadata, `subPath`, host ports, sidecars,
-//!   `dnsPolicy` other than `Default`, host network, and any field not listed in [`refuse`]. A
-//!   pod therefore sets `dnsPolicy: Default` (the cluster's DNS in the pod is issue 35's item 3).
-//! - *Environment*: as the kubelet builds it: `envFrom`, then `env` (values, ConfigMap and
-//!   Secret keys, the pod's fields, `resourceFieldRef`: with no requests or limits (refused
-//!   above) a limit is the node's allocatable amount and a request 0, as on a kubelet),
-//!   `$(VAR)` expanded, then the Services' variables
-//!   (`<NAME>_SERVICE_HOST`, ... of the namespace's Services unless `enableServiceLinks:
-//!   false`, and of `default/kubernetes` always), and `HOSTNAME`, `PATH`, `HOME`.
+//!   (HTTP, TCP, gRPC), lifecycle hooks, resources with requests or limits, a pod security
+//!   context, a container security context asking anything but root, privileged, on a
+//!   writable root (what the runner does; `privileged: false` included), volume types other
+//!   than those above, projections other than ConfigMap, Secret, downward API and
+//!   ServiceAccount token, downward API fields other than the pod's metadata, `subPath`, host
+//!   ports, sidecars, host network, PID or IPC, and any field not listed in [`refuse`].
 //! - *Not honoured, and not a field*: the processes share the host's PID, IPC and UTS
 //!   namespaces (their hostname is the machine's) and run as root without cgroups; no
 //!   termination message is read (the API server's default `terminationMessagePath` is
@@ -103,6 +107,7 @@ pub mod runner;
 pub mod status;
 pub mod volumes;
 
+pub use plan::ClusterDns;
 pub use runner::{Backoff, PodNetwork, PodRunner, RunnerConfig, RunnerError};
 
 /// The label that leaves a pod to the runner whose name is its value (kwok's derived stages

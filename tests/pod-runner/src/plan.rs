@@ -54,6 +54,95 @@ pub struct PlanInputs<'a> {
     /// limits may use, for `resourceFieldRef`.
     pub node_allocatable:
         &'a BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+    /// The cluster's DNS (the kubelet's `--cluster-dns` and `--cluster-domain`), if any.
+    pub cluster_dns: Option<&'a ClusterDns>,
+    /// The node's `resolv.conf` (the root's), for `dnsPolicy: Default` with a `dnsConfig`.
+    pub node_resolv_conf: &'a str,
+}
+
+/// The cluster's DNS, as the kubelet is told it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterDns {
+    /// The DNS Service's IP (`--cluster-dns`).
+    pub nameserver: IpAddr,
+    /// The cluster's domain (`--cluster-domain`, `cluster.local`).
+    pub domain: String,
+}
+
+/// Nameservers, search domains and options of a `resolv.conf`.
+type Resolver = (Vec<String>, Vec<String>, Vec<(String, Option<String>)>);
+
+/// The `resolv.conf` the kubelet writes for `pod`, or `None` when the pod keeps the node's
+/// (the root's). `ClusterFirst` without a cluster DNS falls back to `Default`, as on a kubelet
+/// that has none.
+pub fn resolv_conf(pod: &Pod, inputs: &PlanInputs<'_>) -> Option<String> {
+    let spec = pod.spec.as_ref()?;
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
+    let config = spec.dns_config.as_ref();
+    let policy = spec.dns_policy.as_deref().unwrap_or("ClusterFirst");
+    let cluster_first = matches!(policy, "ClusterFirst" | "ClusterFirstWithHostNet");
+    let (mut servers, mut search, mut options): Resolver = match (policy, inputs.cluster_dns) {
+        (_, Some(dns)) if cluster_first => {
+            let domain = &dns.domain;
+            (
+                vec![dns.nameserver.to_string()],
+                vec![
+                    format!("{namespace}.svc.{domain}"),
+                    format!("svc.{domain}"),
+                    domain.clone(),
+                ],
+                vec![("ndots".to_owned(), Some("5".to_owned()))],
+            )
+        }
+        ("None", _) => (Vec::new(), Vec::new(), Vec::new()),
+        _ => {
+            config?;
+            parse_resolv_conf(inputs.node_resolv_conf)
+        }
+    };
+    if let Some(config) = config {
+        servers.extend(config.nameservers.iter().flatten().cloned());
+        search.extend(config.searches.iter().flatten().cloned());
+        for option in config.options.iter().flatten() {
+            let name = option.name.clone().unwrap_or_default();
+            options.retain(|(n, _)| *n != name);
+            options.push((name, option.value.clone()));
+        }
+    }
+    let mut text: String = servers
+        .iter()
+        .take(3)
+        .map(|s| format!("nameserver {s}\n"))
+        .collect();
+    if !search.is_empty() {
+        text.push_str(&format!("search {}\n", search.join(" ")));
+    }
+    if !options.is_empty() {
+        let options: Vec<String> = options
+            .iter()
+            .map(|(n, v)| v.as_ref().map_or_else(|| n.clone(), |v| format!("{n}:{v}")))
+            .collect();
+        text.push_str(&format!("options {}\n", options.join(" ")));
+    }
+    Some(text)
+}
+
+/// A `resolv.conf`'s nameservers, search domains and options.
+fn parse_resolv_conf(text: &str) -> Resolver {
+    let (mut servers, mut search, mut options) = (Vec::new(), Vec::new(), Vec::new());
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        match words.next() {
+            Some("nameserver") => servers.extend(words.next().map(str::to_owned)),
+            Some("search" | "domain") => search = words.map(str::to_owned).collect(),
+            Some("options") => options.extend(words.map(|w| match w.split_once(':') {
+                Some((n, v)) => (n.to_owned(), Some(v.to_owned())),
+                None => (w.to_owned(), None),
+            })),
+            _ => {}
+        }
+    }
+    (servers, search, options)
 }
 
 /// The environment variables the kubelet gives a container for the Services (Docker links
@@ -201,6 +290,11 @@ pub struct PodPlan {
     pub init_containers: Vec<ContainerPlan>,
     /// Its containers, run together once every init container succeeded.
     pub containers: Vec<ContainerPlan>,
+    /// The `resolv.conf` to write at [`PodPlan::resolv_conf_path`] (mounted at
+    /// `/etc/resolv.conf` in every container), if the pod does not keep the root's.
+    pub resolv_conf: Option<String>,
+    /// Where its `resolv.conf` is written (in the pod's directory).
+    pub resolv_conf_path: PathBuf,
 }
 
 /// A volume and where it is on the host.
@@ -372,6 +466,8 @@ pub fn plan_pod(pod: &Pod, inputs: &PlanInputs<'_>) -> Result<PodPlan, PlanError
             .map(|(i, c)| plan_container(&format!("spec.{which}[{i}]"), c, pod, &volumes, inputs))
             .collect()
     };
+    let resolv = resolv_conf(pod, inputs);
+    let resolv_path = inputs.pod_dir.join("resolv.conf");
     Ok(PodPlan {
         namespace: meta.namespace.clone().unwrap_or_default(),
         name: meta.name.clone().unwrap_or_default(),
@@ -387,13 +483,44 @@ pub fn plan_pod(pod: &Pod, inputs: &PlanInputs<'_>) -> Result<PodPlan, PlanError
                 .max(0)
                 .unsigned_abs(),
         ),
-        init_containers: containers(
-            spec.init_containers.as_deref().unwrap_or_default(),
-            "initContainers",
-        )?,
-        containers: containers(&spec.containers, "containers")?,
+        init_containers: with_resolv_conf(
+            containers(
+                spec.init_containers.as_deref().unwrap_or_default(),
+                "initContainers",
+            )?,
+            resolv.as_ref(),
+            &resolv_path,
+        ),
+        containers: with_resolv_conf(
+            containers(&spec.containers, "containers")?,
+            resolv.as_ref(),
+            &resolv_path,
+        ),
+        resolv_conf: resolv,
+        resolv_conf_path: resolv_path,
         volumes,
     })
+}
+
+/// `containers` with the pod's `resolv.conf` mounted at `/etc/resolv.conf`, when it has one.
+fn with_resolv_conf(
+    mut containers: Vec<ContainerPlan>,
+    resolv: Option<&String>,
+    path: &Path,
+) -> Vec<ContainerPlan> {
+    if resolv.is_some() {
+        for container in &mut containers {
+            container.mounts.push(Mount {
+                host: path.to_path_buf(),
+                container: "/etc/resolv.conf".to_owned(),
+                read_only: true,
+            });
+            container
+                .mounts
+                .sort_by_key(|m| Path::new(&m.container).components().count());
+        }
+    }
+    containers
 }
 
 fn plan_volume(
@@ -960,6 +1087,7 @@ mod tests {
         tokens: BTreeMap<String, String>,
         services: Vec<Service>,
         allocatable: BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+        dns: Option<ClusterDns>,
     }
 
     impl World {
@@ -982,6 +1110,7 @@ mod tests {
                 services: Vec::new(),
                 allocatable: serde_json::from_value(json!({"cpu": "1000", "memory": "4Ti"}))
                     .unwrap(),
+                dns: None,
             }
         }
 
@@ -995,6 +1124,8 @@ mod tests {
                 tokens: &self.tokens,
                 services: &self.services,
                 node_allocatable: &self.allocatable,
+                cluster_dns: self.dns.as_ref(),
+                node_resolv_conf: "nameserver 192.0.2.53\nsearch example.org\n",
             }
         }
     }
@@ -1389,6 +1520,59 @@ mod tests {
                 "1000000",
                 "4398046511104"
             ]
+        );
+    }
+
+    #[test]
+    fn resolv_conf_follows_the_dns_policy_as_the_kubelet_writes_it() {
+        let mut world = World::new();
+        let resolv = |world: &World, dns: serde_json::Value| {
+            let mut spec = base(json!({}));
+            for (k, v) in dns.as_object().unwrap() {
+                spec[k] = v.clone();
+            }
+            plan_pod(&pod(spec), &world.inputs()).unwrap().resolv_conf
+        };
+        let options = json!({"nameservers": ["10.0.0.1"], "searches": ["x.test"],
+                             "options": [{"name": "ndots", "value": "2"}, {"name": "edns0"}]});
+        // No cluster DNS: ClusterFirst falls back to the node's file, as on such a kubelet.
+        assert_eq!(resolv(&world, json!({"dnsPolicy": "ClusterFirst"})), None);
+        assert_eq!(resolv(&world, json!({"dnsPolicy": "Default"})), None);
+        assert_eq!(
+            resolv(
+                &world,
+                json!({"dnsPolicy": "Default", "dnsConfig": options})
+            )
+            .as_deref(),
+            Some(
+                "nameserver 192.0.2.53\nnameserver 10.0.0.1\nsearch example.org x.test\noptions ndots:2 edns0\n"
+            )
+        );
+        world.dns = Some(ClusterDns {
+            nameserver: "10.96.0.10".parse().unwrap(),
+            domain: "cluster.local".to_owned(),
+        });
+        assert_eq!(
+            resolv(&world, json!({"dnsPolicy": "ClusterFirst"})).as_deref(),
+            Some(
+                "nameserver 10.96.0.10\nsearch rook.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5\n"
+            )
+        );
+        assert_eq!(
+            resolv(&world, json!({"dnsPolicy": "None", "dnsConfig": options})).as_deref(),
+            Some("nameserver 10.0.0.1\nsearch x.test\noptions ndots:2 edns0\n")
+        );
+        let mut spec = base(json!({}));
+        spec["dnsPolicy"] = json!("ClusterFirst");
+        let plan = plan_pod(&pod(spec), &world.inputs()).unwrap();
+        let mount = plan.containers[0]
+            .mounts
+            .iter()
+            .find(|m| m.container == "/etc/resolv.conf")
+            .unwrap();
+        assert_eq!(
+            (mount.host.as_path(), mount.read_only),
+            (Path::new("/run/pods/u-1/resolv.conf"), true)
         );
     }
 

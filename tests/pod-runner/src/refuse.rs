@@ -2,7 +2,7 @@
 //!
 //! The pod spec is walked as the JSON the API server stores (its field names, so a refusal
 //! names the field as `kubectl explain` does): every field present is either honoured, allowed
-//! only at a value whose meaning the runner gives (`dnsPolicy: Default`), a scheduling
+//! only at a value whose meaning the runner gives (`hostNetwork: false`), a scheduling
 //! field the scheduler has already acted on when the pod is bound, or refused. A field this
 //! module does not know (a newer API's) is refused too: nothing is ignored silently.
 
@@ -75,15 +75,8 @@ pub fn unsupported_fields(spec: &Value) -> Vec<Unsupported> {
             "terminationGracePeriodSeconds" => {}
             // The Services' environment variables are given (`plan::service_env`).
             "enableServiceLinks" => {}
-            "dnsPolicy" => {
-                if value.as_str() != Some("Default") {
-                    out.push(refusal(
-                        &field,
-                        "no cluster DNS is configured in the pod: only Default (the root \
-                         filesystem's resolv.conf) is honoured",
-                    ));
-                }
-            }
+            // The pod's resolv.conf, as the kubelet writes it (`plan::resolv_conf`).
+            "dnsPolicy" | "dnsConfig" => {}
             "hostNetwork"
             | "hostPID"
             | "hostIPC"
@@ -415,7 +408,6 @@ mod tests {
             .push(json!({"name": "H", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}}));
         spec["containers"][0]["ports"] = json!([{"containerPort": 80, "hostPort": 80}]);
         spec["initContainers"] = json!([{"name": "s", "restartPolicy": "Always"}]);
-        spec["dnsPolicy"] = json!("ClusterFirst");
         spec["hostNetwork"] = json!(true);
         spec["securityContext"] = json!({"runAsUser": 167});
         spec["readinessGates"] = json!([{"conditionType": "x"}]);
@@ -430,7 +422,6 @@ mod tests {
                 "spec.containers[0].ports[0].hostPort",
                 "spec.containers[0].resources.limits",
                 "spec.containers[0].volumeMounts[0].subPath",
-                "spec.dnsPolicy",
                 "spec.hostNetwork",
                 "spec.initContainers[0].restartPolicy",
                 "spec.readinessGates",
@@ -444,16 +435,14 @@ mod tests {
     }
 
     #[test]
-    fn the_default_dns_policy_is_refused_with_the_fix() {
-        let mut spec = defaulted();
-        spec["dnsPolicy"] = json!("ClusterFirst");
-        let refused = unsupported_fields(&spec);
-        assert_eq!(refused.len(), 1);
-        assert!(
-            refused[0].to_string().contains("only Default"),
-            "{}",
-            refused[0]
-        );
+    fn every_dns_policy_and_a_dns_config_are_accepted() {
+        for policy in ["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"] {
+            let mut spec = defaulted();
+            spec["dnsPolicy"] = json!(policy);
+            spec["dnsConfig"] =
+                json!({"nameservers": ["10.0.0.1"], "options": [{"name": "ndots", "value": "2"}]});
+            assert_eq!(fields(spec), Vec::<String>::new(), "{policy}");
+        }
     }
 
     #[test]

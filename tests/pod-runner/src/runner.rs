@@ -25,8 +25,8 @@ use tokio::task::JoinHandle;
 
 use crate::MARKER;
 use crate::plan::{
-    ContainerPlan, PlanError, PlanInputs, PodPlan, ProbeKind, ProbePlan, VolumeFile, VolumeSource,
-    plan_pod, token_audiences,
+    ClusterDns, ContainerPlan, PlanError, PlanInputs, PodPlan, ProbeKind, ProbePlan, VolumeFile,
+    VolumeSource, plan_pod, token_audiences,
 };
 use crate::rootfs::Rootfs;
 use crate::status::{
@@ -77,6 +77,9 @@ pub struct RunnerConfig {
     pub network: PodNetwork,
     /// The restart back-off.
     pub backoff: Backoff,
+    /// The cluster's DNS, for `dnsPolicy: ClusterFirst` (without it such pods keep the root's
+    /// `resolv.conf`, as on a kubelet without `--cluster-dns`).
+    pub cluster_dns: Option<ClusterDns>,
 }
 
 /// Why a runner cannot start.
@@ -176,6 +179,8 @@ impl PodRunner {
                 source: Box::new(source),
             })?;
         let runner = Runner {
+            node_resolv_conf: std::fs::read_to_string(lower.join("etc/resolv.conf"))
+                .unwrap_or_default(),
             allocatable: node.status.and_then(|s| s.allocatable).unwrap_or_default(),
             api: Api::namespaced(client.clone(), ns),
             client,
@@ -327,6 +332,8 @@ struct Worker {
 
 struct Runner {
     client: kube::Client,
+    /// The root's `/etc/resolv.conf`, the node's.
+    node_resolv_conf: String,
     /// The node's allocatable resources, read when the runner starts.
     allocatable: BTreeMap<String, Quantity>,
     api: Api<Pod>,
@@ -429,6 +436,8 @@ impl Runner {
             pod_dir: dir,
             node_dir: self.config.dir.join("node"),
             node_allocatable: &self.allocatable,
+            cluster_dns: self.config.cluster_dns.as_ref(),
+            node_resolv_conf: &self.node_resolv_conf,
             tokens: &tokens,
         };
         let has_worker = entry.worker.is_some();
@@ -483,6 +492,13 @@ impl Runner {
             return Ok(());
         }
         entry.ip = Some(ip);
+        if let Some(resolv) = &plan.resolv_conf {
+            let path = &plan.resolv_conf_path;
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            }
+            std::fs::write(path, resolv).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
         if let (Some(ip), Some(device), false) =
             (entry.ip, &self.config.network.device, entry.ip_added)
         {

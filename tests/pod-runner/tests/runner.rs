@@ -15,7 +15,7 @@ use anyhow::{Context, bail};
 use clusterset_e2e::local::{LocalCluster, NODE, Release, Tools};
 use clusterset_e2e::{kubeconfig_client, wait_for};
 use clusterset_pod_runner::kwok::kwok_stages_leaving_marked_pods;
-use clusterset_pod_runner::{Backoff, MARKER, PodNetwork, PodRunner, RunnerConfig};
+use clusterset_pod_runner::{Backoff, ClusterDns, MARKER, PodNetwork, PodRunner, RunnerConfig};
 use k8s_openapi::api::authentication::v1::TokenReview;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, Service, ServiceAccount};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -164,6 +164,11 @@ impl World {
                 initial: Duration::from_millis(500),
                 max: Duration::from_secs(2),
             },
+            // As kubeadm's clusters have it (the suite's clusters run no DNS: nothing answers).
+            cluster_dns: Some(ClusterDns {
+                nameserver: "10.96.0.10".parse().unwrap(),
+                domain: "cluster.local".to_owned(),
+            }),
         };
         let runner = PodRunner::start(client.clone(), config).await?;
         Ok(World {
@@ -241,9 +246,8 @@ impl World {
     }
 }
 
-/// A pod for the runner: its label, and the one thing the runner needs a pod spec to say
-/// (`dnsPolicy: Default`: the root's DNS); otherwise as the API server defaults it (the token
-/// volume, the Services' variables).
+/// A pod for the runner: its label; otherwise as the API server defaults it (the token volume,
+/// the Services' variables, `dnsPolicy: ClusterFirst`).
 fn pod(name: &str, policy: &str, spec: serde_json::Value) -> serde_json::Value {
     let mut pod = json!({
         "apiVersion": "v1", "kind": "Pod",
@@ -251,7 +255,7 @@ fn pod(name: &str, policy: &str, spec: serde_json::Value) -> serde_json::Value {
         "spec": {
             "restartPolicy": policy, "terminationGracePeriodSeconds": 5,
 
-            "dnsPolicy": "Default",
+
             "volumes": [{"name": "out", "hostPath": {"path": "/var/lib/cspr", "type": "DirectoryOrCreate"}}],
         },
     });
@@ -345,6 +349,7 @@ if touch /etc/conf/x 2>/dev/null; then echo writable; else echo read-only; fi > 
 SA=/var/run/secrets/kubernetes.io/serviceaccount
 cat $SA/token > /out/sa-token; cat $SA/namespace > /out/sa-namespace; cat $SA/ca.crt > /out/sa-ca.crt
 cat /etc/podinfo/labels > /out/labels
+cat /etc/resolv.conf > /out/resolv.conf
 echo mine > /etc/cspr-written && cat /etc/cspr-written > /out/rootfs-write
 echo written > /out/written
 while true; do cat /etc/conf/greeting > /out/greeting.tmp; mv /out/greeting.tmp /out/greeting; sleep 0.1; done"#;
@@ -473,6 +478,14 @@ while true; do cat /etc/conf/greeting > /out/greeting.tmp; mv /out/greeting.tmp 
         "the Secret's file, mounted inside the ConfigMap's"
     );
     assert_eq!(world.read("pwd"), "/work\n", "workingDir");
+    assert_eq!(
+        world.read("resolv.conf"),
+        format!(
+            "nameserver 10.96.0.10\nsearch {}.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5\n",
+            world.namespace
+        ),
+        "dnsPolicy ClusterFirst (the API server's default)"
+    );
     assert_eq!(
         world.read("labels"),
         "clusterset.io/pod-runner=\"lab\"\n",
