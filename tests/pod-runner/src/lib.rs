@@ -76,11 +76,14 @@
 //! - *Refused by name* (the pod stays Pending, `status.reason` and the conditions' reason
 //!   [`status::UNSUPPORTED_REASON`], the message listing each field): probes other than exec
 //!   (HTTP, TCP, gRPC), lifecycle hooks, resources with requests or limits, a pod security
-//!   context, a container security context asking anything but root, privileged, on a
-//!   writable root (what the runner does; `privileged: false` included), volume types other
-//!   than those above, projections other than ConfigMap, Secret, downward API and
+//!   context, a container security context asking for anything but what the runner does
+//!   (root, a writable root filesystem, `privileged`, capabilities added and dropped), volume
+//!   types other than those above, projections other than ConfigMap, Secret, downward API and
 //!   ServiceAccount token, downward API fields other than the pod's metadata, `subPath`, host
 //!   ports, sidecars, host network, PID or IPC, and any field not listed in [`refuse`].
+//! - *Capabilities*: a container that is not privileged gets the container runtimes' default
+//!   set (`CapBnd` `a80425fb`), changed by its `capabilities.add` and `drop`, as its bounding
+//!   set (the root's `setpriv`, after the mounts); a privileged one keeps every capability.
 //! - *Not honoured, and not a field*: the processes share the host's PID, IPC and UTS
 //!   namespaces (their hostname is the machine's) and run as root without cgroups; no
 //!   termination message is read (the API server's default `terminationMessagePath` is

@@ -351,6 +351,59 @@ pub struct ContainerPlan {
     pub mounts: Vec<Mount>,
     /// Its exec probes.
     pub probes: Vec<ProbePlan>,
+    /// Its capabilities (the bounding set of its processes, names as `setpriv` takes them:
+    /// `net_admin`), or `None` for all of them (privileged).
+    pub capabilities: Option<Vec<String>>,
+}
+
+/// The capabilities container runtimes (containerd, CRI-O, Docker) give a container that is
+/// not privileged.
+pub const DEFAULT_CAPABILITIES: &[&str] = &[
+    "chown",
+    "dac_override",
+    "fsetid",
+    "fowner",
+    "mknod",
+    "net_raw",
+    "setgid",
+    "setuid",
+    "setfcap",
+    "setpcap",
+    "net_bind_service",
+    "sys_chroot",
+    "kill",
+    "audit_write",
+];
+
+/// A container's capabilities: all when privileged (`None`), else the default set with its
+/// `drop`s removed (`ALL`: every one) and its `add`s added.
+fn capabilities(container: &Container) -> Option<Vec<String>> {
+    let context = container.security_context.as_ref();
+    if context.and_then(|c| c.privileged) == Some(true) {
+        return None;
+    }
+    let name = |n: &String| n.to_lowercase().trim_start_matches("cap_").to_owned();
+    let caps = context.and_then(|c| c.capabilities.as_ref());
+    let drop: Vec<String> = caps
+        .iter()
+        .flat_map(|c| c.drop.iter().flatten())
+        .map(name)
+        .collect();
+    let mut set: Vec<String> = if drop.iter().any(|d| d == "all") {
+        Vec::new()
+    } else {
+        DEFAULT_CAPABILITIES
+            .iter()
+            .map(|c| (*c).to_owned())
+            .filter(|c| !drop.contains(c))
+            .collect()
+    };
+    for add in caps.iter().flat_map(|c| c.add.iter().flatten()).map(name) {
+        if !set.contains(&add) {
+            set.push(add);
+        }
+    }
+    Some(set)
 }
 
 /// Which probe.
@@ -870,6 +923,7 @@ fn plan_container(
         working_dir: container.working_dir.clone().filter(|d| !d.is_empty()),
         mounts,
         probes: probes(container),
+        capabilities: capabilities(container),
     })
 }
 
@@ -1574,6 +1628,29 @@ mod tests {
             (mount.host.as_path(), mount.read_only),
             (Path::new("/run/pods/u-1/resolv.conf"), true)
         );
+    }
+
+    #[test]
+    fn capabilities_are_the_runtimes_defaults_changed_by_the_security_context() {
+        let world = World::new();
+        let caps = |context: serde_json::Value| {
+            let spec = base(
+                json!({"containers": [{"name": "m", "command": ["x"], "securityContext": context}]}),
+            );
+            plan_pod(&pod(spec), &world.inputs()).unwrap().containers[0]
+                .capabilities
+                .clone()
+        };
+        assert_eq!(caps(json!({})).unwrap().len(), 14);
+        assert_eq!(caps(json!({"privileged": true})), None);
+        assert_eq!(
+            caps(
+                json!({"privileged": false, "capabilities": {"drop": ["ALL"], "add": ["NET_ADMIN", "CAP_SYS_ADMIN"]}})
+            ),
+            Some(vec!["net_admin".to_owned(), "sys_admin".to_owned()])
+        );
+        let dropped = caps(json!({"capabilities": {"drop": ["NET_RAW"]}})).unwrap();
+        assert!(!dropped.contains(&"net_raw".to_owned()) && dropped.len() == 13);
     }
 
     #[test]

@@ -22,12 +22,14 @@ const BASE_ENV: &[(&str, &str)] = &[
 ];
 
 /// Run inside the root, in the process's own mount namespace:
-/// `sh -ec SCRIPT container WORKDIR [HOST TARGET]... -- [READ-ONLY TARGET]... -- COMMAND ARGS...`:
+/// `sh -ec SCRIPT container WORKDIR CAPS [HOST TARGET]... -- [READ-ONLY TARGET]... -- COMMAND
+/// ARGS...`:
 /// each volume bind-mounted at its target (a file onto a file; parents before the volumes
 /// inside them, as the plan orders them), then the read-only ones made read-only (after every
 /// mount point was made, so a volume inside a read-only one still gets its mount point), then
-/// the command.
-const CONTAINER_SCRIPT: &str = r#"workdir=$1; shift
+/// the command, with the capability bounding set `CAPS` (`,+chown,+kill...`; `all`: unchanged)
+/// through the root's `setpriv`.
+const CONTAINER_SCRIPT: &str = r#"workdir=$1; caps=$2; shift 2
 while [ "$1" != -- ]; do
   if [ -d "$1" ]; then mkdir -p "$2"; else mkdir -p "$(dirname "$2")"; [ -e "$2" ] || : > "$2"; fi
   mount --bind "$1" "$2"
@@ -35,7 +37,8 @@ while [ "$1" != -- ]; do
 done; shift
 while [ "$1" != -- ]; do mount -o remount,bind,ro "$1"; shift; done; shift
 if [ -n "$workdir" ]; then mkdir -p "$workdir"; cd "$workdir"; fi
-exec "$@""#;
+if [ "$caps" = all ]; then exec "$@"; fi
+exec setpriv --inh-caps=-all --bounding-set="-all$caps" -- "$@""#;
 
 /// Starts `container` of pod `pod_name`: from `install` (its `shared` directories must hold
 /// the volumes' host paths), in `netns` when given, its output appended to `log`, as the leader
@@ -50,7 +53,11 @@ pub fn start(
     let mut line = install
         .command("/bin/sh", netns)
         .args(["-ec", CONTAINER_SCRIPT, "container"])
-        .arg(container.working_dir.clone().unwrap_or_default());
+        .arg(container.working_dir.clone().unwrap_or_default())
+        .arg(match &container.capabilities {
+            None => "all".to_owned(),
+            Some(caps) => caps.iter().map(|c| format!(",+{c}")).collect(),
+        });
     for mount in &container.mounts {
         line = line.arg(mount.host.as_os_str()).arg(&mount.container);
     }

@@ -171,7 +171,8 @@ fn container_fields(path: &str, container: &Value, init: bool, out: &mut Vec<Uns
                     if !is_empty(value) && !runs_as_it_says(key, value) {
                         out.push(refusal(
                             &format!("{field}.{key}"),
-                            "the processes run as root, privileged, on a writable root",
+                            "the processes run as root, on a writable root, with the default \
+                             capabilities (all if privileged) and the capabilities added or dropped",
                         ));
                     }
                 }
@@ -203,15 +204,20 @@ fn container_fields(path: &str, container: &Value, init: bool, out: &mut Vec<Uns
     }
 }
 
-/// Whether a container's `securityContext` field says what the runner does anyway: its
-/// processes run as root (user and group 0), privileged, with privilege escalation, on a
-/// writable root filesystem (Rook's daemons ask for exactly `runAsUser: 0`,
-/// `runAsNonRoot: false`, `readOnlyRootFilesystem: false`; its OSDs `privileged: true`).
+/// Whether the runner does what a container's `securityContext` field asks: its processes
+/// run as root (user and group 0), with privilege escalation, on a writable root filesystem,
+/// with the container runtimes' default capabilities, or all of them if `privileged`, and the
+/// capabilities `add`ed or `drop`ped (Rook's daemons ask for `runAsUser: 0`,
+/// `runAsNonRoot: false`, `readOnlyRootFilesystem: false`, `privileged` true or false).
 fn runs_as_it_says(key: &str, value: &Value) -> bool {
     match key {
         "runAsUser" | "runAsGroup" => value.as_i64() == Some(0),
         "runAsNonRoot" | "readOnlyRootFilesystem" => value == &Value::Bool(false),
-        "privileged" | "allowPrivilegeEscalation" => value == &Value::Bool(true),
+        "allowPrivilegeEscalation" => value == &Value::Bool(true),
+        "privileged" => value.is_boolean(),
+        "capabilities" => value
+            .as_object()
+            .is_some_and(|o| o.keys().all(|k| k == "add" || k == "drop")),
         _ => false,
     }
 }
@@ -450,18 +456,17 @@ mod tests {
         let mut spec = defaulted();
         spec["containers"][0]["securityContext"] = json!({
             "runAsUser": 0, "runAsNonRoot": false, "readOnlyRootFilesystem": false,
-            "privileged": true, "capabilities": null,
+            "privileged": false, "capabilities": {"drop": ["ALL"], "add": ["NET_ADMIN"]},
         });
         assert_eq!(fields(spec.clone()), Vec::<String>::new());
         spec["containers"][0]["securityContext"] = json!({
-            "runAsUser": 167, "privileged": false, "capabilities": {"drop": ["ALL"]},
+            "runAsUser": 167, "seccompProfile": {"type": "RuntimeDefault"},
         });
         assert_eq!(
             fields(spec),
             [
-                "spec.containers[0].securityContext.capabilities",
-                "spec.containers[0].securityContext.privileged",
                 "spec.containers[0].securityContext.runAsUser",
+                "spec.containers[0].securityContext.seccompProfile",
             ]
         );
     }

@@ -350,6 +350,7 @@ SA=/var/run/secrets/kubernetes.io/serviceaccount
 cat $SA/token > /out/sa-token; cat $SA/namespace > /out/sa-namespace; cat $SA/ca.crt > /out/sa-ca.crt
 cat /etc/podinfo/labels > /out/labels
 cat /etc/resolv.conf > /out/resolv.conf
+grep CapBnd /proc/self/status > /out/capbnd
 echo mine > /etc/cspr-written && cat /etc/cspr-written > /out/rootfs-write
 echo written > /out/written
 while true; do cat /etc/conf/greeting > /out/greeting.tmp; mv /out/greeting.tmp /out/greeting; sleep 0.1; done"#;
@@ -478,6 +479,11 @@ while true; do cat /etc/conf/greeting > /out/greeting.tmp; mv /out/greeting.tmp 
         "the Secret's file, mounted inside the ConfigMap's"
     );
     assert_eq!(world.read("pwd"), "/work\n", "workingDir");
+    assert_eq!(
+        world.read("capbnd"),
+        "CapBnd:\t00000000a80425fb\n",
+        "a container that is not privileged has the runtimes' default capabilities"
+    );
     assert_eq!(
         world.read("resolv.conf"),
         format!(
@@ -845,7 +851,8 @@ async fn exec_probes_gate_start_and_readiness_and_a_failed_liveness_probe_restar
     let world = World::start(4).await.unwrap();
     let mut container = shell(
         "main",
-        "rm -f /out/kill-me; echo $$$$ >> /out/probed-starts; exec sleep 1000",
+        "rm -f /out/kill-me; grep CapBnd /proc/self/status > /out/probed-capbnd; \
+         echo $$$$ >> /out/probed-starts; exec sleep 1000",
     );
     let exec = |command: &[&str]| json!({"exec": {"command": command}, "periodSeconds": 1});
     container["startupProbe"] = exec(&["test", "-e", "/out/started"]);
@@ -853,6 +860,7 @@ async fn exec_probes_gate_start_and_readiness_and_a_failed_liveness_probe_restar
     container["readinessProbe"] = exec(&["test", "-e", "/out/ready"]);
     container["livenessProbe"] = exec(&["test", "!", "-e", "/out/kill-me"]);
     container["livenessProbe"]["failureThreshold"] = json!(2);
+    container["securityContext"] = json!({"privileged": true});
     world
         .create(pod("probed", "Always", json!({"containers": [container]})))
         .await
@@ -900,6 +908,13 @@ async fn exec_probes_gate_start_and_readiness_and_a_failed_liveness_probe_restar
         .and_then(|s| s.terminated.as_ref())
         .unwrap();
     assert_eq!(last.exit_code, 143, "stopped by SIGTERM");
+    let own = std::fs::read_to_string("/proc/self/status").unwrap();
+    let own = own.lines().find(|l| l.starts_with("CapBnd")).unwrap();
+    assert_eq!(
+        world.read("probed-capbnd").trim(),
+        own,
+        "a privileged container keeps every capability"
+    );
     let starts = world.read("probed-starts");
     assert_eq!(starts.lines().count(), 2, "{starts}");
     world.stop().await;
