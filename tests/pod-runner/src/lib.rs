@@ -14,6 +14,8 @@
 //! select only pods **without** that label. So for a marked pod kwok does nothing: the runner
 //! reports its status and, once its processes are gone, confirms its deletion (grace period 0,
 //! with the pod's UID as precondition), as a kubelet does. Unmarked pods keep kwok's behaviour.
+//! With no runner serving them, marked pods stay Pending and deleted ones Terminating, as the
+//! pods of a node whose kubelet is down.
 //!
 //! **Pure parts apart from the runtime.** [`refuse`] walks the pod spec as stored JSON and
 //! names every field the runner does not honour (unknown fields included: nothing is ignored
