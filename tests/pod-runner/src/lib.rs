@@ -86,10 +86,11 @@
 //! - *Capabilities*: a container that is not privileged gets the container runtimes' default
 //!   set (`CapBnd` `a80425fb`), changed by its `capabilities.add` and `drop`, as its bounding
 //!   set (the root's `setpriv`, after the mounts); a privileged one keeps every capability.
-//! - *Not honoured, and not a field*: the processes share the host's PID, IPC and UTS
-//!   namespaces (their hostname is the machine's) and run as root without cgroups; no
-//!   termination message is read (the API server's default `terminationMessagePath` is
-//!   accepted).
+//! - *Hostname*: each container runs in a UTS namespace of its own whose hostname is the
+//!   pod's `spec.hostname` or name (and `HOSTNAME` says so), as the kubelet sets it.
+//! - *Not honoured, and not a field*: the processes share the host's PID and IPC namespaces
+//!   and run as root without cgroups; no termination message is read (the API server's
+//!   default `terminationMessagePath` is accepted); `subdomain` (a pod's DNS name) is refused.
 //!
 //! # Tests
 //!

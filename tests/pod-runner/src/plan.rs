@@ -280,6 +280,9 @@ pub struct PodPlan {
     pub name: String,
     /// The pod's UID (a pod made again under the same name is another pod).
     pub uid: String,
+    /// Its containers' hostname: `spec.hostname`, or its name (at most 63 characters), as
+    /// the kubelet sets it.
+    pub hostname: String,
     /// Its restart policy.
     pub restart_policy: RestartPolicy,
     /// From SIGTERM to SIGKILL when it is deleted.
@@ -525,6 +528,17 @@ pub fn plan_pod(pod: &Pod, inputs: &PlanInputs<'_>) -> Result<PodPlan, PlanError
         namespace: meta.namespace.clone().unwrap_or_default(),
         name: meta.name.clone().unwrap_or_default(),
         uid: meta.uid.clone().unwrap_or_default(),
+        hostname: spec
+            .hostname
+            .clone()
+            .filter(|h| !h.is_empty())
+            .or_else(|| meta.name.clone())
+            .unwrap_or_default()
+            .chars()
+            .take(63)
+            .collect::<String>()
+            .trim_end_matches(['-', '.'])
+            .to_owned(),
         restart_policy: match spec.restart_policy.as_deref() {
             Some("OnFailure") => RestartPolicy::OnFailure,
             Some("Never") => RestartPolicy::Never,

@@ -22,14 +22,15 @@ const BASE_ENV: &[(&str, &str)] = &[
 ];
 
 /// Run inside the root, in the process's own mount namespace:
-/// `sh -ec SCRIPT container WORKDIR CAPS [HOST TARGET]... -- [READ-ONLY TARGET]... -- COMMAND
-/// ARGS...`:
+/// `sh -ec SCRIPT container WORKDIR CAPS HOSTNAME [HOST TARGET]... -- [READ-ONLY TARGET]... --
+/// COMMAND ARGS...`:
 /// each volume bind-mounted at its target (a file onto a file; parents before the volumes
 /// inside them, as the plan orders them), then the read-only ones made read-only (after every
 /// mount point was made, so a volume inside a read-only one still gets its mount point), then
-/// the command, with the capability bounding set `CAPS` (`,+chown,+kill...`; `all`: unchanged)
-/// through the root's `setpriv`.
-const CONTAINER_SCRIPT: &str = r#"workdir=$1; caps=$2; shift 2
+/// the command, in a UTS namespace of its own whose hostname is `HOSTNAME`, with the
+/// capability bounding set `CAPS` (`,+chown,+kill...`; `all`: unchanged) through the root's
+/// `setpriv`.
+const CONTAINER_SCRIPT: &str = r#"workdir=$1; caps=$2; host=$3; shift 3
 while [ "$1" != -- ]; do
   if [ -d "$1" ]; then mkdir -p "$2"; else mkdir -p "$(dirname "$2")"; [ -e "$2" ] || : > "$2"; fi
   mount --bind "$1" "$2"
@@ -37,8 +38,8 @@ while [ "$1" != -- ]; do
 done; shift
 while [ "$1" != -- ]; do mount -o remount,bind,ro "$1"; shift; done; shift
 if [ -n "$workdir" ]; then mkdir -p "$workdir"; cd "$workdir"; fi
-if [ "$caps" = all ]; then exec "$@"; fi
-exec setpriv --inh-caps=-all --bounding-set="-all$caps" -- "$@""#;
+if [ "$caps" != all ]; then set -- setpriv --inh-caps=-all --bounding-set="-all$caps" -- "$@"; fi
+exec unshare --uts -- sh -c 'hostname "$0" && exec "$@"' "$host" "$@""#;
 
 /// Starts `container` of pod `pod_name`: from `install` (its `shared` directories must hold
 /// the volumes' host paths), in `netns` when given, its output appended to `log`, as the leader
@@ -46,7 +47,7 @@ exec setpriv --inh-caps=-all --bounding-set="-all$caps" -- "$@""#;
 pub fn start(
     install: &CephInstall,
     netns: Option<&str>,
-    pod_name: &str,
+    hostname: &str,
     container: &ContainerPlan,
     log: &Path,
 ) -> std::io::Result<Child> {
@@ -57,7 +58,8 @@ pub fn start(
         .arg(match &container.capabilities {
             None => "all".to_owned(),
             Some(caps) => caps.iter().map(|c| format!(",+{c}")).collect(),
-        });
+        })
+        .arg(hostname);
     for mount in &container.mounts {
         line = line.arg(mount.host.as_os_str()).arg(&mount.container);
     }
@@ -77,7 +79,7 @@ pub fn start(
     command
         .env_clear()
         .envs(BASE_ENV.iter().copied())
-        .env("HOSTNAME", pod_name)
+        .env("HOSTNAME", hostname)
         .envs(container.env.iter().map(|(k, v)| (k, v)))
         .stdout(output.try_clone()?)
         .stderr(output)

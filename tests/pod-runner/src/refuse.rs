@@ -72,7 +72,8 @@ pub fn unsupported_fields(spec: &Value) -> Vec<Unsupported> {
                     out.push(refusal(&field, "not Always, OnFailure or Never"));
                 }
             }
-            "terminationGracePeriodSeconds" => {}
+            // The containers' hostname (`plan::PodPlan::hostname`).
+            "terminationGracePeriodSeconds" | "hostname" => {}
             // The Services' environment variables are given (`plan::service_env`).
             "enableServiceLinks" => {}
             // The pod's resolv.conf, as the kubelet writes it (`plan::resolv_conf`).

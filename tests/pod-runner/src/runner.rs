@@ -903,7 +903,7 @@ async fn run_once(
         let child = process::start(
             &install,
             shared.netns.as_deref(),
-            &context.plan.name,
+            &context.plan.hostname,
             container,
             &log,
         )?;
@@ -1039,7 +1039,7 @@ async fn probe_loop(
         let passed = match process::start(
             install,
             shared.netns.as_deref(),
-            &context.plan.name,
+            &context.plan.hostname,
             &probing,
             &log,
         ) {

@@ -351,6 +351,7 @@ cat $SA/token > /out/sa-token; cat $SA/namespace > /out/sa-namespace; cat $SA/ca
 cat /etc/podinfo/labels > /out/labels
 cat /etc/resolv.conf > /out/resolv.conf
 grep CapBnd /proc/self/status > /out/capbnd
+hostname > /out/hostname
 echo mine > /etc/cspr-written && cat /etc/cspr-written > /out/rootfs-write
 echo written > /out/written
 while true; do cat /etc/conf/greeting > /out/greeting.tmp; mv /out/greeting.tmp /out/greeting; sleep 0.1; done"#;
@@ -479,6 +480,11 @@ while true; do cat /etc/conf/greeting > /out/greeting.tmp; mv /out/greeting.tmp 
         "the Secret's file, mounted inside the ConfigMap's"
     );
     assert_eq!(world.read("pwd"), "/work\n", "workingDir");
+    assert_eq!(
+        world.read("hostname"),
+        "writer\n",
+        "the pod's name, in a UTS namespace of its own"
+    );
     assert_eq!(
         world.read("capbnd"),
         "CapBnd:\t00000000a80425fb\n",
