@@ -57,9 +57,10 @@
 //!   policy is `Never`, when the pod fails), then every container; a container that exits is
 //!   started again by the restart policy after a back-off (doubling, capped); each process is
 //!   the leader of its own process group, and a deleted pod's groups get SIGTERM, then SIGKILL
-//!   after the grace period. Exec probes as the kubelet runs them (the command in the
-//!   container's environment, mounts and network, with its timeout, period, delay and
-//!   thresholds): the startup probe gates the others and `started`, a failed startup or liveness
+//!   after the grace period. Probes as the kubelet runs them (exec: the command in the
+//!   container's environment, mounts and network; tcpSocket and httpGet: a connection from the
+//!   root's bash, a request from its python3, to the pod's IP, in the same place; each with
+//!   its timeout, period, delay and thresholds): the startup probe gates the others and `started`, a failed startup or liveness
 //!   probe stops the container (SIGTERM, then SIGKILL after the grace period) and the restart
 //!   policy decides, the readiness probe sets the container's readiness. Status: phase,
 //!   `PodScheduled`, `Initialized`, `ContainersReady`, `Ready`, pod IP, each container's state,
@@ -76,8 +77,8 @@
 //!   kubelet falls back) keeps the root's. The cluster's DNS server itself is not the runner's
 //!   (issue 35's item 3).
 //! - *Refused by name* (the pod stays Pending, `status.reason` and the conditions' reason
-//!   [`status::UNSUPPORTED_REASON`], the message listing each field): probes other than exec
-//!   (HTTP, TCP, gRPC), lifecycle hooks, resources with requests or limits, a pod security
+//!   [`status::UNSUPPORTED_REASON`], the message listing each field): gRPC probes, lifecycle
+//!   hooks, resources with requests or limits, a pod security
 //!   context, a container security context asking for anything but what the runner does
 //!   (root, a writable root filesystem, `privileged`, capabilities added and dropped), volume
 //!   types other than those above, projections other than ConfigMap, Secret, downward API and

@@ -7,9 +7,10 @@ use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Container, DownwardAPIVolumeFile, EnvVar, KeyToPath, Pod, ProjectedVolumeSource,
-    Secret, Service, Volume,
+    ConfigMap, Container, DownwardAPIVolumeFile, EnvVar, KeyToPath, Pod, Probe,
+    ProjectedVolumeSource, Secret, Service, Volume,
 };
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::refuse::{Unsupported, unsupported_fields};
 
@@ -439,7 +440,71 @@ pub struct ProbePlan {
     pub failure_threshold: u32,
 }
 
-fn probes(container: &Container) -> Vec<ProbePlan> {
+/// The command that runs a probe's handler in the container: its own for `exec`; for
+/// `tcpSocket` a connection from bash (`/dev/tcp`), for `httpGet` a request from python3
+/// (a status from 200 to 399 passes, certificates unchecked, as the kubelet's); both from the
+/// root, to the pod's IP unless the probe names a host. A named port is the container's port
+/// of that name.
+fn probe_command(probe: &Probe, container: &Container, pod_ip: IpAddr) -> Option<Vec<String>> {
+    if let Some(exec) = &probe.exec {
+        return Some(exec.command.clone().unwrap_or_default());
+    }
+    let port = |port: &IntOrString| match port {
+        IntOrString::Int(n) => Some(*n),
+        IntOrString::String(name) => container
+            .ports
+            .iter()
+            .flatten()
+            .find(|p| p.name.as_deref() == Some(name.as_str()))
+            .map(|p| p.container_port),
+    };
+    let host = |host: Option<&String>| {
+        host.filter(|h| !h.is_empty())
+            .cloned()
+            .unwrap_or_else(|| pod_ip.to_string())
+    };
+    if let Some(tcp) = &probe.tcp_socket {
+        let script = format!(
+            "exec 3<>/dev/tcp/{}/{}",
+            host(tcp.host.as_ref()),
+            port(&tcp.port)?
+        );
+        return Some(vec!["bash".to_owned(), "-c".to_owned(), script]);
+    }
+    let http = probe.http_get.as_ref()?;
+    let scheme = http.scheme.as_deref().unwrap_or("HTTP").to_lowercase();
+    let host = match host(http.host.as_ref()).parse::<IpAddr>() {
+        Ok(IpAddr::V6(ip)) => format!("[{ip}]"),
+        _ => host(http.host.as_ref()),
+    };
+    let url = format!(
+        "{scheme}://{host}:{}{}",
+        port(&http.port)?,
+        http.path.as_deref().unwrap_or("/")
+    );
+    let headers: BTreeMap<&str, &str> = http
+        .http_headers
+        .iter()
+        .flatten()
+        .map(|h| (h.name.as_str(), h.value.as_str()))
+        .collect();
+    let headers = serde_json::to_string(&headers).unwrap_or_default();
+    let script = "import json, ssl, sys, urllib.error, urllib.request\n\
+        request = urllib.request.Request(sys.argv[1], headers=json.loads(sys.argv[2]))\n\
+        try:\n    code = urllib.request.urlopen(request, context=ssl._create_unverified_context()).status\n\
+        except urllib.error.HTTPError as error:\n    code = error.code\n\
+        sys.exit(0 if 200 <= code < 400 else 1)\n";
+    Some(vec![
+        "python3".to_owned(),
+        "-c".to_owned(),
+        script.to_owned(),
+        url,
+        headers,
+    ])
+}
+
+/// The container's probes; a probe whose port names no port of the container is refused.
+fn probes(path: &str, container: &Container, pod_ip: IpAddr) -> Result<Vec<ProbePlan>, PlanError> {
     let seconds = |s: Option<i32>, default: u64| {
         Duration::from_secs(s.map_or(default, |s| u64::from(s.max(0).unsigned_abs())))
     };
@@ -450,11 +515,22 @@ fn probes(container: &Container) -> Vec<ProbePlan> {
         (ProbeKind::Readiness, &container.readiness_probe),
     ]
     .into_iter()
-    .filter_map(|(kind, probe)| {
-        let probe = probe.as_ref()?;
-        Some(ProbePlan {
+    .filter_map(|(kind, probe)| Some((kind, probe.as_ref()?)))
+    .map(|(kind, probe)| {
+        let field = match kind {
+            ProbeKind::Startup => "startupProbe",
+            ProbeKind::Liveness => "livenessProbe",
+            ProbeKind::Readiness => "readinessProbe",
+        };
+        let argv = probe_command(probe, container, pod_ip).ok_or_else(|| {
+            PlanError::Refused(vec![Unsupported {
+                field: format!("{path}.{field}"),
+                reason: "its port names no port of the container".to_owned(),
+            }])
+        })?;
+        Ok(ProbePlan {
             kind,
-            argv: probe.exec.as_ref()?.command.clone().unwrap_or_default(),
+            argv,
             initial_delay: seconds(probe.initial_delay_seconds, 0),
             period: seconds(probe.period_seconds, 10),
             timeout: seconds(probe.timeout_seconds, 1),
@@ -936,7 +1012,7 @@ fn plan_container(
         env,
         working_dir: container.working_dir.clone().filter(|d| !d.is_empty()),
         mounts,
-        probes: probes(container),
+        probes: probes(path, container, inputs.pod_ip)?,
         capabilities: capabilities(container),
     })
 }
@@ -1665,6 +1741,32 @@ mod tests {
         );
         let dropped = caps(json!({"capabilities": {"drop": ["NET_RAW"]}})).unwrap();
         assert!(!dropped.contains(&"net_raw".to_owned()) && dropped.len() == 13);
+    }
+
+    #[test]
+    fn tcp_and_http_probes_become_commands_to_the_pods_ip() {
+        let world = World::new();
+        let spec = base(json!({"containers": [{"name": "m", "command": ["x"],
+            "ports": [{"name": "metrics", "containerPort": 9283}],
+            "livenessProbe": {"tcpSocket": {"port": "metrics"}},
+            "readinessProbe": {"httpGet": {"port": 8443, "path": "/ok", "scheme": "HTTPS",
+                "httpHeaders": [{"name": "X-A", "value": "1"}]}},
+        }]}));
+        let plan = plan_pod(&pod(spec), &world.inputs()).unwrap();
+        let probes = &plan.containers[0].probes;
+        assert_eq!(
+            probes[0].argv,
+            ["bash", "-c", "exec 3<>/dev/tcp/10.244.0.11/9283"]
+        );
+        assert_eq!(probes[1].argv[0], "python3");
+        assert_eq!(probes[1].argv[3], "https://10.244.0.11:8443/ok");
+        assert_eq!(probes[1].argv[4], r#"{"X-A":"1"}"#);
+        let unnamed = base(json!({"containers": [{"name": "m", "command": ["x"],
+            "livenessProbe": {"tcpSocket": {"port": "nope"}}}]}));
+        let Err(PlanError::Refused(fields)) = plan_pod(&pod(unnamed), &world.inputs()) else {
+            panic!("not refused");
+        };
+        assert_eq!(fields[0].field, "spec.containers[0].livenessProbe");
     }
 
     #[test]

@@ -186,6 +186,8 @@ fn container_fields(path: &str, container: &Value, init: bool, out: &mut Vec<Uns
                     let ok = matches!(
                         key.as_str(),
                         "exec"
+                            | "tcpSocket"
+                            | "httpGet"
                             | "initialDelaySeconds"
                             | "periodSeconds"
                             | "timeoutSeconds"
@@ -195,7 +197,7 @@ fn container_fields(path: &str, container: &Value, init: bool, out: &mut Vec<Uns
                     if !ok {
                         out.push(refusal(
                             &format!("{field}.{key}"),
-                            "only exec probes are honoured",
+                            "only exec, tcpSocket and httpGet probes are honoured",
                         ));
                     }
                 }
@@ -403,8 +405,7 @@ mod tests {
                 {"path": "ip", "fieldRef": {"fieldPath": "status.podIP"}},
             ]}}),
         );
-        spec["containers"][0]["livenessProbe"] =
-            json!({"httpGet": {"port": 80}, "periodSeconds": 1});
+        spec["containers"][0]["livenessProbe"] = json!({"grpc": {"port": 80}, "periodSeconds": 1});
         spec["containers"][0]["startupProbe"] =
             json!({"exec": {"command": ["true"]}, "failureThreshold": 6});
         spec["containers"][0]["resources"] = json!({"limits": {"cpu": "1"}, "requests": {}});
@@ -425,7 +426,7 @@ mod tests {
             got,
             [
                 "spec.containers[0].env[1].valueFrom.fieldRef.fieldPath",
-                "spec.containers[0].livenessProbe.httpGet",
+                "spec.containers[0].livenessProbe.grpc",
                 "spec.containers[0].ports[0].hostPort",
                 "spec.containers[0].resources.limits",
                 "spec.containers[0].volumeMounts[0].subPath",

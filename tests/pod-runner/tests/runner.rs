@@ -735,7 +735,7 @@ async fn unsupported_fields_keep_a_pod_pending_by_name_and_a_missing_config_map_
     let _serial = SERIAL.lock().await;
     let world = World::start(3).await.unwrap();
     let mut probed = shell("main", "sleep 1000");
-    probed["livenessProbe"] = json!({"httpGet": {"port": 8080}});
+    probed["livenessProbe"] = json!({"grpc": {"port": 8080}});
     probed["resources"] = json!({"limits": {"cpu": "1"}});
     world
         .create(pod("refused", "Always", json!({"containers": [probed]})))
@@ -750,7 +750,7 @@ async fn unsupported_fields_keep_a_pod_pending_by_name_and_a_missing_config_map_
     let status = refused.status.clone().unwrap();
     let message = status.message.unwrap();
     assert!(
-        message.contains("spec.containers[0].livenessProbe.httpGet"),
+        message.contains("spec.containers[0].livenessProbe.grpc"),
         "{message}"
     );
     assert!(
@@ -914,6 +914,22 @@ async fn exec_probes_gate_start_and_readiness_and_a_failed_liveness_probe_restar
         .and_then(|s| s.terminated.as_ref())
         .unwrap();
     assert_eq!(last.exit_code, 143, "stopped by SIGTERM");
+    // tcpSocket and httpGet probes, to the pod's IP, of a server in the container.
+    let mut server = shell("http", "cd /tmp && exec python3 -m http.server 8080");
+    server["ports"] = json!([{"name": "http", "containerPort": 8080}]);
+    server["readinessProbe"] = json!({"httpGet": {"port": 8080, "path": "/"}, "periodSeconds": 1});
+    server["livenessProbe"] = json!({"tcpSocket": {"port": "http"}, "periodSeconds": 1});
+    world
+        .create(pod("served", "Always", json!({"containers": [server]})))
+        .await
+        .unwrap();
+    let served = world
+        .pod_until("served", "Ready by its httpGet probe", |p| {
+            condition(p, "Ready").as_deref() == Some("True")
+        })
+        .await
+        .unwrap();
+    assert_eq!(restarts(&served), 0, "its tcpSocket liveness probe passes");
     let own = std::fs::read_to_string("/proc/self/status").unwrap();
     let own = own.lines().find(|l| l.starts_with("CapBnd")).unwrap();
     assert_eq!(
