@@ -52,7 +52,9 @@
 //!   gets by TokenRequest, bound to the pod and renewed after 80% of their lifetime as the
 //!   kubelet does (so the API server's own token volume works); `emptyDir` is a directory of
 //!   the pod, removed with it; `hostPath` is a path under the runner's node directory (never
-//!   the real host's), kept across pods.
+//!   the real host's), kept across pods. `subPath` and `subPathExpr` mount a path inside the
+//!   volume (made in an `emptyDir` or `hostPath` if missing; a ConfigMap's or Secret's file as
+//!   it is at the start, not updated, as on a kubelet).
 //! - *Lifecycle*: init containers one after the other (a failed one run again unless the
 //!   policy is `Never`, when the pod fails), then every container; a container that exits is
 //!   started again by the restart policy after a back-off (doubling, capped); each process is
@@ -82,8 +84,8 @@
 //!   context, a container security context asking for anything but what the runner does
 //!   (root, a writable root filesystem, `privileged`, capabilities added and dropped), volume
 //!   types other than those above, projections other than ConfigMap, Secret, downward API and
-//!   ServiceAccount token, downward API fields other than the pod's metadata, `subPath`, host
-//!   ports, sidecars, host network, PID or IPC, and any field not listed in [`refuse`].
+//!   ServiceAccount token, downward API fields other than the pod's metadata, mount
+//!   propagation, host ports, sidecars, host network, PID or IPC, and any field not listed in [`refuse`].
 //! - *Capabilities*: a container that is not privileged gets the container runtimes' default
 //!   set (`CapBnd` `a80425fb`), changed by its `capabilities.add` and `drop`, as its bounding
 //!   set (the root's `setpriv`, after the mounts); a privileged one keeps every capability.

@@ -550,6 +550,9 @@ pub struct Mount {
     pub container: String,
     /// Mounted read-only.
     pub read_only: bool,
+    /// A `subPath` directory of an `emptyDir` or `hostPath` volume, made before the
+    /// container starts if missing (as the kubelet makes it).
+    pub make_dir: bool,
 }
 
 /// Plans `pod`: refuses it by name if it needs what the runner does not honour, waits if it
@@ -657,6 +660,7 @@ fn with_resolv_conf(
                 host: path.to_path_buf(),
                 container: "/etc/resolv.conf".to_owned(),
                 read_only: true,
+                make_dir: false,
             });
             container
                 .mounts
@@ -996,11 +1000,33 @@ fn plan_container(
                     reason: format!("no volume {:?} in the pod", mount.name),
                 }])
             })?;
+        // `subPath`, or `subPathExpr` expanded with the container's environment: a relative
+        // path inside the volume (a ConfigMap's or Secret's file is bound as it is then, and
+        // not updated, as on a kubelet).
+        let sub = match (&mount.sub_path, &mount.sub_path_expr) {
+            (Some(sub), _) if !sub.is_empty() => sub.clone(),
+            (_, Some(expr)) if !expr.is_empty() => expand(expr, &env),
+            _ => String::new(),
+        };
+        let inside = Path::new(&sub)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)));
+        if !inside {
+            return Err(PlanError::Refused(vec![Unsupported {
+                field: format!("{path}.volumeMounts[{i}].subPath"),
+                reason: format!("{sub:?} is not a relative path inside the volume"),
+            }]));
+        }
+        let makes_dirs = matches!(
+            volume.source,
+            VolumeSource::EmptyDir | VolumeSource::HostPath { .. }
+        );
         mounts.push(Mount {
-            host: volume.host_path.clone(),
+            host: volume.host_path.join(&sub),
             container: mount.mount_path.clone(),
             read_only: mount.read_only == Some(true)
                 || matches!(volume.source, VolumeSource::Files(_)),
+            make_dir: !sub.is_empty() && makes_dirs,
         });
     }
     // Parents before the volumes inside them, as container runtimes mount them.
@@ -1767,6 +1793,38 @@ mod tests {
             panic!("not refused");
         };
         assert_eq!(fields[0].field, "spec.containers[0].livenessProbe");
+    }
+
+    #[test]
+    fn sub_paths_mount_a_path_inside_the_volume() {
+        let world = World::new();
+        let mount = |sub: serde_json::Value| {
+            let mut volume_mount = json!({"name": "data", "mountPath": "/var/lib/ceph"});
+            for (k, v) in sub.as_object().unwrap() {
+                volume_mount[k] = v.clone();
+            }
+            let spec = base(json!({
+                "volumes": [{"name": "data", "emptyDir": {}}],
+                "containers": [{"name": "m", "command": ["x"], "volumeMounts": [volume_mount],
+                                "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]}],
+            }));
+            plan_pod(&pod(spec), &world.inputs()).map(|p| p.containers[0].mounts[0].clone())
+        };
+        let sub = mount(json!({"subPath": "mon/a"})).unwrap();
+        assert_eq!(
+            (sub.host, sub.make_dir),
+            (PathBuf::from("/run/pods/u-1/volumes/data/mon/a"), true)
+        );
+        let expr = mount(json!({"subPathExpr": "$(POD_NAME)"})).unwrap();
+        assert_eq!(expr.host, PathBuf::from("/run/pods/u-1/volumes/data/mon-a"));
+        assert!(!mount(json!({})).unwrap().make_dir);
+        let Err(PlanError::Refused(fields)) = mount(json!({"subPath": "../escape"})) else {
+            panic!("not refused");
+        };
+        assert_eq!(
+            fields[0].field,
+            "spec.containers[0].volumeMounts[0].subPath"
+        );
     }
 
     #[test]

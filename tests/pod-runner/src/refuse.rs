@@ -145,7 +145,8 @@ fn container_fields(path: &str, container: &Value, init: bool, out: &mut Vec<Uns
                         let ok = match key.as_str() {
                             "name" | "mountPath" | "readOnly" => true,
                             "mountPropagation" => value.as_str() == Some("None"),
-                            "subPath" | "subPathExpr" => value.as_str() == Some(""),
+                            // Checked when planned (a relative path inside the volume).
+                            "subPath" | "subPathExpr" => value.is_string(),
                             _ => false,
                         };
                         if !ok {
@@ -409,7 +410,7 @@ mod tests {
         spec["containers"][0]["startupProbe"] =
             json!({"exec": {"command": ["true"]}, "failureThreshold": 6});
         spec["containers"][0]["resources"] = json!({"limits": {"cpu": "1"}, "requests": {}});
-        spec["containers"][0]["volumeMounts"][0]["subPath"] = json!("a");
+        spec["containers"][0]["volumeMounts"][0]["mountPropagation"] = json!("Bidirectional");
         spec["containers"][0]["env"]
             .as_array_mut()
             .unwrap()
@@ -429,7 +430,7 @@ mod tests {
                 "spec.containers[0].livenessProbe.grpc",
                 "spec.containers[0].ports[0].hostPort",
                 "spec.containers[0].resources.limits",
-                "spec.containers[0].volumeMounts[0].subPath",
+                "spec.containers[0].volumeMounts[0].mountPropagation",
                 "spec.hostNetwork",
                 "spec.initContainers[0].restartPolicy",
                 "spec.readinessGates",

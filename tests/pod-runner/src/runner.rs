@@ -898,6 +898,11 @@ async fn run_once(
         container.name,
         started_at.as_nanosecond()
     ));
+    for mount in container.mounts.iter().filter(|m| m.make_dir) {
+        if let Err(error) = std::fs::create_dir_all(&mount.host) {
+            tracing::warn!(%error, container = container.name, "pod runner: subPath");
+        }
+    }
     let started = Rootfs::mount(&shared.lower, &layer).and_then(|rootfs| {
         let install = CephInstall::root(rootfs.path()).sharing(&shared.runner_dir);
         let child = process::start(

@@ -352,6 +352,8 @@ cat /etc/podinfo/labels > /out/labels
 cat /etc/resolv.conf > /out/resolv.conf
 grep CapBnd /proc/self/status > /out/capbnd
 hostname > /out/hostname
+echo in-sub > /sub/x
+cat /etc/greeting-file > /out/greeting-file
 echo mine > /etc/cspr-written && cat /etc/cspr-written > /out/rootfs-write
 echo written > /out/written
 while true; do cat /etc/conf/greeting > /out/greeting.tmp; mv /out/greeting.tmp /out/greeting; sleep 0.1; done"#;
@@ -372,7 +374,9 @@ while true; do cat /etc/conf/greeting > /out/greeting.tmp; mv /out/greeting.tmp 
         {"name": "scratch", "mountPath": "/scratch"},
         {"name": "keys", "mountPath": "/etc/conf/keys"},
                 {"name": "conf", "mountPath": "/etc/conf"},
-        {"name": "podinfo", "mountPath": "/etc/podinfo"},
+                {"name": "podinfo", "mountPath": "/etc/podinfo"},
+        {"name": "out", "mountPath": "/sub", "subPath": "sub/dir"},
+        {"name": "conf", "mountPath": "/etc/greeting-file", "subPath": "greeting"},
     ]);
     let mut second = shell(
         "second",
@@ -480,6 +484,16 @@ while true; do cat /etc/conf/greeting > /out/greeting.tmp; mv /out/greeting.tmp 
         "the Secret's file, mounted inside the ConfigMap's"
     );
     assert_eq!(world.read("pwd"), "/work\n", "workingDir");
+    assert_eq!(
+        world.read("sub/dir/x"),
+        "in-sub\n",
+        "a subPath of the hostPath, made"
+    );
+    assert_eq!(
+        world.read("greeting-file"),
+        "hello",
+        "a ConfigMap key by subPath"
+    );
     assert_eq!(
         world.read("hostname"),
         "writer\n",
