@@ -66,7 +66,9 @@
 //!   probe stops the container (SIGTERM, then SIGKILL after the grace period) and the restart
 //!   policy decides, the readiness probe sets the container's readiness. Status: phase,
 //!   `PodScheduled`, `Initialized`, `ContainersReady`, `Ready`, pod IP, each container's state,
-//!   last state, `started`, `ready` and restart count.
+//!   last state, `started`, `ready` and restart count. Events as a kubelet records them
+//!   ([`events`]: `Started`, `BackOff`, `Unhealthy`, `Killing`, and the reason a pod stays
+//!   Pending).
 //! - *Environment*: as the kubelet builds it: `envFrom`, then `env` (values, ConfigMap and
 //!   Secret keys, the pod's fields, `resourceFieldRef`: with no requests or limits (they are
 //!   refused, below) a limit is the node's allocatable amount and a request 0, as on a
@@ -106,6 +108,7 @@
 //! `sudo cargo test -p clusterset-pod-runner`.
 #![forbid(unsafe_code)]
 
+pub mod events;
 pub mod kwok;
 pub mod plan;
 pub mod process;

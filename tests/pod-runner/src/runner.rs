@@ -24,6 +24,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::MARKER;
+use crate::events::{self, Events, PodEvent, pod_reference};
 use crate::plan::{
     ClusterDns, ContainerPlan, PlanError, PlanInputs, PodPlan, ProbeKind, ProbePlan, VolumeFile,
     VolumeSource, plan_pod, token_audiences,
@@ -178,7 +179,9 @@ impl PodRunner {
                 node: config.node.clone(),
                 source: Box::new(source),
             })?;
+        let (events, event_task) = events::publisher(client.clone(), &config.node);
         let runner = Runner {
+            events,
             node_resolv_conf: std::fs::read_to_string(lower.join("etc/resolv.conf"))
                 .unwrap_or_default(),
             allocatable: node.status.and_then(|s| s.allocatable).unwrap_or_default(),
@@ -203,6 +206,7 @@ impl PodRunner {
             task,
             groups,
             watches: vec![
+                event_task,
                 pod_watch,
                 map_watch,
                 secret_watch,
@@ -332,6 +336,8 @@ struct Worker {
 
 struct Runner {
     client: kube::Client,
+    /// Where Events go.
+    events: Events,
     /// The root's `/etc/resolv.conf`, the node's.
     node_resolv_conf: String,
     /// The node's allocatable resources, read when the runner starts.
@@ -520,6 +526,7 @@ impl Runner {
             Arc::new(Shared {
                 lower: self.lower.clone(),
                 runner_dir: self.config.dir.clone(),
+                events: self.events.clone(),
                 netns: self.config.network.netns.clone(),
                 backoff: self.config.backoff,
                 groups: Arc::clone(&self.groups),
@@ -685,6 +692,17 @@ impl Runner {
         if entry.written.as_ref() == Some(&status) {
             return;
         }
+        let said = |s: &PodStatus| (s.reason.clone(), s.message.clone());
+        if let (Some(reason), Some(message)) = (&status.reason, &status.message)
+            && entry.written.as_ref().map(said) != Some(said(&status))
+        {
+            let _ = self.events.send(PodEvent {
+                pod: pod_reference(&self.config.namespace, &entry.name, uid),
+                warning: true,
+                reason: reason.clone(),
+                note: message.clone(),
+            });
+        }
         let mut body = serde_json::to_value(&status).unwrap_or_default();
         // A merge patch keeps what it does not name: name every field, absent ones as null.
         for key in [
@@ -756,6 +774,8 @@ fn spawn_worker(plan: PodPlan, ip: IpAddr, dir: PathBuf, shared: Arc<Shared>) ->
 
 /// What every pod's containers share.
 struct Shared {
+    /// Where Events go.
+    events: Events,
     /// The root filesystem.
     lower: PathBuf,
     /// Shared into each container's root (its pods' volumes are under it).
@@ -791,6 +811,17 @@ async fn run_pod(context: Arc<PodContext>, stopped: watch::Receiver<Option<Durat
     let containers = (0..context.plan.containers.len())
         .map(|index| run_container(&context, Which::Main(index), stopped.clone()));
     futures::future::join_all(containers).await;
+}
+
+/// Records an Event about the pod of `context`.
+fn event(context: &PodContext, warning: bool, reason: &str, note: String) {
+    let plan = &context.plan;
+    let _ = context.shared.events.send(PodEvent {
+        pod: pod_reference(&plan.namespace, &plan.name, &plan.uid),
+        warning,
+        reason: reason.to_owned(),
+        note,
+    });
 }
 
 /// Changes what the runner knows of one container.
@@ -859,6 +890,13 @@ async fn run_container(
             c.last = Some(exit.clone());
             c.state = waiting;
         });
+        let name = &container_plan(context, which).name;
+        event(
+            context,
+            true,
+            "BackOff",
+            format!("Back-off restarting failed container {name} (exit code {code})"),
+        );
         tokio::select! {
             () = tokio::time::sleep(delay) => {}
             _ = stopped.wait_for(Option::is_some) => return false,
@@ -928,6 +966,12 @@ async fn run_once(
         c.started = started;
         c.probe_ready = probe_ready;
     });
+    event(
+        context,
+        false,
+        "Started",
+        format!("Started container {}", container.name),
+    );
     let pgid = child.id();
     let groups = &shared.groups;
     if let Some(pgid) = pgid {
@@ -936,24 +980,30 @@ async fn run_once(
             .unwrap_or_else(PoisonError::into_inner)
             .insert(pgid);
     }
-    enum Event {
+    enum Ended {
         Exited(i32),
         Stop(Duration),
         ProbeFailed(ProbeKind),
     }
-    let event = tokio::select! {
-        status = child.wait() => Event::Exited(status.map_or(-1, process::exit_code)),
+    let ended = tokio::select! {
+        status = child.wait() => Ended::Exited(status.map_or(-1, process::exit_code)),
         grace = stopped.wait_for(Option::is_some) => {
-            Event::Stop(grace.map_or(Duration::ZERO, |g| g.unwrap_or_default()))
+            Ended::Stop(grace.map_or(Duration::ZERO, |g| g.unwrap_or_default()))
         }
-        kind = probe_until_failure(context, which, &install) => Event::ProbeFailed(kind),
+        kind = probe_until_failure(context, which, &install) => Ended::ProbeFailed(kind),
     };
-    let outcome = match event {
-        Event::Exited(code) => {
+    let outcome = match ended {
+        Ended::Exited(code) => {
             process::kill_leftovers(pgid);
             Outcome::Exited(code)
         }
-        Event::Stop(grace) => {
+        Ended::Stop(grace) => {
+            event(
+                context,
+                false,
+                "Killing",
+                format!("Stopping container {}", container.name),
+            );
             let code = process::stop(&mut child, grace.min(context.plan.grace_period)).await;
             let exit = Exit {
                 exit_code: code,
@@ -963,12 +1013,12 @@ async fn run_once(
             update(context, which, |c| c.state = State::Terminated(exit));
             Outcome::Stopped
         }
-        Event::ProbeFailed(kind) => {
-            tracing::info!(
-                container = container.name,
-                ?kind,
-                "pod runner: probe failed, stopping"
+        Ended::ProbeFailed(kind) => {
+            let note = format!(
+                "Container {} failed its {kind:?} probe, will be restarted",
+                container.name
             );
+            event(context, false, "Killing", note);
             Outcome::Exited(process::stop(&mut child, context.plan.grace_period).await)
         }
     };
@@ -1060,6 +1110,11 @@ async fn probe_loop(
             (successes, failures) = (successes + 1, 0);
         } else {
             (successes, failures) = (0, failures + 1);
+            let note = format!(
+                "{:?} probe of container {} failed",
+                probe.kind, container.name
+            );
+            event(context, true, "Unhealthy", note);
         }
         match probe.kind {
             ProbeKind::Startup if successes >= probe.success_threshold => return true,

@@ -673,6 +673,7 @@ async fn containers_restart_by_policy_and_a_deleted_pod_is_stopped_and_removed()
         .and_then(|s| s.terminated.as_ref())
         .unwrap();
     assert_eq!(last.exit_code, 3);
+    events_of(&world, "crasher", &["Started", "BackOff"]).await;
     let starts = wait_file(&world.node_file("starts"), "the second start", |t| {
         t.lines().count() == 2
     })
@@ -772,6 +773,7 @@ async fn unsupported_fields_keep_a_pod_pending_by_name_and_a_missing_config_map_
         "{message}"
     );
     assert_eq!(status.phase.as_deref(), Some("Pending"));
+    events_of(&world, "refused", &["UnsupportedPodSpec"]).await;
     let ready = status
         .conditions
         .unwrap()
@@ -856,6 +858,30 @@ async fn unsupported_fields_keep_a_pod_pending_by_name_and_a_missing_config_map_
     world.stop().await;
 }
 
+/// Waits until pod `name` has Events of every reason in `reasons` (kube's Recorder writes
+/// events.k8s.io Events; the core API shows them too).
+async fn events_of(world: &World, name: &str, reasons: &[&str]) -> Vec<String> {
+    let events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(world.client.clone(), &world.namespace);
+    let selector = format!("involvedObject.name={name}");
+    wait_for(
+        &format!("Events {reasons:?} of pod {name}"),
+        Duration::from_secs(30),
+        || async {
+            let list = events
+                .list(&kube::api::ListParams::default().fields(&selector))
+                .await?;
+            let found: Vec<String> = list.items.iter().filter_map(|e| e.reason.clone()).collect();
+            Ok(reasons
+                .iter()
+                .all(|r| found.iter().any(|f| f == r))
+                .then_some(found))
+        },
+    )
+    .await
+    .unwrap()
+}
+
 fn started(pod: &Pod) -> Option<bool> {
     pod.status
         .as_ref()?
@@ -928,6 +954,7 @@ async fn exec_probes_gate_start_and_readiness_and_a_failed_liveness_probe_restar
         .and_then(|s| s.terminated.as_ref())
         .unwrap();
     assert_eq!(last.exit_code, 143, "stopped by SIGTERM");
+    events_of(&world, "probed", &["Started", "Unhealthy", "Killing"]).await;
     // tcpSocket and httpGet probes, to the pod's IP, of a server in the container.
     let mut server = shell("http", "cd /tmp && exec python3 -m http.server 8080");
     server["ports"] = json!([{"name": "http", "containerPort": 8080}]);
