@@ -19,12 +19,14 @@
 //!
 //! **Pure parts apart from the runtime.** [`refuse`] walks the pod spec as stored JSON and
 //! names every field the runner does not honour (unknown fields included: nothing is ignored
-//! silently); [`plan`] turns a pod, its namespace's ConfigMaps and Secrets and its pod IP into
-//! a [`plan::PodPlan`] (command lines with `$(VAR)` expanded, environment from values,
-//! `configMapKeyRef`, `secretKeyRef`, `envFrom` and `fieldRef`, volumes resolved to host paths
-//! with their files, mounts, init containers in order, the restart policy); [`status`] turns
-//! what the runner knows of the processes into the `PodStatus` a kubelet would write. None of
-//! them does IO or reads the clock. [`runner`] is the kube and tokio shell around them.
+//! silently); [`plan`] turns a pod and what is around it (its namespace's ConfigMaps, Secrets
+//! and Services, its pod IP, its tokens, the node's resources and DNS) into a
+//! [`plan::PodPlan`] (command lines with `$(VAR)` expanded, the environment, volumes resolved
+//! to host paths with their files, mounts, probes, capabilities, `resolv.conf`, init
+//! containers in order, the restart policy); [`status`] turns what the runner knows of the
+//! processes into the `PodStatus` a kubelet would write; [`kwok`] rewrites kwok's stages.
+//! None of them does IO or reads the clock. [`runner`] is the kube and tokio shell around
+//! them ([`volumes`], [`process`], [`rootfs`], [`events`] its IO).
 //!
 //! **What honours what.**
 //! - *Processes* come from the Ceph Reef root filesystem through the lab's one way of running
@@ -36,10 +38,11 @@
 //!   lower layer is the Ceph root and whose writable layer is removed when it ends, as a
 //!   container runtime makes a new container), so nothing a container writes, its mount points
 //!   included, reaches the shared root; its probes run in that same root. The runner's
-//!   directory is shared into it at its own path (where the volumes are). Mounts go parents first, and are made read-only only once every mount point
-//!   exists, so a Secret mounted inside a ConfigMap's volume (Rook's `/etc/ceph` and
-//!   `/etc/ceph/keyring-store`) works. The container's `image` is reported but not pulled: every container runs
-//!   the root's programs.
+//!   directory is shared into it at its own path (where the volumes are). Mounts go parents
+//!   first, and are made read-only only once every mount point exists, so a Secret mounted
+//!   inside a ConfigMap's volume (Rook's `/etc/ceph` and `/etc/ceph/keyring-store`) works. The
+//!   container's `image` is reported but not pulled: every container runs the root's
+//!   programs.
 //! - *Network*: each pod gets an IP from the runner's pool, added to the device of the network
 //!   namespace the runner is given, and reported as `status.podIP` (and to `fieldRef:
 //!   status.podIP`); the processes run in that namespace. Pods of one runner share it (as the
@@ -62,9 +65,10 @@
 //!   after the grace period. Probes as the kubelet runs them (exec: the command in the
 //!   container's environment, mounts and network; tcpSocket and httpGet: a connection from the
 //!   root's bash, a request from its python3, to the pod's IP, in the same place; each with
-//!   its timeout, period, delay and thresholds): the startup probe gates the others and `started`, a failed startup or liveness
-//!   probe stops the container (SIGTERM, then SIGKILL after the grace period) and the restart
-//!   policy decides, the readiness probe sets the container's readiness. Status: phase,
+//!   its timeout, period, delay and thresholds): the startup probe gates the others and
+//!   `started`, a failed startup or liveness probe stops the container (SIGTERM, then SIGKILL
+//!   after the grace period) and the restart policy decides, the readiness probe sets the
+//!   container's readiness. Status: phase,
 //!   `PodScheduled`, `Initialized`, `ContainersReady`, `Ready`, pod IP, each container's state,
 //!   last state, `started`, `ready` and restart count. Events as a kubelet records them
 //!   ([`events`]: `Started`, `BackOff`, `Unhealthy`, `Killing`, and the reason a pod stays
@@ -82,12 +86,12 @@
 //!   (issue 35's item 3).
 //! - *Refused by name* (the pod stays Pending, `status.reason` and the conditions' reason
 //!   [`status::UNSUPPORTED_REASON`], the message listing each field): gRPC probes, lifecycle
-//!   hooks, resources with requests or limits, a pod security
-//!   context, a container security context asking for anything but what the runner does
-//!   (root, a writable root filesystem, `privileged`, capabilities added and dropped), volume
-//!   types other than those above, projections other than ConfigMap, Secret, downward API and
-//!   ServiceAccount token, downward API fields other than the pod's metadata, mount
-//!   propagation, host ports, sidecars, host network, PID or IPC, and any field not listed in [`refuse`].
+//!   hooks, resources with requests or limits, a pod security context, a container security
+//!   context asking for anything but what the runner does (root, a writable root filesystem,
+//!   `privileged`, capabilities added and dropped), volume types other than those above,
+//!   projections other than ConfigMap, Secret, downward API and ServiceAccount token, downward
+//!   API fields other than the pod's metadata, mount propagation, host ports, sidecars, host
+//!   network, PID or IPC, `subdomain`, and any field not listed in [`refuse`].
 //! - *Capabilities*: a container that is not privileged gets the container runtimes' default
 //!   set (`CapBnd` `a80425fb`), changed by its `capabilities.add` and `drop`, as its bounding
 //!   set (the root's `setpriv`, after the mounts); a privileged one keeps every capability.
@@ -95,7 +99,9 @@
 //!   pod's `spec.hostname` or name (and `HOSTNAME` says so), as the kubelet sets it.
 //! - *Not honoured, and not a field*: the processes share the host's PID and IPC namespaces
 //!   and run as root without cgroups; no termination message is read (the API server's
-//!   default `terminationMessagePath` is accepted); `subdomain` (a pod's DNS name) is refused.
+//!   default `terminationMessagePath` is accepted); a pod that ended keeps its IP until it is
+//!   deleted; there is no kubelet API (no `kubectl logs` or `exec`: a container's output is in
+//!   `<dir>/pods/<name>_<uid>/logs/`).
 //!
 //! # Tests
 //!
