@@ -1,4 +1,4 @@
-//! The pod runner of the lab's nodes (issue 35, item 1): test support that runs the containers
+//! The pod runner of the lab's nodes: test support that runs the containers
 //! of pods bound to a node as real processes, so that Kubernetes objects (a Rook layout's
 //! Deployments, ConfigMaps and Secrets) drive real Ceph daemons.
 //!
@@ -82,8 +82,7 @@
 //! - *DNS*: the pod's `resolv.conf` as the kubelet writes it, mounted at `/etc/resolv.conf`:
 //!   `ClusterFirst` with the cluster DNS the runner is given (`--cluster-dns`), `None` and
 //!   `dnsConfig`; `Default` (and `ClusterFirst` when the runner has no cluster DNS, as such a
-//!   kubelet falls back) keeps the root's. The cluster's DNS server itself is not the runner's
-//!   (issue 35's item 3).
+//!   kubelet falls back) keeps the root's. The cluster's DNS server itself is not the runner's.
 //! - *Refused by name* (the pod stays Pending, `status.reason` and the conditions' reason
 //!   [`status::UNSUPPORTED_REASON`], the message listing each field): gRPC probes, lifecycle
 //!   hooks, resources with requests or limits, a pod security context, a container security
