@@ -62,6 +62,14 @@ pub const RBD_MIRROR_STATE_CHECK_SECS: u64 = 5;
 
 /// Options of a cluster of the lab that the base configuration does not have: bluestore OSDs on
 /// sparse files beside their directories, two replicas that tolerate one OSD down, one host.
+/// And two for a healthy cluster ([`CephSite::wait_for_health_ok`]):
+/// - `mgr_initial_modules` without `restful` (Reef's default is `restful iostat nfs`): restful
+///   does not load on the Reef root (`MGR_MODULE_DEPENDENCY`: "PyO3 modules compiled for
+///   CPython 3.8 or older may only be initialized once per interpreter process", a PyO3 module
+///   it imports refusing the mgr's second sub-interpreter), and nothing of the lab uses the
+///   mgr's REST API (Rook does not enable it either);
+/// - `mon_data_avail_warn = 1`: the mons' stores (a few MB) live on the machine's shared disk,
+///   and `MON_DISK_LOW` warned at the default 30% on a 252 GB disk with 13 GB available (4%).
 fn site_conf(dir: &Path) -> String {
     let dir = dir.display();
     format!(
@@ -79,6 +87,8 @@ fn site_conf(dir: &Path) -> String {
          osd_pool_default_pg_autoscale_mode = off\n\
          osd_crush_chooseleaf_type = 0\n\
          mon_warn_on_pool_no_redundancy = false\n\
+         mon_data_avail_warn = 1\n\
+         mgr_initial_modules = iostat nfs\n\
          mgr_data = {dir}/mgr/$cluster-$id\n\
          [osd]\n\
          keyring = {dir}/osd/$cluster-$id/keyring\n\
@@ -336,6 +346,7 @@ impl CephSite {
         .await?;
         site.wait_for_clean_pgs(Duration::from_secs(120)).await?;
         site.wait_for_rbd_support().await?;
+        site.wait_for_health_ok(Duration::from_secs(60)).await?;
         Ok(site)
     }
 
@@ -928,6 +939,17 @@ impl CephSite {
                     .map(|_| (Some(()), String::new()))
             },
         )
+        .await
+    }
+
+    /// Waits until `ceph health` says `HEALTH_OK`; else fails with the last `ceph health
+    /// detail`. A newly started cluster is healthy (see [`site_conf`]).
+    pub async fn wait_for_health_ok(&self, within: Duration) -> Result<(), LabError> {
+        poll_until("HEALTH_OK", within, || async {
+            let detail = self.ceph(&["health", "detail"]).await?;
+            let detail = String::from_utf8_lossy(&detail).trim().to_owned();
+            Ok((detail.starts_with("HEALTH_OK").then_some(()), detail))
+        })
         .await
     }
 
