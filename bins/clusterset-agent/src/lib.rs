@@ -6,3 +6,4 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod memory;
