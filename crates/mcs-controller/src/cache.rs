@@ -47,10 +47,16 @@ pub struct Change<T> {
 }
 
 /// The cached objects of one watch.
+///
+/// Each object is boxed: a hash table keeps its entries inline, in a table at most 7/8 full
+/// that doubles when it grows (and holds both tables while it moves them), and a Kubernetes
+/// object is 400 to 850 bytes before anything it points to (a `Service` 824). Inline, the
+/// east agent's 4,000 Services at 2,000 exports took an 8,192-entry table of 6.8 MiB, and
+/// 10.2 MiB while it grew; boxed, an entry is 56 bytes and each object takes what it needs.
 #[derive(Debug, Clone)]
 pub struct Cache<T> {
-    items: HashMap<ObjectId, T>,
-    relist: Option<HashMap<ObjectId, T>>,
+    items: HashMap<ObjectId, Box<T>>,
+    relist: Option<HashMap<ObjectId, Box<T>>>,
     synced: bool,
 }
 
@@ -71,13 +77,13 @@ impl<T: ResourceExt + Clone + PartialEq> Cache<T> {
         match event {
             Event::Apply(object) => {
                 let id = ObjectId::of(&object);
-                let old = self.items.insert(id.clone(), object.clone());
-                if old.as_ref() == Some(&object) {
+                let old = self.items.insert(id.clone(), Box::new(object.clone()));
+                if old.as_deref() == Some(&object) {
                     return Vec::new();
                 }
                 vec![Change {
                     id,
-                    old,
+                    old: old.map(|old| *old),
                     new: Some(object),
                 }]
             }
@@ -86,7 +92,7 @@ impl<T: ResourceExt + Clone + PartialEq> Cache<T> {
                 match self.items.remove(&id) {
                     Some(old) => vec![Change {
                         id,
-                        old: Some(old),
+                        old: Some(*old),
                         new: None,
                     }],
                     None => Vec::new(),
@@ -98,7 +104,7 @@ impl<T: ResourceExt + Clone + PartialEq> Cache<T> {
             }
             Event::InitApply(object) => {
                 let relist = self.relist.get_or_insert_with(HashMap::new);
-                relist.insert(ObjectId::of(&object), object);
+                relist.insert(ObjectId::of(&object), Box::new(object));
                 Vec::new()
             }
             Event::InitDone => {
@@ -109,7 +115,7 @@ impl<T: ResourceExt + Clone + PartialEq> Cache<T> {
                     if !listed.contains_key(id) {
                         changes.push(Change {
                             id: id.clone(),
-                            old: Some(old.clone()),
+                            old: Some(T::clone(old)),
                             new: None,
                         });
                     }
@@ -119,8 +125,8 @@ impl<T: ResourceExt + Clone + PartialEq> Cache<T> {
                     if old != Some(new) {
                         changes.push(Change {
                             id: id.clone(),
-                            old: old.cloned(),
-                            new: Some(new.clone()),
+                            old: old.map(|old| T::clone(old)),
+                            new: Some(T::clone(new)),
                         });
                     }
                 }
@@ -138,17 +144,17 @@ impl<T: ResourceExt + Clone + PartialEq> Cache<T> {
 
     /// The cached object with `id`.
     pub fn get(&self, id: &ObjectId) -> Option<&T> {
-        self.items.get(id)
+        self.items.get(id).map(Box::as_ref)
     }
 
     /// Every cached object.
     pub fn values(&self) -> impl Iterator<Item = &T> {
-        self.items.values()
+        self.items.values().map(Box::as_ref)
     }
 
     /// Every cached object with its id.
     pub fn iter(&self) -> impl Iterator<Item = (&ObjectId, &T)> {
-        self.items.iter()
+        self.items.iter().map(|(id, object)| (id, object.as_ref()))
     }
 
     /// How many objects are cached.
