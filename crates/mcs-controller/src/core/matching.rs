@@ -44,6 +44,16 @@ pub(super) fn conditions_match(
             .all(|d| ours.iter().any(|o| same_condition(d, o)))
 }
 
+/// Whether a managedFields entry is our field manager's server-side apply of the main resource
+/// (not of a subresource), the only entries [`applied_keys`] reads.
+fn is_our_apply(
+    entry: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry,
+) -> bool {
+    entry.manager.as_deref() == Some(crate::write::FIELD_MANAGER)
+        && entry.operation.as_deref() == Some("Apply")
+        && entry.subresource.as_deref().unwrap_or("").is_empty()
+}
+
 /// The label (`f:labels`) or annotation (`f:annotations`) keys that our field manager set by
 /// server-side apply on the main resource, from `metadata.managedFields`.
 pub(super) fn applied_keys<'a>(
@@ -53,11 +63,7 @@ pub(super) fn applied_keys<'a>(
     meta.managed_fields
         .iter()
         .flatten()
-        .filter(|e| {
-            e.manager.as_deref() == Some(crate::write::FIELD_MANAGER)
-                && e.operation.as_deref() == Some("Apply")
-                && e.subresource.as_deref().unwrap_or("").is_empty()
-        })
+        .filter(|e| is_our_apply(e))
         .filter_map(|e| {
             e.fields_v1
                 .as_ref()?
@@ -83,11 +89,7 @@ pub(super) fn trim_managed_fields(
     };
     let kept: Vec<_> = entries
         .into_iter()
-        .filter(|e| {
-            e.manager.as_deref() == Some(crate::write::FIELD_MANAGER)
-                && e.operation.as_deref() == Some("Apply")
-                && e.subresource.as_deref().unwrap_or("").is_empty()
-        })
+        .filter(is_our_apply)
         .filter_map(|e| {
             let metadata = e.fields_v1.as_ref()?.0.get("f:metadata")?.as_object()?;
             let keys: serde_json::Map<String, serde_json::Value> = ["f:labels", "f:annotations"]
